@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from biascheck.cases import Case, Outcome, Response
+from biascheck.errors import BiascheckError
 from biascheck.manifest import SuiteManifest
 from biascheck.sources import Resolved
 
@@ -41,6 +42,28 @@ class Benchmark(Protocol):
     def aggregate(self, cases: Sequence[Case], outcomes: Mapping[str, Outcome], *, resamples: int, seed: int): ...
 
 
+def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, *, estimators: bool = False) -> list[tuple[str, dict]]:
+    """Every threshold and regression rule of the manifest names a metric of the benchmark, and
+    each rule's sign agrees with its metric's direction; returns the threshold tables. (A gate on
+    a metric the benchmark never reports would only fail at the end of a paid run.)"""
+    if manifest.estimator_thresholds and not estimators:
+        raise BiascheckError(manifest.path, "estimator_thresholds", f"{benchmark} has one way to answer, no estimators",
+                             "put these gates in [thresholds]")
+    tables = [("thresholds", manifest.thresholds), *((f"category_thresholds.{c}", t) for c, t in manifest.category_thresholds.items()),
+              *((f"estimator_thresholds.{e}", t) for e, t in manifest.estimator_thresholds.items())]
+    for where, table in tables:
+        for metric in table:
+            if metric not in defs:
+                raise BiascheckError(manifest.path, f"{where}.{metric}", f"{benchmark} does not report a metric {metric!r}",
+                                     f"use one of: {', '.join(defs)}")
+    for metric, rule in manifest.regression.rules.items():
+        if metric not in defs:
+            raise BiascheckError(manifest.path, f"regression.margins.{metric}", f"{benchmark} does not report a metric {metric!r}",
+                                 f"use one of: {', '.join(defs)}")
+        rule.check_direction(defs[metric].better, where=manifest.path, field=f"regression.margins.{metric}")
+    return tables
+
+
 def get_benchmark(name: str) -> Benchmark:
     # Imported here so that loading one benchmark never pays for the others.
     if name == "kobbq":
@@ -55,4 +78,8 @@ def get_benchmark(name: str) -> Benchmark:
         from biascheck.benchmarks.hbb import HBB
 
         return HBB
+    if name == "bbg":
+        from biascheck.benchmarks.bbg import BBG
+
+        return BBG
     raise KeyError(name)

@@ -93,6 +93,22 @@ _LETTER_BEFORE = {
 
 
 @dataclass(frozen=True, slots=True)
+class MRCPrompt:
+    """An evaluator prompt of prompts.json (``mrc``): its template, "unknown" wording and letters."""
+
+    id: str
+    template: str
+    unknown: str
+    letters: tuple[str, str, str]
+
+    @classmethod
+    def of(cls, entry: "dict | MRCPrompt") -> "MRCPrompt":
+        if isinstance(entry, MRCPrompt):
+            return entry
+        return cls(entry["id"], entry["template"], entry["unknown"], tuple(entry["letters"]))
+
+
+@dataclass(frozen=True, slots=True)
 class StoryVersion:
     """One generation request: the seed of one template version in one run."""
 
@@ -128,6 +144,13 @@ class MRCQuestion:
     unknown_index: int
     biased_index: int
     counter_index: int
+    # The story seed this question is asked about, the row's own disambiguated context (the seed's
+    # placeholders resolved by order of mention) and the index of its answer there (dis_answer):
+    # ground truth the scorer does not use, which the simulated generator and judge read.
+    seed_text: str = ""
+    dis_context: str = ""
+    dis_index: int = -1
+    mrc_prompt: "MRCPrompt | None" = None
 
     @property
     def key(self) -> str:
@@ -194,6 +217,20 @@ def _option_letters(where: object, field: str, template: str) -> tuple[str, str,
     return (letters[0], letters[1], letters[2])
 
 
+def check_mrc_prompt(entry: dict, where: object, field: str, fix: str = FIX) -> MRCPrompt:
+    """One evaluator prompt ``{"id", "template", "unknown"}``: each of ``{CONTEXT} {QUESTION}
+    {OPTION-A} {OPTION-B} {OPTION-C}`` once, a letter before each option, a non-empty unknown."""
+    template, unknown = entry.get("template"), entry.get("unknown")
+    if not isinstance(template, str) or not template.strip():
+        raise BiascheckError(where, f"{field}.template", "missing or not a non-empty string", fix)
+    for placeholder in MRC_PLACEHOLDERS:
+        if template.count(placeholder) != 1:
+            raise BiascheckError(where, f"{field}.template", f"must contain {placeholder} exactly once", fix)
+    if not isinstance(unknown, str) or not unknown.strip():
+        raise BiascheckError(where, f"{field}.unknown", "missing or not a non-empty string", fix)
+    return MRCPrompt(str(entry.get("id")), template, unknown, _option_letters(where, f"{field}.template", template))
+
+
 def check_prompts(data: object, where: object = "prompts.json") -> dict:
     """The validated prompt table:
 
@@ -224,16 +261,8 @@ def check_prompts(data: object, where: object = "prompts.json") -> dict:
         field = f"mrc.{prompt_id}"
         if not isinstance(entry, dict):
             raise BiascheckError(where, field, "must be an object with template and unknown", FIX)
-        template, unknown = entry.get("template"), entry.get("unknown")
-        if not isinstance(template, str) or not template.strip():
-            raise BiascheckError(where, f"{field}.template", "missing or not a non-empty string", FIX)
-        for placeholder in MRC_PLACEHOLDERS:
-            if template.count(placeholder) != 1:
-                raise BiascheckError(where, f"{field}.template", f"must contain {placeholder} exactly once", FIX)
-        if not isinstance(unknown, str) or not unknown.strip():
-            raise BiascheckError(where, f"{field}.unknown", "missing or not a non-empty string", FIX)
-        letters = _option_letters(where, f"{field}.template", template)
-        prompts[prompt_id] = {"id": prompt_id, "template": template, "unknown": unknown, "letters": letters}
+        prompt = check_mrc_prompt({"id": prompt_id, **entry}, where, field)
+        prompts[prompt_id] = {"id": prompt_id, "template": prompt.template, "unknown": prompt.unknown, "letters": prompt.letters}
     for language in LANGUAGES:
         for run in RUNS:
             if story_prompt_id(language, run) not in stories:
@@ -372,6 +401,8 @@ def load_evaluation_set(path: Path, *, language: str, unknown: str | None = None
             "biased_index": biased_index,
             "counter_index": 3 - unknown_index - biased_index,
             "dis_answer": row["dis_answer"],
+            "dis_index": indices["dis_answer"],
+            "dis_context": row.get("dis_context") or "",
             "biased_answer": row["biased_answer"],
         })
     return out
@@ -388,9 +419,10 @@ def build_run(rows: Iterable[dict], *, run: int, language: str, story_prompt_id:
     dataset's unknown option)."""
     run = _check_run(run)
     language = _check_language(language)
-    wording = mrc_prompt.get("unknown") if isinstance(mrc_prompt, dict) else None
+    wording = mrc_prompt.unknown if isinstance(mrc_prompt, MRCPrompt) else mrc_prompt.get("unknown") if isinstance(mrc_prompt, dict) else None
     if not isinstance(wording, str) or not wording.strip():
         raise BiascheckError("bbg", "mrc_prompt.unknown", "missing or empty", "pass an entry of load_prompts(...)['mrc']")
+    prompt = MRCPrompt.of(mrc_prompt)
     stories: dict[str, StoryVersion] = {}
     questions: list[MRCQuestion] = []
     for row in rows:
@@ -416,6 +448,10 @@ def build_run(rows: Iterable[dict], *, run: int, language: str, story_prompt_id:
             unknown_index=row["unknown_index"],
             biased_index=row["biased_index"],
             counter_index=row["counter_index"],
+            seed_text=row["context"],
+            dis_context=row.get("dis_context", ""),
+            dis_index=row.get("dis_index", -1),
+            mrc_prompt=prompt,
         ))
     return list(stories.values()), questions
 
@@ -474,7 +510,7 @@ def render_mrc_prompt(mrc_prompt: dict, story: str, question: MRCQuestion) -> st
         "OPTION-B": question.choices[1],
         "OPTION-C": question.choices[2],
     }
-    return _MRC_SLOT.sub(lambda m: values[m.group(1)], mrc_prompt["template"])
+    return _MRC_SLOT.sub(lambda m: values[m.group(1)], MRCPrompt.of(mrc_prompt).template)
 
 
 def classify_mrc(text: str | None, question: MRCQuestion, letters: Sequence[str]) -> str | None:

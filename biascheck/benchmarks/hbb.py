@@ -93,18 +93,9 @@ class HBBBenchmark:
     def build_cases(self, manifest, files):
         from biascheck.benchmarks import BuiltCases
 
-        tables = [("thresholds", manifest.thresholds), *((f"category_thresholds.{c}", t) for c, t in manifest.category_thresholds.items()),
-                  *((f"estimator_thresholds.{e}", t) for e, t in manifest.estimator_thresholds.items())]
-        for where, table in tables:
-            for metric in table:
-                if metric not in self.metric_names:
-                    raise BiascheckError(manifest.path, f"{where}.{metric}", f"hbb does not report a metric {metric!r}",
-                                         f"use one of: {', '.join(self.metric_names)}")
-        for metric, rule in manifest.regression.rules.items():
-            if metric not in self.metric_names:
-                raise BiascheckError(manifest.path, f"regression.margins.{metric}", f"hbb does not report a metric {metric!r}",
-                                     f"use one of: {', '.join(self.metric_names)}")
-            rule.check_direction(HBB_METRICS[metric].better, where=manifest.path, field=f"regression.margins.{metric}")
+        from biascheck.benchmarks import check_metric_tables
+
+        tables = check_metric_tables(manifest, HBB_METRICS, self.name, estimators=True)
         if any("hbb_flagged" in table for _, table in tables):
             raise BiascheckError(manifest.path, "thresholds.hbb_flagged", "a count depends on the subset's size",
                                  "gate on hbb_flagged_rate, which compares across subsets")

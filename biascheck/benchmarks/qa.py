@@ -273,25 +273,11 @@ class QABenchmark:
         raise NotImplementedError
 
     def build_cases(self, manifest, files):
-        from biascheck.benchmarks import BuiltCases
+        from biascheck.benchmarks import BuiltCases, check_metric_tables
         from biascheck.errors import BiascheckError
 
         # A gate on a metric this benchmark never reports would only fail at the end of a paid run.
-        gated = [("thresholds", manifest.thresholds)]
-        gated += [(f"category_thresholds.{c}", table) for c, table in manifest.category_thresholds.items()]
-        if manifest.estimator_thresholds:
-            raise BiascheckError(manifest.path, "estimator_thresholds", f"{self.name} has one way to answer, no estimators",
-                                 "put these gates in [thresholds]")
-        gated.append(("regression.margins", manifest.regression.rules))
-        for where, table in gated:
-            for metric in table:
-                if metric not in self.metric_names:
-                    raise BiascheckError(
-                        manifest.path, f"{where}.{metric}", f"{self.name} does not report a metric {metric!r}",
-                        f"use one of: {', '.join(self.metric_names)}",
-                    )
-        for metric, rule in manifest.regression.rules.items():
-            rule.check_direction(METRIC_DEFS[metric].better, where=manifest.path, field=f"regression.margins.{metric}")
+        check_metric_tables(manifest, {name: METRIC_DEFS[name] for name in self.metric_names}, self.name)
         items, prompts, skipped = self.load(manifest, files)
         available = sorted({item.category for item in items} | set(skipped))
         # Per-file categories (BBQ) count even when subset.categories leaves them out of this run.
