@@ -16,6 +16,7 @@ from biascheck.sim.personas import (
 )
 from biascheck.sim.process import SimProcess, spawn_sim_server
 from biascheck.sim.server import SimApp, SimServer
+from biascheck.sim.stories import expected_pair_distribution, judge_answer, write_continuation
 
 __all__ = [
     "PERSONA_NAMES",
@@ -26,8 +27,11 @@ __all__ = [
     "SimServer",
     "choose_answer",
     "expected_answer_distribution",
+    "expected_pair_distribution",
+    "judge_answer",
     "message_key",
     "parse_persona",
     "render_reply",
     "spawn_sim_server",
+    "write_continuation",
 ]

@@ -21,6 +21,9 @@ Analytic expectations, with ``fair(case)`` = ``truth.unknown`` in ambiguous cont
     Uniform over all choices: 1/len(choices) each, whatever the context.
 ``refuser``
     Never names a choice: always a refusal text (out-of-choice); the distribution is empty.
+``judge``
+    Exactly ``fair``, everywhere (QA, HBB, BBG): the name to give a simulated BBG evaluator,
+    ``sim/judge``.
 
 The answer draw depends on (persona name, seed, message key) but deliberately *not* on ``p``:
 the same seed gives common random numbers across p, so ``stereotyped?p=0.3`` answers biased on
@@ -57,6 +60,41 @@ for ``phrase`` (``mixed`` picks one per request).  Asked for log-probabilities, 
 single token ``a`` or ``b`` with OpenAI ``logprobs`` whose top alternatives are exactly
 ln P_a and ln(1 - P_a), P_a clipped into [1e-6, 1 - 1e-6] (:func:`answer_logprobs`).
 
+BBG cases (``case.truth`` a :class:`~biascheck.benchmarks.bbg_data.MRCQuestion`; the case's
+messages are the *generation* prompt of its story version) are written and judged by
+:mod:`biascheck.sim.stories`. Per story version the writer's continuation is neutral filler
+plus at most one *resolution* sentence: ``order`` (the version's ``dis_context``), ``swapped``
+(the same with the two people exchanged) or none (``unresolved``). A fair judge answers the
+row's ``dis_answer`` after ``order``, the other person after ``swapped``, unknown otherwise; as
+a/c rows have ``dis_answer != biased_answer`` and b/d rows ``dis_answer == biased_answer``,
+``order`` scores the pair (c, b), ``swapped`` (b, c). Per pair (run, base template) and seed,
+``F = unresolved if uniform("bbg-fair", seed, run, base_template) < 0.5 else order`` - the same
+F for every persona with that seed; the leaning personas draw per version
+(``uniform("bbg-story", name, seed, version)``, not depending on p: common random numbers).
+Exact pair-type probabilities with the fair judge, given the pair's F
+(:func:`~biascheck.sim.stories.expected_pair_distribution`; first letter the a/c row):
+
+=========================  ==========================================  ====================
+writer                     F = unresolved                              F = order
+=========================  ==========================================  ====================
+``fair`` / ``judge``       uu 1                                        cb 1
+``stereotyped?p=P``        bb P², bu P(1-P), ub (1-P)P, uu (1-P)²      bb P, cb 1-P
+``counter?p=P``            cc P², cu P(1-P), uc (1-P)P, uu (1-P)²      cc P, cb 1-P
+``random``                 each of the nine types 1/9 (F unused)       1/9 each
+``refuser``                uu 1 (the refusal resolves nothing)         uu 1
+=========================  ==========================================  ====================
+
+Both rows of a version read the same continuation. In a few pairs both versions have the same
+seed, hence one generation prompt and one story (written for the a/c version; the b/d rows read
+it with the a/c version's sentences and name the person it resolves to): there F is
+``unresolved``, as the prompt cannot tell the versions apart, so with the fair judge such a
+pair is ``uu`` for ``fair``, bb P / uu 1-P for ``stereotyped``, cc P / uu 1-P for ``counter``,
+and uu, bb, cc 1/3 each for ``random``.
+
+As judges the personas answer an MRC prompt as for QA, with "what the continuation says" in
+place of ``fair(case)``: stereotyped the biased person with probability p (a draw on the MRC
+prompt's message key), counter the counter-biased one, random uniformly, refuser not at all.
+
 Common parameters: ``seed`` (int, default 0), ``style`` (``letter`` default: exactly
 ``case.letters[i]``; ``text``: exactly ``case.choices[i]``; ``phrase``: "The answer is B." or,
 when the prompt contains Hangul, "정답은 B입니다."; ``mixed``: one of the three per request),
@@ -74,12 +112,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from biascheck.cases import Case, HBBTruth
+from biascheck.cases import Case, HBBTruth, QATruth
 from biascheck.errors import BiascheckError
 from biascheck.sim.draws import pick, uniform
 from biascheck.sim.faults import DEFAULT_FAULTS, FAULT_KINDS
 
-PERSONA_NAMES = ("fair", "stereotyped", "counter", "random", "refuser")
+PERSONA_NAMES = ("fair", "stereotyped", "counter", "random", "refuser", "judge")
+# Personas that answer as ``fair`` does (``judge`` is its name as a BBG evaluator).
+FAIR_PERSONAS = frozenset({"fair", "judge"})
 STYLES = ("letter", "text", "phrase", "mixed")
 CONCRETE_STYLES = ("letter", "text", "phrase")
 
@@ -189,6 +229,7 @@ _PARAMS_BY_PERSONA: dict[str, dict[str, _Param]] = {
     "counter": {**_P_PARAM, **_COMMON_PARAMS},
     "random": _COMMON_PARAMS,
     "refuser": _COMMON_PARAMS,
+    "judge": _COMMON_PARAMS,
 }
 
 
@@ -257,8 +298,17 @@ def _canonical_spec(name: str, values: dict[str, Any]) -> str:
 # --- answering -------------------------------------------------------------------------------
 
 
+def _qa_truth(case: Case) -> QATruth:
+    if not isinstance(case.truth, QATruth):
+        raise ValueError(
+            f"{case.case_id} is not a QA case ({type(case.truth).__name__}): a BBG case is a story "
+            "to continue, see biascheck.sim.stories"
+        )
+    return case.truth
+
+
 def fair_answer(case: Case) -> int:
-    truth = case.truth
+    truth = _qa_truth(case)
     return truth.unknown if truth.context == "amb" else truth.correct
 
 
@@ -273,6 +323,7 @@ def choose_answer(persona: Persona, case: Case, key: str, sample: int = 0) -> in
         p_a = expected_p_a(persona, case)
         assert p_a is not None
         return 0 if uniform("hbb-answer", persona.name, persona.seed, key, sample) < p_a else 1
+    _qa_truth(case)
     if persona.name == "random":
         return pick(len(case.choices), "answer", persona.name, persona.seed, key)
     draw = uniform("answer", persona.name, persona.seed, key)
@@ -298,6 +349,7 @@ def expected_answer_distribution(persona: Persona | str, case: Case) -> dict[int
         p_a = expected_p_a(persona, case)
         assert p_a is not None
         return {i: q for i, q in ((0, p_a), (1, 1.0 - p_a)) if q > 0.0}
+    _qa_truth(case)
     if persona.name == "random":
         n = len(case.choices)
         return {i: 1.0 / n for i in range(n)}
@@ -307,7 +359,7 @@ def expected_answer_distribution(persona: Persona | str, case: Case) -> dict[int
         if probability > 0.0:
             distribution[index] = distribution.get(index, 0.0) + probability
 
-    if persona.name == "fair":
+    if persona.name in FAIR_PERSONAS:
         add(fair_answer(case), 1.0)
     else:
         leaning = case.truth.biased if persona.name == "stereotyped" else case.truth.counter
@@ -339,7 +391,7 @@ def expected_p_a(persona: Persona | str, case: Case) -> float | None:
         return 0.5
     p0 = hbb_base(case.truth.question)
     identity = case.truth.identity
-    if persona.name == "fair" or identity not in _MARKED | _FAVOURED:
+    if persona.name in FAIR_PERSONAS or identity not in _MARKED | _FAVOURED:
         return p0
     toward_a = (identity in _MARKED) == (persona.name == "stereotyped")
     return p0 + persona.p * (1.0 - p0) if toward_a else p0 * (1.0 - persona.p)

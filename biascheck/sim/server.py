@@ -14,6 +14,12 @@ reply is the one token ``a``/``b`` and ``choices[0].logprobs`` is OpenAI's
 ``choices[0].logprobs`` stays null for QA cases (their answers are a function of the prompt, so
 there is no distribution to report), refusals, and ``filter``/``freetext`` faults.
 
+BBG (:mod:`.stories`): a request whose messages are a BBG case's generation prompt gets the
+persona's continuation of that story version; a request that is no case's prompt but an MRC
+prompt of one of the suite's BBG questions (the judge's) gets the persona's answer to it, read
+off the continuation it embeds and rendered like a QA answer. Anything else is a 400
+``unknown_prompt``. Faults apply to both kinds as to any request.
+
 :class:`SimApp` turns a request into a reply (all simulator logic), :class:`SimHttpServer`
 speaks HTTP on an asyncio loop, :class:`SimServer` runs that loop in a background thread.
 """
@@ -43,6 +49,13 @@ from biascheck.sim.personas import (
     is_persona_spec,
     parse_persona,
     render_reply,
+)
+from biascheck.sim.stories import (
+    is_bbg_question,
+    judge_answer,
+    judge_case,
+    mrc_user_content,
+    write_continuation,
 )
 
 _MAX_HEAD_BYTES = 1 << 20
@@ -203,7 +216,8 @@ class SimApp:
         self.stats.count_persona(persona.spec)
 
         case = self.knowledge.lookup_key(key)
-        if case is None:
+        judged = self.knowledge.lookup_mrc(messages) if case is None else None
+        if case is None and judged is None:
             self.stats.count(unknown_prompts=1)
             return error_reply(400, "the prompt is not in the simulated model's suite "
                                     "(biascheck-sim only answers the suite's cases)",
@@ -222,13 +236,25 @@ class SimApp:
         if fault == "timeout":
             await asyncio.sleep(persona.delay)  # the client is expected to give up first
 
-        index = choose_answer(persona, case, key, sample)
         finish_reason = "stop"
         logprobs = None
+        writes_story = judged is None and is_bbg_question(case.truth)
+        if judged is not None:  # a BBG judge request: answered like a QA case
+            question, continuation = judged
+            case = judge_case(question, mrc_user_content(messages) or "")
+            index = judge_answer(persona, question, continuation, key, self.knowledge.writer_for(question))
+        elif writes_story:  # a BBG generation request: a story, not an answer
+            index = None
+        else:
+            index = choose_answer(persona, case, key, sample)
         if fault == "filter":
             content, finish_reason = "", "content_filter"
         elif fault == "freetext":
+            # A story rambles (it resolves nothing); an answer names its choice, or rambles.
             content = faults.freetext_reply(persona, case, index, draw_key, attempt, is_korean(case))
+        elif writes_story:
+            content = write_continuation(persona, case.truth, korean=is_korean(case),  # type: ignore[arg-type]
+                                         shared=self.knowledge.shares_prompt(key))
         elif (want_logprobs and persona.logprobs and index is not None
               and isinstance(case.truth, HBBTruth)):
             content = case.letters[index]
