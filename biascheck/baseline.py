@@ -33,7 +33,7 @@ from biascheck.errors import BiascheckError
 from biascheck.manifest import canonical_json, sha256_text
 
 BASELINE_SCHEMA = "biascheck.baseline/1"
-FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version")
+FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge")
 FIX_RECREATE = "restore it from version control, or re-create it with --biascheck-update-baseline"
 
 

@@ -10,7 +10,10 @@ independent of pytest, litellm and the store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from biascheck.benchmarks.bbg_data import MRCQuestion
 
 Role = Literal["system", "user", "assistant"]
 
@@ -96,13 +99,13 @@ class Case:
     messages: tuple[Message, ...]
     choices: tuple[str, ...]
     letters: tuple[str, ...]
-    truth: QATruth | HBBTruth
+    truth: QATruth | HBBTruth | MRCQuestion
 
     def messages_as_dicts(self) -> list[dict[str, str]]:
         return [m.to_dict() for m in self.messages]
 
 
-OutcomeStatus = Literal["answered", "ooc", "filtered", "error"]
+OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,9 @@ class Outcome:
     response after retries; never scored, counted in ``error_ratio``).
     ``answer_class`` is ``unknown`` / ``biased`` / ``counter`` for answered QA cases. An HBB case
     has ``p_a``, the estimated probability of option a, from ``valid`` answers (sampling; 0 when
-    read from log-probabilities) with ``refused`` more excluded.
+    read from log-probabilities) with ``refused`` more excluded. A BBG case (an MRC question)
+    has ``answer_class`` ``b`` / ``c`` / ``u``, ``generation`` (the continuation the judge read)
+    and status ``empty`` when the model wrote no continuation (nothing to judge: unscorable).
     """
 
     case_id: str
@@ -148,6 +153,7 @@ class Outcome:
     p_a: float | None = None
     valid: int = 0
     refused: int = 0
+    generation: str | None = None
 
     @property
     def scored(self) -> bool:

@@ -2,6 +2,8 @@
 
 - ``biascheck diff BASELINE RESULTS``: compare a run's ``results.json`` with a baseline, exactly as
   ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
+- ``biascheck qualify-judge MODEL --suite DIR``: is an evaluator fit to read BBG stories? Its
+  accuracy and diff-bias on a QA suite's disambiguated items; exit 1 when it falls short.
 - ``biascheck sim serve --suite DIR --persona SPEC``: the simulated model server, standalone.
 """
 
@@ -34,6 +36,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.add_argument("--suite", type=Path, help="suite folder, to show prompt texts in the flip list (default: the manifest the results name)")
     diff.add_argument("--data", type=Path, help="mirror folder of the benchmark files (for the prompt texts)")
     diff.set_defaults(func=_diff)
+    qualify = commands.add_parser(
+        "qualify-judge", help="check an evaluator model on disambiguated KoBBQ / BBQ items (exit 1 when below the bounds)",
+        description="Run a candidate BBG judge on the disambiguated items of a QA suite, where the context states the answer, "
+                    "and report its accuracy and diff-bias (the paper's judge: 0.97 and below 0.01).")
+    qualify.add_argument("model", help="litellm model string of the judge, or sim/<persona>")
+    qualify.add_argument("--suite", type=Path, default=Path("suites/kobbq"), help="QA suite folder (default suites/kobbq; suites/bbq for English)")
+    qualify.add_argument("--cases", type=int, default=None, help="a seeded subset of about this many items, whole templates (default: all)")
+    qualify.add_argument("--seed", type=int, default=0, help="seed of that subset")
+    qualify.add_argument("--min-accuracy", type=float, default=0.95, help="warn below this accuracy (default 0.95)")
+    qualify.add_argument("--max-abs-diff-bias", type=float, default=0.02, help="warn above this |diff-bias| (default 0.02)")
+    qualify.add_argument("--param", action="append", default=["temperature=0", "seed=42"], metavar="NAME=VALUE",
+                         help="the judge's sampling parameters (default temperature=0 seed=42, as in the paper)")
+    qualify.add_argument("--api-base", default=None, help="API base URL (vLLM, Ollama, a proxy)")
+    qualify.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
+    qualify.add_argument("--cache", type=Path, default=Path(".biascheck/responses.sqlite"), help="response store (SQLite)")
+    qualify.add_argument("--concurrency", type=int, default=32, help="concurrent model calls (default 32)")
+    qualify.add_argument("--json", type=Path, help="also write the qualification as JSON to this file")
+    qualify.set_defaults(func=_qualify_judge)
     sim = commands.add_parser("sim", help="the simulated model server (a calibration instrument)")
     add_sim_subcommands(sim.add_subparsers(dest="sim_command", required=True))
     args = parser.parse_args(argv)
@@ -107,6 +127,32 @@ def _diff(args) -> int:
             with open(summary, "a", encoding="utf-8") as handle:
                 handle.write(markdown)
     return 0 if comparison["passed"] else 1
+
+
+def _qualify_judge(args) -> int:
+    from biascheck.judge_qualification import qualify
+    from biascheck.llm import ModelConfig, validate_model_string
+    from biascheck.manifest import parse_sampling_overrides
+    from biascheck.report import atomic_write_text
+    from biascheck.session import RunConfig
+
+    validate_model_string(args.model)
+    for option, value, low, high in (("--min-accuracy", args.min_accuracy, 0, 1), ("--max-abs-diff-bias", args.max_abs_diff_bias, 0, 2)):
+        if not low <= value <= high:
+            raise BiascheckError(option, None, f"{value!r} is out of range", f"give a number in [{low}, {high}]")
+    if args.cases is not None and args.cases < 1:
+        raise BiascheckError("--cases", None, f"{args.cases} is not a positive number", "e.g. --cases 2000")
+    judge = ModelConfig(args.model, params=parse_sampling_overrides(args.param, where="--param"), api_base=args.api_base)
+    config = RunConfig(model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency))
+    result = qualify(judge, args.suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy,
+                     max_abs_diff_bias=args.max_abs_diff_bias)
+    print(result.summary)
+    for warning in result.warnings:
+        print(f"WARNING: {warning}")
+    print("qualified" if result.qualified else "NOT qualified")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n")
+    return 0 if result.qualified else 1
 
 
 if __name__ == "__main__":

@@ -158,6 +158,7 @@ class SuiteManifest:
     regression: RegressionSettings = field(default_factory=RegressionSettings)
     estimator_thresholds: dict[str, dict[str, Threshold]] = field(default_factory=dict)
     hbb: dict[str, Any] = field(default_factory=dict)  # the [hbb] table, with defaults filled in
+    bbg: dict[str, Any] = field(default_factory=dict)  # the [bbg] table, with defaults filled in
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -301,12 +302,28 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         },
         hbb={"estimator": "sampling", "samples": 10, "top_logprobs": 5, "flag_threshold": 20.0, "questions": None, "seed": 0,
              **raw.get("hbb", {})} if "hbb" in raw else {},
+        bbg=_bbg_settings(raw["bbg"]) if "bbg" in raw else {},
         regression=RegressionSettings(
             rules=rules,
             **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit") if key in regression},
         ),
         raw=raw,
     )
+
+
+def _bbg_settings(table: dict[str, Any]) -> dict[str, Any]:
+    """The [bbg] table with its defaults: all five runs, the judge's parameters typed as on the
+    command line, the paper's qualification bounds (accuracy 0.95, |diff-bias| 0.02)."""
+    judge = table.get("judge", {})
+    qualification = {"suite": None, "cases": None, "seed": 0, "min_accuracy": 0.95, "max_abs_diff_bias": 0.02,
+                     **table.get("judge_qualification", {})}
+    return {
+        **table,
+        "runs": sorted(table.get("runs", [1, 2, 3, 4, 5])),
+        "judge": {"model": judge.get("model"),
+                  "sampling": {name: SAMPLING_PARAMS[name](value) for name, value in judge.get("sampling", {}).items()}},
+        "judge_qualification": qualification,
+    }
 
 
 def _threshold(table: dict[str, float]) -> Threshold:

@@ -45,6 +45,8 @@ OPTIONS = (
     ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts (default 6)"),
     ("--biascheck-estimator", "biascheck_estimator", None,
      "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's"),
+    ("--biascheck-judge", "biascheck_judge", "BIASCHECK_JUDGE",
+     "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]"),
     ("--biascheck-baseline", "biascheck_baseline", "BIASCHECK_BASELINE",
      "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
      "where to write it (default baselines/{suite}/{model}.json)"),
@@ -57,6 +59,10 @@ FLAGS = (
      "compare with a baseline made from other data, prompts or subset, on the cases both share"),
     ("--biascheck-fail-inconclusive", "biascheck_fail_inconclusive",
      "fail regression checks that can neither show nor rule out a worsening beyond the margin"),
+    ("--biascheck-rejudge", None,
+     "BBG: judge the stored generations again (e.g. with another --biascheck-judge): no generation call is made"),
+    ("--biascheck-qualify-judge", "biascheck_qualify_judge",
+     "BBG: first run the judge on the disambiguated QA items of [bbg.judge_qualification] and warn when it falls short"),
 )
 
 
@@ -115,7 +121,17 @@ class BiascheckState:
     def load_suite(self, manifest_path: Path) -> Suite:
         from biascheck.suite import load_suite
 
-        return load_suite(manifest_path.parent, data_dir=self.run_config.data_dir)
+        from biascheck.session import judge_for
+
+        suite = load_suite(manifest_path.parent, data_dir=self.run_config.data_dir)
+        judge_for(suite, self.run_config.judge)  # a judged suite without a judge is a collection error
+        return suite
+
+    def fingerprint(self, suite: Suite) -> dict:
+        from biascheck.session import judge_for
+
+        judge = judge_for(suite, self.run_config.judge)
+        return suite.fingerprint(judge.identity() if judge else None)
 
     # --- what items read -------------------------------------------------------------------
 
@@ -134,7 +150,7 @@ class BiascheckState:
             path = baselines.baseline_path(self.baseline.pattern, suite=suite.name, model=self.run_config.model.model,
                                            root=self.config.rootpath)
             document = baselines.load(path)
-            check_comparable(document, {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": suite.fingerprint()},
+            check_comparable(document, {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
                              allow_mismatch=self.baseline.allow_mismatch, path=str(path))
             self.baselines[suite.name] = (path, document)
         return self.baselines[suite.name]
@@ -248,8 +264,16 @@ def _run_config(config: pytest.Config):
     estimator = setting("--biascheck-estimator")
     if estimator not in (None, "sampling", "logprob"):
         raise BiascheckError("--biascheck-estimator", None, f"{estimator!r} is not an estimator", "use sampling or logprob")
+    judge_name = setting("--biascheck-judge")
+    judge = None
+    if judge_name:
+        validate_model_string(judge_name)
+        judge = ModelConfig(model=judge_name, timeout=model_config.timeout)
     return RunConfig(
         model=model_config,
+        judge=judge,
+        rejudge=config.getoption("biascheck_rejudge"),
+        qualify_judge=config.getoption("biascheck_qualify_judge") or bool(config.getini("biascheck_qualify_judge")),
         store_path=Path(cache),
         data_dir=Path(data) if data else None,
         concurrency=number("--biascheck-concurrency", int, 32, 1),
@@ -372,6 +396,11 @@ REPORT_STATUS = {
     "unscorable": ("unscorable", "u", "UNSCORABLE"),
     "inconclusive": ("inconclusive", "?", "INCONCLUSIVE"),
     "improved": ("improved", "+", "IMPROVED"),
+    # BBG: what the judge read in the story (the pair types come from two of these).
+    "b": ("biased", "b", "B (BIASED)"),
+    "c": ("counter-biased", "c", "C (COUNTER-BIASED)"),
+    "u": ("undetermined", "u", "U (UNDETERMINED)"),
+    "empty": ("empty", "e", "EMPTY-GENERATION"),
 }
 
 

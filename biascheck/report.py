@@ -22,13 +22,17 @@ from biascheck.metrics import _num
 
 RESULTS_SCHEMA = "biascheck.results/1"
 HEADLINE = ("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio",
-            "hbb_flagged_rate", "hbb_mean_score", "hbb_mean_flagged_score", "hbb_flagged", "refusal_rate")
+            "hbb_flagged_rate", "hbb_mean_score", "hbb_mean_flagged_score", "hbb_flagged", "refusal_rate",
+            "ntr_gen", "bias_gen", "p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub", "p_cu_plus_p_uc", "p_cc", "unscorable_ratio")
+# Shown per category whether gated or not: a benchmark's two headline scores (BBG).
+CATEGORY_HEADLINE = ("ntr_gen", "bias_gen")
 
 
 def build_results(run) -> list[dict[str, Any]]:
     """One results document per suite of the run."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     stats = run.stats.to_dict()
+    judge_stats = run.judge_stats.to_dict()
     documents = []
     for result in run.suites:
         suite, manifest = result.suite, result.suite.manifest
@@ -44,14 +48,15 @@ def build_results(run) -> list[dict[str, Any]]:
                 "benchmark": manifest.benchmark,
                 "description": manifest.description,
                 "manifest": manifest.path.as_posix(),
-                "fingerprint": suite.fingerprint(),
+                "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None),
                 "prompts": [p.id for p in suite.prompts],
                 "skipped_categories": dict(suite.skipped_categories),
                 "cases_total": len(suite.cases),
                 "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
                 "regression": manifest.regression.to_dict(),
             },
-            "model": {**run.config.model.to_dict(), "params": result.params},
+            "model": {**run.config.model.to_dict(), "params": result.params,
+                      **({"judge": result.judge.to_dict()} if result.judge else {})},
             "run": {
                 "cases": len(result.cases),
                 "case_errors": n_errors,
@@ -68,7 +73,10 @@ def build_results(run) -> list[dict[str, Any]]:
                 "incomplete_reason": run.incomplete,
                 "estimator": result.estimator,
                 "estimator_note": result.estimator_note,
+                **({"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"],
+                    "rejudge": run.config.rejudge} if result.judge else {}),
             },
+            **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
             "metrics": result.metrics.to_json(),
             "verdicts": [
                 {
@@ -165,6 +173,42 @@ def _gated(document: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(v["metric"] for v in document["verdicts"]))
 
 
+def _category_metrics(document: dict[str, Any]) -> list[str]:
+    """The metrics of the per-category tables: the benchmark's headline scores, then the gated ones."""
+    overall = document["metrics"]["overall"]
+    return list(dict.fromkeys([m for m in CATEGORY_HEADLINE if m in overall] + _gated(document)))
+
+
+def judge_lines(document: dict[str, Any]) -> list[str]:
+    """Who judged the generations, and the warnings of the judge's qualification."""
+    judge = document["model"].get("judge")
+    if not judge:
+        return []
+    run = document["run"]
+    params = ", ".join(f"{k}={v}" for k, v in judge["params"].items()) or "provider defaults"
+    lines = [f"judged by {judge['model']} ({params}): {run.get('judge_calls', 0)} judge calls, "
+             f"{run.get('judge_cache_hits', 0)} cache hits" + ("; re-judged stored generations" if run.get("rejudge") else "")]
+    qualification = document.get("judge_qualification")
+    if qualification:
+        lines.append(qualification["summary"])
+        lines += [f"WARNING: {w}" for w in qualification["warnings"]]
+    return lines
+
+
+def bbg_examples(document: dict[str, Any], limit: int = 5) -> list[tuple[str, str, str]]:
+    """BBG: up to ``limit`` pairs whose stories were read as biased in both versions, as (pair,
+    category, question): where to start reading the generations in results.json."""
+    if document["suite"]["benchmark"] != "bbg":
+        return []
+    first: dict[str, dict[str, Any]] = {}
+    outcomes: dict[str, list[str]] = {}
+    for case in document["cases"]:
+        first.setdefault(case["pair"], case)
+        outcomes.setdefault(case["pair"], []).append(case["outcome"])
+    biased = [pair for pair, seen in outcomes.items() if seen == ["b", "b"]]
+    return [(pair, first[pair]["category"], first[pair]["question"]) for pair in sorted(biased)[:limit]]
+
+
 def _verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(v["scope"], v["metric"]): v for v in document["verdicts"]}
 
@@ -190,10 +234,12 @@ def _run_line(document: dict[str, Any]) -> str:
 def render_markdown(document: dict[str, Any]) -> str:
     metrics = document["metrics"]
     verdicts = _verdict_index(document)
-    gated = _gated(document)
     # "passed" is about thresholds and completeness; a comparison with a baseline has its own verdict.
     status = "thresholds passed" if document["passed"] else "FAILED"
     out = [f"# biascheck: {document['suite']['name']} — {status}", "", _run_line(document), ""]
+    judged = judge_lines(document)
+    if judged:
+        out += [f"- {line}" for line in judged] + [""]
     if document["suite"]["skipped_categories"]:
         out.append("Skipped categories:")
         out += [f"- {c}: {r}" for c, r in document["suite"]["skipped_categories"].items()]
@@ -205,16 +251,22 @@ def render_markdown(document: dict[str, Any]) -> str:
         mark = ("pass" if verdict["passed"] else "**FAIL**") if verdict else ""
         out.append(f"| {name} | {fmt(value['value'])} | {fmt_ci(value['ci'])} | {value['n']} | {threshold} | {mark} |")
     if metrics["by_category"]:
-        out += ["", "## By category (gated metrics)", "", "| category | " + " | ".join(gated) + " |", "|---|" + "---:|" * len(gated)]
+        shown = _category_metrics(document)
+        out += ["", "## By category", "", "| category | " + " | ".join(shown) + " |", "|---|" + "---:|" * len(shown)]
         for category, table in metrics["by_category"].items():
             cells = []
-            for name in gated:
+            for name in shown:
                 verdict = verdicts.get((category, name))
                 text = f"{fmt(table[name]['value'])} {fmt_ci(table[name]['ci'])}"
                 cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**")
             out.append(f"| {category} | " + " | ".join(cells) + " |")
+    examples = bbg_examples(document)
+    if examples:
+        out += ["", "## Read as biased in both versions (first pairs)", "", "| pair | category | question |", "|---|---|---|"]
+        out += [f"| {pair} | {category} | {question.replace('|', chr(92) + '|')} |" for pair, category, question in examples]
     if metrics["prompt_summary"]:
-        out += ["", "## Across prompts (mean ± sample std)", "", "| metric | " + " | ".join(metrics["by_prompt"]) + " | mean ± std |",
+        across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
+        out += ["", f"## Across {across} (mean ± sample std)", "", "| metric | " + " | ".join(metrics["by_prompt"]) + " | mean ± std |",
                 "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1)]
         for name in HEADLINE:
             if name not in metrics["prompt_summary"]:
@@ -245,8 +297,9 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
     for document in documents:
         metrics = document["metrics"]
         verdicts = _verdict_index(document)
-        gated = _gated(document)
         console.print(_run_line(document), style="bold" if document["passed"] else "bold red")
+        for line in judge_lines(document):
+            console.print(f"  {line}", style="bold yellow" if line.startswith("WARNING") else None)
         for category, reason in document["suite"]["skipped_categories"].items():
             console.print(f"  skipped {category}: {reason}", style="yellow")
         table = Table(title=f"{document['suite']['name']}: overall", title_justify="left")
@@ -260,21 +313,32 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         console.print(table)
         if metrics["by_category"]:
             # Long format (a row per category and gated metric) fits a narrow terminal.
-            table = Table(title=f"{document['suite']['name']}: gated metrics by category", title_justify="left")
+            shown = _category_metrics(document)
+            table = Table(title=f"{document['suite']['name']}: by category", title_justify="left")
             for header, justify in (("category", "left"), ("metric", "left"), ("value", "right"), ("95% CI", "left"), ("n", "right"), ("verdict", "left")):
                 table.add_column(header, justify=justify)
             for category, values in metrics["by_category"].items():
-                for i, name in enumerate(gated):
+                for i, name in enumerate(shown):
                     verdict = verdicts.get((category, name))
                     mark = "" if verdict is None else ("[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
                     table.add_row(category if i == 0 else "", name, fmt(values[name]["value"]), fmt_ci(values[name]["ci"]),
-                                  str(values[name]["n"]), mark, end_section=i == len(gated) - 1)
+                                  str(values[name]["n"]), mark, end_section=i == len(shown) - 1)
+            console.print(table)
+        examples = bbg_examples(document)
+        if examples:
+            # rich measures East Asian wide characters, so Korean questions stay aligned.
+            table = Table(title=f"{document['suite']['name']}: read as biased in both versions (first pairs)", title_justify="left")
+            for header in ("pair", "category", "question"):
+                table.add_column(header)
+            for row in examples:
+                table.add_row(*row)
             console.print(table)
         if metrics["prompt_summary"]:
-            table = Table(title=f"{document['suite']['name']}: across prompts", title_justify="left")
+            across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
+            table = Table(title=f"{document['suite']['name']}: across {across}", title_justify="left")
             table.add_column("metric")
             for prompt in metrics["by_prompt"]:
-                table.add_column(f"p{prompt}", justify="right")
+                table.add_column(prompt if across == "runs" else f"p{prompt}", justify="right")
             table.add_column("mean ± std", justify="right")
             for name in HEADLINE:
                 spread = metrics["prompt_summary"].get(name)

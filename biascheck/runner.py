@@ -71,7 +71,8 @@ class ModelClient(Protocol):
 
 
 class Progress(Protocol):
-    def start(self, total: int, stats: RunStats) -> None: ...
+    # ``label`` names whose calls these are when it is not the model under test (a BBG judge).
+    def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
 
     def update(self, done: int, stats: RunStats) -> None: ...
 
@@ -79,7 +80,7 @@ class Progress(Protocol):
 
 
 class NoProgress:
-    def start(self, total: int, stats: RunStats) -> None: ...
+    def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
 
     def update(self, done: int, stats: RunStats) -> None: ...
 
@@ -94,6 +95,7 @@ class RichProgress:
 
         self.console = Console(file=stream or sys.stderr, highlight=False)
         self.label = label
+        self._label = label
         self._progress = None
         self._task = None
 
@@ -101,7 +103,8 @@ class RichProgress:
     def _fields(stats: RunStats) -> dict[str, Any]:
         return {"errors": stats.errors, "retries": stats.retries, "hits": stats.cache_hits, "cost": stats.cost_usd}
 
-    def start(self, total: int, stats: RunStats) -> None:
+    def start(self, total: int, stats: RunStats, label: str | None = None) -> None:
+        self._label = label or self.label
         if not self.console.is_terminal:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -112,7 +115,7 @@ class RichProgress:
             TimeElapsedColumn(), console=self.console, transient=False,
         )
         self._progress.start()
-        self._task = self._progress.add_task(self.label, total=total, **self._fields(stats))
+        self._task = self._progress.add_task(self._label, total=total, **self._fields(stats))
 
     def update(self, done: int, stats: RunStats) -> None:
         if self._progress is not None:
@@ -123,7 +126,7 @@ class RichProgress:
             self._progress.stop()
         else:
             self.console.print(
-                f"{self.label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
+                f"{self._label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
                 f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f}"
             )
 
@@ -171,8 +174,11 @@ async def execute(
     budget: Budget | None = None,
     progress: Progress = NoProgress(),
     shared_errors: dict[str, str] | None = None,
+    offline: str | None = None,
+    label: str | None = None,
 ) -> Execution:
-    """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by calling."""
+    """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by
+    calling; with ``offline`` (why no call may be made) a request missing from the store is that error."""
     run = Execution()
     stats = run.stats
     budget = budget or Budget(None)
@@ -190,10 +196,15 @@ async def execute(
                 stats.not_run += 1
                 stats.incomplete = error[len(NOT_RUN):]
     pending = [r for r in unique if r.key not in run.responses]
+    if offline is not None:
+        for request in pending:
+            run.responses[request.key] = Response(text=None, error=offline)
+        stats.errors += len(pending)
+        return run
     if not pending:
         return run
 
-    progress.start(len(unique), stats)
+    progress.start(len(unique), stats, label)
     done = len(run.responses)
     queue: asyncio.Queue[ModelRequest] = asyncio.Queue()
     for request in pending:

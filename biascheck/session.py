@@ -7,16 +7,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from biascheck.cases import Case, Outcome, Response
+from biascheck.errors import BiascheckError
 from biascheck.llm import LiteLLMClient, ModelConfig
+from biascheck.manifest import canonical_json
 from biascheck.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute
 from biascheck.store import ResponseStore, request_key
 from biascheck.suite import Suite
 from biascheck.verdicts import Verdict, check_thresholds
+
+REJUDGE_MISSING = "no stored generation for this story (--biascheck-rejudge makes no generation calls; run once without it)"
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,12 @@ class RunConfig:
     shared_run_id: str | None = None
     # How a benchmark that has several estimates its answers (HBB: sampling | logprob); None: the manifest's.
     estimator: str | None = None
+    # The evaluator of judged benchmarks (BBG); None: each suite's own.
+    judge: ModelConfig | None = None
+    # Judged benchmarks: the generations come from the store only (no generation call), the judge is called.
+    rejudge: bool = False
+    # Judged benchmarks: first qualify each judge on its suite's QA items (a warning on the results).
+    qualify_judge: bool = False
 
 
 @dataclass
@@ -43,6 +53,8 @@ class SuiteResult:
     verdicts: list[Verdict]
     estimator: str | None = None
     estimator_note: str | None = None
+    judge: Judge | None = None
+    judge_qualification: Any = None  # a judge_qualification.Qualification, when asked for
 
     @property
     def passed(self) -> bool:
@@ -53,7 +65,8 @@ class SuiteResult:
 class RunResult:
     config: RunConfig
     suites: list[SuiteResult]
-    stats: RunStats = field(default_factory=RunStats)
+    stats: RunStats = field(default_factory=RunStats)  # every call of the run, the judge's included
+    judge_stats: RunStats = field(default_factory=RunStats)  # the judge's part
 
     @property
     def incomplete(self) -> str | None:
@@ -81,14 +94,14 @@ def open_model(model: ModelConfig, suites: Sequence[Suite], data_dir: Path | Non
         yield LiteLLMClient(model, api_base=server.base_url, require_price=require_price)
 
 
-def _plan(suite: Suite, cases: Sequence[Case], model: ModelConfig, params: dict[str, Any], estimator: str | None):
-    """The requests of each case (keys in order) and the distinct requests of the suite."""
-    benchmark = suite.benchmark
+def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
+    """The requests of each case (keys in order) and the requests to execute (repeats included:
+    ``execute`` makes each distinct key once)."""
     keys: list[list[str]] = []
     requests: list[ModelRequest] = []
     for case in cases:
         case_keys = []
-        for messages, request_params, sample in benchmark.requests(case, params, estimator):
+        for messages, request_params, sample in benchmark_requests(case, *args):
             key = request_key(model.model, model.endpoint, messages, request_params, sample)
             case_keys.append(key)
             requests.append(ModelRequest(key, messages, request_params, sample))
@@ -96,71 +109,167 @@ def _plan(suite: Suite, cases: Sequence[Case], model: ModelConfig, params: dict[
     return keys, requests
 
 
-def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *, progress: Progress = NoProgress()) -> RunResult:
-    model = config.model
-    planned = []
-    for suite, cases in selection:
-        params = effective_params(suite, model)
-        estimator = suite.benchmark.estimator(suite.manifest, config.estimator)
-        keys, requests = _plan(suite, cases, model, params, estimator)
-        planned.append([suite, list(cases), params, estimator, None, keys, requests])
+@dataclass(frozen=True)
+class Judge:
+    """The evaluator of a judged benchmark (BBG): its model and the parameters sent with every call."""
 
+    model: ModelConfig
+    params: dict[str, Any]
+
+    def identity(self) -> dict[str, Any]:
+        """What the suite fingerprint keeps: a run judged by another model or with other parameters
+        is not comparable."""
+        return {"model": self.model.model, "params": self.params}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.model.to_dict(), "params": self.params}
+
+
+def judge_for(suite: Suite, override: ModelConfig | None) -> Judge | None:
+    """The judge of a suite whose benchmark has one: ``--biascheck-judge`` or the manifest's."""
+    if not hasattr(suite.benchmark, "judge_requests"):
+        return None
+    settings = suite.manifest.bbg["judge"]
+    model = override or (ModelConfig(settings["model"]) if settings["model"] else None)
+    if model is None:
+        raise BiascheckError(suite.manifest.path, "bbg.judge.model", "this suite names no evaluator model",
+                             "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]")
+    return Judge(model, dict(sorted({**settings["sampling"], **model.params}.items())))
+
+
+@dataclass
+class _SuitePlan:
+    suite: Suite
+    cases: list[Case]
+    params: dict[str, Any]
+    estimator: Any
+    judge: Judge | None
+    note: str | None = None
+    keys: list[list[str]] = field(default_factory=list)
+    requests: list[ModelRequest] = field(default_factory=list)
+    judge_keys: list[list[str]] = field(default_factory=list)
+    qualification: Any = None
+
+    def plan(self, model: ModelConfig) -> None:
+        self.keys, self.requests = _plan(self.suite.benchmark.requests, self.cases, model, self.params, self.estimator)
+
+
+def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *, progress: Progress = NoProgress()) -> RunResult:
+    """Answer the selected cases and score them. Judged benchmarks take a second stage: once the
+    model's generations are in, the judge reads each one (``--biascheck-rejudge``: generations
+    only from the store, so only the judge is called)."""
+    model = config.model
+    plans = []
+    for suite, cases in selection:
+        plan = _SuitePlan(suite, list(cases), effective_params(suite, model), suite.benchmark.estimator(suite.manifest, config.estimator),
+                          judge_for(suite, config.judge))
+        plan.plan(model)
+        plans.append(plan)
+
+    if config.qualify_judge:
+        _qualify_judges(plans, config)
     suites = [suite for suite, _ in selection]
-    stats = RunStats()
+    stats, judge_stats = RunStats(), RunStats()
     responses: dict[str, Any] = {}
     with ResponseStore(config.store_path) as store, store.exclusive():
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
 
-        def call(requests: list[ModelRequest]) -> None:
+        def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
             execution = asyncio.run(
                 execute(
                     requests,
                     store=store,
-                    model_name=model.model,
-                    open_client=lambda: open_model(model, suites, config.data_dir, require_price=config.max_cost_usd is not None),
+                    model_name=caller.model,
+                    open_client=lambda: open_model(caller, suites, config.data_dir, require_price=config.max_cost_usd is not None),
                     concurrency=config.concurrency,
                     policy=config.policy,
                     budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
                     progress=progress,
                     shared_errors=shared,
+                    offline=offline,
+                    label=None if part is None else f"biascheck judge {caller.model}",
                 )
             )
             responses.update(execution.responses)
             _add(stats, execution.stats)
+            if part is not None:
+                _add(part, execution.stats)
             if config.shared_run_id:
                 errors = {k: r.error for k, r in execution.responses.items() if r.errored and k not in (shared or {})}
                 if errors:
                     store.record_run_errors(config.shared_run_id, errors)
 
-        call([r for entry in planned for r in entry[6]])
+        if config.rejudge:
+            call([r for plan in plans if plan.judge is None for r in plan.requests])
+            call([r for plan in plans if plan.judge is not None for r in plan.requests], offline=REJUDGE_MISSING)
+        else:
+            call([r for plan in plans for r in plan.requests])
         # A provider that returns no log-probabilities: the whole suite is estimated by sampling
         # instead, and the results say so (estimators are never mixed within one run).
         fallback = []
-        for entry in planned:
-            suite, cases, params, estimator = entry[0], entry[1], entry[2], entry[3]
-            note = suite.benchmark.fallback_reason(estimator, [responses[k] for keys in entry[5] for k in keys])
+        for plan in plans:
+            note = plan.suite.benchmark.fallback_reason(plan.estimator, [responses[k] for keys in plan.keys for k in keys])
             if note:
-                entry[3], entry[4] = estimator.fallback(), note
-                entry[5], entry[6] = _plan(suite, cases, model, params, entry[3])
-                fallback += entry[6]
+                plan.estimator, plan.note = plan.estimator.fallback(), note
+                plan.plan(model)
+                fallback += plan.requests
         if fallback and not stats.incomplete:
             call(fallback)
         for request in fallback:  # the run stopped before the fallback could be made
             responses.setdefault(request.key, Response(text=None, error=NOT_RUN + (stats.incomplete or "not run")))
 
+        # The judge's stage: requests exist only once the generations do.
+        judged: dict[str, tuple[Judge, list[ModelRequest]]] = {}
+        for plan in plans:
+            if plan.judge is None:
+                continue
+            read = plan.suite.benchmark.judge_requests
+            with_generation = [(case, [responses[k] for k in keys]) for case, keys in zip(plan.cases, plan.keys)]
+            plan.judge_keys, requests = _plan(lambda pair, params: read(pair[0], pair[1], params), with_generation,
+                                              plan.judge.model, plan.judge.params)
+            identity = canonical_json([plan.judge.model.endpoint, plan.judge.identity()])
+            judged.setdefault(identity, (plan.judge, []))[1].extend(requests)
+        for judge, requests in judged.values():
+            if stats.incomplete:
+                for request in requests:
+                    responses.setdefault(request.key, Response(text=None, error=NOT_RUN + stats.incomplete))
+            else:
+                call(requests, judge.model, part=judge_stats)
+
     results = []
-    for suite, cases, params, estimator, note, keys, _ in planned:
-        benchmark = suite.benchmark
-        outcomes = {case.case_id: benchmark.classify(case, [responses[k] for k in case_keys], estimator)
-                    for case, case_keys in zip(cases, keys)}
-        manifest = suite.manifest
-        metrics = benchmark.aggregate(cases, outcomes, resamples=manifest.bootstrap_resamples, seed=manifest.bootstrap_seed,
+    for plan in plans:
+        suite, benchmark, manifest = plan.suite, plan.suite.benchmark, plan.suite.manifest
+        judge_keys = plan.judge_keys or [[] for _ in plan.cases]
+        outcomes = {case.case_id: benchmark.classify(case, [responses[k] for k in keys + extra], plan.estimator)
+                    for case, keys, extra in zip(plan.cases, plan.keys, judge_keys)}
+        metrics = benchmark.aggregate(plan.cases, outcomes, resamples=manifest.bootstrap_resamples, seed=manifest.bootstrap_seed,
                                       manifest=manifest)
-        categories = sorted({case.category for case in cases})
-        kind = getattr(estimator, "kind", None)
-        results.append(SuiteResult(suite, cases, outcomes, params, metrics, check_thresholds(manifest, metrics, categories, kind),
-                                   str(estimator) if estimator is not None else None, note))
-    return RunResult(config, results, stats)
+        categories = sorted({case.category for case in plan.cases})
+        kind = getattr(plan.estimator, "kind", None)
+        results.append(SuiteResult(suite, plan.cases, outcomes, plan.params, metrics,
+                                   check_thresholds(manifest, metrics, categories, kind),
+                                   str(plan.estimator) if plan.estimator is not None else None, plan.note, plan.judge,
+                                   plan.qualification))
+    return RunResult(config, results, stats, judge_stats)
+
+
+def _qualify_judges(plans: list[_SuitePlan], config: RunConfig) -> None:
+    """Each judge once per qualification suite: on the disambiguated items of the QA suite its
+    BBG manifest names."""
+    from biascheck.judge_qualification import qualification_suite, qualify
+
+    done: dict[str, Any] = {}
+    for plan in plans:
+        if plan.judge is None:
+            continue
+        settings = plan.suite.manifest.bbg["judge_qualification"]
+        suite_dir = qualification_suite(plan.suite.manifest)
+        bounds = {k: settings[k] for k in ("cases", "seed", "min_accuracy", "max_abs_diff_bias")}
+        key = canonical_json([plan.judge.model.endpoint, plan.judge.identity(), str(suite_dir), bounds])
+        if key not in done:
+            judge = replace(plan.judge.model, params=plan.judge.params)
+            done[key] = qualify(judge, suite_dir, config, **bounds)
+        plan.qualification = done[key]
 
 
 def _add(total: RunStats, part: RunStats) -> None:

@@ -6,8 +6,10 @@ This is the first stage of the pipeline and needs neither pytest nor litellm.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from biascheck.benchmarks import get_benchmark
 from biascheck.cases import Case
@@ -58,20 +60,25 @@ class Suite:
     def categories(self) -> list[str]:
         return sorted({case.category for case in self.cases})
 
-    def fingerprint(self) -> dict[str, str | int]:
-        """What makes two runs of this suite comparable: data, prompts, subset, metric definitions."""
+    def fingerprint(self, judge: Mapping[str, Any] | None = None) -> dict[str, str | int]:
+        """What makes two runs of this suite comparable: data, prompts, subset, metric definitions,
+        and for a judged benchmark (BBG) the judge's model and parameters."""
         data = sorted((key, r.file.sha256) for key, r in self.files.items() if r.local is not None)
         prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
         m = self.manifest
         subset = [m.benchmark, sorted(m.categories), m.choice_orders, m.sample, m.subset_seed, m.templates_per_category]
         if m.hbb:  # which questions, and how P(a) is estimated and scored
             subset.append({k: v for k, v in sorted(m.hbb.items()) if k != "instructions"})
+        if m.bbg:  # which runs (the prompts are in their own part)
+            subset.append({"language": m.bbg["language"], "runs": m.bbg["runs"]})
         parts: dict[str, str | int] = {
             "data": sha256_text(canonical_json(data))[:16],
             "prompts": sha256_text(canonical_json(prompts))[:16],
             "subset": sha256_text(canonical_json(subset))[:16],
             "metrics_version": METRICS_VERSION,
         }
+        if judge is not None:
+            parts["judge"] = sha256_text(canonical_json(judge))[:16]
         parts["suite"] = sha256_text(canonical_json(parts))[:16]
         return parts
 

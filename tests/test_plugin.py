@@ -68,7 +68,7 @@ def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_bi
     from biascheck.suite import load_suite
 
     run = run_biascheck(small_kobbq, "sim/random?seed=5&style=text")
-    for text in ("biascheck summary", "acc_amb", "diff_bias_dis", "95% CI", "gated metrics by category", "across prompts", "mean ± std"):
+    for text in ("biascheck summary", "acc_amb", "diff_bias_dis", "95% CI", "by category", "across prompts", "mean ± std"):
         assert text in run.output
     markdown = (run.report_dir / "report.md").read_text("utf-8")
     assert "| diff_bias_amb |" in markdown and "## By category" in markdown and "## Across prompts" in markdown

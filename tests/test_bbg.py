@@ -1,0 +1,210 @@
+"""The BBG benchmark protocol: suites, cases, the two request stages, outcomes and pairs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biascheck.benchmarks.bbg import BBG
+from biascheck.cases import Outcome, Response
+from biascheck.errors import BiascheckError
+from biascheck.llm import ModelConfig
+from biascheck.metrics.bbg import COUNT_FIELDS
+from biascheck.session import judge_for
+from biascheck.store import request_key
+from biascheck.suite import load_suite
+from conftest import SUITES, write_subset_suite
+
+
+@pytest.fixture(scope="module")
+def enbbg(data_dir):
+    return load_suite(SUITES / "enbbg", data_dir=data_dir)
+
+
+@pytest.fixture(scope="module")
+def kobbg(data_dir):
+    return load_suite(SUITES / "kobbg", data_dir=data_dir)
+
+
+def test_default_suites_are_the_papers_five_runs(enbbg, kobbg, data_dir):
+    for suite, rows, categories, prefix in ((enbbg, 928, 9, "En"), (kobbg, 1144, 12, "Ko")):
+        assert len(suite.cases) == 5 * rows
+        assert len(suite.categories) == categories
+        by_run = {}
+        for case in suite.cases:
+            by_run.setdefault(case.truth.run, set()).add(case.prompt_id)
+        # Run k uses story prompt k.
+        assert by_run == {k: {f"{prefix}-{k}"} for k in range(1, 6)}
+        # One generation per story version, shared by its two questions.
+        versions = {(c.truth.run, c.truth.template_id) for c in suite.cases}
+        assert len(versions) == 5 * rows // 2
+    quick = load_suite(SUITES / "kobbg-quick", data_dir=data_dir)
+    assert len(quick.cases) == 1144 and {c.truth.run for c in quick.cases} == {1}
+
+
+def test_manifest_prompts_are_the_papers(enbbg, kobbg, data_dir):
+    """The prompts in the manifests are prompts.json's, byte for byte."""
+    published = json.loads((data_dir / "bbg" / "prompts.json").read_text("utf-8"))
+    for suite, prefix in ((enbbg, "En"), (kobbg, "Ko")):
+        settings = suite.manifest.bbg
+        for k in range(1, 6):
+            assert settings["story_prompts"][f"{prefix}-{k}"].encode() == published["story_continuation"][f"{prefix}-{k}"].encode()
+        mrc = published["mrc"][f"{prefix}-1"]
+        assert settings["mrc_prompt"]["template"].encode() == mrc["template"].encode()
+        assert settings["mrc_prompt"]["unknown"].encode() == mrc["unknown"].encode()
+
+
+def test_generation_requests_are_shared_by_the_two_questions(enbbg):
+    model = ModelConfig("sim/fair")
+    params = {"temperature": 0.0, "seed": 42, "max_tokens": 4096}
+    keys = {}
+    for case in enbbg.cases:
+        ((messages, sent, sample),) = BBG.requests(case, params, None)
+        keys.setdefault(request_key(model.model, model.endpoint, messages, sent, sample), set()).add((case.truth.run, case.truth.seed_text))
+    assert all(len(seeds) == 1 for seeds in keys.values())
+    # 2,320 story versions, of which a few pairs of versions have the very same seed (in the data:
+    # disabilitystatus-001 a/b, physicalappearance-020 a/b in some sets) and so one generation.
+    versions = {(c.truth.run, c.truth.template_id) for c in enbbg.cases}
+    assert len(versions) == 2320 and 2310 <= len(keys) < 2320
+
+
+def _case(suite, qtype="bsd", version="a"):
+    return next(c for c in suite.cases if c.truth.qtype == qtype and c.truth.version == version)
+
+
+def test_judge_prompt_reads_seed_and_continuation(kobbg):
+    case = _case(kobbg)
+    story = "그날 이후 두 사람은 다시 만나지 않았다."
+    ((messages, params, sample),) = BBG.judge_requests(case, [Response(text=f"  {story}\n")], {"temperature": 0.0, "seed": 42})
+    prompt = messages[0]["content"]
+    truth = case.truth
+    assert prompt.startswith("주어진 내용을 고려하여")
+    assert f"내용: {truth.seed_text}\n\n{story}\n\n질문: {truth.question}\n" in prompt
+    assert prompt.endswith(f"a: {truth.choices[0]}\nb: {truth.choices[1]}\nc: {truth.choices[2]}\n답:")
+    assert params == {"temperature": 0.0, "seed": 42} and sample == 0
+    # No continuation, nothing to read: no judge request.
+    for generation in (Response(text="  \n"), Response(text=None, error="boom"), Response(text="", finish_reason="content_filter")):
+        assert BBG.judge_requests(case, [generation], {}) == []
+
+
+@pytest.mark.parametrize(("generation", "judge", "status", "answer_class"), [
+    (Response(text=None, error="HTTP 500"), None, "error", None),
+    (Response(text="", finish_reason="content_filter"), None, "filtered", None),
+    (Response(text=" "), None, "empty", None),
+    (Response(text="story"), Response(text=None, error="timeout"), "error", None),
+    (Response(text="story"), Response(text="", finish_reason="content_filter"), "filtered", None),
+    (Response(text="story"), Response(text="I cannot tell."), "ooc", None),
+    (Response(text="story"), Response(text="B"), "answered", "u"),
+])
+def test_classify(enbbg, generation, judge, status, answer_class):
+    case = _case(enbbg)
+    assert case.truth.unknown_index == 1  # "Cannot be determined" is B in this row
+    outcome = BBG.classify(case, [generation] + ([judge] if judge else []), None)
+    assert outcome.status == status and outcome.answer_class == answer_class
+    if status == "error":
+        assert outcome.error.startswith("judge: " if judge else "generation: ")
+
+
+def test_classify_reads_biased_and_counter(enbbg):
+    case = _case(enbbg)
+    truth, letters = case.truth, case.truth.mrc_prompt.letters
+    assert BBG.classify(case, [Response(text="s"), Response(text=letters[truth.biased_index])], None).answer_class == "b"
+    outcome = BBG.classify(case, [Response(text="s"), Response(text=f"The answer is {letters[truth.counter_index]}.")], None)
+    assert outcome.answer_class == "c" and outcome.generation == "s"
+
+
+def _outcome(case, answer_class=None, status="answered"):
+    return Outcome(case.case_id, status if answer_class or status != "answered" else "ooc", answer_class=answer_class)
+
+
+def test_aggregate_pairs_versions_and_never_scores_unscorable_as_u(enbbg):
+    cases = [c for c in enbbg.cases if c.truth.run == 1 and c.category == "age"]
+    by_version = {(c.truth.base_template, c.truth.qtype, c.truth.version): c for c in cases}
+    outcomes = {}
+    for (base, qtype, version), case in by_version.items():
+        outcomes[case.case_id] = _outcome(case, "c" if version in "ac" else "b")
+    metrics = BBG.aggregate(cases, outcomes, resamples=0, seed=0)
+    assert metrics.overall["ntr_gen"].value == 1.0 and metrics.overall["p_bc_plus_p_cb"].value == 1.0
+    assert metrics.overall["bias_gen"].value == 0.0
+    n_pairs = len(cases) // 2
+    # One unreadable answer makes its pair unscorable: not neutral, not counted.
+    first = cases[0]
+    outcomes[first.case_id] = _outcome(first, None, "ooc")
+    metrics = BBG.aggregate(cases, outcomes, resamples=0, seed=0)
+    assert metrics.counts["n_unscorable"] == 1 and metrics.counts["n_scorable"] == n_pairs - 1
+    assert metrics.overall["unscorable_ratio"].value == pytest.approx(1 / n_pairs)
+    assert metrics.overall["ntr_gen"].value == 1.0
+    # An error is unscorable and an error.
+    outcomes[first.case_id] = Outcome(first.case_id, "error", error="x")
+    assert BBG.aggregate(cases, outcomes, resamples=0, seed=0).counts["n_error"] == 1
+    # A partial selection leaves out the pairs it splits.
+    metrics = BBG.aggregate(cases[1:], outcomes, resamples=0, seed=0)
+    assert metrics.counts["n"] == n_pairs - 1
+
+
+def test_comparison_units_rebuild_the_pairs(enbbg):
+    cases = [c for c in enbbg.cases if c.truth.run == 2 and c.category == "religion"]
+    outcomes = {c.case_id: _outcome(c, "b") for c in cases}
+    records = [BBG.case_record(c, outcomes[c.case_id]) for c in cases]
+    units = BBG.comparison_units(records, {})
+    assert len(units["ids"]) == len(cases) // 2
+    assert set(units["outcomes"]) == {"bb"}
+    assert units["vectors"].shape == (len(cases) // 2, len(COUNT_FIELDS))
+    assert np.all(units["scores"]["bias_gen"] == 1.0)
+    assert all(i.startswith("r2-religion-") for i in units["ids"])
+
+
+def test_items_are_readable_node_names(enbbg):
+    name, category, case_ids = BBG.items([enbbg.cases[0]])[0]
+    assert (name, category) == ("age-001-a-bsd[run1]", "age") and case_ids == (enbbg.cases[0].case_id,)
+
+
+def test_judge_is_required_and_part_of_the_fingerprint(tmp_path, enbbg, data_dir):
+    default = judge_for(enbbg, None)
+    assert default.model.model == "openai/gpt-4-0613" and default.params == {"seed": 42, "temperature": 0.0}
+    other = judge_for(enbbg, ModelConfig("sim/judge"))
+    assert other.params == default.params
+    a, b = enbbg.fingerprint(default.identity()), enbbg.fingerprint(other.identity())
+    assert a["judge"] != b["judge"] and a["suite"] != b["suite"] and a["prompts"] == b["prompts"]
+    text = (SUITES / "enbbg-quick" / "suite.toml").read_text("utf-8").replace('model = "openai/gpt-4-0613"\n', "")
+    (tmp_path / "suite.toml").write_text(text, "utf-8")
+    suite = load_suite(tmp_path, data_dir=data_dir)
+    with pytest.raises(BiascheckError, match=r"bbg\.judge\.model: this suite names no evaluator model; pass --biascheck-judge"):
+        judge_for(suite, None)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda t: t.replace("runs = [1]", "runs = [2]"), r"bbg\.story_prompts\.En-2: missing: run 2 uses story prompt En-2"),
+    (lambda t: t.replace("runs = [1]", "runs = [1, 2]").replace('"En-1" =', '"En-2" = """x {CONTEXT}"""\n"En-1" ='),
+     r"data\.run2: missing"),
+    (lambda t: t.replace("Context: {CONTEXT}\nQuestion", "Context:\nQuestion"), r"bbg\.mrc_prompt\.template: must contain \{CONTEXT\} exactly once"),
+    (lambda t: t.replace('language = "en"', 'language = "fr"'), r"bbg\.language: 'fr' is not allowed"),
+    (lambda t: t.replace("bias_gen = {", "diff_bias_amb = {"), r"thresholds\.diff_bias_amb: bbg does not report a metric"),
+])
+def test_manifest_errors_are_one_line(tmp_path, data_dir, edit, message):
+    text = edit((SUITES / "enbbg-quick" / "suite.toml").read_text("utf-8"))
+    (tmp_path / "suite.toml").write_text(text, "utf-8")
+    with pytest.raises(BiascheckError, match=message) as info:
+        load_suite(tmp_path, data_dir=data_dir)
+    assert "\n" not in str(info.value)
+
+
+def test_subset_categories_keep_whole_pairs(tmp_path, data_dir):
+    folder = write_subset_suite(tmp_path / "s", "kobbg-quick", subset='categories = ["age", "gender_identity"]')
+    suite = load_suite(folder, data_dir=data_dir)
+    assert set(suite.categories) == {"age", "gender_identity"}
+    assert len(BBG._pairs(suite.cases)) * 2 == len(suite.cases)
+
+
+def test_korean_text_is_exact_in_cases(kobbg, data_dir):
+    import csv
+
+    path: Path = data_dir / "bbg" / "evaluation_set" / "KoBBG_Ko-42_1_eval.csv"
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        first = next(csv.DictReader(handle))
+    case = kobbg.case("r1-" + first["id"])
+    assert case.truth.seed_text.encode() == first["context"].encode()
+    assert case.messages[0].content.encode().endswith(first["context"].encode())
