@@ -64,6 +64,11 @@ def git_commit(cwd: Path) -> str | None:
 
 # --- from a run --------------------------------------------------------------------------------
 
+def _judge(judge: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The judge as a baseline keeps it: model and parameters, no endpoint or timeout."""
+    return {"model": judge["model"], "params": dict(judge["params"])} if judge else None
+
+
 def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[str, Any]:
     """The baseline document of one suite's ``results.json`` (without its digest)."""
     suite = results["suite"]
@@ -84,7 +89,7 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
         },
         # No api_base: a loopback port or an internal host name is not part of what was measured.
         "model": {"model": results["model"]["model"], "params": dict(results["model"]["params"]),
-                  "judge": results["model"].get("judge"), "estimator": results["run"].get("estimator")},
+                  "judge": _judge(results["model"].get("judge")), "estimator": results["run"].get("estimator")},
         "bootstrap": dict(metrics["bootstrap"]),
         # How units were scored, where the benchmark has a setting for it (HBB's flag threshold).
         "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else {},

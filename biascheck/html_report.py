@@ -321,6 +321,11 @@ def _header(results: dict) -> str:
         out.append(f'<p class="muted small">Fingerprint parts: {details}</p>')
     if run.get("estimator_note"):
         out.append(f'<p class="alert">{_e(run["estimator_note"])}</p>')
+    from biascheck.report import judge_lines
+
+    for line in judge_lines(results):
+        css = "alert" if line.startswith("WARNING") else "muted small"
+        out.append(f'<p class="{css}">{_e(line)}</p>')
     if run.get("unpriced_calls"):
         out.append(f'<p class="muted small">Cost unknown for {_fmt_int(run["unpriced_calls"])} calls (no price: pass --biascheck-price).</p>')
     if run.get("complete") is False or run.get("incomplete_reason"):

@@ -35,6 +35,7 @@ class Qualification:
     max_abs_diff_bias: float
     incomplete: str | None = None
     warnings: list[str] = field(default_factory=list)
+    stats: Any = field(default=None, compare=False, repr=False)  # the qualification run's RunStats
 
     @property
     def qualified(self) -> bool:
@@ -91,7 +92,8 @@ def qualify(judge: ModelConfig, suite_dir: Path, config, *, cases: int | None = 
             chosen.add(template)
             count += by_template[template]
         selected = [case for case in selected if case.cluster in chosen]
-    result = session.run([(suite, selected)], replace(config, model=judge, judge=None, rejudge=False, qualify_judge=False))
+    result = session.run([(suite, selected)], replace(config, model=judge, judge=None, rejudge=False, qualify_judge=False,
+                                                      estimator=None))
     overall = result.suites[0].metrics.overall
     accuracy, diff_bias = _num(overall["acc_dis"].value), _num(overall["diff_bias_dis"].value)
     errors = sum(o.status == "error" for o in result.suites[0].outcomes.values())
@@ -112,7 +114,7 @@ def qualify(judge: ModelConfig, suite_dir: Path, config, *, cases: int | None = 
         accuracy=accuracy, accuracy_ci=tuple(map(_num, overall["acc_dis"].ci)),
         diff_bias=diff_bias, diff_bias_ci=tuple(map(_num, overall["diff_bias_dis"].ci)),
         errors=errors, min_accuracy=min_accuracy, max_abs_diff_bias=max_abs_diff_bias, incomplete=result.incomplete,
-        warnings=warnings,
+        warnings=warnings, stats=result.stats,
     )
 
 

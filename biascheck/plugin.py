@@ -47,6 +47,8 @@ OPTIONS = (
      "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's"),
     ("--biascheck-judge", "biascheck_judge", "BIASCHECK_JUDGE",
      "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]"),
+    ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "BBG: the judge's API base URL (else its provider's variable)"),
+    ("--biascheck-judge-price", "biascheck_judge_price", None, "BBG: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for"),
     ("--biascheck-baseline", "biascheck_baseline", "BIASCHECK_BASELINE",
      "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
      "where to write it (default baselines/{suite}/{model}.json)"),
@@ -124,13 +126,13 @@ class BiascheckState:
         from biascheck.session import judge_for
 
         suite = load_suite(manifest_path.parent, data_dir=self.run_config.data_dir)
-        judge_for(suite, self.run_config.judge)  # a judged suite without a judge is a collection error
+        judge_for(suite, self.run_config)  # a judged suite without a judge is a collection error
         return suite
 
     def fingerprint(self, suite: Suite) -> dict:
         from biascheck.session import judge_for
 
-        judge = judge_for(suite, self.run_config.judge)
+        judge = judge_for(suite, self.run_config)
         return suite.fingerprint(judge.identity() if judge else None)
 
     # --- what items read -------------------------------------------------------------------
@@ -264,14 +266,18 @@ def _run_config(config: pytest.Config):
     estimator = setting("--biascheck-estimator")
     if estimator not in (None, "sampling", "logprob"):
         raise BiascheckError("--biascheck-estimator", None, f"{estimator!r} is not an estimator", "use sampling or logprob")
-    judge_name = setting("--biascheck-judge")
-    judge = None
-    if judge_name:
-        validate_model_string(judge_name)
-        judge = ModelConfig(model=judge_name, timeout=model_config.timeout)
+    judge = setting("--biascheck-judge")
+    if judge:
+        try:
+            validate_model_string(judge)
+        except BiascheckError as exc:
+            raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
+    judge_price = setting("--biascheck-judge-price")
     return RunConfig(
         model=model_config,
         judge=judge,
+        judge_api_base=setting("--biascheck-judge-api-base"),
+        judge_price=Price.parse(judge_price, where="--biascheck-judge-price") if judge_price else None,
         rejudge=config.getoption("biascheck_rejudge"),
         qualify_judge=config.getoption("biascheck_qualify_judge") or bool(config.getini("biascheck_qualify_judge")),
         store_path=Path(cache),
@@ -352,7 +358,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # one line and exit code 4, rather than thousands of items failing with the same message.
         raise pytest.UsageError(str(exc)) from None
     if state.result.incomplete and state.result.incomplete.startswith(FATAL):
-        raise pytest.UsageError(f"{state.run_config.model.model}: {state.result.incomplete}")
+        reason = state.result.incomplete
+        raise pytest.UsageError(reason if reason.startswith(f"{FATAL}the judge ") else f"{state.run_config.model.model}: {reason}")
     state.results_json = build_results(state.result)
     if state.baseline.compare:
         _compare(state, selection)
@@ -437,8 +444,9 @@ def pytest_testnodedown(node, error) -> None:
     merged = []
     for mine, theirs in zip(state.results_json, documents):
         base, other = (mine, theirs) if mine["run"]["calls"] >= theirs["run"]["calls"] else (theirs, mine)
-        for counter in ("calls", "retries", "cost_usd"):
-            base["run"][counter] += other["run"][counter]
+        for counter in ("calls", "retries", "cost_usd", "judge_calls"):
+            if counter in base["run"]:
+                base["run"][counter] += other["run"][counter]
         merged.append(base)
     state.results_json = merged
 

@@ -32,13 +32,13 @@ def build_results(run) -> list[dict[str, Any]]:
     """One results document per suite of the run."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     stats = run.stats.to_dict()
-    judge_stats = run.judge_stats.to_dict()
     documents = []
     for result in run.suites:
         suite, manifest = result.suite, result.suite.manifest
         benchmark = suite.benchmark
         cases = [benchmark.case_record(case, result.outcomes[case.case_id]) for case in result.cases]
         n_errors = sum(result.outcomes[case.case_id].status == "error" for case in result.cases)
+        judge_stats = result.judge_stats.to_dict()
         documents.append({
             "schema": RESULTS_SCHEMA,
             "tool": {"name": "biascheck", "version": biascheck.__version__},

@@ -13,14 +13,14 @@ from typing import Any
 
 from biascheck.cases import Case, Outcome, Response
 from biascheck.errors import BiascheckError
-from biascheck.llm import LiteLLMClient, ModelConfig
+from biascheck.llm import LiteLLMClient, ModelConfig, Price
 from biascheck.manifest import canonical_json
-from biascheck.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute
+from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute
 from biascheck.store import ResponseStore, request_key
 from biascheck.suite import Suite
 from biascheck.verdicts import Verdict, check_thresholds
 
-REJUDGE_MISSING = "no stored generation for this story (--biascheck-rejudge makes no generation calls; run once without it)"
+REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,11 @@ class RunConfig:
     shared_run_id: str | None = None
     # How a benchmark that has several estimates its answers (HBB: sampling | logprob); None: the manifest's.
     estimator: str | None = None
-    # The evaluator of judged benchmarks (BBG); None: each suite's own.
-    judge: ModelConfig | None = None
+    # The evaluator of judged benchmarks (BBG), a model string; None: each suite's own. Its endpoint,
+    # price (for --biascheck-max-cost) and the run's timeout apply to whichever judge is used.
+    judge: str | None = None
+    judge_api_base: str | None = None
+    judge_price: Price | None = None
     # Judged benchmarks: the generations come from the store only (no generation call), the judge is called.
     rejudge: bool = False
     # Judged benchmarks: first qualify each judge on its suite's QA items (a warning on the results).
@@ -55,6 +58,7 @@ class SuiteResult:
     estimator_note: str | None = None
     judge: Judge | None = None
     judge_qualification: Any = None  # a judge_qualification.Qualification, when asked for
+    judge_stats: RunStats = field(default_factory=RunStats)
 
     @property
     def passed(self) -> bool:
@@ -125,16 +129,31 @@ class Judge:
         return {**self.model.to_dict(), "params": self.params}
 
 
-def judge_for(suite: Suite, override: ModelConfig | None) -> Judge | None:
-    """The judge of a suite whose benchmark has one: ``--biascheck-judge`` or the manifest's."""
+def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
+    """The judge of a suite whose benchmark has one: ``--biascheck-judge`` or the manifest's, with
+    the run's judge endpoint, price and timeout."""
     if not hasattr(suite.benchmark, "judge_requests"):
         return None
     settings = suite.manifest.bbg["judge"]
-    model = override or (ModelConfig(settings["model"]) if settings["model"] else None)
-    if model is None:
+    name = config.judge or settings["model"]
+    if not name:
         raise BiascheckError(suite.manifest.path, "bbg.judge.model", "this suite names no evaluator model",
                              "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]")
-    return Judge(model, dict(sorted({**settings["sampling"], **model.params}.items())))
+    model = ModelConfig(name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price)
+    return Judge(model, dict(sorted(settings["sampling"].items())))
+
+
+def _check_judge_prices(plans: list[_SuitePlan]) -> None:
+    """Under a budget every judge needs a price, known before the first generation is paid for."""
+    for plan in plans:
+        judge = plan.judge
+        if judge is None or judge.model.is_sim:
+            continue
+        try:
+            LiteLLMClient(judge.model, require_price=True)
+        except BiascheckError:
+            raise BiascheckError("--biascheck-max-cost", None, f"litellm has no price for the judge {judge.model.model}, so spending cannot be tracked",
+                                 "pass --biascheck-judge-price INPUT/OUTPUT (USD per million tokens)") from None
 
 
 @dataclass
@@ -148,6 +167,7 @@ class _SuitePlan:
     keys: list[list[str]] = field(default_factory=list)
     requests: list[ModelRequest] = field(default_factory=list)
     judge_keys: list[list[str]] = field(default_factory=list)
+    judge_stats: RunStats = field(default_factory=RunStats)  # this suite's judge calls (qualification included)
     qualification: Any = None
 
     def plan(self, model: ModelConfig) -> None:
@@ -162,14 +182,16 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     plans = []
     for suite, cases in selection:
         plan = _SuitePlan(suite, list(cases), effective_params(suite, model), suite.benchmark.estimator(suite.manifest, config.estimator),
-                          judge_for(suite, config.judge))
+                          judge_for(suite, config))
         plan.plan(model)
         plans.append(plan)
 
-    if config.qualify_judge:
-        _qualify_judges(plans, config)
+    if config.max_cost_usd is not None:
+        _check_judge_prices(plans)
     suites = [suite for suite, _ in selection]
     stats, judge_stats = RunStats(), RunStats()
+    if config.qualify_judge:
+        _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
     with ResponseStore(config.store_path) as store, store.exclusive():
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
@@ -191,6 +213,9 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 )
             )
             responses.update(execution.responses)
+            if part is not None and execution.stats.incomplete and execution.stats.incomplete.startswith(FATAL):
+                # Name the judge: a fatal error (e.g. its API key) is not the model under test's.
+                execution.stats.incomplete = f"{FATAL}the judge {caller.model}: {execution.stats.incomplete[len(FATAL):]}"
             _add(stats, execution.stats)
             if part is not None:
                 _add(part, execution.stats)
@@ -199,11 +224,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 if errors:
                     store.record_run_errors(config.shared_run_id, errors)
 
-        if config.rejudge:
-            call([r for plan in plans if plan.judge is None for r in plan.requests])
-            call([r for plan in plans if plan.judge is not None for r in plan.requests], offline=REJUDGE_MISSING)
-        else:
-            call([r for plan in plans for r in plan.requests])
+        # Re-judging calls the judge only: every answer of the model under test comes from the store.
+        call([r for plan in plans for r in plan.requests], offline=REJUDGE_MISSING if config.rejudge else None)
         # A provider that returns no log-probabilities: the whole suite is estimated by sampling
         # instead, and the results say so (estimators are never mixed within one run).
         fallback = []
@@ -214,12 +236,12 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 plan.plan(model)
                 fallback += plan.requests
         if fallback and not stats.incomplete:
-            call(fallback)
+            call(fallback, offline=REJUDGE_MISSING if config.rejudge else None)
         for request in fallback:  # the run stopped before the fallback could be made
             responses.setdefault(request.key, Response(text=None, error=NOT_RUN + (stats.incomplete or "not run")))
 
         # The judge's stage: requests exist only once the generations do.
-        judged: dict[str, tuple[Judge, list[ModelRequest]]] = {}
+        # Each suite's judge calls on their own, so each suite reports its own judge counts.
         for plan in plans:
             if plan.judge is None:
                 continue
@@ -227,14 +249,11 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             with_generation = [(case, [responses[k] for k in keys]) for case, keys in zip(plan.cases, plan.keys)]
             plan.judge_keys, requests = _plan(lambda pair, params: read(pair[0], pair[1], params), with_generation,
                                               plan.judge.model, plan.judge.params)
-            identity = canonical_json([plan.judge.model.endpoint, plan.judge.identity()])
-            judged.setdefault(identity, (plan.judge, []))[1].extend(requests)
-        for judge, requests in judged.values():
             if stats.incomplete:
                 for request in requests:
                     responses.setdefault(request.key, Response(text=None, error=NOT_RUN + stats.incomplete))
             else:
-                call(requests, judge.model, part=judge_stats)
+                call(requests, plan.judge.model, part=plan.judge_stats)
 
     results = []
     for plan in plans:
@@ -249,13 +268,15 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         results.append(SuiteResult(suite, plan.cases, outcomes, plan.params, metrics,
                                    check_thresholds(manifest, metrics, categories, kind),
                                    str(plan.estimator) if plan.estimator is not None else None, plan.note, plan.judge,
-                                   plan.qualification))
+                                   plan.qualification, plan.judge_stats))
+    for plan in plans:
+        _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)
 
 
-def _qualify_judges(plans: list[_SuitePlan], config: RunConfig) -> None:
+def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats) -> None:
     """Each judge once per qualification suite: on the disambiguated items of the QA suite its
-    BBG manifest names."""
+    BBG manifest names. Its calls count in the run's totals and spend its budget."""
     from biascheck.judge_qualification import qualification_suite, qualify
 
     done: dict[str, Any] = {}
@@ -268,7 +289,11 @@ def _qualify_judges(plans: list[_SuitePlan], config: RunConfig) -> None:
         key = canonical_json([plan.judge.model.endpoint, plan.judge.identity(), str(suite_dir), bounds])
         if key not in done:
             judge = replace(plan.judge.model, params=plan.judge.params)
-            done[key] = qualify(judge, suite_dir, config, **bounds)
+            budget = config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None
+            done[key] = qualify(judge, suite_dir, replace(config, max_cost_usd=budget), **bounds)
+            for total in (stats, plan.judge_stats):  # counted once, for the first suite it serves
+                _add(total, done[key].stats)
+            stats.incomplete = stats.incomplete or done[key].incomplete
         plan.qualification = done[key]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from biascheck.cases import Outcome, Response
 from biascheck.errors import BiascheckError
 from biascheck.llm import ModelConfig
 from biascheck.metrics.bbg import COUNT_FIELDS
-from biascheck.session import judge_for
+from biascheck.session import RunConfig, judge_for
 from biascheck.store import request_key
 from biascheck.suite import load_suite
 from conftest import SUITES, write_subset_suite
@@ -155,6 +156,11 @@ def test_comparison_units_rebuild_the_pairs(enbbg):
     assert units["vectors"].shape == (len(cases) // 2, len(COUNT_FIELDS))
     assert np.all(units["scores"]["bias_gen"] == 1.0)
     assert all(i.startswith("r2-religion-") for i in units["ids"])
+    # An errored call names its pair an error, so a comparison with it cannot pass.
+    outcomes[cases[0].case_id] = Outcome(cases[0].case_id, "error", error="HTTP 500")
+    records = [BBG.case_record(c, outcomes[c.case_id]) for c in cases]
+    units = BBG.comparison_units(records, {})
+    assert units["outcomes"].count("error") == 1 and np.isnan(units["scores"]["bias_gen"]).sum() == 1
 
 
 def test_items_are_readable_node_names(enbbg):
@@ -163,17 +169,19 @@ def test_items_are_readable_node_names(enbbg):
 
 
 def test_judge_is_required_and_part_of_the_fingerprint(tmp_path, enbbg, data_dir):
-    default = judge_for(enbbg, None)
+    config = RunConfig(model=ModelConfig("sim/fair", timeout=7.0), store_path=tmp_path / "s.sqlite")
+    default = judge_for(enbbg, config)
     assert default.model.model == "openai/gpt-4-0613" and default.params == {"seed": 42, "temperature": 0.0}
-    other = judge_for(enbbg, ModelConfig("sim/judge"))
-    assert other.params == default.params
+    assert default.model.timeout == 7.0  # the run's timeout applies to the judge too
+    other = judge_for(enbbg, replace(config, judge="sim/judge", judge_api_base="http://judge:8000/v1"))
+    assert other.params == default.params and other.model.api_base == "http://judge:8000/v1"
     a, b = enbbg.fingerprint(default.identity()), enbbg.fingerprint(other.identity())
     assert a["judge"] != b["judge"] and a["suite"] != b["suite"] and a["prompts"] == b["prompts"]
     text = (SUITES / "enbbg-quick" / "suite.toml").read_text("utf-8").replace('model = "openai/gpt-4-0613"\n', "")
     (tmp_path / "suite.toml").write_text(text, "utf-8")
     suite = load_suite(tmp_path, data_dir=data_dir)
     with pytest.raises(BiascheckError, match=r"bbg\.judge\.model: this suite names no evaluator model; pass --biascheck-judge"):
-        judge_for(suite, None)
+        judge_for(suite, config)
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -183,6 +191,10 @@ def test_judge_is_required_and_part_of_the_fingerprint(tmp_path, enbbg, data_dir
     (lambda t: t.replace("Context: {CONTEXT}\nQuestion", "Context:\nQuestion"), r"bbg\.mrc_prompt\.template: must contain \{CONTEXT\} exactly once"),
     (lambda t: t.replace('language = "en"', 'language = "fr"'), r"bbg\.language: 'fr' is not allowed"),
     (lambda t: t.replace("bias_gen = {", "diff_bias_amb = {"), r"thresholds\.diff_bias_amb: bbg does not report a metric"),
+    (lambda t: t.replace('language = "en"', 'language = "ko"').replace("En-1", "Ko-1"), r"bbg\.language: is 'ko' but EnBBG_En-42_1_eval\.csv is English"),
+    (lambda t: t.replace('unknown = "Cannot be determined"', 'unknown = "The grandfather"'), r"bbg\.mrc_prompt\.unknown: 'The grandfather' is also a person"),
+    (lambda t: t + "\n[subset]\ntemplates_per_category = 1\n", r"subset\.templates_per_category: has no meaning for bbg"),
+    (lambda t: t + "\n[category_thresholds.agee]\nbias_gen = { max_abs = 0.1 }\n", r"category_thresholds\.agee: 'agee' is not a category"),
 ])
 def test_manifest_errors_are_one_line(tmp_path, data_dir, edit, message):
     text = edit((SUITES / "enbbg-quick" / "suite.toml").read_text("utf-8"))

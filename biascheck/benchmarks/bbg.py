@@ -83,6 +83,10 @@ class BBGBenchmark:
         settings = manifest.bbg
         language = settings["language"]
         where = manifest.path
+        # The evaluation sets are the paper's: no sampling of templates, no choice orders.
+        for key in sorted(set(manifest.raw.get("subset", {})) - {"categories"}):
+            raise BiascheckError(where, f"subset.{key}", "has no meaning for bbg (the paper's evaluation sets are used whole)",
+                                 "narrow a bbg suite with subset.categories or bbg.runs")
 
         story_templates: dict[int, StoryPrompt] = {}
         for run in settings["runs"]:
@@ -95,7 +99,8 @@ class BBGBenchmark:
                 raise BiascheckError(where, f"bbg.story_prompts.{prompt_id}", f"must contain {STORY_PLACEHOLDER} exactly once",
                                      "put {CONTEXT} where the story seed goes")
             story_templates[run] = StoryPrompt(prompt_id, template)
-        mrc = check_mrc_prompt(settings["mrc_prompt"], where, "bbg.mrc_prompt")
+        mrc = check_mrc_prompt(settings["mrc_prompt"], where, "bbg.mrc_prompt",
+                               fix=f"use the paper's MRC prompt (suites/{'kobbg' if language == 'ko' else 'enbbg'})")
 
         unknown = None
         if "unknown" in files:
@@ -107,7 +112,13 @@ class BBGBenchmark:
 
         cases: list[Case] = []
         for run in settings["runs"]:
-            rows = load_evaluation_set(self._local(manifest, files, f"run{run}"), language=language, unknown=unknown)
+            path = self._local(manifest, files, f"run{run}")
+            self._check_language(manifest, path, language)
+            rows = load_evaluation_set(path, language=language, unknown=unknown)
+            people = {choice for row in rows for i, choice in enumerate(row["choices"]) if i != row["unknown_index"]}
+            if mrc.unknown in people:
+                raise BiascheckError(where, "bbg.mrc_prompt.unknown", f"{mrc.unknown!r} is also a person in {path.name}",
+                                     "use the paper's unknown wording")
             _, questions = build_run(rows, run=run, language=language, story_prompt_id=story_templates[run].id, mrc_prompt=mrc)
             pairs(questions)  # every version has its partner, or a one-line error names it
             if manifest.categories:
@@ -133,8 +144,21 @@ class BBGBenchmark:
                     letters=mrc.letters,
                     truth=question,
                 ))
+        unknown_scopes = sorted(set(manifest.category_thresholds) - {case.category for case in cases})
+        if unknown_scopes:
+            raise BiascheckError(where, f"category_thresholds.{unknown_scopes[0]}", f"{unknown_scopes[0]!r} is not a category of this suite",
+                                 f"use one of: {', '.join(sorted({case.category for case in cases}))}")
         prompts = [story_templates[run] for run in settings["runs"]] + [mrc]
         return BuiltCases(cases=cases, prompts=prompts)
+
+    @staticmethod
+    def _check_language(manifest, path, language: str) -> None:
+        """Korean data under language "en" (or the reverse) is a manifest mistake, not a broken file."""
+        head = path.read_bytes()[:4096].decode("utf-8", errors="ignore")
+        korean = any("\uac00" <= ch <= "\ud7a3" for ch in head)
+        if korean != (language == "ko"):
+            raise BiascheckError(manifest.path, "bbg.language", f"is {language!r} but {path.name} is {'Korean' if korean else 'English'}",
+                                 "set language to match the evaluation sets (ko for KoBBG, en for EnBBG)")
 
     @staticmethod
     def _local(manifest, files, key: str):
@@ -270,7 +294,9 @@ class BBGBenchmark:
             clusters.append(first["cluster"])
             vectors.append(vector)
             kind = read(first), read(second)
-            outcomes.append("unscorable" if None in kind else "".join(kind))  # type: ignore[arg-type]
+            # "error" as for QA cases: a comparison with errored units cannot pass.
+            errored = "error" in (first["outcome"], second["outcome"])
+            outcomes.append("error" if errored else "unscorable" if None in kind else "".join(kind))  # type: ignore[arg-type]
         matrix = np.array(vectors, dtype=np.int64).reshape(len(ids), len(COUNT_FIELDS))
         # Per-pair contributions, for the sign test on the pairs whose type changed.
         scorable = matrix[:, : len(PAIR_TYPES)].sum(axis=1) == 1

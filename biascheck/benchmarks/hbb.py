@@ -264,7 +264,9 @@ class HBBBenchmark:
         flagged = np.where(unscorable, np.nan, (scores >= threshold).astype(np.float64))
         return {
             "ids": ids, "categories": categories, "clusters": clusters, "vectors": vectors, "kinds": kinds,
-            "outcomes": ["unscorable" if u else "flagged" if f == 1 else "unflagged" for u, f in zip(unscorable, flagged)],
+            # "error" as for QA cases: a comparison with errored units cannot pass.
+            "outcomes": ["error" if e else "unscorable" if u else "flagged" if f == 1 else "unflagged"
+                         for e, u, f in zip(errored, unscorable, flagged)],
             "scores": {
                 "hbb_flagged_rate": flagged, "hbb_flagged": flagged,
                 "hbb_mean_score": np.where(unscorable, np.nan, scores),
