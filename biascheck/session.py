@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -86,16 +86,25 @@ def effective_params(suite: Suite, model: ModelConfig) -> dict[str, Any]:
     return dict(sorted({**suite.manifest.sampling, **model.params}.items()))
 
 
-@contextmanager
-def open_model(model: ModelConfig, suites: Sequence[Suite], data_dir: Path | None, *, require_price: bool) -> Iterator[LiteLLMClient]:
-    """A client for the model; for ``sim/`` models, a simulated server that knows these suites."""
-    if not model.is_sim:
-        yield LiteLLMClient(model, require_price=require_price)
-        return
-    from biascheck.sim.process import spawn_sim_server
+class _Clients:
+    """Model clients for one run; ``sim/`` models (the model under test and a sim judge alike) share
+    one simulated server that knows these suites, started on first use and stopped with the run."""
 
-    with spawn_sim_server([s.manifest.directory for s in suites], data_dir) as server:
-        yield LiteLLMClient(model, api_base=server.base_url, require_price=require_price)
+    def __init__(self, suites: Sequence[Suite], data_dir: Path | None, stack: ExitStack):
+        self._suites, self._data_dir, self._stack = suites, data_dir, stack
+        self._sim_url: str | None = None
+
+    @contextmanager
+    def open(self, model: ModelConfig, *, require_price: bool) -> Iterator[LiteLLMClient]:
+        if not model.is_sim:
+            yield LiteLLMClient(model, require_price=require_price)
+            return
+        if self._sim_url is None:
+            from biascheck.sim.process import spawn_sim_server
+
+            server = self._stack.enter_context(spawn_sim_server([s.manifest.directory for s in self._suites], self._data_dir))
+            self._sim_url = server.base_url
+        yield LiteLLMClient(model, api_base=self._sim_url, require_price=require_price)
 
 
 def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
@@ -193,7 +202,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     if config.qualify_judge:
         _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
-    with ResponseStore(config.store_path) as store, store.exclusive():
+    with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive():
+        clients = _Clients(suites, config.data_dir, stack)
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
 
         def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
@@ -202,7 +212,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     requests,
                     store=store,
                     model_name=caller.model,
-                    open_client=lambda: open_model(caller, suites, config.data_dir, require_price=config.max_cost_usd is not None),
+                    open_client=lambda: clients.open(caller, require_price=config.max_cost_usd is not None),
                     concurrency=config.concurrency,
                     policy=config.policy,
                     budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),

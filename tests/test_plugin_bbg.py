@@ -16,6 +16,10 @@ import pytest
 from rich.cells import cell_len
 
 from biascheck.benchmarks.bbg import BBG
+from biascheck.errors import BiascheckError
+from biascheck.llm import ModelConfig
+from biascheck.regression import check_comparable
+from biascheck.session import RunConfig, run
 from biascheck.report import render_terminal
 from biascheck.suite import load_suite
 from conftest import SUITES, write_subset_suite
@@ -79,11 +83,16 @@ def test_rejudge_makes_only_judge_calls(run_biascheck, enbbg_small, tmp_path):
     # The same stories, read by another judge.
     before = {c["case_id"]: c["generation"] for c in first.results()["cases"]}
     assert {c["case_id"]: c["generation"] for c in results["cases"]} == before
-    # Nothing stored to re-judge: every case errors, no call is made, the run fails.
-    empty = run_biascheck(enbbg_small, "sim/fair", "--biascheck-judge", "sim/judge", "--biascheck-rejudge",
-                          store_path=tmp_path / "empty.sqlite", report="empty")
-    assert empty.ret == 1 and empty.results()["run"]["calls"] == 0
-    assert "not in the response store (--biascheck-rejudge calls only the judge; run once without it)" in " ".join(empty.output.split())
+
+def test_rejudge_of_nothing_stored_errors_without_a_call(enbbg_small, tmp_path, data_dir):
+    suite = load_suite(enbbg_small, data_dir=data_dir)
+    config = RunConfig(model=ModelConfig("sim/fair"), judge="sim/judge", rejudge=True, store_path=tmp_path / "empty.sqlite",
+                       data_dir=data_dir)
+    result = run([(suite, suite.cases)], config)
+    assert result.stats.calls == 0 and not result.passed
+    errors = {o.error for o in result.suites[0].outcomes.values()}
+    assert errors == {"generation: not in the response store (--biascheck-rejudge calls only the judge; run once without it)"}
+    assert result.suites[0].metrics.overall["unscorable_ratio"].value == 1.0
 
 
 def test_korean_is_byte_exact_through_store_results_and_reports(run_biascheck, kobbg_small, data_dir, tmp_path):
@@ -158,6 +167,6 @@ def test_baseline_round_trip_and_a_regression_in_bias_gen(run_biascheck, enbbg_s
     assert worse.ret == 1
     assert "regression::overall::bias_gen" in worse.output and "bias_gen (overall) regressed" in " ".join(worse.output.split())
     # Another judge is another measurement: not compared unless asked to.
-    other = run_biascheck(enbbg_small, "sim/stereotyped?p=0.1", "--biascheck-judge", "sim/random",
-                          "--biascheck-baseline", pattern, report="other")
-    assert other.ret != 0 and "evaluator model or parameters" in other.output
+    fingerprint = dict(baseline["suite"]["fingerprint"], judge="0" * 16)
+    with pytest.raises(BiascheckError, match="was made with other evaluator model or parameters"):
+        check_comparable(baseline, {**baseline["suite"], "fingerprint": fingerprint}, allow_mismatch=False, path="b.json")
