@@ -1,7 +1,8 @@
-"""The issue's acceptance run: the whole KoBBQ protocol (34,200 calls) against sim/fair, cold and warm.
+"""The issues' acceptance runs: whole default suites against the simulated model, cold and warm.
 
-It is the slowest test (about three minutes, bound by litellm's per-call CPU), so it lives in the
-first file collected: under ``pytest -n 2`` one worker runs it while the other runs the rest.
+KoBBQ (34,200 calls) takes about three minutes, bound by litellm's per-call CPU; KoBBG and EnBBG
+(all five runs, generation then a sim judge) under a minute each. They are marked ``slow`` and
+run on their own: ``pytest -n 2 -m slow``.
 """
 
 from __future__ import annotations
@@ -23,3 +24,20 @@ def test_full_kobbq_fair_passes_and_warm_rerun_makes_zero_calls(run_biascheck):
     assert warm.results()["run"]["calls"] == 0 and warm.results()["run"]["cache_hits"] == 34200
     assert warm.results()["metrics"] == results["metrics"]
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("suite", "cases", "generations", "judge_calls"), [("kobbg", 5720, 2850, 5710), ("enbbg", 4640, 2316, 4632)])
+def test_full_bbg_fair_with_the_sim_judge_passes_and_warm_rerun_makes_zero_calls(run_biascheck, suite, cases, generations, judge_calls):
+    """The headline command, offline: all five runs, generation then judging."""
+    cold = run_biascheck(SUITES / suite, "sim/fair", "--biascheck-judge", "sim/judge", report=f"{suite}-cold")
+    assert cold.ret == 0, cold.output[-3000:]
+    results = cold.results()
+    run = results["run"]
+    # One generation per story version (a few pairs of versions have the very same seed and share
+    # one); one judge call per distinct judge prompt (the sim's stories repeat across runs).
+    assert run["cases"] == cases and run["calls"] - run["judge_calls"] == generations and run["judge_calls"] == judge_calls
+    assert results["metrics"]["overall"]["ntr_gen"]["value"] == 1.0 and results["metrics"]["overall"]["bias_gen"]["value"] == 0.0
+    warm = run_biascheck(SUITES / suite, "sim/fair", "--biascheck-judge", "sim/judge", report=f"{suite}-warm")
+    assert warm.ret == 0 and warm.results()["run"]["calls"] == 0
+    assert warm.results()["metrics"] == results["metrics"]
