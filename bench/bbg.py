@@ -52,7 +52,7 @@ def main() -> None:
         suite = load_suite(ROOT / "suites" / name)
         ntr, bias = expected(suite, args.persona)
         with tempfile.TemporaryDirectory() as tmp:
-            config = RunConfig(model=ModelConfig(f"sim/{args.persona}"), judge=ModelConfig(f"sim/{args.judge}"),
+            config = RunConfig(model=ModelConfig(f"sim/{args.persona}"), judge=f"sim/{args.judge}",
                                store_path=Path(tmp) / "store.sqlite", concurrency=64)
             for store in ("cold", "warm"):
                 start = time.perf_counter()
