@@ -13,7 +13,7 @@ from typing import Any
 
 from biascheck.cases import Case, Outcome, Response
 from biascheck.errors import BiascheckError
-from biascheck.llm import LiteLLMClient, ModelConfig, Price
+from biascheck.llm import LiteLLMClient, ModelConfig, Price, validate_model_string
 from biascheck.manifest import canonical_json
 from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute
 from biascheck.store import ResponseStore, request_key
@@ -148,6 +148,11 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
     if not name:
         raise BiascheckError(suite.manifest.path, "bbg.judge.model", "this suite names no evaluator model",
                              "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]")
+    if not config.judge:
+        try:
+            validate_model_string(name)
+        except BiascheckError as exc:
+            raise BiascheckError(suite.manifest.path, "bbg.judge.model", exc.problem, exc.fix) from None
     model = ModelConfig(name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price)
     return Judge(model, dict(sorted(settings["sampling"].items())))
 

@@ -182,6 +182,9 @@ def test_judge_is_required_and_part_of_the_fingerprint(tmp_path, enbbg, data_dir
     suite = load_suite(tmp_path, data_dir=data_dir)
     with pytest.raises(BiascheckError, match=r"bbg\.judge\.model: this suite names no evaluator model; pass --biascheck-judge"):
         judge_for(suite, config)
+    (tmp_path / "suite.toml").write_text(text.replace("[bbg.judge]\n", '[bbg.judge]\nmodel = "sim/oracle"\n'), "utf-8")
+    with pytest.raises(BiascheckError, match=r"suite\.toml: bbg\.judge\.model: unknown persona 'oracle'; choose one of"):
+        judge_for(load_suite(tmp_path, data_dir=data_dir), config)
 
 
 @pytest.mark.parametrize(("edit", "message"), [
