@@ -1,8 +1,9 @@
 """The issues' acceptance runs: whole default suites against the simulated model, cold and warm.
 
-KoBBQ (34,200 calls) takes about three minutes, bound by litellm's per-call CPU: it is marked
-``slow`` and runs on its own (``pytest -n 2 -m slow``). KoBBG and EnBBG (all five runs, generation
-then a sim judge) take under a minute each and run with the rest.
+KoBBQ (34,200 calls) takes about three minutes, bound by litellm's per-call CPU; KoBBG and EnBBG
+(all five runs, generation then a sim judge) under a minute each. They are marked ``slow`` and
+run on their own (``pytest -n 2 -m slow``), as GitHub CI's second step, so that the default run
+stays well inside its ten-minute budget on two cores.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def test_full_kobbq_fair_passes_and_warm_rerun_makes_zero_calls(run_biascheck):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("suite", "cases", "generations", "judge_calls"), [("kobbg", 5720, 2850, 5710), ("enbbg", 4640, 2316, 4632)])
 def test_full_bbg_fair_with_the_sim_judge_passes_and_warm_rerun_makes_zero_calls(run_biascheck, suite, cases, generations, judge_calls):
     """The headline command, offline: all five runs, generation then judging."""
