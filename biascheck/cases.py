@@ -104,6 +104,11 @@ class Case:
     def messages_as_dicts(self) -> list[dict[str, str]]:
         return [m.to_dict() for m in self.messages]
 
+    def record(self) -> dict[str, str | int]:
+        """What every benchmark's results.json case starts with: the case's identity and grouping."""
+        return {"case_id": self.case_id, "sample_id": self.sample_id, "category": self.category, "cluster": self.cluster,
+                "label": self.label, "prompt_id": self.prompt_id, "order": self.order}
+
 
 OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]
 

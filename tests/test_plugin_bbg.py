@@ -170,3 +170,12 @@ def test_baseline_round_trip_and_a_regression_in_bias_gen(run_biascheck, enbbg_s
     fingerprint = dict(baseline["suite"]["fingerprint"], judge="0" * 16)
     with pytest.raises(BiascheckError, match="was made with other evaluator model or parameters"):
         check_comparable(baseline, {**baseline["suite"], "fingerprint": fingerprint}, allow_mismatch=False, path="b.json")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--biascheck-judge", "sim/oracle"), "--biascheck-judge: unknown persona 'oracle'; choose one of"),
+    (("--biascheck-judge", "sim/judge", "--biascheck-judge-price", "cheap"), "--biascheck-judge-price: 'cheap' is not INPUT/OUTPUT"),
+])
+def test_bad_judge_options_are_one_line_usage_errors(run_biascheck, enbbg_small, args, message):
+    run = run_biascheck(enbbg_small, "sim/fair", *args)
+    assert run.ret == 4 and message in run.output and "Traceback" not in run.output

@@ -235,18 +235,12 @@ class BBGBenchmark:
     def case_record(case: Case, outcome: Outcome) -> dict:
         truth: MRCQuestion = case.truth
         return {
-            "case_id": case.case_id,
-            "sample_id": case.sample_id,
-            "category": case.category,
-            "cluster": case.cluster,
+            **case.record(),
             "run": truth.run,
             "template_id": truth.template_id,
             "pair": f"r{truth.run}-{truth.base_template}-{truth.qtype}",
             "version": truth.version,
             "qtype": truth.qtype,
-            "label": case.label,
-            "prompt_id": case.prompt_id,
-            "order": case.order,
             "question": truth.question,
             "choices": list(case.choices),
             "generation": outcome.generation,

@@ -215,14 +215,8 @@ class HBBBenchmark:
     @staticmethod
     def case_record(case: Case, outcome: Outcome) -> dict:
         return {
-            "case_id": case.case_id,
-            "sample_id": case.sample_id,
-            "category": case.category,
-            "cluster": case.cluster,
-            "label": case.label,
+            **case.record(),
             "identity": case.truth.identity,
-            "order": case.order,
-            "prompt_id": case.prompt_id,
             "raw": outcome.raw,
             "p_a": outcome.p_a,
             "valid": outcome.valid,

@@ -355,13 +355,7 @@ class QABenchmark:
     def case_record(case: Case, outcome: Outcome) -> dict:
         """The case as results.json lists it: what was shown, what came back, how it was read."""
         return {
-            "case_id": case.case_id,
-            "sample_id": case.sample_id,
-            "category": case.category,
-            "cluster": case.cluster,
-            "label": case.label,
-            "prompt_id": case.prompt_id,
-            "order": case.order,
+            **case.record(),
             "choices": list(case.choices),
             "context_type": case.truth.context_type,
             "raw": outcome.raw,
