@@ -60,7 +60,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from biascheck.benchmarks.qa import parse_answer
+from biascheck.answer_parser import parse_answer
 from biascheck.errors import BiascheckError
 
 FIX = "restore the original file"
@@ -515,7 +515,7 @@ def render_mrc_prompt(mrc_prompt: dict, story: str, question: MRCQuestion) -> st
 
 def classify_mrc(text: str | None, question: MRCQuestion, letters: Sequence[str]) -> str | None:
     """"b" (the biased answer), "c" (the counter-biased one), "u" (unknown) or ``None`` (no
-    single option named). Parsing is :func:`biascheck.benchmarks.qa.parse_answer`: a lone
+    single option named). Parsing is :func:`biascheck.answer_parser.parse_answer`: a lone
     letter (any case), an option's exact text with or without its letter, or either after an
     answer phrase ("The answer is B", "정답은 B입니다"). Never raises."""
     if not isinstance(text, str):
