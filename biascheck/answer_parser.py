@@ -137,6 +137,8 @@ def _after_letter(text: str, letter: re.Match, index: int, options: _Options, de
         rest = rest[separator.end():] if separator else rest.lstrip()
         return frozenset({index}) | _next_clause(rest, options, depth)
     if rest[:1].isspace():
+        if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "options: a, b or c"
+            return frozenset({index}) | _next_clause(rest, options, depth)
         # "C 할머니": a bare space needs the option's own text after it ("A woman ..." is prose).
         rest = rest.lstrip().lstrip("(\"'“‘")  # "C 할머니", "C (The grandmother)"
         own = options.keys[index]

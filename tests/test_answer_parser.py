@@ -294,6 +294,9 @@ JUDGE_TABLE = [
     ("알 수 없음", KO_MRC, LOWER, 1),
     ("이야기만으로는 알 수 없습니다. 따라서 b입니다.", KO_MRC, LOWER, 1),
     ("a 또는 c", KO_MRC, LOWER, None),
+    # An echoed instruction lists every letter: no answer.
+    ("Choose one option: A, B or C.", EN_MRC, UPPER, None),
+    ("Respond with a single alphabet (A, B, or C).", EN_MRC, UPPER, None),
     ("이야기에 나와 있지 않아 판단하기 어렵습니다.", KO_MRC, LOWER, None),
 ]  # fmt: skip
 
