@@ -6,7 +6,9 @@
 Default: the default suite (suites/hbb, 60 questions, 4,020 instances) with ``sampling`` (k = 10)
 and with ``logprob``, each from a cold store: model calls, wall time, flagged rate, and how far the
 two estimators' flagged sets agree (agreement, Cohen's kappa), plus the agreement of each with the
-persona's known truth.
+persona's known truth. The simulator honours temperature as a softmax does, so sampling at the
+suite's 0.8 estimates the sharpened P(a) while the logprob estimator reads P(a) at temperature 1,
+as with a real model: each is compared with the truth at its own temperature and at the paper's.
 
 ``--full-memory``: the full suite (suites/hbb-full, 103,649 instances) with ``logprob`` (77,350
 calls) into a store, then, in a fresh process, building and scoring it again from that warm
@@ -53,12 +55,13 @@ def flagged(suite, result) -> list[bool | None]:
     return out
 
 
-def truth(suite, persona: str) -> list[bool]:
+def truth(suite, persona: str, temperature: float) -> list[bool]:
+    """Which instances the persona's exact P(a) at ``temperature`` flags."""
     from biascheck.benchmarks.hbb import HBB
     from biascheck.sim.personas import expected_p_a
 
     threshold = suite.manifest.hbb["flag_threshold"]
-    return [round(abs(expected_p_a(persona, f) - expected_p_a(persona, s)) * 100, 10) >= threshold
+    return [round(abs(expected_p_a(persona, f, temperature) - expected_p_a(persona, s, temperature)) * 100, 10) >= threshold
             for _, f, s in HBB.instances(suite.cases)]
 
 
@@ -82,12 +85,17 @@ def compare_estimators(persona: str) -> None:
             print(f"{estimator:8s}: {result.stats.calls} calls for {len(suite.cases)} questions, {seconds:.1f} s; "
                   f"flagged rate {metrics['hbb_flagged_rate'].value:.4f} {tuple(round(v, 4) for v in metrics['hbb_flagged_rate'].ci)}, "
                   f"mean score {metrics['hbb_mean_score'].value:.2f}")
-        known = truth(suite, persona)
+        from biascheck.benchmarks.hbb import LOGPROB_PARAMS
+
+        sampled_at = suite.manifest.sampling.get("temperature", 1.0)
+        read_at = LOGPROB_PARAMS["temperature"]
         share, kappa = agreement(measured["sampling"], measured["logprob"])
-        print(f"flagged sets, sampling vs logprob: agree on {share:.1%} of {len(known)} instances, Cohen's kappa {kappa:.3f}")
-        for estimator in ("sampling", "logprob"):
-            share, kappa = agreement(measured[estimator], known)
-            print(f"flagged sets, {estimator} vs the persona's truth: agree on {share:.1%}, kappa {kappa:.3f}")
+        print(f"flagged sets, sampling (T = {sampled_at:g}) vs logprob (T = {read_at:g}): agree on {share:.1%} of "
+              f"{len(measured['logprob'])} instances, Cohen's kappa {kappa:.3f}")
+        for estimator, own in (("sampling", sampled_at), ("logprob", read_at)):
+            for temperature in dict.fromkeys((own, sampled_at)):
+                share, kappa = agreement(measured[estimator], truth(suite, persona, temperature))
+                print(f"flagged sets, {estimator} vs the persona's truth at T = {temperature:g}: agree on {share:.1%}, kappa {kappa:.3f}")
 
 
 def warm_pass(store: str) -> None:

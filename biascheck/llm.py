@@ -110,17 +110,25 @@ class Completion:
     logprobs: dict[str, float] | None = None
 
 
+# What a model may emit before its first real token: whitespace and markdown emphasis or quotes
+# ("\n", " ", "**", "`"). Real tokenizers often start a reply with such a token.
+_LEADING_FILLER = frozenset(" \t\r\n*_`\"'")
+
+
 def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
-    """token -> log-probability of the first generated token's top alternatives (OpenAI's
-    ``choices[0].logprobs.content[0].top_logprobs``, as an object or a dict); None if absent."""
+    """token -> log-probability of the top alternatives at the first generated position whose token
+    is not only whitespace or markdown (OpenAI's ``choices[0].logprobs.content[i].top_logprobs``,
+    as objects or dicts), so a reply that opens with "\\n" or "**" is read at its answer; the first
+    position when every one is filler; None if absent."""
     def get(obj: Any, name: str) -> Any:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
     content = get(logprobs, "content") if logprobs is not None else None
     if not content:
         return None
-    first = content[0]
-    alternatives = get(first, "top_logprobs") or [first]
+    position = next((p for p in content if isinstance(get(p, "token"), str) and not set(get(p, "token")) <= _LEADING_FILLER),
+                    content[0])
+    alternatives = get(position, "top_logprobs") or [position]
     out: dict[str, float] = {}
     for alt in alternatives:
         token, value = get(alt, "token"), get(alt, "logprob")

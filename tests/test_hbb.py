@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 
 from biascheck.benchmarks.hbb import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, Estimator, p_a_from_logprobs
 from biascheck.cases import Case, HBBTruth, Message, Outcome, Response
+from biascheck.errors import BiascheckError
+from biascheck.llm import first_token_logprobs
+from biascheck.regression import check_comparable
 from biascheck.suite import load_suite
 from conftest import SUITES
 
@@ -20,8 +23,9 @@ LOGPROB = Estimator("logprob", 4, 5)
 
 
 def _case() -> Case:
-    return Case("age-noun-old-q0001", "q0001", "age", "q0001", "age-noun", "evaluate", 0,
-                (Message("user", "Context: ..."),), ("He hesitated.", "He clicked."), ("a", "b"), HBBTruth("q0001", "noun", "old"))
+    return Case("age-3-noun-old-q0001", "q0001", "age", "q0001", "age-3-noun", "evaluate_probs", 0,
+                (Message("system", "You are a useful assistant."), Message("user", "Context: ...")), ("He hesitated.", "He clicked."),
+                ("a", "b"), HBBTruth("q0001", "3-noun", "old"))
 
 
 @pytest.mark.data
@@ -44,11 +48,20 @@ def test_the_default_suite_is_a_stratified_subset_with_every_category_and_type(d
     assert len({c.sample_id for c in suite.cases}) == 60 and len(instances) == 60 * 67
     full = load_suite(SUITES / "hbb-full", data_dir=data_dir)
     assert {(c.category, c.label) for c in suite.cases} == {(c.category, c.label) for c in full.cases}
-    assert len({c.label for c in full.cases}) == 3 + 4 + 4 + 2 + 3  # one label per category and type
-    # The manifest's instructions are the upstream prompt_evaluate.txt, byte for byte.
-    upstream = (Path(data_dir) / "hbb" / "prompt_evaluate.txt").read_text("utf-8")
-    assert suite.manifest.hbb["instructions"] == upstream
-    assert suite.cases[0].messages[0].content.startswith(upstream)
+    # One label per category and type, numbered as the paper's Table 2 and Table 10.
+    assert {c.label for c in full.cases} == {
+        "age-1-female_relative", "age-2-male_relative", "age-3-noun",
+        "gender-1-parent", "gender-2-actor", "gender-3-name", "gender-4-noun",
+        "race-1-pet_phrase", "race-2-holiday", "race-3-name", "race-4-heritage",
+        "ses-1-implicit", "ses-2-explicit", "religion-1-practice", "religion-2-attire", "religion-3-explicit"}
+    # Both manifests' instructions are the paper's Table 11 prompt, upstream's
+    # prompt_evaluate_probs.txt, byte for byte, sent after upstream's system message.
+    upstream = (Path(data_dir) / "hbb" / "prompt_evaluate_probs.txt").read_bytes().decode("utf-8")
+    assert suite.manifest.hbb["instructions"] == full.manifest.hbb["instructions"] == upstream
+    for case in (suite.cases[0], full.cases[-1]):
+        (system, user) = case.messages
+        assert (system.role, system.content) == ("system", "You are a useful assistant.")
+        assert user.role == "user" and user.content.startswith(upstream + "\n\nContext: ")
     items = HBB.items(suite.cases)
     assert len(items) == len(instances) and all("::" not in name and " " not in name for name, _, _ in items)
 
@@ -58,7 +71,9 @@ def test_requests_per_estimator():
     sampled = HBB.requests(_case(), params, SAMPLING)
     assert [sample for _, _, sample in sampled] == [0, 1, 2, 3] and all(p == params for _, p, _ in sampled)
     (messages, logprob_params, sample), = HBB.requests(_case(), params, LOGPROB)
-    assert logprob_params == {"temperature": 0.8, "max_tokens": 1, "logprobs": True, "top_logprobs": 5} and sample == 0
+    # Read at temperature 1 (the model's own distribution, whichever convention the provider's
+    # log-probabilities follow), with room for a leading whitespace or markdown token.
+    assert logprob_params == {"temperature": 1.0, "max_tokens": 4, "logprobs": True, "top_logprobs": 5} and sample == 0
     assert SAMPLING.fallback() == SAMPLING and LOGPROB.fallback().kind == "sampling"
 
 
@@ -76,6 +91,9 @@ def test_log_probabilities_give_p_a_renormalised_over_a_and_b():
     response = Response(text="a", logprobs={"a": math.log(0.4), "b": math.log(0.1), " A": math.log(0.2), "The": math.log(0.3)})
     outcome = HBB.classify(_case(), [response], LOGPROB)
     assert outcome.status == "answered" and outcome.p_a == pytest.approx(6 / 7) and (outcome.valid, outcome.refused) == (1, 0)
+    # The letter as real tokenizers split it: with its parenthesis, a period, markdown, a newline.
+    shapes = {"a)": math.log(0.3), "(a": math.log(0.1), "**a": math.log(0.1), "b.": math.log(0.2), "\nB": math.log(0.2), "ab": math.log(0.1)}
+    assert p_a_from_logprobs(shapes) == pytest.approx(0.5 / 0.9)
     # A refusal or a preamble whose a / b alternatives hold a sliver of probability is a refusal,
     # not a confident answer; so is a content-filtered reply.
     for logprobs in ({"I": -0.001, "a": -9, "b": -11}, {"Final": -0.01, "A": -8}, {"I": -0.1}):
@@ -160,3 +178,73 @@ def test_a_qa_suite_has_no_estimator_thresholds(tmp_path, data_dir):
                                extra="\n[estimator_thresholds.logprob]\ndiff_bias_amb = { max_abs = 0.1 }\n")
     with pytest.raises(BiascheckError, match="estimator_thresholds: kobbq has one way to answer"):
         load_suite(suite, data_dir=data_dir)
+
+
+# --- reading the first answer token of an OpenAI-shaped logprobs payload ---------------------
+
+
+def _position(token: str, top: dict[str, float]) -> dict:
+    """One entry of OpenAI's ``choices[0].logprobs.content``."""
+    return {"token": token, "logprob": top.get(token, -9.0), "bytes": list(token.encode()),
+            "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top.items()]}
+
+
+LN = math.log
+
+
+@pytest.mark.parametrize("content, p_a", [
+    # "a) My answer is this." as three tokens: the letter first.
+    ([_position("a", {"a": LN(0.7), "b": LN(0.2), "I": LN(0.1)}), _position(")", {")": -0.01}), _position(" My", {" My": -0.1})], 0.7 / 0.9),
+    # "a)" as one token, its alternatives too.
+    ([_position("a)", {"a)": LN(0.5), "b)": LN(0.4), "(a": LN(0.05), "I": LN(0.05)})], 0.55 / 0.95),
+    # A leading newline (llama.cpp's Gemma): the letter is the second position, " a" with a space.
+    ([_position("\n", {"\n": LN(0.9), "a": LN(0.05)}), _position(" a", {" a": LN(0.6), " b": LN(0.3), " I": LN(0.1)})], 2 / 3),
+    # A leading space token, then an upper-case letter.
+    ([_position(" ", {" ": LN(0.8), "A": LN(0.1)}), _position("B", {"A": LN(0.25), "B": LN(0.75)})], 0.25),
+    # Markdown bold first: "**", then "b", then "**".
+    ([_position("**", {"**": LN(0.6), "b": LN(0.3)}), _position("b", {"b": LN(0.8), "a": LN(0.2)}), _position("**", {"**": -0.01})], 0.2),
+    # Nothing but filler: the first position is read, where a and b hold too little to be an answer.
+    ([_position("\n\n", {"\n\n": LN(0.7), "a": LN(0.2)}), _position("\n", {"\n": -0.01})], None),
+    # A refusal is a refusal at its own first token, not skipped.
+    ([_position("I", {"I": LN(0.95), "a": LN(0.03), "b": LN(0.02)}), _position("'m", {"'m": -0.01})], None),
+])
+def test_the_first_answer_token_is_read_after_leading_whitespace_or_markdown(content, p_a):
+    from types import SimpleNamespace
+
+    for payload in ({"content": content, "refusal": None},
+                    # litellm hands over objects with attributes, not dicts
+                    SimpleNamespace(content=[SimpleNamespace(token=p["token"], logprob=p["logprob"],
+                                                             top_logprobs=[SimpleNamespace(**t) for t in p["top_logprobs"]])
+                                             for p in content])):
+        read = first_token_logprobs(payload)
+        assert p_a_from_logprobs(read) == (pytest.approx(p_a) if p_a is not None else None)
+        outcome = HBB.classify(_case(), [Response(text="".join(p["token"] for p in content), logprobs=read)], LOGPROB)
+        assert outcome.status == ("answered" if p_a is not None else "ooc")
+    assert first_token_logprobs(None) is None and first_token_logprobs({"content": []}) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet=" \t\n*_`\"'", min_size=1, max_size=3), max_size=3),
+       st.sampled_from(["a", " a", "A", "a)", "(a", " b", "B", "b)", "Sure", " I"]),
+       st.dictionaries(st.sampled_from(["a", "b", " A", "b)", "I", "The"]), st.floats(-20, 0), min_size=1, max_size=4))
+def test_any_leading_filler_is_skipped_to_the_first_real_token(filler, token, top):
+    answer = _position(token, top)
+    read = first_token_logprobs({"content": [*(_position(f, {f: -0.1, "a": -3.0}) for f in filler), answer, _position(")", {")": 0.0})]})
+    assert read == {t["token"]: t["logprob"] for t in answer["top_logprobs"]}
+
+
+@pytest.mark.data
+def test_a_baseline_made_before_the_papers_prompt_is_refused_with_the_reason(data_dir):
+    """An HBB baseline of suites/hbb made before the suite asked Table 11's prompt (upstream's
+    prompt_evaluate.txt, no system message, descriptor types in descriptors.json order) carries
+    this fingerprint (suites/hbb-full's differed from it in its subset part only)."""
+    before = {"data": "5569e9c5e18369e7", "prompts": "6ac5fee8742596ee", "subset": "416e1418bc635d05", "metrics_version": 1,
+              "suite": "d5bdbab9fdc3068f"}
+    now = load_suite(SUITES / "hbb", data_dir=data_dir).fingerprint()
+    assert (now["data"], now["subset"]) == (before["data"], before["subset"])  # the same data and questions
+    old = {"suite": {"name": "hbb", "benchmark": "hbb", "fingerprint": before}}
+    with pytest.raises(BiascheckError) as info:
+        check_comparable(old, {"name": "hbb", "benchmark": "hbb", "fingerprint": now}, allow_mismatch=False, path="old.json")
+    message = str(info.value)
+    assert message.startswith("old.json: suite.fingerprint: was made with other prompts (prompts 6ac5fee8742596ee, this run ")
+    assert "\n" not in message and "--biascheck-update-baseline" in message

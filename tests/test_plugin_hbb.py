@@ -1,7 +1,9 @@
 """HBB through pytest and the sim server: both estimators, the fallback, and the known truth.
 
-The sim's personas have exactly known P(a) per filled question (``expected_p_a``): ``fair`` the
-same for every identity, ``stereotyped?p=1`` pushes one identity per category to a and one away.
+The sim's personas have exactly known P(a) per filled question and temperature (``expected_p_a``):
+``fair`` the same for every identity, ``stereotyped?p=1`` pushes one identity per category to a
+and one away. Sampling runs at the suite's temperature (the paper's 0.8), which sharpens P(a); the
+logprob estimator reads the model's own distribution, at temperature 1.
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ def test_estimates_match_the_personas_known_truth(run_biascheck, hbb_small, data
     for estimator in ("logprob", "sampling"):
         run = run_biascheck(hbb_small, "sim/stereotyped?p=0.5", "--biascheck-estimator", estimator, report=f"truth-{estimator}")
         records = {c["case_id"]: c for c in run.results()["cases"]}
-        truth = {cid: expected_p_a("stereotyped?p=0.5", case) for cid, case in cases.items()}
+        temperature = 1.0 if estimator == "logprob" else suite.manifest.sampling["temperature"]
+        assert temperature == (1.0 if estimator == "logprob" else 0.8)
+        truth = {cid: expected_p_a("stereotyped?p=0.5", case, temperature) for cid, case in cases.items()}
         if estimator == "logprob":
             # One call reads the persona's probabilities exactly.
             assert all(math.isclose(records[cid]["p_a"], p, abs_tol=1e-9) for cid, p in truth.items())
@@ -95,7 +99,12 @@ def test_no_log_probabilities_falls_back_to_sampling_for_the_whole_suite(run_bia
     assert results["run"]["estimator"] == "sampling (k = 6)"
     assert "no log-probabilities" in results["run"]["estimator_note"]
     assert all(case["valid"] + case["refused"] == 6 for case in results["cases"])  # never a mix
-    assert "no log-probabilities" in (run.report_dir / "report.md").read_text("utf-8")
+    markdown = (run.report_dir / "report.md").read_text("utf-8")
+    assert "no log-probabilities" in markdown
+    # Descriptor types as the paper numbers them, number and name, in both reports and the items.
+    html = (run.report_dir / "report.html").read_text("utf-8")
+    for label in ("age-1-female_relative", "age-3-noun", "race-3-name", "race-4-heritage"):
+        assert f"| {label} |" in markdown and f"<td>{label}</td>" in html
     report = json.loads((run.report_dir / "results.json").read_text("utf-8"))
     assert report["metrics"]["overall"]["refusal_rate"]["value"] == 0.0
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from biascheck.benchmarks import hbb_data
 from biascheck.cases import Case, HBBTruth, Message, QATruth
@@ -21,6 +23,7 @@ from biascheck.sim.personas import (
     MARKED_IDENTITIES,
     REFUSAL_EN,
     answer_logprobs,
+    at_temperature,
     choose_answer,
     expected_answer_distribution,
     expected_p_a,
@@ -41,10 +44,10 @@ def hbb_case(question: hbb_data.FilledQuestion, instructions: str) -> Case:
         sample_id=question.question_id,
         category=question.category,
         cluster=question.question_id,
-        label=question.descriptor_type,
-        prompt_id="evaluate",
+        label=f"{question.category}-{question.descriptor_type}",
+        prompt_id="evaluate_probs",
         order=IDENTITIES[question.category].index(question.identity),
-        messages=(Message("user", hbb_data.render_prompt(instructions, question)),),
+        messages=tuple(Message(role, content) for role, content in hbb_data.render_messages(instructions, question)),
         choices=(question.option_a, question.option_b),
         letters=("a", "b"),
         truth=HBBTruth(question=question.question_id, descriptor_type=question.descriptor_type,
@@ -55,11 +58,11 @@ def hbb_case(question: hbb_data.FilledQuestion, instructions: str) -> Case:
 def synthetic_case(question: str, category: str, identity: str) -> Case:
     """An HBB-shaped case without the data (for the pure persona functions)."""
     return Case(
-        case_id=f"{category}-noun-{identity}-{question}", sample_id=question, category=category,
-        cluster=question, label="noun", prompt_id="evaluate", order=0,
+        case_id=f"{category}-3-noun-{identity}-{question}", sample_id=question, category=category,
+        cluster=question, label=f"{category}-3-noun", prompt_id="evaluate_probs", order=0,
         messages=(Message("user", f"Context: {identity} {question}\na) left\nb) right"),),
         choices=("left", "right"), letters=("a", "b"),
-        truth=HBBTruth(question=question, descriptor_type="noun", identity=identity),
+        truth=HBBTruth(question=question, descriptor_type="3-noun", identity=identity),
     )
 
 
@@ -145,6 +148,43 @@ def test_answer_logprobs_shape() -> None:
     assert answer_logprobs(persona, case, 1, 0)["content"][0]["top_logprobs"] == []
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.0, 1.0), st.floats(0.05, 2.0))
+def test_temperature_acts_on_p_a_as_a_softmax_does(p: float, t: float) -> None:
+    q = at_temperature(p, t)
+    assert 0.0 <= q <= 1.0
+    assert at_temperature(p, 1.0) == p
+    assert math.isclose(at_temperature(1.0 - p, t), 1.0 - q, abs_tol=1e-12)  # a and b are symmetric
+    if 1e-6 < p < 1 - 1e-6:
+        # softmax of the logits ln p / T: p^(1/T) / (p^(1/T) + (1-p)^(1/T))
+        assert math.isclose(q, 1.0 / (1.0 + math.exp((math.log1p(-p) - math.log(p)) / t)), rel_tol=1e-9, abs_tol=1e-300)
+        # below 1 the likelier option gains, above 1 it loses (never across 0.5)
+        if t < 1.0:
+            assert (q - 0.5) * (p - 0.5) >= 0 and abs(q - 0.5) >= abs(p - 0.5) - 1e-12
+        else:
+            assert (q - 0.5) * (p - 0.5) >= 0 and abs(q - 0.5) <= abs(p - 0.5) + 1e-12
+
+
+def test_temperature_0_is_the_argmax_and_known_truth_follows_the_temperature() -> None:
+    assert (at_temperature(0.6, 0.0), at_temperature(0.4, 0.0), at_temperature(0.5, 0.0)) == (1.0, 0.0, 0.5)
+    assert at_temperature(0.0, 0.3) == 0.0 and at_temperature(1.0, 1.7) == 1.0
+    with pytest.raises(ValueError, match="temperature"):
+        at_temperature(0.3, -0.1)
+    case = synthetic_case("q0008", "religion", "Muslim")
+    key = message_key(case.messages_as_dicts())
+    p_1 = expected_p_a("stereotyped?p=0.3", case)
+    for t in (0.0, 0.5, 0.8, 1.0, 1.5):
+        p_t = expected_p_a("stereotyped?p=0.3", case, t)
+        assert p_t == at_temperature(p_1, t)
+        assert expected_answer_distribution("stereotyped?p=0.3", case, t) == {i: q for i, q in ((0, p_t), (1, 1 - p_t)) if q > 0}
+        first = answer_logprobs(parse_persona("stereotyped?p=0.3"), case, 0, 2, t)["content"][0]
+        assert math.isclose(math.exp(first["logprob"]), min(max(p_t, 1e-6), 1 - 1e-6), rel_tol=1e-12)
+    # Greedy: every sample names the likelier option.
+    persona = parse_persona("stereotyped?p=0.3")
+    assert {choose_answer(persona, case, key, s, 0.0) for s in range(50)} == {0 if p_1 > 0.5 else 1}
+    assert expected_p_a("random", case, 0.0) == 0.5 and expected_p_a("refuser", case, 0.5) is None
+
+
 def test_hbb_reply_styles() -> None:
     case = synthetic_case("q0006", "ses", "poor")
     key = message_key(case.messages_as_dicts())
@@ -167,7 +207,7 @@ def hbb_cases(data_dir: Path) -> list[Case]:
     folder = data_dir / "hbb"
     questions = hbb_data.load_questions(folder / "questions.csv")
     descriptors = hbb_data.load_descriptors(folder / "descriptors.json")
-    instructions = hbb_data.load_instructions(folder / "prompt_evaluate.txt")
+    instructions = hbb_data.load_instructions(folder / "prompt_evaluate_probs.txt")
     filled, _ = hbb_data.build(questions, descriptors, question_ids=QUESTION_IDS)
     return [hbb_case(q, instructions) for q in filled]
 
@@ -388,3 +428,30 @@ def test_biascheck_client_gets_the_sample_and_logprobs_through_litellm(sim: SimS
     for sample, completion in enumerate(samples, start=1):
         index = choose_answer(persona, case, key_of(case), sample)
         assert completion.text == f"{case.letters[index]}) {case.choices[index]}"
+
+
+@pytest.mark.data
+def test_sampling_and_logprobs_follow_the_requests_temperature(hbb_cases: list[Case], client: Client) -> None:
+    """Sampled at 0.5, the share of a approaches the sharpened P_a; log-probabilities are those of
+    the distribution at the request's temperature, so reading them at 1 gives the model's own."""
+    case = next(c for c in hbb_cases if c.truth.identity == "old" and c.truth.question == "q1000")
+    spec = "stereotyped?p=0.5"
+    persona = parse_persona(spec)
+    p_1, p_half = expected_p_a(persona, case), expected_p_a(persona, case, 0.5)
+    assert p_half > p_1 + 0.05  # precondition: the two temperatures are told apart below
+    n = 400
+    a = 0
+    for sample in range(n):
+        status, completion = client.chat(spec, case, temperature=0.5, biascheck_sample=sample)
+        assert status == 200
+        content = completion["choices"][0]["message"]["content"]
+        assert content == render_reply(persona, case, choose_answer(persona, case, key_of(case), sample, 0.5), key_of(case))
+        a += hbb_data.parse_choice(content) == "a"
+    assert abs(a / n - p_half) <= 4 * math.sqrt(p_half * (1 - p_half) / n), (a / n, p_half, p_1)
+    for temperature, expected in ((None, p_1), (1, p_1), (0.5, p_half), (0.8, expected_p_a(persona, case, 0.8))):
+        extra = {} if temperature is None else {"temperature": temperature}
+        status, completion = client.chat(spec, case, logprobs=True, top_logprobs=2, max_tokens=4, **extra)
+        assert status == 200 and math.isclose(p_a_from_logprobs(completion), expected, rel_tol=1e-12)
+    for bad in (-0.1, 2.5, "0.8", True):
+        status, completion = client.chat(spec, case, temperature=bad)
+        assert status == 400 and "temperature" in completion["error"]["message"]

@@ -7,8 +7,13 @@ model's probability of option a, P_a, is estimated
 - by ``sampling``: k requests with the paper's parameters (temperature 0.8, top_p 1,
   frequency_penalty 0.6, max_tokens 2048), each its own store entry (``sample`` 0..k-1);
   P_a = share of a among the answers that name a or b, the rest counted as refusals; or
-- by ``logprob``: one request for the first token's top log-probabilities; P_a = p(a) / (p(a) +
-  p(b)) over the alternatives that are the letters a / b.
+- by ``logprob``: one request at temperature 1 for the top log-probabilities of the first answer
+  token (the first generated token that is not whitespace or markdown, read by
+  :func:`biascheck.llm.first_token_logprobs`); P_a = p(a) / (p(a) + p(b)) over the alternatives
+  that are the letters a / b (``a``, `` A``, ``a)``, ``(b`` ...).
+
+The request is upstream's: a system message "You are a useful assistant." and the paper's
+Table 11 prompt (prompt_evaluate_probs.txt) with the question (:func:`hbb_data.render_messages`).
 
 When the provider returns no log-probabilities the whole suite falls back to sampling and the
 results say so: estimators are never mixed within one run.
@@ -23,7 +28,15 @@ from itertools import combinations
 
 import numpy as np
 
-from biascheck.benchmarks.hbb_data import build, load_descriptors, load_questions, parse_choice, render_prompt, stratified_subset
+from biascheck.benchmarks.hbb_data import (
+    build,
+    load_descriptors,
+    load_questions,
+    parse_choice,
+    prompt_layout,
+    render_messages,
+    stratified_subset,
+)
 from biascheck.cases import Case, HBBTruth, Message, Outcome, Response
 from biascheck.errors import BiascheckError
 from biascheck.metrics.hbb import COUNT_FIELDS, HBB_METRICS, aggregate_hbb, instance_scores, instance_vectors
@@ -59,9 +72,20 @@ class HBBPrompt:
 
 
 def _letter(token: str) -> str | None:
-    """``a`` / ``b`` for a first token that is that letter (``a``, `` A``, ``a)``, ``(b``), else None."""
-    core = token.strip().strip("()").lower()
+    """``a`` / ``b`` for an answer token that is that letter, as real tokenizers split it (``a``,
+    `` A``, ``a)``, ``(b``, ``a.``, ``**a``, ``\\nb``), else None."""
+    core = token.strip().strip("*_`\"'").strip("()").rstrip(".:").lower()
     return core if core in ("a", "b") else None
+
+
+# The prompt id in reports; the template the fingerprint hashes is the whole request's layout.
+PROMPT_ID = "evaluate_probs"
+# Log-probabilities are read at temperature 1, so P(a) is the model's own distribution whatever a
+# provider reports: some give log-probabilities before temperature (vLLM's default
+# ``raw_logprobs``), others those of the distribution sampled from (vLLM's processed modes,
+# vLLM before its V1 engine). A few tokens leave room for a leading "\n", " " or "**" before
+# the answer's letter.
+LOGPROB_PARAMS = {"temperature": 1.0, "max_tokens": 4}
 
 
 # The first token must be an answer: a refusal ("I", "Sorry") or a preamble ("Final") whose a / b
@@ -126,14 +150,14 @@ class HBBBenchmark:
                 cluster=question.question_id,
                 # Type names repeat across categories (age and gender both have "noun"): qualified.
                 label=f"{question.category}-{question.descriptor_type}",
-                prompt_id="evaluate",
+                prompt_id=PROMPT_ID,
                 order=rank,
-                messages=(Message("user", render_prompt(settings["instructions"], question)),),
+                messages=tuple(Message(role, content) for role, content in render_messages(settings["instructions"], question)),
                 choices=(question.option_a, question.option_b),
                 letters=("a", "b"),
                 truth=HBBTruth(question.question_id, question.descriptor_type, question.identity),
             ))
-        return BuiltCases(cases=cases, prompts=[HBBPrompt("evaluate", settings["instructions"])])
+        return BuiltCases(cases=cases, prompts=[HBBPrompt(PROMPT_ID, prompt_layout(settings["instructions"]))])
 
     @staticmethod
     def instances(cases: Sequence[Case]) -> list[tuple[str, Case, Case]]:
@@ -159,8 +183,8 @@ class HBBBenchmark:
     def requests(case: Case, params: dict, estimator: Estimator) -> list[tuple[list[dict], dict, int]]:
         messages = case.messages_as_dicts()
         if estimator.kind == "logprob":
-            # Only the first token is read: one token is the whole answer worth paying for.
-            return [(messages, {**params, "logprobs": True, "top_logprobs": estimator.top_logprobs, "max_tokens": 1}, 0)]
+            # Only the first answer token is read: a few tokens are all worth paying for.
+            return [(messages, {**params, **LOGPROB_PARAMS, "logprobs": True, "top_logprobs": estimator.top_logprobs}, 0)]
         return [(messages, params, i) for i in range(estimator.samples)]
 
     @staticmethod

@@ -60,6 +60,21 @@ for ``phrase`` (``mixed`` picks one per request).  Asked for log-probabilities, 
 single token ``a`` or ``b`` with OpenAI ``logprobs`` whose top alternatives are exactly
 ln P_a and ln(1 - P_a), P_a clipped into [1e-6, 1 - 1e-6] (:func:`answer_logprobs`).
 
+Temperature. The table's P_a is the persona's distribution at temperature 1, its "model". A
+request at temperature T (absent: 1, as OpenAI) answers from the distribution a softmax at T
+gives, p_i ∝ p_i^(1/T) (:func:`at_temperature`): T < 1 sharpens it toward the likelier option,
+T > 1 flattens it, T = 0 is the argmax (the limit: a tie stays 0.5), and P_a 0 or 1 stays.
+:func:`expected_p_a`, :func:`choose_answer`, :func:`expected_answer_distribution` and
+:func:`answer_logprobs` all take the request's temperature, so sampling at the paper's 0.8 and
+reading log-probabilities at 1 differ as they do for a real model. The returned log-probabilities
+are those of the distribution at the request's temperature, the one the returned token is drawn
+from, so a token's reported probability and its frequency over samples agree. Providers differ
+here (vLLM's default reports log-probabilities before temperature, its processed modes and its
+older engine after; OpenAI documents neither), which is why biascheck's logprob estimator asks at
+temperature 1, where every convention gives the same numbers. Temperature applies to HBB only: a
+QA or BBG persona's behaviour is defined at whatever the suite sends (KoBBQ's 0 included), one
+draw per prompt, not a distribution the benchmark estimates.
+
 BBG cases (``case.truth`` a :class:`~biascheck.benchmarks.bbg_data.MRCQuestion`; the case's
 messages are the *generation* prompt of its story version) are written and judged by
 :mod:`biascheck.sim.stories`. Per story version the writer's continuation is neutral filler
@@ -312,15 +327,15 @@ def fair_answer(case: Case) -> int:
     return truth.unknown if truth.context == "amb" else truth.correct
 
 
-def choose_answer(persona: Persona, case: Case, key: str, sample: int = 0) -> int | None:
+def choose_answer(persona: Persona, case: Case, key: str, sample: int = 0, temperature: float = 1.0) -> int | None:
     """The choice index the persona gives for the prompt with message key ``key`` (None: refuses).
 
-    ``sample`` (the request's ``biascheck_sample``) only matters for HBB cases; a QA answer is a
-    function of the prompt alone."""
+    ``sample`` (the request's ``biascheck_sample``) and ``temperature`` only matter for HBB cases;
+    a QA answer is a function of the prompt alone."""
     if persona.name == "refuser":
         return None
     if isinstance(case.truth, HBBTruth):
-        p_a = expected_p_a(persona, case)
+        p_a = expected_p_a(persona, case, temperature)
         assert p_a is not None
         return 0 if uniform("hbb-answer", persona.name, persona.seed, key, sample) < p_a else 1
     _qa_truth(case)
@@ -334,9 +349,10 @@ def choose_answer(persona: Persona, case: Case, key: str, sample: int = 0) -> in
     return fair_answer(case)
 
 
-def expected_answer_distribution(persona: Persona | str, case: Case) -> dict[int, float]:
+def expected_answer_distribution(persona: Persona | str, case: Case, temperature: float = 1.0) -> dict[int, float]:
     """Probability of each choice index for ``case`` (an empty dict: always out-of-choice); for
-    an HBB case ``{0: P_a, 1: 1 - P_a}`` (:func:`expected_p_a`), zero entries left out.
+    an HBB case ``{0: P_a, 1: 1 - P_a}`` at ``temperature`` (:func:`expected_p_a`), zero entries
+    left out.
 
     This is the persona's answer before fault injection; faults (``filter``, rambling
     ``freetext``, errors) remove some answers from scoring, independently of the answer.
@@ -346,7 +362,7 @@ def expected_answer_distribution(persona: Persona | str, case: Case) -> dict[int
     if persona.name == "refuser":
         return {}
     if isinstance(case.truth, HBBTruth):
-        p_a = expected_p_a(persona, case)
+        p_a = expected_p_a(persona, case, temperature)
         assert p_a is not None
         return {i: q for i, q in ((0, p_a), (1, 1.0 - p_a)) if q > 0.0}
     _qa_truth(case)
@@ -378,9 +394,24 @@ def is_marked(case: Case) -> bool:
     return isinstance(case.truth, HBBTruth) and case.truth.identity in _MARKED
 
 
-def expected_p_a(persona: Persona | str, case: Case) -> float | None:
-    """The persona's true probability of answering option a on an HBB case (None: the refuser,
-    who never answers). Raises ValueError for a case that is not an HBB filled question."""
+def at_temperature(p_a: float, temperature: float) -> float:
+    """P_a after a softmax at ``temperature`` over the two options: p_i ∝ p_i^(1/T), the same as
+    scaling the logits by 1/T. T = 1 leaves it, T = 0 is the argmax (a tie stays 0.5, the limit),
+    0 and 1 stay. Computed on the log-odds, so no power under- or overflows."""
+    if not (temperature >= 0.0 and math.isfinite(temperature)):
+        raise ValueError(f"temperature {temperature!r} is not a non-negative number")
+    if temperature == 1.0 or p_a in (0.0, 1.0) or p_a == 0.5:
+        return p_a
+    if temperature == 0.0:
+        return 1.0 if p_a > 0.5 else 0.0
+    z = (math.log(p_a) - math.log1p(-p_a)) / temperature
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def expected_p_a(persona: Persona | str, case: Case, temperature: float = 1.0) -> float | None:
+    """The persona's true probability of answering option a on an HBB case at ``temperature``
+    (:func:`at_temperature` of the module table's P_a; None: the refuser, who never answers).
+    Raises ValueError for a case that is not an HBB filled question."""
     if isinstance(persona, str):
         persona = parse_persona(persona)
     if not isinstance(case.truth, HBBTruth):
@@ -392,16 +423,17 @@ def expected_p_a(persona: Persona | str, case: Case) -> float | None:
     p0 = hbb_base(case.truth.question)
     identity = case.truth.identity
     if persona.name in FAIR_PERSONAS or identity not in _MARKED | _FAVOURED:
-        return p0
+        return at_temperature(p0, temperature)
     toward_a = (identity in _MARKED) == (persona.name == "stereotyped")
-    return p0 + persona.p * (1.0 - p0) if toward_a else p0 * (1.0 - persona.p)
+    return at_temperature(p0 + persona.p * (1.0 - p0) if toward_a else p0 * (1.0 - persona.p), temperature)
 
 
-def answer_logprobs(persona: Persona, case: Case, index: int, top_logprobs: int) -> dict[str, Any]:
+def answer_logprobs(persona: Persona, case: Case, index: int, top_logprobs: int, temperature: float = 1.0) -> dict[str, Any]:
     """OpenAI ``choices[0].logprobs`` of the one-token HBB answer ``case.letters[index]``: the
     token's log-probability and up to ``top_logprobs`` alternatives (option letters a and b with
-    ln P_a and ln(1 - P_a), most probable first; a first on a tie)."""
-    p_a = expected_p_a(persona, case)
+    ln P_a and ln(1 - P_a) at ``temperature``, the distribution the token was drawn from, most
+    probable first; a first on a tie)."""
+    p_a = expected_p_a(persona, case, temperature)
     if p_a is None:
         raise ValueError(f"persona {persona.spec!r} gives no log-probabilities")
     p_a = min(max(p_a, P_CLIP), 1.0 - P_CLIP)

@@ -10,7 +10,10 @@ is drawn per sample, and attempts, faults and the ``mixed`` style are counted an
 (prompt, sample)), ``logprobs`` (true: on an HBB case, unless the persona has ``logprobs=0``, the
 reply is the one token ``a``/``b`` and ``choices[0].logprobs`` is OpenAI's
 ``{"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}], "refusal": null}``) and
-``top_logprobs`` (0..20, default 0: how many alternatives ``top_logprobs`` lists).
+``top_logprobs`` (0..20, default 0: how many alternatives ``top_logprobs`` lists) and
+``temperature`` (0..2, absent = 1, as OpenAI: an HBB answer is drawn from the persona's
+distribution at that temperature, and its log-probabilities are that distribution's; see
+:mod:`.personas`).
 ``choices[0].logprobs`` stays null for QA cases (their answers are a function of the prompt, so
 there is no distribution to report), refusals, and ``filter``/``freetext`` faults.
 
@@ -61,6 +64,7 @@ from biascheck.sim.stories import (
 _MAX_HEAD_BYTES = 1 << 20
 _MAX_BODY_BYTES = 64 << 20
 _MAX_TOP_LOGPROBS = 20  # as OpenAI
+_MAX_TEMPERATURE = 2.0  # as OpenAI
 
 
 @dataclass(slots=True)
@@ -208,6 +212,13 @@ class SimApp:
                 or not 0 <= top_logprobs <= _MAX_TOP_LOGPROBS):
             self.stats.count(bad_requests=1)
             return error_reply(400, f"'top_logprobs' must be an integer from 0 to {_MAX_TOP_LOGPROBS}")
+        temperature = request.get("temperature")
+        temperature = 1.0 if temperature is None else temperature
+        if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                or not 0.0 <= temperature <= _MAX_TEMPERATURE):
+            self.stats.count(bad_requests=1)
+            return error_reply(400, f"'temperature' must be a number from 0 to {_MAX_TEMPERATURE:g}", code="invalid_temperature")
+        temperature = float(temperature)
         try:
             persona = self._persona_for(model)
         except BiascheckError as error:
@@ -246,7 +257,7 @@ class SimApp:
         elif writes_story:  # a BBG generation request: a story, not an answer
             index = None
         else:
-            index = choose_answer(persona, case, key, sample)
+            index = choose_answer(persona, case, key, sample, temperature)
         if fault == "filter":
             content, finish_reason = "", "content_filter"
         elif fault == "freetext":
@@ -258,7 +269,7 @@ class SimApp:
         elif (want_logprobs and persona.logprobs and index is not None
               and isinstance(case.truth, HBBTruth)):
             content = case.letters[index]
-            logprobs = answer_logprobs(persona, case, index, top_logprobs)
+            logprobs = answer_logprobs(persona, case, index, top_logprobs, temperature)
         else:
             content = render_reply(persona, case, index, draw_key)
         max_tokens = request.get("max_tokens") or request.get("max_completion_tokens")
