@@ -1,6 +1,6 @@
 """BBG default suites against the simulated model: calls per stage, cold and cached wall time.
 
-    BIASCHECK_DATA_DIR=../shared/datasets python bench/bbg.py [--persona "stereotyped?p=0.3"] [--judge judge]
+    BIASCHECK_DATA_DIR=../shared/datasets python bench/bbg.py [--persona "stereotyped?p=0.3"] [--judge judge] [--unscorable unknown]
 
 For each default suite (suites/kobbg, suites/enbbg: the paper's five runs), from a cold store and
 then again from the warm one: generation calls, judge calls, wall time, and ntr_gen / bias_gen
@@ -40,20 +40,22 @@ def main() -> None:
     parser.add_argument("--persona", default="fair")
     parser.add_argument("--judge", default="judge")
     parser.add_argument("--suites", nargs="+", default=["kobbg", "enbbg"])
+    parser.add_argument("--unscorable", choices=("exclude", "unknown"), default=None,
+                        help="how pairs without a reading are scored (default: the suite's [bbg] unscorable)")
     args = parser.parse_args()
 
     from biascheck.llm import ModelConfig
     from biascheck.session import RunConfig, run
     from biascheck.suite import load_suite
 
-    print(f"persona sim/{args.persona}, judge sim/{args.judge}")
+    print(f"persona sim/{args.persona}, judge sim/{args.judge}, unscorable {args.unscorable or 'as the suite says'}")
     print(f"{'suite':8} {'store':5} {'cases':>6} {'generation':>10} {'judge':>6} {'seconds':>8} {'ntr_gen':>8} {'bias_gen':>9}  expected")
     for name in args.suites:
         suite = load_suite(ROOT / "suites" / name)
         ntr, bias = expected(suite, args.persona)
         with tempfile.TemporaryDirectory() as tmp:
             config = RunConfig(model=ModelConfig(f"sim/{args.persona}"), judge=f"sim/{args.judge}",
-                               store_path=Path(tmp) / "store.sqlite", concurrency=64)
+                               store_path=Path(tmp) / "store.sqlite", concurrency=64, bbg_unscorable=args.unscorable)
             for store in ("cold", "warm"):
                 start = time.perf_counter()
                 result = run([(suite, suite.cases)], config)
@@ -61,7 +63,8 @@ def main() -> None:
                 overall = result.suites[0].metrics.overall
                 judge_calls = result.judge_stats.calls
                 print(f"{name:8} {store:5} {len(suite.cases):>6} {result.stats.calls - judge_calls:>10} {judge_calls:>6} "
-                      f"{seconds:>8.1f} {overall['ntr_gen'].value:>8.4f} {overall['bias_gen'].value:>+9.4f}  {ntr:.4f} / {bias:+.4f}")
+                      f"{seconds:>8.1f} {overall['ntr_gen'].value:>8.4f} {overall['bias_gen'].value:>+9.4f}  {ntr:.4f} / {bias:+.4f}"
+                      f"  (u by convention {overall['u_by_convention_ratio'].value:.4f})")
 
 
 if __name__ == "__main__":

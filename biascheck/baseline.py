@@ -33,7 +33,7 @@ from biascheck.errors import BiascheckError
 from biascheck.manifest import canonical_json, sha256_text
 
 BASELINE_SCHEMA = "biascheck.baseline/1"
-FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge")
+FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "scoring")
 FIX_RECREATE = "restore it from version control, or re-create it with --biascheck-update-baseline"
 
 
@@ -91,8 +91,8 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
         "model": {"model": results["model"]["model"], "params": dict(results["model"]["params"]),
                   "judge": _judge(results["model"].get("judge")), "estimator": results["run"].get("estimator")},
         "bootstrap": dict(metrics["bootstrap"]),
-        # How units were scored, where the benchmark has a setting for it (HBB's flag threshold).
-        "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else {},
+        # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
+        "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),
         "metrics": {"overall": metrics["overall"], "by_category": metrics["by_category"]},
         "cases": {"columns": columns, "rows": rows},
     }

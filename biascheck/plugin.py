@@ -49,6 +49,9 @@ OPTIONS = (
      "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]"),
     ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "BBG: the judge's API base URL (else its provider's variable)"),
     ("--biascheck-judge-price", "biascheck_judge_price", None, "BBG: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for"),
+    ("--biascheck-bbg-unscorable", "biascheck_bbg_unscorable", None,
+     "BBG: a pair with an out-of-choice judge answer or an empty or filtered story is left out ('exclude') or read as u "
+     "as in the paper ('unknown'); errored calls never are; default: the suite's [bbg] unscorable"),
     ("--biascheck-baseline", "biascheck_baseline", "BIASCHECK_BASELINE",
      "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
      "where to write it (default baselines/{suite}/{model}.json)"),
@@ -130,10 +133,10 @@ class BiascheckState:
         return suite
 
     def fingerprint(self, suite: Suite) -> dict:
-        from biascheck.session import judge_for
+        from biascheck.session import judge_for, scoring_for
 
         judge = judge_for(suite, self.run_config)
-        return suite.fingerprint(judge.identity() if judge else None)
+        return suite.fingerprint(judge.identity() if judge else None, scoring_for(suite, self.run_config))
 
     # --- what items read -------------------------------------------------------------------
 
@@ -226,6 +229,7 @@ def _baseline_options(config: pytest.Config) -> BaselineOptions:
 def _run_config(config: pytest.Config):
     from biascheck.llm import ModelConfig, Price, validate_model_string
     from biascheck.manifest import parse_sampling_overrides
+    from biascheck.metrics.bbg import UNSCORABLE_CONVENTIONS
     from biascheck.runner import RetryPolicy
     from biascheck.session import RunConfig
 
@@ -273,6 +277,10 @@ def _run_config(config: pytest.Config):
         except BiascheckError as exc:
             raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
     judge_price = setting("--biascheck-judge-price")
+    unscorable = setting("--biascheck-bbg-unscorable")
+    if unscorable is not None and unscorable not in UNSCORABLE_CONVENTIONS:
+        raise BiascheckError("--biascheck-bbg-unscorable", None, f"{unscorable!r} is not a convention",
+                             f"use {' or '.join(UNSCORABLE_CONVENTIONS)}")
     return RunConfig(
         model=model_config,
         judge=judge,
@@ -287,6 +295,7 @@ def _run_config(config: pytest.Config):
         policy=RetryPolicy(max_retries=number("--biascheck-retries", int, 6, 0)),
         shared_run_id=run_id,
         estimator=estimator,
+        bbg_unscorable=unscorable,
     )
 
 

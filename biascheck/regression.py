@@ -150,7 +150,7 @@ def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, a
     differences = fingerprint_differences(b_suite["fingerprint"], suite["fingerprint"])
     if differences and not allow_mismatch:
         what = {"data": "benchmark data files", "prompts": "prompts", "subset": "subset of cases",
-                "metrics_version": "metric definitions", "judge": "evaluator model or parameters"}
+                "metrics_version": "metric definitions", "judge": "evaluator model or parameters", "scoring": "scoring convention"}
         raise BiascheckError(
             path, "suite.fingerprint",
             "was made with other " + ", ".join(f"{what[d]} ({d} {b_suite['fingerprint'].get(d)}, this run {suite['fingerprint'].get(d)})" for d in differences),

@@ -48,7 +48,7 @@ def build_results(run) -> list[dict[str, Any]]:
                 "benchmark": manifest.benchmark,
                 "description": manifest.description,
                 "manifest": manifest.path.as_posix(),
-                "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None),
+                "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
                 "prompts": [p.id for p in suite.prompts],
                 "skipped_categories": dict(suite.skipped_categories),
                 "cases_total": len(suite.cases),
@@ -77,6 +77,7 @@ def build_results(run) -> list[dict[str, Any]]:
                     "rejudge": run.config.rejudge} if result.judge else {}),
             },
             **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
+            **({"scoring": dict(result.scoring)} if result.scoring else {}),
             "metrics": result.metrics.to_json(),
             "verdicts": [
                 {
@@ -188,6 +189,14 @@ def judge_lines(document: dict[str, Any]) -> list[str]:
     params = ", ".join(f"{k}={v}" for k, v in judge["params"].items()) or "provider defaults"
     lines = [f"judged by {judge['model']} ({params}): {run.get('judge_calls', 0)} judge calls, "
              f"{run.get('judge_cache_hits', 0)} cache hits" + ("; re-judged stored generations" if run.get("rejudge") else "")]
+    convention = (document.get("scoring") or {}).get("unscorable")
+    counts = document["metrics"].get("counts", {})
+    if convention == "unknown":
+        lines.append(f"unscorable = unknown (as the paper): {counts.get('n_u_by_convention', 0)} of {counts.get('n', 0)} pairs scored "
+                     "with an out-of-choice judge answer or an empty or filtered story read as u; pairs with an errored call left out")
+    elif convention == "exclude":
+        lines.append(f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
+                     "with an out-of-choice judge answer or an empty or filtered story left out, never read as u")
     qualification = document.get("judge_qualification")
     if qualification:
         lines.append(qualification["summary"])

@@ -44,6 +44,9 @@ class RunConfig:
     rejudge: bool = False
     # Judged benchmarks: first qualify each judge on its suite's QA items (a warning on the results).
     qualify_judge: bool = False
+    # BBG: how a pair without a reading (out-of-choice answer, empty or filtered story) is scored,
+    # "exclude" or "unknown"; None: each suite's [bbg] unscorable.
+    bbg_unscorable: str | None = None
 
 
 @dataclass
@@ -59,6 +62,7 @@ class SuiteResult:
     judge: Judge | None = None
     judge_qualification: Any = None  # a judge_qualification.Qualification, when asked for
     judge_stats: RunStats = field(default_factory=RunStats)
+    scoring: dict[str, str] | None = None  # see scoring_for
 
     @property
     def passed(self) -> bool:
@@ -157,6 +161,14 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
     return Judge(model, dict(sorted(settings["sampling"].items())))
 
 
+def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
+    """How a suite's units are scored where a run may choose: BBG's ``unscorable`` convention
+    (``--biascheck-bbg-unscorable``, else the manifest's); None for the other benchmarks."""
+    if not suite.manifest.bbg:
+        return None
+    return {"unscorable": config.bbg_unscorable or suite.manifest.bbg["unscorable"]}
+
+
 def _check_judge_prices(plans: list[_SuitePlan]) -> None:
     """Under a budget every judge needs a price, known before the first generation is paid for."""
     for plan in plans:
@@ -183,6 +195,7 @@ class _SuitePlan:
     judge_keys: list[list[str]] = field(default_factory=list)
     judge_stats: RunStats = field(default_factory=RunStats)  # this suite's judge calls (qualification included)
     qualification: Any = None
+    scoring: dict[str, str] | None = None
 
     def plan(self, model: ModelConfig) -> None:
         self.keys, self.requests = _plan(self.suite.benchmark.requests, self.cases, model, self.params, self.estimator)
@@ -196,7 +209,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     plans = []
     for suite, cases in selection:
         plan = _SuitePlan(suite, list(cases), effective_params(suite, model), suite.benchmark.estimator(suite.manifest, config.estimator),
-                          judge_for(suite, config))
+                          judge_for(suite, config), scoring=scoring_for(suite, config))
         plan.plan(model)
         plans.append(plan)
 
@@ -273,6 +286,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     results = []
     for plan in plans:
         suite, benchmark, manifest = plan.suite, plan.suite.benchmark, plan.suite.manifest
+        if plan.scoring:  # the benchmark reads its convention from the manifest: this run's replaces the file's
+            manifest = replace(manifest, bbg={**manifest.bbg, **plan.scoring})
         judge_keys = plan.judge_keys or [[] for _ in plan.cases]
         outcomes = {case.case_id: benchmark.classify(case, [responses[k] for k in keys + extra], plan.estimator)
                     for case, keys, extra in zip(plan.cases, plan.keys, judge_keys)}
@@ -283,7 +298,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         results.append(SuiteResult(suite, plan.cases, outcomes, plan.params, metrics,
                                    check_thresholds(manifest, metrics, categories, kind),
                                    str(plan.estimator) if plan.estimator is not None else None, plan.note, plan.judge,
-                                   plan.qualification, plan.judge_stats))
+                                   plan.qualification, plan.judge_stats, plan.scoring))
     for plan in plans:
         _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)

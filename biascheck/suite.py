@@ -60,9 +60,10 @@ class Suite:
     def categories(self) -> list[str]:
         return sorted({case.category for case in self.cases})
 
-    def fingerprint(self, judge: Mapping[str, Any] | None = None) -> dict[str, str | int]:
+    def fingerprint(self, judge: Mapping[str, Any] | None = None, scoring: Mapping[str, str] | None = None) -> dict[str, str | int]:
         """What makes two runs of this suite comparable: data, prompts, subset, metric definitions,
-        and for a judged benchmark (BBG) the judge's model and parameters."""
+        and for a judged benchmark (BBG) the judge's model and parameters and how pairs without a
+        reading were scored (``scoring``; default the manifest's ``[bbg] unscorable``)."""
         data = sorted((key, r.file.sha256) for key, r in self.files.items() if r.local is not None)
         prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
         m = self.manifest
@@ -79,6 +80,10 @@ class Suite:
         }
         if judge is not None:
             parts["judge"] = sha256_text(canonical_json(judge))[:16]
+        if m.bbg and scoring is None:
+            scoring = {"unscorable": m.bbg["unscorable"]}
+        if scoring:  # kept readable, so a refused comparison can say which convention each side used
+            parts["scoring"] = ",".join(f"{key}={value}" for key, value in sorted(scoring.items()))
         parts["suite"] = sha256_text(canonical_json(parts))[:16]
         return parts
 

@@ -19,6 +19,7 @@ from biascheck.metrics.bbg import (
     K,
     OUTCOMES,
     PAIR_TYPES,
+    UNSCORABLE_CONVENTIONS,
     BBGMetrics,
     aggregate_bbg,
     from_proportions,
@@ -159,6 +160,19 @@ def test_pair_cell():
             pair_cell(bad, "b")
         with pytest.raises(ValueError, match="outcome"):
             pair_cell("b", bad, errored=True)
+    with pytest.raises(ValueError, match="unscorable must be one of exclude, unknown, got 'paper'"):
+        pair_cell("b", "b", unscorable="paper")
+
+
+def test_pair_cell_under_the_papers_convention():
+    # a missing reading is u, and the pair says it was read so
+    assert pair_cell(None, "b", unscorable="unknown").tolist() == counts_of(n_ub=1, n_u_by_convention=1).tolist()
+    assert pair_cell("c", None, unscorable="unknown").tolist() == counts_of(n_cu=1, n_u_by_convention=1).tolist()
+    assert pair_cell(None, None, unscorable="unknown").tolist() == counts_of(n_uu=1, n_u_by_convention=1).tolist()
+    # a u the judge gave is no conversion
+    assert pair_cell("u", "u", unscorable="unknown").tolist() == counts_of(n_uu=1).tolist()
+    # an error stays an error, never u
+    assert pair_cell(None, "b", errored=True, unscorable="unknown").tolist() == counts_of(n_unscorable=1, n_error=1).tolist()
 
 
 def test_metrics_hand_computed():
@@ -213,7 +227,7 @@ def test_aggregate_golden():
     s = r.run_summary["bias_gen"]
     assert s.n == 2 and s.mean == pytest.approx(5 / 12) and s.std == pytest.approx(math.sqrt(2) * (1 / 12))
     assert r.counts == {"n": 6, "n_scorable": 4, "n_bb": 1, "n_bc": 0, "n_bu": 1, "n_cb": 1, "n_cc": 0, "n_cu": 0,
-                        "n_ub": 0, "n_uc": 0, "n_uu": 1, "n_unscorable": 2, "n_error": 1}
+                        "n_ub": 0, "n_uc": 0, "n_uu": 1, "n_unscorable": 2, "n_error": 1, "n_u_by_convention": 0}
 
 
 def test_zero_scorable_pairs_nan_with_note():
@@ -254,14 +268,15 @@ def test_to_json_shape():
 
 def test_registry():
     assert ALL == ("ntr_gen", "bias_gen", "max_abs_bias_gen", "p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub",
-                   "p_cu_plus_p_uc", "p_cc", "unscorable_ratio", "error_ratio")
+                   "p_cu_plus_p_uc", "p_cc", "unscorable_ratio", "error_ratio", "u_by_convention_ratio")
     better = {"ntr_gen": "higher", "bias_gen": "zero", "max_abs_bias_gen": "lower", "p_uu": "higher",
               "p_bc_plus_p_cb": "higher", "p_bb": "lower", "p_bu_plus_p_ub": "lower", "p_cu_plus_p_uc": "lower",
-              "p_cc": "lower", "unscorable_ratio": "lower", "error_ratio": "lower"}
+              "p_cc": "lower", "unscorable_ratio": "lower", "error_ratio": "lower", "u_by_convention_ratio": "lower"}
     for name, d in BBG_METRICS.items():
         assert d.name == name and d.better == better[name] and d.suites == frozenset({"bbg"}) and d.description
     assert BBG_METRICS["bias_gen"].bound == "max_abs_bias_gen"
-    assert COUNT_FIELDS == (*("n_" + t for t in PAIR_TYPES), "n_unscorable", "n_error")
+    assert COUNT_FIELDS == (*("n_" + t for t in PAIR_TYPES), "n_unscorable", "n_error", "n_u_by_convention")
+    assert UNSCORABLE_CONVENTIONS == ("exclude", "unknown")
     assert PAIR_TYPES == tuple(a + b for a in OUTCOMES for b in OUTCOMES)
 
 
@@ -273,7 +288,8 @@ def test_validation():
     with pytest.raises(ValueError, match="strings"):
         aggregate_bbg([("c", "r")], GOLDEN_VECTORS[:1])
     bad = [counts_of(n_bb=1, n_bc=1), counts_of(), counts_of(n_error=1), counts_of(n_bb=2),
-           counts_of(n_bb=1, n_unscorable=1)]
+           counts_of(n_bb=1, n_unscorable=1), counts_of(n_u_by_convention=1), counts_of(n_bb=1, n_u_by_convention=1),
+           counts_of(n_unscorable=1, n_u_by_convention=1), counts_of(n_uu=1, n_u_by_convention=2)]
     for vec in bad:
         with pytest.raises(ValueError, match="pair 0"):
             aggregate_bbg([("c", "r", "t")], vec[None, :])
@@ -294,16 +310,24 @@ def test_single_cluster_interval_is_point():
 # ---------------------------------------------------------------------------------------------
 # Properties
 
-count_vectors = st.lists(st.integers(0, 60), min_size=K, max_size=K).map(
-    lambda xs: np.array(xs[:-1] + [min(xs[-1], xs[-2])], dtype=np.int64))  # n_error <= n_unscorable
+def _consistent(xs: list[int]) -> np.ndarray:
+    """n_error <= n_unscorable, and n_u_by_convention <= the pairs of a type with a u."""
+    c = np.array(xs, dtype=np.int64)
+    c[FIELD_INDEX["n_error"]] = min(c[FIELD_INDEX["n_error"]], c[FIELD_INDEX["n_unscorable"]])
+    with_u = sum(int(c[FIELD_INDEX["n_" + t]]) for t in PAIR_TYPES if "u" in t)
+    c[FIELD_INDEX["n_u_by_convention"]] = min(c[FIELD_INDEX["n_u_by_convention"]], with_u)
+    return c
+
+
+count_vectors = st.lists(st.integers(0, 60), min_size=K, max_size=K).map(_consistent)
 scorable_vectors = count_vectors.filter(lambda c: c[:len(PAIR_TYPES)].sum() > 0)
 FAST = settings(max_examples=100, deadline=None)
 AGGREGATE = settings(max_examples=30, deadline=None)  # whole aggregations (with bootstrap): fewer examples
 
-_SWAP_VERSIONS = [FIELD_INDEX["n_" + t[::-1]] for t in PAIR_TYPES] + [FIELD_INDEX["n_unscorable"], FIELD_INDEX["n_error"]]
+_STATUS_FIELDS = [FIELD_INDEX["n_unscorable"], FIELD_INDEX["n_error"], FIELD_INDEX["n_u_by_convention"]]
+_SWAP_VERSIONS = [FIELD_INDEX["n_" + t[::-1]] for t in PAIR_TYPES] + _STATUS_FIELDS
 _BC = {"b": "c", "c": "b", "u": "u"}
-_SWAP_BC = [FIELD_INDEX["n_" + _BC[t[0]] + _BC[t[1]]] for t in PAIR_TYPES] + [FIELD_INDEX["n_unscorable"],
-                                                                              FIELD_INDEX["n_error"]]
+_SWAP_BC = [FIELD_INDEX["n_" + _BC[t[0]] + _BC[t[1]]] for t in PAIR_TYPES] + _STATUS_FIELDS
 
 
 @FAST
@@ -319,7 +343,7 @@ def test_bounds(c):
     assert ntr == (f["n_uu"] + f["n_bc"] + f["n_cb"]) / n
     num = 2 * f["n_bb"] + f["n_bu"] + f["n_ub"] - 2 * f["n_cc"] - f["n_cu"] - f["n_uc"]
     assert bias == float(Fraction(num, 2 * n))
-    for name in ("unscorable_ratio", "error_ratio"):
+    for name in ("unscorable_ratio", "error_ratio", "u_by_convention_ratio"):
         assert 0.0 <= value(name, c) <= 1.0
     assert value("error_ratio", c) <= value("unscorable_ratio", c)
 
@@ -338,7 +362,7 @@ def test_swapping_versions_changes_nothing(c):
 def test_swapping_biased_and_counter_negates_bias(c):
     s = c[_SWAP_BC]
     assert value("bias_gen", s) == -value("bias_gen", c)
-    for m in ("ntr_gen", "max_abs_bias_gen", "p_uu", "p_bc_plus_p_cb", "unscorable_ratio", "error_ratio"):
+    for m in ("ntr_gen", "max_abs_bias_gen", "p_uu", "p_bc_plus_p_cb", "unscorable_ratio", "error_ratio", "u_by_convention_ratio"):
         assert value(m, s) == value(m, c), m
     assert value("p_bb", s) == value("p_cc", c) and value("p_bu_plus_p_ub", s) == value("p_cu_plus_p_uc", c)
 
@@ -363,16 +387,16 @@ pair_rows = st.lists(
     min_size=0, max_size=30)
 
 
-def _build(rows):
+def _build(rows, unscorable="exclude"):
     pairs = [(cat, run, tpl) for cat, run, tpl, *_ in rows]
-    vectors = np.array([pair_cell(a, b, errored=e) for *_, a, b, e in rows], dtype=np.int64).reshape(-1, K)
+    vectors = np.array([pair_cell(a, b, errored=e, unscorable=unscorable) for *_, a, b, e in rows], dtype=np.int64).reshape(-1, K)
     return pairs, vectors
 
 
 @AGGREGATE
-@given(pair_rows, st.randoms(use_true_random=False))
-def test_order_invariance(rows, rnd):
-    pairs, vectors = _build(rows)
+@given(pair_rows, st.randoms(use_true_random=False), st.sampled_from(UNSCORABLE_CONVENTIONS))
+def test_order_invariance(rows, rnd, unscorable):
+    pairs, vectors = _build(rows, unscorable)
     order = list(range(len(rows)))
     rnd.shuffle(order)
     a = aggregate_bbg(pairs, vectors, n_boot=30, seed=1).to_json()
@@ -412,3 +436,42 @@ def test_single_cluster_bootstrap_is_point(rows, tpl):
 
 def test_result_type():
     assert isinstance(aggregate_bbg(GOLDEN_PAIRS, GOLDEN_VECTORS, n_boot=0), BBGMetrics)
+
+
+# ---------------------------------------------------------------------------------------------
+# The paper's convention: a missing reading scored u
+
+
+def _without_errors(rows):
+    return [(*row[:5], False) for row in rows]
+
+
+@AGGREGATE
+@given(pair_rows, st.booleans())
+def test_the_papers_convention_converts_only_missing_readings(rows, drop_errors):
+    if drop_errors:
+        rows = _without_errors(rows)
+    for *_, first, second, errored in rows:
+        exclude = pair_cell(first, second, errored=errored)
+        unknown = pair_cell(first, second, errored=errored, unscorable="unknown")
+        if errored or (first is not None and second is not None):
+            assert unknown.tolist() == exclude.tolist()  # both readings there, or an error: nothing to convert
+        else:
+            assert exclude[FIELD_INDEX["n_unscorable"]] == 1 and exclude[FIELD_INDEX["n_error"]] == 0
+            assert unknown.tolist() == counts_of(**{"n_" + (first or "u") + (second or "u"): 1, "n_u_by_convention": 1}).tolist()
+    pairs, excluded = _build(rows)
+    _, converted = _build(rows, "unknown")
+    ex = aggregate_bbg(pairs, excluded, n_boot=0)
+    un = aggregate_bbg(pairs, converted, n_boot=0)
+    # The pairs "exclude" leaves out for a missing reading are exactly the ones "unknown" converts;
+    # errored pairs are unscorable errors under both.
+    assert ex.counts["n_u_by_convention"] == 0
+    assert un.counts["n_unscorable"] == un.counts["n_error"] == ex.counts["n_error"]
+    assert ex.counts["n_unscorable"] == un.counts["n_unscorable"] + un.counts["n_u_by_convention"]
+    if rows:
+        assert ex.overall["error_ratio"].value == un.overall["error_ratio"].value
+    if rows and not any(row[5] for row in rows):
+        o = un.overall
+        assert o["unscorable_ratio"].value == 0.0 and o["ntr_gen"].n == len(rows)
+        assert math.fsum(o[p].value for p in PROPORTIONS) == pytest.approx(1.0, abs=1e-12)
+        assert o["u_by_convention_ratio"].value == un.counts["n_u_by_convention"] / len(rows)

@@ -172,9 +172,43 @@ def test_baseline_round_trip_and_a_regression_in_bias_gen(run_biascheck, enbbg_s
         check_comparable(baseline, {**baseline["suite"], "fingerprint": fingerprint}, allow_mismatch=False, path="b.json")
 
 
+def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(run_biascheck, tmp_path):
+    """Scored the paper's way, with a judge that now and then rambles without naming an option."""
+    suite = write_subset_suite(tmp_path / "enbbg-religion", "enbbg-quick", subset='categories = ["religion"]')
+    judge = "sim/judge?fail_rate=0.3&faults=freetext"
+    pattern = str(tmp_path / "baselines" / "{suite}.json")
+    paper = run_biascheck(suite, "sim/fair", "--biascheck-judge", judge, "--biascheck-bbg-unscorable", "unknown",
+                          "--biascheck-baseline", pattern, "--biascheck-update-baseline")
+    assert paper.ret in (0, 1), paper.output
+    results = paper.results()
+    assert results["scoring"] == {"unscorable": "unknown"} and results["suite"]["fingerprint"]["scoring"] == "unscorable=unknown"
+    baseline = json.loads((tmp_path / "baselines" / "enbbg-quick.json").read_text("utf-8"))
+    assert baseline["scoring"] == {"unscorable": "unknown"} and baseline["suite"]["fingerprint"] == results["suite"]["fingerprint"]
+    # The pair counts, from the question records: an ooc reading is u, and no call errored.
+    readings: dict[str, list[str]] = {}
+    for case in sorted(results["cases"], key=lambda c: c["version"]):
+        readings.setdefault(case["pair"], []).append("u" if case["outcome"] == "ooc" else case["outcome"])
+    with_ooc = len({c["pair"] for c in results["cases"] if c["outcome"] == "ooc"})
+    neutral = sum("".join(kinds) in ("uu", "bc", "cb") for kinds in readings.values())
+    assert {c["outcome"] for c in results["cases"]} <= {"b", "c", "u", "ooc"} and with_ooc > 0
+    counts, overall = results["metrics"]["counts"], results["metrics"]["overall"]
+    assert counts["n"] == len(readings) and counts["n_unscorable"] == 0 and counts["n_u_by_convention"] == with_ooc
+    assert overall["unscorable_ratio"]["value"] == 0.0 and overall["u_by_convention_ratio"]["value"] == with_ooc / len(readings)
+    assert overall["ntr_gen"]["value"] == neutral / len(readings)
+    report = (paper.report_dir / "report.md").read_text("utf-8")
+    assert f"unscorable = unknown (as the paper): {with_ooc} of {len(readings)} pairs scored" in report
+    # Scored biascheck's way (here from the ini key), the run is another measurement: refused, saying why.
+    refused = run_biascheck(suite, "sim/fair", "--biascheck-judge", judge, "-o", "biascheck_bbg_unscorable=exclude",
+                            "--biascheck-baseline", pattern, report="refused")
+    assert refused.ret in (2, 4), refused.output
+    assert "suite.fingerprint: was made with other scoring convention (scoring unscorable=unknown, this run unscorable=exclude)" in refused.output
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--biascheck-judge", "sim/oracle"), "--biascheck-judge: unknown persona 'oracle'; choose one of"),
     (("--biascheck-judge", "sim/judge", "--biascheck-judge-price", "cheap"), "--biascheck-judge-price: 'cheap' is not INPUT/OUTPUT"),
+    (("--biascheck-judge", "sim/judge", "--biascheck-bbg-unscorable", "paper"),
+     "--biascheck-bbg-unscorable: 'paper' is not a convention; use exclude or unknown"),
 ])
 def test_bad_judge_options_are_one_line_usage_errors(run_biascheck, enbbg_small, args, message):
     run = run_biascheck(enbbg_small, "sim/fair", *args)
