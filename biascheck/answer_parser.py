@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 __all__ = ["parse_answer"]
 
-# Markdown emphasis and code marks carry no meaning in an answer: "**C**", "`C`", "__C__".
-_EMPHASIS = re.compile(r"\*+|_{2,}|`+|~~")
+# Markdown and HTML emphasis carry no meaning in an answer: "**C**", "`C`", "__C__", "<b>C</b>".
+_EMPHASIS = re.compile(r"\*+|_{2,}|`+|~~|</?(?:b|strong|em|i|u|code|mark)\s*>", re.IGNORECASE)
 # What may enclose a whole answer: quotes, brackets, emphasis left over from a single "_C_".
 _WRAPPERS = " \t\r\n'\"“”‘’「」『』_*"
 _TRAILING = " \t\r\n.。!?！？,:;'\"“”‘’」』_*"
@@ -64,6 +64,10 @@ _PREFIX_PHRASES = re.compile(
     r")",
     re.IGNORECASE | re.MULTILINE,
 )
+# Answer phrases proper, after which an option's text anywhere in the sentence is the answer.
+_ANSWER_WORD = re.compile(r"answer|정답|답")
+# What makes such a sentence no answer: "The answer is not the grandson", "정답은 할머니가 아닙니다".
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either)\b|n't|n’t|아니|않|없|못|모르")
 # What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번".
 _SUFFIX_PHRASE = re.compile(
     r"\s*(?:(?:is|would\s+be)\s+(?:the\s+)?(?:correct|right|best|most\s+likely)\b|is\s+the\s+answer\b"
@@ -72,6 +76,8 @@ _SUFFIX_PHRASE = re.compile(
 )
 _LETTER = re.compile(r"[(\[]?([A-Za-z])(?![A-Za-z0-9])[)\]]?")
 # Markdown block marks at a line's start: headings and quotes ("### Answer", "> C").
+# A line that opens an enumeration item: "A: …", "B. …", "(c) …", "D)" or a bare "A.".
+_LIST_MARKER = re.compile(r"^\s*[-*•]?\s*[(\[]?([a-z])(?:[)\].:]|\s*$)")
 _BLOCK_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*)+")
 _SENTENCE_END = re.compile(r"(?<=[.。!?！？])\s+")
 # A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다."
@@ -136,9 +142,9 @@ def _after_letter(text: str, letter: re.Match, index: int, options: _Options, de
     if separator or bracketed:
         rest = rest[separator.end():] if separator else rest.lstrip()
         return frozenset({index}) | _next_clause(rest, options, depth)
+    if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
+        return frozenset({index}) | _next_clause(rest, options, depth)
     if rest[:1].isspace():
-        if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "options: a, b or c"
-            return frozenset({index}) | _next_clause(rest, options, depth)
         # "C 할머니": a bare space needs the option's own text after it ("A woman ..." is prose).
         rest = rest.lstrip().lstrip("(\"'“‘")  # "C 할머니", "C (The grandmother)"
         own = options.keys[index]
@@ -187,7 +193,10 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
         line, _, after = text[match.end():].partition("\n")
         if not line.strip(_WRAPPERS + ".:："):
             line = next((candidate for candidate in after.split("\n") if candidate.strip()), "")  # "Answer:\nC"
-        found |= _read(line, options)
+        read = _read(line, options)
+        if not read and _ANSWER_WORD.search(match.group(0)):
+            read = _named_in_sentence(line, options)  # "The answer is clearly the grandson."
+        found |= read
     for letter in re.finditer(r"(?<![A-Za-z'’])[(\[]?([A-Za-z])[)\]]?(?![A-Za-z'’])", text):
         index = options.by_letter(letter.group(1))
         if index is not None and not quoted(letter.start(1), letter.end(1)) and _SUFFIX_PHRASE.match(text, letter.end()):
@@ -198,6 +207,16 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
                 if _SUFFIX_PHRASE.match(text, at + len(key)):
                     found.add(index)
     return frozenset(found)
+
+
+def _named_in_sentence(text: str, options: _Options) -> frozenset[int]:
+    """The options whose text the first sentence of ``text`` contains, unless it negates or hedges."""
+    sentence = re.split(r"(?<=[.。!?！？])\s|\n", text.strip(), maxsplit=1)[0]
+    named = frozenset(i for i, key in enumerate(options.keys) if key and next(_find_all(sentence, key), None) is not None)
+    rest = sentence
+    for key in options.keys:
+        rest = rest.replace(key, " ") if key else rest
+    return frozenset() if _NEGATION.search(rest) else named
 
 
 def _find_all(text: str, key: str):
@@ -214,18 +233,15 @@ def _is_hangul(char: str) -> bool:
     return "가" <= char <= "힣"  # Korean particles attach to the word: "할머니가 정답입니다"
 
 
-def _echoed_list(lines: Sequence[str], options: _Options) -> set[int]:
-    """Lines that echo the option list ("A: 손자" / "B: 할머니" / …): two or more options, each
-    on its own line with its letter and its own text. They declare nothing."""
-    echoed = [i for i, line in enumerate(lines) if _is_option_line(line, options)]
-    return set(echoed) if len({_read(lines[i], options) for i in echoed}) >= 2 else set()
-
-
-def _is_option_line(line: str, options: _Options) -> bool:
-    letter = _LETTER.match(_strip(line))
-    if not letter or (index := options.by_letter(letter.group(1))) is None:
-        return False
-    return _strip(line)[letter.end():].lstrip(" :.)-").strip() == options.keys[index]
+def _listed_lines(lines: Sequence[str], options: _Options) -> set[int]:
+    """Lines of an enumeration ("A: 손자" / "B: 할머니", "A." / "B. 눈동자" / "D. …"): two or more
+    lines opening with different letter markers. Echoed options and invented lists declare nothing."""
+    marked: dict[int, str] = {}
+    for i, line in enumerate(lines):
+        marker = _LIST_MARKER.match(line)
+        if marker:
+            marked[i] = marker.group(1)
+    return set(marked) if len(set(marked.values())) >= 2 else set()
 
 
 def parse_answer(text: str | None, choices: Sequence[str], letters: Sequence[str]) -> int | None:
@@ -235,12 +251,13 @@ def parse_answer(text: str | None, choices: Sequence[str], letters: Sequence[str
     options = _Options(tuple(_option_key(c) for c in choices), tuple(letter.casefold() for letter in letters))
     lines = _fold_lines(text)
     cut = next((i for i, line in enumerate(lines) if i and _NEW_ITEM.match(line)), len(lines))
-    lines = lines[:cut]
-    echoed = _echoed_list(lines, options)
-    lines = [line for i, line in enumerate(lines) if i not in echoed]
-    lead = next((line for line in lines if line.strip()), "")
-    declared = _read(lead, options) | _declarations_by_phrase("\n".join(lines), options) | _declarations_by_sentence(lines, options)
-    return next(iter(declared)) if len(declared) == 1 else None
+    listed = _listed_lines(lines[:cut], options)
+    lines = [line for i, line in enumerate(lines[:cut]) if i not in listed and line.strip()]
+    if not lines:
+        return None
+    bare, named = _bare_options(lines, options)
+    declared = _read(lines[0], options) | _declarations_by_phrase("\n".join(lines), options) | bare
+    return next(iter(declared)) if len(declared) == 1 and named <= declared else None
 
 
 def _fold_lines(text: str) -> list[str]:
@@ -248,13 +265,18 @@ def _fold_lines(text: str) -> list[str]:
     return [" ".join(_EMPHASIS.sub("", _BLOCK_MARK.sub("", line)).split()).casefold() for line in lines]
 
 
-def _declarations_by_sentence(lines: Sequence[str], options: _Options) -> frozenset[int]:
-    """Sentences that are nothing but an option, or a letter and an option's text ("C입니다. 아니,
-    A입니다." declares A too); an explanation that merely starts with an option declares nothing."""
-    found: set[int] = set()
-    for line in lines:
+def _bare_options(lines: Sequence[str], options: _Options) -> tuple[frozenset[int], frozenset[int]]:
+    """Sentences that are nothing but an option, or a letter with an option's text: (declared,
+    named). In the lead line, or opening a conclusion on a later line ("So, B.", "따라서 b입니다."),
+    they declare it ("C입니다. 아니, A입니다." declares A too); elsewhere they only name it, which
+    contradicts a different declared option but declares nothing ("…garbage…\n[A]" is no answer)."""
+    declared: set[int] = set()
+    named: set[int] = set()
+    for number, line in enumerate(lines):
         for sentence in _SENTENCE_END.split(line):
-            body = _strip(_INTERJECTION.sub("", sentence.strip()))
+            opener = _INTERJECTION.match(sentence.strip())
+            body = _strip(sentence.strip()[opener.end() if opener else 0:])
+            found = declared if number == 0 or opener else named
             letter = _LETTER.match(body)
             index = options.by_letter(letter.group(1)) if letter else None
             if body and options.keys.count(body) == 1:
@@ -263,4 +285,4 @@ def _declarations_by_sentence(lines: Sequence[str], options: _Options) -> frozen
                 text = _strip(body[letter.end():].lstrip(" :.)-–—"))
                 if not text or text in options.keys:  # "A", "B: 01" (a text naming another option conflicts)
                     found |= {index, *([options.keys.index(text)] if text else [])}
-    return frozenset(found)
+    return frozenset(declared), frozenset(named)

@@ -346,6 +346,8 @@ def option_sets(draw):
                 assume(a.casefold() not in b.casefold())
     # An option named like an answer phrase ("Answer") makes "Answer: A" ambiguous by design.
     assume(not any(t.casefold() in ("answer", "option", "choice", "정답", "답") for t in texts))
+    # Nor can "A가 정답입니다" be told apart when an option is "A가" (a letter and a particle).
+    assume(not any(re.match("[a-c][가-힣]", t.casefold()) for t in texts))
     letters = draw(st.sampled_from([UPPER, LOWER]))
     return tuple(texts), letters
 
