@@ -5,6 +5,8 @@
 - ``biascheck qualify-judge MODEL --suite DIR``: is an evaluator fit to read BBG stories? Its
   accuracy and diff-bias on a QA suite's disambiguated items; exit 1 when it falls short.
 - ``biascheck sim serve --suite DIR --persona SPEC``: the simulated model server, standalone.
+- ``biascheck serve-local``: a real model (Gemma 3 270M) on llama-cpp-python's OpenAI-compatible
+  server on a free loopback port, until Ctrl-C (needs the ``[local-model]`` extra).
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.add_argument("--concurrency", type=int, default=32, help="concurrent model calls (default 32)")
     qualify.add_argument("--json", type=Path, help="also write the qualification as JSON to this file")
     qualify.set_defaults(func=_qualify_judge)
+    local = commands.add_parser(
+        "serve-local", help="serve a real small model (Gemma 3 270M) on loopback until Ctrl-C; needs the [local-model] extra",
+        description="Start llama-cpp-python's OpenAI-compatible server with Gemma 3 270M (a base model: many replies are not "
+                    "answers) on 127.0.0.1 and print the options that point a biascheck run at it.")
+    local.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
+    local.add_argument("--model-file", type=Path, default=None, help="another GGUF file to serve (default: the packaged Gemma 3 270M)")
+    local.add_argument("--n-ctx", type=int, default=4096, help="context size in tokens (default 4096)")
+    local.add_argument("--startup-timeout", type=float, default=180.0, help="seconds to wait for the server to answer (default 180)")
+    local.add_argument("--log", type=Path, default=None, help="write the server's log to this file")
+    local.set_defaults(func=_serve_local)
     sim = commands.add_parser("sim", help="the simulated model server (a calibration instrument)")
     add_sim_subcommands(sim.add_subparsers(dest="sim_command", required=True))
     args = parser.parse_args(argv)
@@ -153,6 +165,39 @@ def _qualify_judge(args) -> int:
     if args.json:
         atomic_write_text(args.json, json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n")
     return 0 if result.qualified else 1
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _serve_local(args) -> int:
+    import signal
+    import time
+
+    from biascheck.local_model import API_KEY_ENV, start_local_server
+
+    if args.port is not None and not 0 < args.port < 65536:
+        raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or leave it out for a free one")
+    if args.n_ctx < 256:
+        raise BiascheckError("--n-ctx", None, f"{args.n_ctx} is too small for any benchmark prompt", "give at least 256, e.g. 4096")
+    # SIGTERM (e.g. from a CI step's timeout) stops the server like Ctrl-C does.
+    signal.signal(signal.SIGTERM, _interrupt)
+    with start_local_server(args.model_file, port=args.port, n_ctx=args.n_ctx, startup_timeout_s=args.startup_timeout,
+                            log_path=args.log) as server:
+        print(f"serving {server.model_path.name} at {server.api_base}", flush=True)
+        print("point biascheck at it with (litellm's openai/ provider wants a key; this server checks none):")
+        print(f"  export {API_KEY_ENV}=unused-local")
+        print(f"  pytest --biascheck suites/kobbq --biascheck-model {server.model} --biascheck-api-base {server.api_base} \\")
+        print("         --biascheck-concurrency 2 --biascheck-timeout 600 --biascheck-param max_tokens=30")
+        print("It answers one request at a time (about 1.5 s for a short answer on 2 cores). Ctrl-C stops it.", flush=True)
+        try:
+            while server.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            return 0
+        raise BiascheckError("biascheck serve-local", None, f"the server exited with code {server.process.returncode}",
+                             "run it again with --log FILE to see why")
 
 
 if __name__ == "__main__":

@@ -138,13 +138,44 @@ def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
 
 
 class CallError(Exception):
-    """One failed attempt. ``retryable``: worth another attempt; ``fatal``: stop the whole run."""
+    """One failed attempt. ``retryable``: worth another attempt; ``fatal``: stop the whole run;
+    ``rejected``: the request parameters a refusal (HTTP 400/422, litellm's UnsupportedParamsError) names."""
 
-    def __init__(self, message: str, *, retryable: bool, fatal: bool = False, retry_after: float | None = None):
+    def __init__(self, message: str, *, retryable: bool, fatal: bool = False, retry_after: float | None = None,
+                 rejected: tuple[str, ...] = ()):
         super().__init__(message)
         self.retryable = retryable
         self.fatal = fatal
         self.retry_after = retry_after
+        self.rejected = rejected
+
+
+def rejected_params(exc: BaseException, params: dict[str, Any], *, server_error: bool = False) -> tuple[str, ...]:
+    """The parameters of this request that a refusal names: the OpenAI error body's ``param``, a
+    FastAPI/pydantic ``loc``, or the name as a word of the message ("Unrecognized request argument
+    supplied: seed", litellm's "does not support parameters: ['seed']"). ``server_error``: a 5xx,
+    whose message may carry a traceback full of parameter names, so only a validation error's
+    ``loc`` or a first line saying "NAME ... not supported" counts (llama-cpp-python's server)."""
+    body = getattr(exc, "body", None)
+    text = str(exc)
+    named: list[str] = []
+    if isinstance(body, dict):
+        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(error.get("param"), str) and not server_error:
+            named.append(error["param"])
+        details = body.get("detail")
+        for detail in details if isinstance(details, list) else []:
+            loc = detail.get("loc") if isinstance(detail, dict) else None
+            named += [part for part in loc if isinstance(part, str)] if isinstance(loc, list) else []
+    # pydantic's loc as printed in a message: ('body', 'seed') or ["body", "seed"]
+    named += re.findall(r"""['"]loc['"]: [\[(]['"]body['"], ['"](\w+)['"]""", text)
+    if server_error:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]).*\bnot supported\b", first)]
+    else:
+        # Only the head of the message: a long one may quote the prompt, which can contain any word.
+        named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text[:1000])]
+    return tuple(dict.fromkeys(n for n in named if n in params))
 
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$")
@@ -276,9 +307,15 @@ class LiteLLMClient:
         except litellm.RateLimitError as exc:
             raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
         except (litellm.BadRequestError, litellm.UnprocessableEntityError) as exc:
-            raise CallError(_first_line(exc), retryable=False) from None
+            # Not retried: the same request gets the same refusal. The runner drops a named parameter.
+            raise CallError(_first_line(exc), retryable=False, rejected=rejected_params(exc, params)) from None
         except (litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError, litellm.ServiceUnavailableError,
                 litellm.BadGatewayError, litellm.APIError) as exc:
+            # llama-cpp-python's server answers a parameter it refuses with a 500 (a validation error
+            # naming it, or "logprobs is not supported ..."): a refusal like a 400, no retry changes it.
+            rejected = rejected_params(exc, params, server_error=True)
+            if rejected:
+                raise CallError(_first_line(exc), retryable=False, rejected=rejected) from None
             raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
             raise CallError(_first_line(exc), retryable=True) from None

@@ -55,8 +55,8 @@ def build_results(run) -> list[dict[str, Any]]:
                 "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
                 "regression": manifest.regression.to_dict(),
             },
-            "model": {**run.config.model.to_dict(), "params": result.params,
-                      **({"judge": result.judge.to_dict()} if result.judge else {})},
+            "model": {**run.config.model.to_dict(), "params": result.params, **_params_notes(stats, run.config.model.model),
+                      **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {})},
             "run": {
                 "cases": len(result.cases),
                 "case_errors": n_errors,
@@ -99,6 +99,12 @@ def _results_validator():
 
     schema = json.loads(resources.files("biascheck.schemas").joinpath("results.schema.json").read_text("utf-8"))
     return jsonschema.Draft202012Validator(schema)
+
+
+def _params_notes(stats: dict[str, Any], model: str) -> dict[str, Any]:
+    """``params_dropped`` / ``params_ignored`` of this model, present only when there is one."""
+    notes = {key: stats[key][model] for key in ("params_dropped", "params_ignored") if stats.get(key, {}).get(model)}
+    return {key: dict(sorted(value.items())) for key, value in notes.items()}
 
 
 def validate_results(document: dict[str, Any], where: str = "results.json") -> None:
@@ -235,6 +241,10 @@ def _run_line(document: dict[str, Any]) -> str:
         line += f" ({run['estimator_note']})"
     if run["unpriced_calls"]:
         line += f"; cost unknown for {run['unpriced_calls']} calls (no price: pass --biascheck-price)"
+    for name, reason in model.get("params_dropped", {}).items():
+        line += f"; WARNING: parameter {name} {reason}"
+    for name, reason in model.get("params_ignored", {}).items():
+        line += f"; WARNING: parameter {name} {reason}"
     if not run["complete"]:
         line += f"; INCOMPLETE: {run['incomplete_reason']}"
     return line

@@ -22,6 +22,9 @@ from biascheck.store import ResponseStore, StoredResponse
 
 NOT_RUN = "not run: "
 FATAL = "fatal model error: "
+# Parameters the answer is read from or bounded by: a refusal of one of them is the request's
+# error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded).
+KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens"})
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,20 @@ class RunStats:
     unpriced_calls: int = 0
     not_run: int = 0  # requests never sent: budget reached or a fatal error
     incomplete: str | None = None  # why the run is incomplete, if it is
+    # model -> parameter -> why: refused by the server and left out of that model's requests from
+    # then on (and out of every stored answer of this run that was made without it)
+    params_dropped: dict[str, dict[str, str]] = field(default_factory=dict)
+    # model -> parameter -> why: accepted, but visibly without effect (logprobs asked, none returned)
+    params_ignored: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def merge_params_notes(self, other: RunStats) -> None:
+        for mine, theirs in ((self.params_dropped, other.params_dropped), (self.params_ignored, other.params_ignored)):
+            for model, notes in theirs.items():
+                for name, reason in notes.items():
+                    mine.setdefault(model, {}).setdefault(name, reason)
 
 
 class ModelClient(Protocol):
@@ -195,13 +209,17 @@ async def execute(
             if error.startswith(NOT_RUN):
                 stats.not_run += 1
                 stats.incomplete = error[len(NOT_RUN):]
+    # Answers made without a refused parameter say so in the store: a warm run reports it too.
+    dropped: dict[str, str] = store.dropped_params(k for k in run.responses) if run.responses else {}
     pending = [r for r in unique if r.key not in run.responses]
     if offline is not None:
         for request in pending:
             run.responses[request.key] = Response(text=None, error=offline)
         stats.errors += len(pending)
+        _note_params(run, unique, dropped, model_name)
         return run
     if not pending:
+        _note_params(run, unique, dropped, model_name)
         return run
 
     progress.start(len(unique), stats, label)
@@ -224,6 +242,9 @@ async def execute(
     async def answer(client: ModelClient, request: ModelRequest) -> Response:
         retry = 0
         while True:
+            # A parameter the server refused is left out from then on (the store key keeps the
+            # request as planned, so a re-run finds this answer); the row records what was left out.
+            params = {k: v for k, v in request.params.items() if k not in dropped}
             if stats.incomplete:
                 stats.not_run += 1
                 return Response(text=None, error=NOT_RUN + stats.incomplete)
@@ -235,9 +256,16 @@ async def execute(
             stats.calls += 1
             budget.in_flight += 1
             try:
-                completion = await client.complete(request.messages, request.params, request.sample)
+                completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
                 budget.in_flight -= 1
+                droppable = [p for p in exc.rejected if p in params and p not in KEPT_PARAMS]
+                if droppable:
+                    # Not a retry: the next attempt is another request, without what was refused.
+                    who = "litellm for this provider" if "UnsupportedParamsError" in str(exc) else "the server"
+                    for name in droppable:
+                        dropped.setdefault(name, f"refused by {who}, not sent: {exc}")
+                    continue
                 if exc.fatal:
                     stats.incomplete = FATAL + str(exc)
                     return Response(text=None, error=str(exc))
@@ -256,7 +284,11 @@ async def execute(
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
             stored = StoredResponse(completion.text, completion.finish_reason, completion.usage, completion.cost_usd, completion.logprobs)
-            store.put(request.key, model_name, {"messages": request.messages, "params": request.params, "sample": request.sample}, stored)
+            row = {"messages": request.messages, "params": request.params, "sample": request.sample}
+            left_out = {k: dropped[k] for k in request.params if k not in params}
+            if left_out:
+                row["params_dropped"] = left_out
+            store.put(request.key, model_name, row, stored)
             return Response(text=completion.text, finish_reason=completion.finish_reason, usage=completion.usage,
                             cost_usd=completion.cost_usd or 0.0, logprobs=completion.logprobs)
 
@@ -276,4 +308,17 @@ async def execute(
                 await client.aclose()
     finally:
         progress.stop(stats)
+    _note_params(run, unique, dropped, model_name)
     return run
+
+
+def _note_params(run: Execution, requests: Sequence[ModelRequest], dropped: dict[str, str], model_name: str) -> None:
+    """Record the run's refused parameters, and those a provider visibly ignored."""
+    used = {name for r in requests for name in r.params}
+    notes = {name: reason for name, reason in dropped.items() if name in used}
+    if notes:
+        run.stats.params_dropped[model_name] = notes
+    asked = [run.responses[r.key] for r in requests if r.params.get("logprobs") and "logprobs" not in dropped]
+    answered = [r for r in asked if not r.errored and r.finish_reason != "content_filter"]
+    if answered and all(r.logprobs is None for r in answered):
+        run.stats.params_ignored[model_name] = {"logprobs": f"accepted, but none of {len(answered)} replies carried log-probabilities"}

@@ -333,3 +333,4 @@ def _add(total: RunStats, part: RunStats) -> None:
         setattr(total, name, getattr(total, name) + getattr(part, name))
     total.cost_usd += part.cost_usd
     total.incomplete = total.incomplete or part.incomplete
+    total.merge_params_notes(part)

@@ -110,6 +110,21 @@ class ResponseStore:
                 found[key] = StoredResponse(text, finish, json.loads(usage), cost, json.loads(logprobs) if logprobs else None)
         return found
 
+    def dropped_params(self, keys: Iterable[str]) -> dict[str, str]:
+        """Parameters left out of the stored answers of ``keys`` (the server refused them), with why."""
+        found: dict[str, str] = {}
+        keys = list(keys)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            # instr() first: only the rare rows that record a dropped parameter are parsed.
+            for (request,) in self._db.execute(
+                f"SELECT request FROM responses WHERE key IN ({marks}) AND instr(request, '\"params_dropped\"') > 0", chunk
+            ):
+                for name, reason in json.loads(request).get("params_dropped", {}).items():
+                    found.setdefault(name, reason)
+        return found
+
     def put(self, key: str, model: str, request: dict[str, Any], response: StoredResponse) -> None:
         # One transaction per answer: what was answered is never lost to a kill.
         self._db.execute(

@@ -9,7 +9,12 @@ import os
 import re
 from pathlib import Path
 
+import numpy  # noqa: F401
 import pytest
+
+# numpy is imported here, once, before any test: pytester restores sys.modules after each test that
+# uses it, and a C extension first imported inside such a test could then never be imported again
+# in that worker ("cannot load module more than once per process").
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"
