@@ -470,3 +470,36 @@ def test_parse_never_raises_and_is_relabelling_invariant(data, options):
 def test_parse_arbitrary_text_with_real_options(reply):
     assert parse_answer(reply, KO, UPPER) in (None, 0, 1, 2)
     assert parse_answer(reply, EN, LOWER) in (None, 0, 1, 2)
+
+
+# --- a real model's replies ---------------------------------------------------------------------
+
+# Replies of Gemma 3 270M (llama-cpp-python, the [local-model] extra) to a 64-case KoBBQ subset
+# (bench/real_model.py --kobbq-replies), once at the suite's temperature 0 (two distinct replies)
+# and once at temperature 1, each labelled by hand, with the reference post-processing's reading.
+# A base model echoes the prompt, invents option lists and rambles; none of these replies answers
+# the question, and reading one as an option would score noise as a bias measurement (the
+# reference reads 9 of them as option A).
+REAL_REPLIES = Path(__file__).resolve().parent / "data" / "gemma-3-270m-kobbq-replies.jsonl"
+
+
+def _real_replies() -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in REAL_REPLIES.read_text("utf-8").splitlines()]
+
+
+def test_real_replies_are_many_and_labelled():
+    rows = _real_replies()
+    assert len(rows) >= 60
+    assert all(set(row) >= {"run", "case_id", "choices", "letters", "raw", "expected", "reference"} for row in rows)
+    # Where the reference reads these replies differently, the README says why.
+    section = _readme_departures()
+    for row in rows:
+        assert bool(row.get("departure")) == (row["expected"] != row["reference"]), row["raw"]
+        assert not row.get("departure") or f"`{row['departure']}`" in section
+
+
+@pytest.mark.parametrize("row", _real_replies(), ids=lambda row: f"{row['run'][:13]}-{row['case_id']}")
+def test_a_real_models_replies_read_as_labelled(row):
+    assert parse_answer(row["raw"], row["choices"], row["letters"]) == row["expected"], row.get("note", row["raw"])
