@@ -55,7 +55,7 @@ _PREFIX_PHRASES = re.compile(
     r"|\bmy\s+(?:choice|pick|selection)\s*(?:is|would\s+be|[:：])"
     r"|\bi(?:\s*['’]\s*(?:d|ll)|\s+would|\s+will)?\s+(?:think|believe|guess|say|choose|pick|select|go\s+with)\b"
     r"|^(?:final\s+)?answer\s*$|^정답\s*$"
-    r"|\bit(?:'s|’s|\s+is|\s+(?:would|must|could|might|should)\s+be)\b"
+    r"|\bit(?:'s|’s|\s+is|\s+(?:would|must|should)\s+be)\b"
     r"|\b(?:option|choice)\b"
     r"|정답\s*(?:은|는|:|：|이|으로)"
     r"|(?<![가-힣])답\s*(?:은|는|:|：)"
@@ -66,12 +66,14 @@ _PREFIX_PHRASES = re.compile(
 )
 # Answer phrases proper, after which an option's text anywhere in the sentence is the answer.
 _ANSWER_WORD = re.compile(r"answer|정답|답")
-# What makes such a sentence no answer: "The answer is not the grandson", "정답은 할머니가 아닙니다".
-_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either)\b|n't|n’t|아니|않|없|못|모르")
+# What makes a declaration none: "The answer is not the grandson", "I don't think it's A",
+# "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다".
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either|eliminate|rule\s+out|exclude|wrong|"
+                       r"incorrect)\b|n't|n’t|아[니닙닌님]|않|없|못|모르|틀")
 # What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번".
 _SUFFIX_PHRASE = re.compile(
     r"\s*(?:(?:is|would\s+be)\s+(?:the\s+)?(?:correct|right|best|most\s+likely)\b|is\s+the\s+answer\b"
-    r"|(?:이|가)\s*(?:정답|맞|옳)(?![^.\n]{0,8}(?:아[니닙닌님]|않|틀))|번(?:이|을|입니다|\b))",
+    r"|(?:이|가)\s*(?:정답|맞|옳)|번(?:이|을|입니다|\b))",
     re.IGNORECASE,
 )
 _LETTER = re.compile(r"[(\[]?([A-Za-z])(?![A-Za-z0-9])[)\]]?")
@@ -141,7 +143,8 @@ def _after_letter(text: str, letter: re.Match, index: int, options: _Options, de
     separator = _SEPARATOR.match(rest)
     if separator or bracketed:
         rest = rest[separator.end():] if separator else rest.lstrip()
-        return frozenset({index}) | _next_clause(rest, options, depth)
+        listing = bool(separator) and any(mark in separator.group(0) for mark in ",/&，")  # "A, B both …"
+        return frozenset({index}) | _next_clause(rest, options, depth, listing=listing)
     if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
         return frozenset({index}) | _next_clause(rest, options, depth)
     if rest[:1].isspace():
@@ -168,15 +171,30 @@ def _boundary(rest: str) -> bool:
     return not rest or bool(_SEPARATOR.match(rest)) or bool(_LIST_JOIN.match(rest.lstrip()))
 
 
-def _next_clause(rest: str, options: _Options, depth: int) -> frozenset[int]:
+def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = False) -> frozenset[int]:
     """What the text right after a declaration names: another option when it lists one ("B, C",
     "손자 또는 할머니") or restates one ("B: 할머니", "B. The grandfather."); an explanation
     ("C. 맥락에 …") names none."""
     rest = rest.lstrip(" \t")
     join = _LIST_JOIN.match(rest)
-    if join:
-        rest = rest[join.end():]
+    if join or listing:
+        rest = rest[join.end():] if join else rest
+        listed = _list_item(rest, options)  # "A and B both seem possible", "손자와 할머니 둘 다"
+        if listed:
+            return listed
     return _read(rest.split("\n", 1)[0], options, depth + 1)
+
+
+def _list_item(text: str, options: _Options) -> frozenset[int]:
+    """The option an item of a list starts with, whatever follows it."""
+    text = text.lstrip(_WRAPPERS + "([")
+    for index, key in enumerate(options.keys):
+        if key and text.startswith(key) and (len(text) == len(key) or not text[len(key)].isalnum() or _is_hangul(text[len(key)])):
+            return frozenset({index})
+    letter = _LETTER.match(text)
+    if letter and (index := options.by_letter(letter.group(1))) is not None:
+        return frozenset({index})
+    return frozenset()
 
 
 def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
@@ -188,7 +206,7 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
 
     found: set[int] = set()
     for match in _PREFIX_PHRASES.finditer(text):
-        if quoted(match.start(), match.end()):
+        if quoted(match.start(), match.end()) or _negated_before(text, match.start()):
             continue
         line, _, after = text[match.end():].partition("\n")
         if not line.strip(_WRAPPERS + ".:："):
@@ -199,14 +217,30 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
         found |= read
     for letter in re.finditer(r"(?<![A-Za-z'’])[(\[]?([A-Za-z])[)\]]?(?![A-Za-z'’])", text):
         index = options.by_letter(letter.group(1))
-        if index is not None and not quoted(letter.start(1), letter.end(1)) and _SUFFIX_PHRASE.match(text, letter.end()):
+        if index is not None and not quoted(letter.start(1), letter.end(1)) and _declared_by_suffix(text, letter.end()):
             found.add(index)
     for index, key in enumerate(options.keys):
         if key:
             for at in _find_all(text, key):
-                if _SUFFIX_PHRASE.match(text, at + len(key)):
+                if _declared_by_suffix(text, at + len(key)):
                     found.add(index)
     return frozenset(found)
+
+
+def _negated_before(text: str, at: int) -> bool:
+    """Whether the clause before an answer phrase negates it: "I don't think it's A", "Not option A"."""
+    clause = re.split(r"[.。!?！？\n,;]", text[:at])[-1]
+    return bool(_NEGATION.search(clause))
+
+
+def _declared_by_suffix(text: str, at: int) -> bool:
+    """Whether what follows ``at`` declares the option before it ("C is correct", "C가 정답입니다"),
+    and the rest of its sentence does not take it back ("C가 정답이 아닙니다", "C가 맞는지 모르겠습니다")."""
+    suffix = _SUFFIX_PHRASE.match(text, at)
+    if not suffix:
+        return False
+    rest = re.split(r"(?<=[.。!?！？])\s|\n", text[suffix.end():], maxsplit=1)[0]
+    return not _NEGATION.search(rest)
 
 
 def _named_in_sentence(text: str, options: _Options) -> frozenset[int]:

@@ -216,6 +216,17 @@ PARSE_TABLE = [
     ('C) 손자', KO3, UPPER, None, 2, 'letter-text-disagree'),
     ('A: The grandmother', EN3, UPPER, None, 0, 'letter-text-disagree'),
     ('C가 정답이 아닙니다.', KO3, UPPER, None, 2, 'korean-suffix'),
+    ('정답은 할머니가 아닙니다.', KO3, UPPER, None, None, ''),
+    ('B번이 아닙니다.', KO3, UPPER, None, 1, 'korean-suffix'),
+    ('A가 정답이라고 할 수 없습니다.', KO3, UPPER, None, 0, 'korean-suffix'),
+    ('A가 맞는지 모르겠습니다.', KO3, UPPER, None, 0, 'korean-suffix'),
+    ("I don't think it's A.", EN3, UPPER, None, None, ''),
+    ('Not option A.', EN3, UPPER, None, None, ''),
+    ('We can eliminate option A.', EN3, UPPER, None, None, ''),
+    ('It might be A or it might not.', EN3, UPPER, None, None, ''),
+    ('A and B both seem possible.', EN3, UPPER, None, None, ''),
+    ("The grandson and the grandmother are both plausible, so it can't be determined.", EN3, UPPER, None, None, ''),
+    ('손자와 할머니 둘 다 가능합니다.', KO3, UPPER, None, None, ''),
     ("It's not A.", EN3, UPPER, None, None, ''),
 ]  # fmt: skip
 
@@ -425,9 +436,9 @@ def test_a_reply_naming_two_options_is_never_read_as_either(data, options):
     second = data.draw(st.sampled_from([letters[j], choices[j], f"{letters[j]}: {choices[j]}", f"({letters[j]})"]))
     reply = data.draw(st.one_of(
         # A list of two options, with or without an answer phrase before it: "A or B", "정답은 A/B".
-        st.builds(lambda prefix, first, join: f"{prefix}{first}{join}{second}",
+        st.builds(lambda prefix, first, join, tail: f"{prefix}{first}{join}{second}{tail}",
                   st.sampled_from(["", "The answer is ", "정답은 ", "It could be "]), st.sampled_from(short),
-                  st.sampled_from(_LIST_JOINS)),
+                  st.sampled_from(_LIST_JOINS), st.sampled_from(["", " both seem possible", " 둘 다", " 모두 가능합니다."])),
         st.builds(lambda first: f"Either {first} or {second}", st.sampled_from(short)),
         # Two declarations in a row: "C입니다. 아니, A입니다."
         st.builds(lambda first, join: f"{first}{join}{second}", st.sampled_from(_forms(letters[i], choices[i])),
