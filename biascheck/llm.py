@@ -150,8 +150,15 @@ class CallError(Exception):
         self.rejected = rejected
 
 
-def rejected_params(exc: BaseException, params: dict[str, Any], *, server_error: bool = False) -> tuple[str, ...]:
-    """The parameters of this request that a refusal names: the OpenAI error body's ``param``, a
+# How a refusal says a parameter is not supported at all, as opposed to a value out of range or of
+# the wrong type ("less_than_equal", "above maximum value"): only the former may be left out.
+_UNSUPPORTED = re.compile(r"unrecogni[sz]ed|unsupported|not\s+supported|does\s+not\s+support|extra_forbidden|extra\s+inputs|"
+                          r"not\s+permitted|unknown\s+(?:parameter|argument|field)|unexpected\s+keyword", re.IGNORECASE)
+
+
+def refused_params(exc: BaseException, params: dict[str, Any], *, server_error: bool = False) -> tuple[tuple[str, ...], bool]:
+    """(the parameters of this request that a refusal names, whether it says they are unsupported).
+    The names come from the OpenAI error body's ``param``, a
     FastAPI/pydantic ``loc``, or the name as a word of the message ("Unrecognized request argument
     supplied: seed", litellm's "does not support parameters: ['seed']"). ``server_error``: a 5xx,
     whose message may carry a traceback full of parameter names, so only a validation error's
@@ -169,13 +176,14 @@ def rejected_params(exc: BaseException, params: dict[str, Any], *, server_error:
             named += [part for part in loc if isinstance(part, str)] if isinstance(loc, list) else []
     # pydantic's loc as printed in a message: ('body', 'seed') or ["body", "seed"]
     named += re.findall(r"""['"]loc['"]: [\[(]['"]body['"], ['"](\w+)['"]""", text)
+    unsupported = bool(_UNSUPPORTED.search(text) or _UNSUPPORTED.search(repr(body)))
     if server_error:
         first = text.strip().splitlines()[0] if text.strip() else ""
         named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]).*\bnot supported\b", first)]
     else:
         # Only the head of the message: a long one may quote the prompt, which can contain any word.
         named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text[:1000])]
-    return tuple(dict.fromkeys(n for n in named if n in params))
+    return tuple(dict.fromkeys(n for n in named if n in params)), unsupported
 
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$")
@@ -226,6 +234,14 @@ def _retry_after(exc: BaseException) -> float | None:
     except (TypeError, ValueError):
         return None  # an HTTP-date or junk: fall back to our own backoff
     return None
+
+
+def _refusal_line(exc: BaseException, named: tuple[str, ...]) -> str:
+    """One line that names the refused parameters first: a server's own message may name them
+    only further down (llama-cpp-python's validation errors)."""
+    line = _first_line(exc)
+    missing = [name for name in named if name not in line]
+    return f"the server refused {', '.join(missing)}: {line}" if missing else line
 
 
 def _first_line(exc: BaseException) -> str:
@@ -307,15 +323,17 @@ class LiteLLMClient:
         except litellm.RateLimitError as exc:
             raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
         except (litellm.BadRequestError, litellm.UnprocessableEntityError) as exc:
-            # Not retried: the same request gets the same refusal. The runner drops a named parameter.
-            raise CallError(_first_line(exc), retryable=False, rejected=rejected_params(exc, params)) from None
+            # Not retried: the same request gets the same refusal. The runner leaves out a parameter
+            # refused as unsupported; a value refused (out of range) stays the request's error.
+            named, unsupported = refused_params(exc, params)
+            raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
         except (litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError, litellm.ServiceUnavailableError,
                 litellm.BadGatewayError, litellm.APIError) as exc:
             # llama-cpp-python's server answers a parameter it refuses with a 500 (a validation error
             # naming it, or "logprobs is not supported ..."): a refusal like a 400, no retry changes it.
-            rejected = rejected_params(exc, params, server_error=True)
-            if rejected:
-                raise CallError(_first_line(exc), retryable=False, rejected=rejected) from None
+            named, unsupported = refused_params(exc, params, server_error=True)
+            if named:
+                raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
             raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
             raise CallError(_first_line(exc), retryable=True) from None

@@ -210,16 +210,19 @@ async def execute(
                 stats.not_run += 1
                 stats.incomplete = error[len(NOT_RUN):]
     # Answers made without a refused parameter say so in the store: a warm run reports it too.
-    dropped: dict[str, str] = store.dropped_params(k for k in run.responses) if run.responses else {}
+    # What stored answers were made without is reported again; new requests try every parameter,
+    # so a server that has since accepted one (or a refusal that was a one-off) is not held against it.
+    dropped_before: dict[str, str] = store.dropped_params(k for k in run.responses) if run.responses else {}
+    dropped: dict[str, str] = {}
     pending = [r for r in unique if r.key not in run.responses]
     if offline is not None:
         for request in pending:
             run.responses[request.key] = Response(text=None, error=offline)
         stats.errors += len(pending)
-        _note_params(run, unique, dropped, model_name)
+        _note_params(run, unique, {**dropped_before, **dropped}, model_name)
         return run
     if not pending:
-        _note_params(run, unique, dropped, model_name)
+        _note_params(run, unique, {**dropped_before, **dropped}, model_name)
         return run
 
     progress.start(len(unique), stats, label)
@@ -308,7 +311,7 @@ async def execute(
                 await client.aclose()
     finally:
         progress.stop(stats)
-    _note_params(run, unique, dropped, model_name)
+    _note_params(run, unique, {**dropped_before, **dropped}, model_name)
     return run
 
 

@@ -121,7 +121,7 @@ def test_a_parameter_refused_with_400_is_dropped_for_the_rest_of_the_run_and_rec
         assert warm.stats.params_dropped == run.stats.params_dropped
 
 
-def test_fastapi_422_and_llama_cpp_500_validation_errors_name_the_parameter(tmp_path):
+def test_an_unsupported_parameter_is_dropped_but_a_value_out_of_range_is_an_error(tmp_path):
     def refuse(body):
         if "frequency_penalty" in body:
             return 422, {"detail": [{"type": "extra_forbidden", "loc": ["body", "frequency_penalty"],
@@ -134,17 +134,33 @@ def test_fastapi_422_and_llama_cpp_500_validation_errors_name_the_parameter(tmp_
             return 500, {"error": {"message": message, "type": "internal_server_error"}}
         return None
 
-    params = {"frequency_penalty": 0.6, "presence_penalty": 1.5, "temperature": 0.8, "top_p": 1.0, "max_tokens": 5}
+    params = {"frequency_penalty": 0.6, "presence_penalty": 2.5, "temperature": 0.8, "top_p": 1.0, "max_tokens": 5}
     with refusing_server(refuse) as (api_base, seen):
         config = ModelConfig("openai/local-test", api_base=api_base)
         run = _execute(config, _requests(config, params, 6), tmp_path / "store.sqlite", concurrency=1)
 
-    assert all(not r.errored for r in run.responses.values()) and run.stats.retries == 0
-    dropped = run.stats.params_dropped["openai/local-test"]
-    # Only the parameters named by the validation error, not those its traceback happens to quote.
-    assert sorted(dropped) == ["frequency_penalty", "presence_penalty"]
-    assert run.stats.calls == 6 + 2  # one request met each refusal once
-    assert all(body["temperature"] == 0.8 and body["max_tokens"] == 5 for body in seen)
+    # The unsupported parameter is left out; the value the server refuses is never silently
+    # replaced by the server's default: every request that carries it is an error, unretried.
+    assert sorted(run.stats.params_dropped["openai/local-test"]) == ["frequency_penalty"]
+    assert run.stats.retries == 0 and run.stats.errors == 6 and run.stats.calls == 1 + 6
+    assert all("presence_penalty" in r.error for r in run.responses.values())
+    assert all(body["presence_penalty"] == 2.5 and body["temperature"] == 0.8 for body in seen)
+
+
+@pytest.mark.parametrize("refusal", [
+    # OpenAI's answer to a value out of range: it names the parameter, and the value stays an error.
+    (400, {"error": {"message": "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 3.0 "
+                                "instead.", "type": "invalid_request_error", "param": "temperature", "code": "decimal_above_max_value"}}),
+    # A refusal of the prompt that happens to contain a parameter's name is no refusal of the parameter.
+    (400, {"error": {"message": "Your request was rejected: the seed of the story is unsafe.", "type": "invalid_request_error"}}),
+])
+def test_a_refusal_that_does_not_say_unsupported_drops_nothing(tmp_path, refusal):
+    params = {"temperature": 3.0, "seed": 1, "max_tokens": 5}
+    with refusing_server(lambda body: refusal) as (api_base, seen):
+        config = ModelConfig("openai/local-test", api_base=api_base)
+        run = _execute(config, _requests(config, params, 3), tmp_path / "store.sqlite", concurrency=1)
+    assert run.stats.params_dropped == {} and run.stats.errors == 3 and run.stats.calls == 3 and run.stats.retries == 0
+    assert all(body["temperature"] == 3.0 and body["seed"] == 1 for body in seen)
 
 
 def test_litellm_unsupported_params_error_is_dropped_before_anything_is_sent(tmp_path):
