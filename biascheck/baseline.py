@@ -252,9 +252,19 @@ def _show(value: float) -> str:
     return "null" if math.isnan(value) else repr(value)
 
 
+# What a part meant in fingerprints made before it was recorded: every BBG run was then scored by
+# leaving unscorable pairs out, so such a baseline still compares with a run that does the same.
+_BEFORE_RECORDED = {"scoring": "unscorable=exclude"}
+
+
 def fingerprint_differences(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
-    """Which parts of the suite fingerprint differ (data, prompts, subset, metrics_version)."""
-    return [part for part in FINGERPRINT_PARTS if baseline.get(part) != candidate.get(part)]
+    """Which parts of the suite fingerprint differ (data, prompts, subset, metrics_version, ...)."""
+    def value(fingerprint: Mapping[str, Any], part: str) -> Any:
+        if part in fingerprint or part not in _BEFORE_RECORDED or candidate.get(part) != _BEFORE_RECORDED[part]:
+            return fingerprint.get(part)
+        return _BEFORE_RECORDED[part]
+
+    return [part for part in FINGERPRINT_PARTS if value(baseline, part) != value(candidate, part)]
 
 
 # --- the per-unit view that comparisons use -------------------------------------------------

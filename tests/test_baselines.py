@@ -340,3 +340,14 @@ def test_case_scores_move_each_metric_the_way_they_say(data):
     moved[j] += 1
     before, after = float(QA_METRICS[name].fn(counts)), float(QA_METRICS[name].fn(moved))
     assert after >= before - 1e-12
+
+
+def test_a_bbg_baseline_made_before_the_scoring_part_compares_only_with_a_run_scored_as_it_was():
+    from biascheck.baseline import fingerprint_differences
+
+    before = {"data": "d", "prompts": "p", "subset": "s", "metrics_version": 3, "judge": "j"}
+    # Every BBG run then left unscorable pairs out: the same as "exclude", not as "unknown".
+    assert fingerprint_differences(before, {**before, "scoring": "unscorable=exclude"}) == []
+    assert fingerprint_differences(before, {**before, "scoring": "unscorable=unknown"}) == ["scoring"]
+    assert fingerprint_differences({**before, "scoring": "unscorable=unknown"}, {**before, "scoring": "unscorable=exclude"}) == ["scoring"]
+    assert fingerprint_differences(before, before) == []  # benchmarks with no scoring part
