@@ -59,14 +59,17 @@ def run_suite(suite_dir: Path, server, store: Path, *, estimator: str | None = N
 
 
 def flags(suite, result) -> list[bool | None]:
+    import numpy as np
+
     from biascheck.benchmarks.hbb import HBB
+    from biascheck.metrics.hbb import instance_scores
 
     outcomes = result.suites[0].outcomes
     threshold = suite.manifest.hbb["flag_threshold"]
     out = []
     for _, first, second in HBB.instances(suite.cases):
         a, b = outcomes[first.case_id].p_a, outcomes[second.case_id].p_a
-        out.append(None if a is None or b is None else abs(a - b) * 100 >= threshold)
+        out.append(None if a is None or b is None else bool(instance_scores(np.array([a]), np.array([b]))[0] >= threshold))
     return out
 
 

@@ -173,16 +173,26 @@ def _interrupt(*_: object) -> None:
 
 def _serve_local(args) -> int:
     import signal
-    import time
-
-    from biascheck.local_model import API_KEY_ENV, start_local_server
 
     if args.port is not None and not 0 < args.port < 65536:
         raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or leave it out for a free one")
     if args.n_ctx < 256:
         raise BiascheckError("--n-ctx", None, f"{args.n_ctx} is too small for any benchmark prompt", "give at least 256, e.g. 4096")
+    if args.log is not None and not args.log.parent.is_dir():
+        raise BiascheckError("--log", None, f"{args.log.parent} is not a folder", "name a file in an existing folder")
     # SIGTERM (e.g. from a CI step's timeout) stops the server like Ctrl-C does.
     signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _serve_until_stopped(args)
+    except KeyboardInterrupt:  # stopped while the model was still loading
+        return 0
+
+
+def _serve_until_stopped(args) -> int:
+    import time
+
+    from biascheck.local_model import API_KEY_ENV, start_local_server
+
     with start_local_server(args.model_file, port=args.port, n_ctx=args.n_ctx, startup_timeout_s=args.startup_timeout,
                             log_path=args.log) as server:
         print(f"serving {server.model_path.name} at {server.api_base}", flush=True)

@@ -211,6 +211,7 @@ def test_log_probabilities_asked_for_and_never_returned_are_recorded_as_ignored(
 @pytest.mark.parametrize("args, fragment", [
     (["--port", "70000"], "--port: 70000 is not a port"),
     (["--n-ctx", "16"], "--n-ctx: 16 is too small"),
+    (["--log", "/nonexistent-folder/server.log"], "--log: /nonexistent-folder is not a folder"),
 ])
 def test_serve_local_bad_arguments_are_one_line_errors(capsys, args, fragment):
     assert main(["serve-local", *args]) == 2

@@ -9,6 +9,7 @@ real parameter handling, real latency, and a base model's replies that are mostl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -167,6 +168,7 @@ def test_the_server_dies_with_the_process_that_started_it(local_server, tmp_path
     script = ("import sys\nfrom biascheck.local_model import spawn_local_server\n"
               "server = spawn_local_server()\nprint(server.process.pid, server.api_base, flush=True)\nsys.stdin.read()\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pid = None
     try:
         pid, api_base = parent.stdout.readline().split()
         with urllib.request.urlopen(api_base + "/models", timeout=10) as response:
@@ -177,6 +179,9 @@ def test_the_server_dies_with_the_process_that_started_it(local_server, tmp_path
     finally:
         if parent.poll() is None:
             parent.kill()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)  # a server that did outlive it must not outlive the test
 
 
 def test_serve_local_prints_what_to_pass_and_stops_on_sigterm(local_server):
