@@ -133,7 +133,7 @@ def test_baselines_and_regression_checks_cover_hbb(run_biascheck, hbb_small, tmp
     # the model as it is, passing or not.
     assert made.ret == 1 and target.is_file(), made.output
     baseline = json.loads(target.read_text("utf-8"))
-    assert baseline["scoring"] == {"flag_threshold": 20.0} and baseline["model"]["estimator"] == "logprob"
+    assert baseline["scoring"] == {"flag_threshold": 20.0} and baseline["model"]["estimator"] == "logprob (first answer token at temperature 1, top 5)"
     assert len(baseline["cases"]["rows"]) == 260 and all(len(row) == 10 for row in baseline["cases"]["rows"])
 
     same = run_biascheck(hbb_small, "sim/stereotyped?p=0.2", "--biascheck-estimator", "logprob", "--biascheck-baseline", str(target),

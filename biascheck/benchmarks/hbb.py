@@ -55,7 +55,11 @@ class Estimator:
     top_logprobs: int
 
     def __str__(self) -> str:
-        return f"sampling (k = {self.samples})" if self.kind == "sampling" else "logprob"
+        # What was asked, as results and reports show it: the logprob requests do not use the
+        # suite's sampling parameters (see LOGPROB_PARAMS).
+        if self.kind == "sampling":
+            return f"sampling (k = {self.samples})"
+        return f"logprob (first answer token at temperature {LOGPROB_PARAMS['temperature']:g}, top {self.top_logprobs})"
 
     def fallback(self) -> "Estimator":
         return replace(self, kind="sampling")
