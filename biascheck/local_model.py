@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from biascheck.errors import BiascheckError
+from biascheck.processes import stop_process
 
 MODEL_ALIAS = "gemma-3-270m"
 # litellm's generic OpenAI-compatible provider: the model name is sent as is, every parameter passes.
@@ -112,13 +113,7 @@ class LocalServer:
         return "\n".join(self._log.read().decode("utf-8", "replace").splitlines()[-lines:])
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=_TERMINATE_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, _TERMINATE_GRACE_S)
         if self.process.stdin is not None:
             self.process.stdin.close()
         self._log.close()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from biascheck.errors import BiascheckError
+from biascheck.processes import stop_process
 from biascheck.sim.cli import LISTENING_PREFIX
 
 _STARTUP_TIMEOUT_S = 60.0
@@ -49,13 +50,7 @@ class SimProcess:
             return json.loads(response.read())
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=_TERMINATE_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, _TERMINATE_GRACE_S)
         if self.process.stdout is not None:
             self.process.stdout.close()
         self._stderr_file.close()
