@@ -6,8 +6,13 @@ and the budget; this module makes exactly one HTTP attempt per call and classifi
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import email.utils
+import math
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -230,10 +235,29 @@ def _retry_after(exc: BaseException) -> float | None:
         if headers.get("retry-after-ms") is not None:
             return max(0.0, float(headers["retry-after-ms"]) / 1000)
         if headers.get("retry-after") is not None:
-            return max(0.0, float(headers["retry-after"]))
+            return parse_retry_after(headers["retry-after"])
     except (TypeError, ValueError):
-        return None  # an HTTP-date or junk: fall back to our own backoff
+        return None  # junk: fall back to our own backoff
     return None
+
+
+def parse_retry_after(value: str, now: float | None = None) -> float | None:
+    """Seconds to wait by a Retry-After header: delay-seconds or an HTTP-date (RFC 9110 10.2.3), a
+    date in the past meaning 0; None if it is neither."""
+    value = str(value).strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _refusal_line(exc: BaseException, named: tuple[str, ...]) -> str:
@@ -311,10 +335,19 @@ class LiteLLMClient:
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
+        deadline = self.config.timeout
         try:
-            response = await litellm.acompletion(
-                model=self.model, messages=messages, timeout=self.config.timeout, num_retries=0, max_retries=0, **kwargs
-            )
+            # litellm's timeout bounds each read, so a server trickling its answer could hold an
+            # attempt for minutes; the wall-clock deadline bounds the whole attempt.
+            async with asyncio.timeout(deadline) as attempt:
+                response = await litellm.acompletion(
+                    model=self.model, messages=messages, timeout=deadline, num_retries=0, max_retries=0, **kwargs
+                )
+        except TimeoutError as exc:
+            if not attempt.expired():  # some other timeout litellm let through
+                raise CallError(_first_line(exc), retryable=True) from None
+            raise CallError(f"Timeout: the attempt exceeded the deadline of {deadline:g} s (--biascheck-timeout)",
+                            retryable=True) from None
         except litellm.ContentPolicyViolationError:
             # The provider refused the prompt: an outcome to record, not a failure to retry.
             return Completion(None, "content_filter", {}, 0.0)

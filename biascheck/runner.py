@@ -8,6 +8,7 @@ from the store. A call that still fails becomes an errored response: counted, ne
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import sys
 from collections.abc import Callable, Sequence
@@ -32,7 +33,8 @@ class RetryPolicy:
     max_retries: int = 6
     base_delay: float = 0.25
     max_delay: float = 20.0
-    # A Retry-After longer than this is not waited for: the call errors instead of stalling CI.
+    # A Retry-After (delay-seconds or HTTP-date) longer than this is not waited for: the request
+    # errors at once, its error naming the wait asked and this cap, instead of stalling CI.
     max_retry_after: float = 120.0
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
@@ -275,7 +277,12 @@ async def execute(
                 too_long = exc.retry_after is not None and exc.retry_after > policy.max_retry_after
                 if not exc.retryable or retry >= policy.max_retries or too_long:
                     attempts = retry + 1
-                    return Response(text=None, error=f"{exc} (after {attempts} attempt{'s' if attempts > 1 else ''})")
+                    why = ""
+                    if too_long and exc.retryable and retry < policy.max_retries:
+                        # Given up at once: retrying early would only meet the same refusal.
+                        asked = math.ceil(exc.retry_after * 10) / 10
+                        why = f"the server asked to wait {asked:g} s, more than the {policy.max_retry_after:g} s cap; "
+                    return Response(text=None, error=f"{exc} ({why}after {attempts} attempt{'s' if attempts > 1 else ''})")
                 await asyncio.sleep(policy.delay(retry, exc.retry_after, rng))
                 retry += 1
                 stats.retries += 1

@@ -1,0 +1,171 @@
+"""How long one model call may take, through litellm's real HTTP path to a tiny loopback server:
+``--biascheck-timeout`` bounds each attempt by the wall clock (not each read), and ``Retry-After``
+is honoured as delay-seconds or an HTTP-date, and said so when it is longer than the policy allows."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from biascheck.llm import LiteLLMClient, ModelConfig
+from biascheck.runner import ModelRequest, RetryPolicy, execute
+from biascheck.store import ResponseStore, request_key
+
+# The handler of one request: (handler, request number from 0, request body).
+Serve = Callable[[BaseHTTPRequestHandler, int, dict], None]
+
+
+def _answer(body: dict) -> bytes:
+    return json.dumps({
+        "id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop", "logprobs": None}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }).encode()
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+@contextmanager
+def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
+    """(api_base, monotonic times at which requests arrived) of a loopback server answering with ``serve``."""
+    arrivals: list[float] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            with lock:
+                arrivals.append(time.monotonic())
+                n = len(arrivals) - 1
+            with contextlib.suppress(OSError):  # the client hung up
+                serve(self, n, body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", arrivals
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _run(api_base: str, policy: RetryPolicy, store_path: Path, timeout: float = 10.0):
+    config = ModelConfig("openai/local-test", api_base=api_base, timeout=timeout)
+    messages = [{"role": "user", "content": "A or B?"}]
+    request = ModelRequest(request_key(config.model, config.endpoint, messages, {}), messages, {"max_tokens": 5})
+
+    @contextlib.contextmanager
+    def open_client():
+        yield LiteLLMClient(config)
+
+    async def go():
+        with ResponseStore(store_path) as store:
+            return await execute([request], store=store, model_name=config.model, open_client=open_client,
+                                 concurrency=1, policy=policy)
+    run = asyncio.run(go())
+    return run, run.responses[request.key]
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "unused-test")
+
+
+def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout(tmp_path):
+    stop = threading.Event()
+
+    def trickle(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
+        # Headers at once, then the body one byte a second: every read arrives well within the
+        # timeout, so only a deadline on the whole attempt ends it. (After 15 s the rest is sent
+        # at once, so that without the deadline this test fails instead of hanging for minutes.)
+        data = _answer(body)
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.flush()
+        for i in range(15):
+            if stop.wait(1.0):
+                return
+            handler.wfile.write(data[i:i + 1])
+            handler.wfile.flush()
+        handler.wfile.write(data[15:])
+
+    with loopback_server(trickle) as (api_base, arrivals):
+        try:
+            run, response = _run(api_base, RetryPolicy(max_retries=0), tmp_path / "store.sqlite", timeout=2.0)
+        finally:
+            # From the request's arrival: importing litellm is no part of the attempt.
+            elapsed = time.monotonic() - arrivals[0]
+            stop.set()
+
+    assert elapsed < 2.0 + 3.0, f"one attempt was held {elapsed:.1f} s under a 2 s timeout"
+    assert len(arrivals) == 1 and run.stats.calls == 1 and run.stats.errors == 1
+    assert response.errored and "exceeded the deadline of 2 s" in response.error
+    assert "after 1 attempt" in response.error
+
+
+def _http_date(seconds_ahead: float) -> str:
+    # Whole seconds, rounded up: the wait the header asks for is at least ``seconds_ahead``.
+    return email.utils.formatdate(math.ceil(time.time()) + seconds_ahead, usegmt=True)
+
+
+def test_retry_after_as_an_http_date_is_waited_for(tmp_path):
+    def serve(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
+        if n == 0:
+            error = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
+            _send(handler, 429, json.dumps(error).encode(), {"retry-after": _http_date(3)})
+        else:
+            _send(handler, 200, _answer(body))
+
+    with loopback_server(serve) as (api_base, arrivals):
+        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01), tmp_path / "store.sqlite")
+
+    assert not response.errored and response.text == "A"
+    assert len(arrivals) == 2 and run.stats.retries == 1
+    gap = arrivals[1] - arrivals[0]
+    assert gap >= 2.5, f"retried {gap:.2f} s after a 429 asking for ~3 s"
+
+
+@pytest.mark.parametrize("retry_after", [lambda: _http_date(600), lambda: "600"], ids=["http-date", "delay-seconds"])
+def test_a_retry_after_beyond_the_cap_is_an_error_that_says_so(tmp_path, retry_after):
+    def serve(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
+        error = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
+        _send(handler, 429, json.dumps(error).encode(), {"retry-after": retry_after()})
+
+    start = time.monotonic()
+    with loopback_server(serve) as (api_base, arrivals):
+        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=30),
+                             tmp_path / "store.sqlite")
+
+    # Given up at once, without hammering the server with early retries, and the error says why.
+    assert time.monotonic() - start < 5.0
+    assert len(arrivals) == 1 and run.stats.retries == 0 and run.stats.errors == 1
+    asked = re.search(r"the server asked to wait (\d+(?:\.\d+)?) s, more than the 30 s cap", response.error)
+    assert asked, response.error
+    assert 590 <= float(asked.group(1)) <= 602
+    assert "RateLimitError" in response.error and "after 1 attempt" in response.error
