@@ -102,16 +102,18 @@ def _md(text: str | None) -> str:
 
 def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, color: bool, width: int = 100) -> str:
     from rich.console import Console
+    from rich.markup import escape as esc
     from rich.table import Table
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, color_system="standard" if color else None,
                       width=max(width, 60), highlight=False, emoji=False)
+    # User and model text (suite, model, category names, warnings) goes through esc(): rich reads "[/]" as markup.
     for comparison in comparisons:
-        console.print(headline(comparison), style="bold red" if comparison["regressed"] else "bold")
+        console.print(esc(headline(comparison)), style="bold red" if comparison["regressed"] else "bold")
         for warning in comparison["warnings"]:
-            console.print(f"  warning: {warning}", style="yellow")
-        table = Table(title=f"{comparison['suite']['name']}: regression checks", title_justify="left")
+            console.print(f"  warning: {esc(warning)}", style="yellow")
+        table = Table(title=f"{esc(comparison['suite']['name'])}: regression checks", title_justify="left")
         for header, justify in (("metric", "left"), ("scope", "left"), ("baseline", "right"), ("candidate", "right"),
                                 ("difference [95% CI]", "left"), ("p (Holm)", "right"), ("mde", "right"), ("verdict", "left")):
             # Names never wrap or get cut; the interval column wraps first on a narrow terminal.
@@ -124,16 +126,16 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
                 continue
             verdict = row.pop()
             row.pop(-1)  # the rule is in the explanation; keep the table narrow
-            table.add_row(*row, f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
+            table.add_row(*map(esc, row), f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
         console.print(table)
         if quiet:
             console.print(f"  {quiet} category checks unchanged (all are in comparison.md)", style="dim")
         flips = comparison["flips"]
         if flips["by_transition"]:
-            console.print("  changed cases: " + ", ".join(f"{t}: {n}" for t, n in flips["by_transition"].items()))
+            console.print("  changed cases: " + esc(", ".join(f"{t}: {n}" for t, n in flips["by_transition"].items())))
         for r in comparison["results"]:
             if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall"):
-                console.print(f"  {r['explanation']}", style=STYLE[r["verdict"]])
+                console.print(f"  {esc(r['explanation'])}", style=STYLE[r["verdict"]])
         unresolved = sum(r["verdict"] == "inconclusive" and r["scope"] != "overall" for r in comparison["results"])
         if unresolved:
             console.print(f"  {unresolved} category checks inconclusive: too few cases to show or rule out a worsening beyond "

@@ -21,6 +21,11 @@ from biascheck.errors import BiascheckError
 from biascheck.sources import DataFile
 
 MANIFEST_NAME = "suite.toml"
+# How to fix a list the schema wants non-empty (minItems 1), by field: an empty list never means "all".
+EMPTY_LIST_FIXES = {
+    "subset.categories": "leave the key out for every category, or name some",
+    "prompts.use": "leave the key out for every prompt, or name some",
+}
 
 # Sampling parameters a manifest or the command line may set, with their types.
 SAMPLING_PARAMS: dict[str, type] = {
@@ -206,6 +211,12 @@ def _schema_error(path: Path, error) -> BiascheckError:
         return BiascheckError(path, where, f"{error.instance!r} is not allowed", f"use one of: {choices}")
     if validator == "pattern" and where.endswith("sha256"):
         return BiascheckError(path, where, f"{error.instance!r} is not a sha256", "give 64 lowercase hex digits")
+    if validator == "minItems" and error.instance == [] and error.validator_value == 1:
+        fix = EMPTY_LIST_FIXES.get(where, "name at least one, or leave the key out")
+        return BiascheckError(path, where, "empty", fix)
+    if validator in ("minimum", "maximum") and "minimum" in error.schema and "maximum" in error.schema:
+        low, high = error.schema["minimum"], error.schema["maximum"]
+        return BiascheckError(path, where, error.message, f"give a value from {low} to {high}")
     return BiascheckError(path, where, error.message, "fix the value to match the suite schema")
 
 

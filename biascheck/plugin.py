@@ -352,9 +352,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from biascheck import session as biassession
     from biascheck.report import build_results
     from biascheck.runner import RichProgress
+    from rich.markup import escape
 
     capture = session.config.pluginmanager.getplugin("capturemanager")
-    label = f"biascheck {state.run_config.model.model}"
+    # RichProgress shows its label as rich markup: a model string such as openai/x[/] must stay text.
+    label = f"biascheck {escape(state.run_config.model.model)}"
     try:
         with capture.global_and_fixture_disabled():
             state.result = biassession.run(

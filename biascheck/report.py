@@ -308,7 +308,11 @@ def render_markdown(document: dict[str, Any]) -> str:
 
 def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
     from rich.console import Console
+    from rich.markup import escape as esc
     from rich.table import Table
+
+    # Every piece of user or model text (suite and category names, model strings, reasons, questions)
+    # goes through esc(): rich would read "[/]" in it as markup and fail, and eat "[red]".
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, color_system="standard" if color else None,
@@ -316,48 +320,48 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
     for document in documents:
         metrics = document["metrics"]
         verdicts = _verdict_index(document)
-        console.print(_run_line(document), style="bold" if document["passed"] else "bold red")
+        console.print(esc(_run_line(document)), style="bold" if document["passed"] else "bold red")
         for line in judge_lines(document):
-            console.print(f"  {line}", style="bold yellow" if line.startswith("WARNING") else None)
+            console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
         for category, reason in document["suite"]["skipped_categories"].items():
-            console.print(f"  skipped {category}: {reason}", style="yellow")
-        table = Table(title=f"{document['suite']['name']}: overall", title_justify="left")
+            console.print(f"  skipped {esc(category)}: {esc(reason)}", style="yellow")
+        table = Table(title=f"{esc(document['suite']['name'])}: overall", title_justify="left")
         for header, justify in (("metric", "left"), ("value", "right"), ("95% CI", "left"), ("n", "right"), ("threshold", "left"), ("verdict", "left")):
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
             verdict = verdicts.get(("overall", name))
             mark = "" if verdict is None else ("[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
-            table.add_row(name, fmt(value["value"]), fmt_ci(value["ci"]), str(value["n"]),
+            table.add_row(esc(name), fmt(value["value"]), fmt_ci(value["ci"]), str(value["n"]),
                           _threshold_text(verdict["threshold"]) if verdict else "", mark)
         console.print(table)
         if metrics["by_category"]:
             # Long format (a row per category and gated metric) fits a narrow terminal.
             shown = _category_metrics(document)
-            table = Table(title=f"{document['suite']['name']}: by category", title_justify="left")
+            table = Table(title=f"{esc(document['suite']['name'])}: by category", title_justify="left")
             for header, justify in (("category", "left"), ("metric", "left"), ("value", "right"), ("95% CI", "left"), ("n", "right"), ("verdict", "left")):
                 table.add_column(header, justify=justify)
             for category, values in metrics["by_category"].items():
                 for i, name in enumerate(shown):
                     verdict = verdicts.get((category, name))
                     mark = "" if verdict is None else ("[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
-                    table.add_row(category if i == 0 else "", name, fmt(values[name]["value"]), fmt_ci(values[name]["ci"]),
+                    table.add_row(esc(category) if i == 0 else "", esc(name), fmt(values[name]["value"]), fmt_ci(values[name]["ci"]),
                                   str(values[name]["n"]), mark, end_section=i == len(shown) - 1)
             console.print(table)
         examples = bbg_examples(document)
         if examples:
             # rich measures East Asian wide characters, so Korean questions stay aligned.
-            table = Table(title=f"{document['suite']['name']}: read as biased in both versions (first pairs)", title_justify="left")
+            table = Table(title=f"{esc(document['suite']['name'])}: read as biased in both versions (first pairs)", title_justify="left")
             for header in ("pair", "category", "question"):
                 table.add_column(header)
             for row in examples:
-                table.add_row(*row)
+                table.add_row(*map(esc, row))
             console.print(table)
         if metrics["prompt_summary"]:
             across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
-            table = Table(title=f"{document['suite']['name']}: across {across}", title_justify="left")
+            table = Table(title=f"{esc(document['suite']['name'])}: across {across}", title_justify="left")
             table.add_column("metric")
             for prompt in metrics["by_prompt"]:
-                table.add_column(prompt if across == "runs" else f"p{prompt}", justify="right")
+                table.add_column(esc(prompt if across == "runs" else f"p{prompt}"), justify="right")
             table.add_column("mean ± std", justify="right")
             for name in HEADLINE:
                 spread = metrics["prompt_summary"].get(name)

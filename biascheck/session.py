@@ -225,6 +225,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
 
         def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
+            from rich.markup import escape
+
             execution = asyncio.run(
                 execute(
                     requests,
@@ -237,7 +239,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     progress=progress,
                     shared_errors=shared,
                     offline=offline,
-                    label=None if part is None else f"biascheck judge {caller.model}",
+                    # The progress label is rich markup: the judge's model string must stay text.
+                    label=None if part is None else f"biascheck judge {escape(caller.model)}",
                 )
             )
             responses.update(execution.responses)

@@ -151,6 +151,14 @@ MANIFEST_ERRORS = [
     ("unknown-subset-key", replace('choice_orders = "cyclic"', 'choice_order = "cyclic"'), "subset", ("unknown key 'choice_order'",)),
     ("bad-choice-orders", replace('choice_orders = "cyclic"', 'choice_orders = "random"'), "subset.choice_orders", ("'random' is not allowed",)),
     ("schema-version", replace("schema_version = 1", "schema_version = 2"), "schema_version", ()),
+    # Issue 11: numpy rejects these only after every call was made; the schema rejects them at collection.
+    ("bootstrap-negative-seed", BASE + "\n[bootstrap]\nseed = -5\n", "bootstrap.seed", ("-5 is less than the minimum of 0", "from 0 to 4294967295")),
+    ("bootstrap-seed-too-big", BASE + "\n[bootstrap]\nseed = 4294967296\n", "bootstrap.seed", ("greater than the maximum", "from 0 to 4294967295")),
+    ("regression-negative-seed", BASE + "\n[regression]\nseed = -1\n", "regression.seed", ("-1 is less than the minimum of 0",)),
+    ("bootstrap-resamples-huge", BASE + "\n[bootstrap]\nresamples = 2000000000\n", "bootstrap.resamples", ("greater than the maximum", "from 100 to 20000")),
+    ("regression-resamples-huge", BASE + "\n[regression]\nresamples = 2000000000\n", "regression.resamples", ("greater than the maximum",)),
+    ("empty-subset-categories", replace('choice_orders = "cyclic"', 'choice_orders = "cyclic"\ncategories = []'), "subset.categories",
+     ("subset.categories: empty; leave the key out for every category, or name some",)),
 ]  # fmt: skip
 
 

@@ -1,0 +1,68 @@
+"""Hostile inputs (issue 11): user and model text with rich markup in it is shown literally, never
+read as markup (``[/]`` used to end the run with rich's MarkupError as an INTERNALERROR, and
+``[red]`` was silently eaten)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from biascheck.diff_report import render_comparison_terminal
+from biascheck.report import render_terminal
+
+HOSTILE = "x[/][red]y[bold]"
+
+
+def _document(hostile: str) -> dict:
+    """The parts of results.json that render_terminal reads, with markup in every free text."""
+    ci = [0.1, 0.2]
+    value = {"value": 0.15, "ci": ci, "n": 10}
+    return {
+        "passed": False,
+        "suite": {"name": f"suite{hostile}", "benchmark": "kobbq", "fingerprint": {"suite": "abc"},
+                  "skipped_categories": {f"cat{hostile}": f"reason{hostile}"}},
+        "model": {"model": f"openai/{hostile}", "params_dropped": {f"p{hostile}": f"dropped{hostile}"}, "params_ignored": {}},
+        "run": {"cases": 10, "calls": 10, "cache_hits": 0, "retries": 0, "errors": 10, "cost_usd": 0.0, "unpriced_calls": 0,
+                "complete": False, "incomplete_reason": f"incomplete{hostile}", "estimator_note": f"note{hostile}"},
+        "metrics": {"overall": {"acc_dis": value}, "by_category": {f"cat{hostile}": {"acc_dis": value}},
+                    "by_prompt": {f"p{hostile}": {"acc_dis": value}}, "prompt_summary": {}, "by_label": {}},
+        "verdicts": [{"scope": "overall", "metric": "acc_dis", "passed": False, "threshold": {"min": 0.8}, "value": 0.15, "ci": ci, "n": 10},
+                     {"scope": f"cat{hostile}", "metric": "acc_dis", "passed": True, "threshold": {"min": 0.1}, "value": 0.15, "ci": ci, "n": 10}],
+        "cases": [],
+    }
+
+
+def test_terminal_report_shows_markup_in_user_text_literally():
+    for color in (False, True):
+        text = render_terminal([_document(HOSTILE)], color=color, width=400)
+        for shown in (f"suite{HOSTILE}", f"openai/{HOSTILE}", f"cat{HOSTILE}", f"reason{HOSTILE}", f"incomplete{HOSTILE}",
+                      f"note{HOSTILE}", f"dropped{HOSTILE}"):
+            assert shown in text, (shown, text)
+        # The report's own styling still works.
+        assert "FAIL" in text and "pass" in text and "[green]" not in text
+
+
+def test_comparison_report_shows_markup_in_user_text_literally():
+    result = {"metric": "acc_dis", "scope": f"cat{HOSTILE}", "baseline": {"value": 0.9}, "candidate": {"value": 0.5},
+              "difference": -0.4, "difference_ci": [-0.5, -0.3], "p_adjusted": 0.001, "mde": 0.05, "rule": "-2%",
+              "verdict": "regressed", "explanation": f"explained{HOSTILE}"}
+    comparison = {
+        "suite": {"name": f"suite{HOSTILE}"}, "regressed": True, "warnings": [f"warn{HOSTILE}"], "results": [result],
+        "flips": {"by_transition": {f"a{HOSTILE}->b": 3}, "total": 3}, "cases": {"common": 10},
+        "baseline": {"model": f"openai/{HOSTILE}", "path": f"base{HOSTILE}.json"}, "candidate": {"model": f"openai/{HOSTILE}"},
+    }
+    for color in (False, True):
+        text = render_comparison_terminal([comparison], color=color, width=400)
+        for shown in (f"suite{HOSTILE}", f"openai/{HOSTILE}", f"base{HOSTILE}.json", f"warn{HOSTILE}", f"cat{HOSTILE}",
+                      f"a{HOSTILE}->b", f"explained{HOSTILE}"):
+            assert shown in text, (shown, text)
+
+
+def test_model_string_with_markup_is_no_internal_error(run_biascheck, tiny_kobbq: Path, monkeypatch):
+    # A model that cannot be reached: every call errors at once (connection refused), which is fine here.
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    model = f"openai/{HOSTILE}"
+    run = run_biascheck(tiny_kobbq, model, "--biascheck-api-base", "http://127.0.0.1:9/v1", "--biascheck-retries", "0",
+                        "--biascheck-timeout", "5", "-k", "age and p1")
+    assert "INTERNALERROR" not in run.output and "MarkupError" not in run.output, run.output
+    assert run.ret == 1, run.output
+    assert f"on {model}:" in run.output, run.output
