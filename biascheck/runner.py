@@ -104,7 +104,8 @@ class NoProgress:
 
 
 class RichProgress:
-    """A live bar on a terminal; one summary line elsewhere (CI logs)."""
+    """A live bar on a terminal; one summary line elsewhere (CI logs). ``label`` is rich markup:
+    callers escape any user text in it (a model string may contain "[")."""
 
     def __init__(self, label: str, stream=None):
         from rich.console import Console
