@@ -12,65 +12,15 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.llm import LiteLLMClient, ModelConfig
 from biascheck.runner import ModelRequest, RetryPolicy, execute
 from biascheck.store import ResponseStore, request_key
-
-# The handler of one request: (handler, request number from 0, request body).
-Serve = Callable[[BaseHTTPRequestHandler, int, dict], None]
-
-
-def _answer(body: dict) -> bytes:
-    return json.dumps({
-        "id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop", "logprobs": None}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-    }).encode()
-
-
-def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
-    handler.send_response(status)
-    handler.send_header("content-type", "application/json")
-    handler.send_header("content-length", str(len(data)))
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(data)
-
-
-@contextmanager
-def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
-    """(api_base, monotonic times at which requests arrived) of a loopback server answering with ``serve``."""
-    arrivals: list[float] = []
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            with lock:
-                arrivals.append(time.monotonic())
-                n = len(arrivals) - 1
-            with contextlib.suppress(OSError):  # the client hung up
-                serve(self, n, body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", arrivals
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _run(api_base: str, policy: RetryPolicy, store_path: Path, timeout: float = 10.0):
@@ -102,7 +52,7 @@ def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout(tmp_path):
         # Headers at once, then the body one byte a second: every read arrives well within the
         # timeout, so only a deadline on the whole attempt ends it. (After 15 s the rest is sent
         # at once, so that without the deadline this test fails instead of hanging for minutes.)
-        data = _answer(body)
+        data = json.dumps(chat_answer(body)).encode()
         handler.send_response(200)
         handler.send_header("content-type", "application/json")
         handler.send_header("content-length", str(len(data)))
@@ -138,9 +88,9 @@ def test_retry_after_as_an_http_date_is_waited_for(tmp_path):
     def serve(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
         if n == 0:
             error = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
-            _send(handler, 429, json.dumps(error).encode(), {"retry-after": _http_date(3)})
+            send_json(handler, 429, error, {"retry-after": _http_date(3)})
         else:
-            _send(handler, 200, _answer(body))
+            send_json(handler, 200, chat_answer(body))
 
     with loopback_server(serve) as (api_base, arrivals):
         run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01), tmp_path / "store.sqlite")
@@ -155,7 +105,7 @@ def test_retry_after_as_an_http_date_is_waited_for(tmp_path):
 def test_a_retry_after_beyond_the_cap_is_an_error_that_says_so(tmp_path, retry_after):
     def serve(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
         error = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
-        _send(handler, 429, json.dumps(error).encode(), {"retry-after": retry_after()})
+        send_json(handler, 429, error, {"retry-after": retry_after()})
 
     start = time.monotonic()
     with loopback_server(serve) as (api_base, arrivals):

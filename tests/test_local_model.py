@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.cli import main
 from biascheck.llm import LiteLLMClient, ModelConfig
@@ -25,45 +23,19 @@ from biascheck.store import ResponseStore, request_key
 Refuse = Callable[[dict], "tuple[int, dict] | None"]
 
 
-def _answer(body: dict, path: str) -> dict:
-    if path.endswith("/messages"):  # Anthropic's API, for litellm's anthropic/ provider
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model", "m"),
-                "content": [{"type": "text", "text": "A"}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 3, "output_tokens": 1}}
-    return {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
-
-
 @contextmanager
 def refusing_server(refuse: Refuse) -> Iterator[tuple[str, list[dict]]]:
     """(api_base, request bodies received) of a loopback server that refuses what ``refuse`` says."""
     seen: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    def serve(handler, n: int, body: dict) -> None:
+        seen.append(body)
+        refusal = refuse(body)
+        status, payload = refusal if refusal else (200, chat_answer(body, handler.path))
+        send_json(handler, status, payload)
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            seen.append(body)
-            refusal = refuse(body)
-            status, payload = refusal if refusal else (200, _answer(body, self.path))
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(serve) as (api_base, _):
+        yield api_base, seen
 
 
 def _requests(config: ModelConfig, params: dict, n: int) -> list[ModelRequest]:
