@@ -98,31 +98,27 @@ class ResponseStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, StoredResponse]:
-        found: dict[str, StoredResponse] = {}
+    def _rows(self, columns: str, keys: Iterable[str], where: str = "") -> Iterator[tuple]:
+        """``columns`` of the rows of ``keys``, queried 500 keys at a time (SQLite's variable limit)."""
         keys = list(keys)
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for key, text, finish, usage, cost, logprobs in self._db.execute(
-                f"SELECT key, text, finish_reason, usage, cost_usd, logprobs FROM responses WHERE key IN ({marks})", chunk
-            ):
-                found[key] = StoredResponse(text, finish, json.loads(usage), cost, json.loads(logprobs) if logprobs else None)
+            yield from self._db.execute(f"SELECT {columns} FROM responses WHERE key IN ({marks}){where}", chunk)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, StoredResponse]:
+        found: dict[str, StoredResponse] = {}
+        for key, text, finish, usage, cost, logprobs in self._rows("key, text, finish_reason, usage, cost_usd, logprobs", keys):
+            found[key] = StoredResponse(text, finish, json.loads(usage), cost, json.loads(logprobs) if logprobs else None)
         return found
 
     def dropped_params(self, keys: Iterable[str]) -> dict[str, str]:
         """Parameters left out of the stored answers of ``keys`` (the server refused them), with why."""
         found: dict[str, str] = {}
-        keys = list(keys)
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            # instr() first: only the rare rows that record a dropped parameter are parsed.
-            for (request,) in self._db.execute(
-                f"SELECT request FROM responses WHERE key IN ({marks}) AND instr(request, '\"params_dropped\"') > 0", chunk
-            ):
-                for name, reason in json.loads(request).get("params_dropped", {}).items():
-                    found.setdefault(name, reason)
+        # instr() first: only the rare rows that record a dropped parameter are parsed.
+        for (request,) in self._rows("request", keys, " AND instr(request, '\"params_dropped\"') > 0"):
+            for name, reason in json.loads(request).get("params_dropped", {}).items():
+                found.setdefault(name, reason)
         return found
 
     def put(self, key: str, model: str, request: dict[str, Any], response: StoredResponse) -> None:
