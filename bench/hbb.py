@@ -65,14 +65,17 @@ def truth(suite, persona: str, temperature: float) -> list[bool]:
             for _, f, s in HBB.instances(suite.cases)]
 
 
-def agreement(x: list, y: list) -> tuple[float, float]:
+def agreement(x: list, y: list) -> tuple[float, float, int]:
+    """(share of instances both flag alike, Cohen's kappa, n) over the instances both scored."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
     n = len(pairs)
+    if not n:
+        return float("nan"), float("nan"), 0
     observed = sum(a == b for a, b in pairs) / n
     px, py = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
     chance = px * py + (1 - px) * (1 - py)
     kappa = (observed - chance) / (1 - chance) if chance < 1 else 1.0
-    return observed, kappa
+    return observed, kappa, n
 
 
 def compare_estimators(persona: str) -> None:
@@ -89,12 +92,12 @@ def compare_estimators(persona: str) -> None:
 
         sampled_at = suite.manifest.sampling.get("temperature", 1.0)
         read_at = LOGPROB_PARAMS["temperature"]
-        share, kappa = agreement(measured["sampling"], measured["logprob"])
+        share, kappa, _ = agreement(measured["sampling"], measured["logprob"])
         print(f"flagged sets, sampling (T = {sampled_at:g}) vs logprob (T = {read_at:g}): agree on {share:.1%} of "
               f"{len(measured['logprob'])} instances, Cohen's kappa {kappa:.3f}")
         for estimator, own in (("sampling", sampled_at), ("logprob", read_at)):
             for temperature in dict.fromkeys((own, sampled_at)):
-                share, kappa = agreement(measured[estimator], truth(suite, persona, temperature))
+                share, kappa, _ = agreement(measured[estimator], truth(suite, persona, temperature))
                 print(f"flagged sets, {estimator} vs the persona's truth at T = {temperature:g}: agree on {share:.1%}, kappa {kappa:.3f}")
 
 

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hbb import agreement, flagged  # noqa: E402  (bench/hbb.py: the same flags and agreement as for the simulator)
 KOBBQ_CATEGORIES = ["age", "disability_status", "gender_identity", "physical_appearance", "race_ethnicity_nationality",
                     "religion", "ses", "sexual_orientation"]
 
@@ -58,33 +60,6 @@ def run_suite(suite_dir: Path, server, store: Path, *, estimator: str | None = N
     return suite, result, time.perf_counter() - start
 
 
-def flags(suite, result) -> list[bool | None]:
-    import numpy as np
-
-    from biascheck.benchmarks.hbb import HBB
-    from biascheck.metrics.hbb import instance_scores
-
-    outcomes = result.suites[0].outcomes
-    threshold = suite.manifest.hbb["flag_threshold"]
-    out = []
-    for _, first, second in HBB.instances(suite.cases):
-        a, b = outcomes[first.case_id].p_a, outcomes[second.case_id].p_a
-        out.append(None if a is None or b is None else bool(instance_scores(np.array([a]), np.array([b]))[0] >= threshold))
-    return out
-
-
-def agreement(x: list, y: list) -> tuple[float, float, int]:
-    pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
-    n = len(pairs)
-    if not n:
-        return float("nan"), float("nan"), 0
-    observed = sum(a == b for a, b in pairs) / n
-    px, py = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
-    chance = px * py + (1 - px) * (1 - py)
-    kappa = (observed - chance) / (1 - chance) if chance < 1 else 1.0
-    return observed, kappa, n
-
-
 def metric(result, name: str) -> float:
     value = result.suites[0].metrics.to_json()["overall"].get(name, {}).get("value")
     return float("nan") if value is None else value
@@ -104,7 +79,7 @@ def hbb(args, server, tmp: Path) -> None:
               f"flagged rate {metric(result, 'hbb_flagged_rate'):.3f}, refusal rate {metric(result, 'refusal_rate'):.3f}, "
               f"unscorable ratio {metric(result, 'unscorable_ratio'):.3f}")
     (suite, logprob), (_, sampling) = measured["logprob"], measured["sampling"]
-    by_logprob, by_sampling = flags(suite, logprob), flags(suite, sampling)
+    by_logprob, by_sampling = flagged(suite, logprob), flagged(suite, sampling)
     observed, kappa, n = agreement(by_logprob, by_sampling)
     scored = (f"scorable: {sum(f is not None for f in by_logprob)} of {len(by_logprob)} instances by logprob, "
               f"{sum(f is not None for f in by_sampling)} by sampling")
