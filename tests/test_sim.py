@@ -568,3 +568,37 @@ def test_litellm_surfaces_429_with_retry_after_headers(sim: SimServer, litellm_m
     headers = caught.value.litellm_response_headers
     assert headers["retry-after-ms"] == "1500" and headers["retry-after"] == "2"
     assert caught.value.status_code == 429
+
+
+# --- `biascheck sim serve` on a port it cannot have --------------------------------------------
+
+
+def test_serve_on_a_port_in_use_is_one_line_naming_it_and_the_fix(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        # The port is checked before the suite is loaded: no suite (nor data) is needed to fail.
+        done = subprocess.run([sys.executable, "-m", "biascheck.cli", "sim", "serve", "--suite", str(tmp_path / "none"),
+                               "--port", str(port)], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr == (f"biascheck: --port: 127.0.0.1:{port} is already in use; "
+                           "pick another --port, or --port 0 for any free one\n")
+
+
+def test_serve_when_the_port_is_taken_after_the_check_is_the_same_error() -> None:
+    from biascheck.sim.cli import _serve_until_signalled
+    from biascheck.sim.knowledge import SimKnowledge
+    from biascheck.sim.server import SimApp
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(BiascheckError) as caught:
+            asyncio.run(_serve_until_signalled(SimApp(SimKnowledge.from_cases([])), "127.0.0.1", port))
+    assert str(caught.value) == f"--port: 127.0.0.1:{port} is already in use; pick another --port, or --port 0 for any free one"

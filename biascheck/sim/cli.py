@@ -3,14 +3,17 @@
 Mount with :func:`add_sim_subcommands` on the ``sim`` command's subparsers, or run
 ``python -m biascheck.sim serve --suite DIR``.  Prints exactly one line,
 ``biascheck-sim listening on http://127.0.0.1:PORT/v1``, then serves until SIGTERM/SIGINT.
+A port it cannot listen on (in use, privileged) is a one-line error naming it, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +48,9 @@ def add_sim_subcommands(subparsers: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     if args.persona is not None:
         parse_persona(args.persona)  # fail before loading anything
+    if not 0 <= args.port <= 65535:
+        raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or 0 for any free one")
+    _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
     from biascheck.suite import load_suite  # lazy: the suite loader is heavier than the server
 
     cases = [case for suite_dir in args.suites
@@ -54,9 +60,42 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _listen_error(host: str, port: int, exc: OSError) -> BiascheckError:
+    """Why the server cannot listen on ``host:port``, on one line with the fix."""
+    address = f"{host}:{port}"
+    fix = "pick another --port, or --port 0 for any free one"
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return BiascheckError("--host", None, f"cannot listen on {address}, {host} is not an address of this machine "
+                              f"({exc.strerror or exc})", "e.g. --host 127.0.0.1")
+    if exc.errno == errno.EADDRINUSE:
+        problem = f"{address} is already in use"
+    elif exc.errno == errno.EACCES:
+        problem, fix = f"no permission to listen on {address}", "pick a --port above 1023, or --port 0 for any free one"
+    else:
+        problem = f"cannot listen on {address} ({exc.strerror or exc})"
+    return BiascheckError("--port", None, problem, fix)
+
+
+def _check_listenable(host: str, port: int) -> None:
+    """Bind ``host:port`` as asyncio will (SO_REUSEADDR) and let go; any free port (0) always works.
+    Only a fast path: the server's own bind is checked too, the port may be taken in between."""
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise _listen_error(host, port, exc) from None
+
+
 async def _serve_until_signalled(app: SimApp, host: str, port: int) -> None:
     http = SimHttpServer(app, host, port)
-    await http.start()
+    try:
+        await http.start()
+    except OSError as exc:
+        raise _listen_error(host, port, exc) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
