@@ -128,6 +128,8 @@ class Response:
     # The top alternatives of the first generated token, token -> log-probability, when asked for
     # (``logprobs`` requests) and returned by the provider; None otherwise.
     logprobs: dict[str, float] | None = None
+    # The reply was longer than biascheck keeps (llm.MAX_REPLY_CHARS): ``text`` is its beginning.
+    truncated: bool = False
 
     @property
     def errored(self) -> bool:
@@ -147,6 +149,7 @@ class Outcome:
     read from log-probabilities) with ``refused`` more excluded. A BBG case (an MRC question)
     has ``answer_class`` ``b`` / ``c`` / ``u``, ``generation`` (the continuation the judge read)
     and status ``empty`` when the model wrote no continuation (nothing to judge: unscorable).
+    ``truncated``: a reply was longer than biascheck keeps and only its beginning was read.
     """
 
     case_id: str
@@ -159,6 +162,7 @@ class Outcome:
     valid: int = 0
     refused: int = 0
     generation: str | None = None
+    truncated: bool = False  # a reply it was read from was cut at llm.MAX_REPLY_CHARS
 
     @property
     def scored(self) -> bool:

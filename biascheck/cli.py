@@ -148,14 +148,15 @@ def _qualify_judge(args) -> int:
     from biascheck.report import atomic_write_text
     from biascheck.session import RunConfig
 
-    validate_model_string(args.model)
+    validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)
     for option, value, low, high in (("--min-accuracy", args.min_accuracy, 0, 1), ("--max-abs-diff-bias", args.max_abs_diff_bias, 0, 2)):
         if not low <= value <= high:
             raise BiascheckError(option, None, f"{value!r} is out of range", f"give a number in [{low}, {high}]")
     if args.cases is not None and args.cases < 1:
         raise BiascheckError("--cases", None, f"{args.cases} is not a positive number", "e.g. --cases 2000")
     judge = ModelConfig(args.model, params=parse_sampling_overrides(args.param, where="--param"), api_base=args.api_base)
-    config = RunConfig(model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency))
+    config = RunConfig(model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency),
+                       model_source="biascheck qualify-judge MODEL")
     result = qualify(judge, args.suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy,
                      max_abs_diff_bias=args.max_abs_diff_bias)
     print(result.summary)

@@ -16,6 +16,8 @@ import unicodedata
 from html import escape
 from typing import Any, Iterable
 
+from biascheck.llm import MAX_REPLY_CHARS
+
 __all__ = ["render_html"]
 
 VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3, "not compared": 4}
@@ -311,6 +313,8 @@ def _header(results: dict) -> str:
     ]
     if run.get("case_errors"):
         pieces.append(f'{_fmt_int(run["case_errors"])} cases without an answer')
+    if run.get("truncated"):
+        pieces.append(f'{_fmt_int(run["truncated"])} cases read from a reply cut at {MAX_REPLY_CHARS:,} characters')
     pieces.append("cost n/a" if cost is None else f"${cost:.4f}")
     if run.get("estimator"):
         pieces.append(f'P(a) by {_e(run["estimator"])}')

@@ -13,7 +13,10 @@ import math
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -86,20 +89,92 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "[redacted]" if parts.query else "", ""))
 
 
-def validate_model_string(model: str) -> None:
+def validate_model_string(model: str, where: str = "--biascheck-model", *, api_base: str | None = None) -> None:
+    """Refuse, in milliseconds and before litellm is imported (2-4 s), a model string that cannot
+    work: blank, an unknown sim persona, or a provider prefix litellm does not know (``opneai/``).
+    :func:`check_ready` asks litellm itself once it is imported."""
     if not model or model != model.strip() or any(c.isspace() for c in model):
-        raise BiascheckError("--biascheck-model", None, f"{model!r} is not a model string", "e.g. openai/gpt-4o-mini or sim/fair")
+        raise BiascheckError(where, None, f"{model!r} is not a model string", "e.g. openai/gpt-4o-mini or sim/fair")
     if model.startswith(SIM_PREFIX):
         from biascheck.sim.personas import parse_persona
 
         parse_persona(model)
+        return
+    prefix = model.split("/", 1)[0] if "/" in model else None
+    providers = known_providers()
+    # With an api_base litellm may still route a model by its endpoint: litellm decides (check_ready).
+    if prefix is not None and providers and prefix not in providers and api_base is None:
+        raise BiascheckError(where, None, f"{prefix!r} in {model!r} is not a litellm provider", _provider_fix(model, providers))
+
+
+def _provider_fix(model: str, providers: frozenset[str]) -> str:
+    import difflib
+
+    prefix, _, rest = model.partition("/")
+    close = difflib.get_close_matches(prefix, sorted(providers), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]}/{rest}?"
+    return "start it with a provider, e.g. openai/, anthropic/, gemini/, hosted_vllm/ (https://docs.litellm.ai/docs/providers)"
+
+
+@cache
+def known_providers() -> frozenset[str]:
+    """litellm's provider names (its ``LlmProviders`` enum), read from its source rather than by
+    importing it; empty when that source cannot be read, and then only litellm decides.
+    tests/test_model_checks.py holds this equal to ``litellm.provider_list``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    try:
+        source = (Path(spec.submodule_search_locations[0]) / "types" / "utils.py").read_text("utf-8")
+    except OSError:
+        return frozenset()
+    block = re.search(r"^class LlmProviders\(str, Enum\):\n(.*?)(?=^\S)", source, re.MULTILINE | re.DOTALL)
+    names = re.findall(r'^\s+[A-Z0-9_]+\s*=\s*"([^"]+)"', block.group(1), re.MULTILINE) if block else []
+    return frozenset(names) if len(names) > 20 else frozenset()
+
+
+# Of the variables litellm names as missing, only credentials stop a run up front: a missing base
+# URL may have a default (Ollama's), and otherwise fails the first call, which stops the run.
+_CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL")
+
+
+def check_ready(config: ModelConfig, where: str = "--biascheck-model", *, api_key: str | None = None) -> None:
+    """Stop before the first call a model that cannot work: litellm cannot route it (unknown
+    provider) or its provider's credentials are not set (unless ``api_key`` is given), as
+    ``litellm.validate_environment`` tells. One line naming the environment variable or the fix.
+    An unknown model is told by the provider's first reply (404), which stops the run."""
+    if config.is_sim:
+        return
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(config.model, api_base=config.api_base)
+    except Exception:
+        providers = frozenset(getattr(p, "value", p) for p in litellm.provider_list)
+        raise BiascheckError(where, None, f"litellm cannot tell which provider serves {config.model!r}",
+                             _provider_fix(config.model, providers)) from None
+    try:
+        missing = litellm.validate_environment(model=config.model, api_base=config.api_base).get("missing_keys") or []
+    except Exception:
+        return  # litellm cannot tell for this provider: its first call will
+    missing = [name for name in missing if _CREDENTIAL_NAME.search(name)]
+    if missing and not api_key:
+        names = " or ".join(missing)
+        fix = f"export {missing[0]}=..."
+        if config.api_base and config.model.startswith("openai/"):
+            fix += " (a local server that checks no key takes any value, e.g. unused-local)"
+        raise BiascheckError(where, None, f"{config.model} needs {names}, which is not set", fix)
 
 
 def import_litellm():
     """Import litellm with no network fetch of its price map and no .env loading."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-    import litellm
+    with warnings.catch_warnings():  # pydantic's remarks on litellm's own types, once, at import
+        warnings.simplefilter("ignore")
+        import litellm
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
@@ -113,6 +188,12 @@ class Completion:
     usage: dict[str, int]
     cost_usd: float | None
     logprobs: dict[str, float] | None = None
+    truncated: bool = False  # the reply was longer than MAX_REPLY_CHARS and was cut there
+
+
+# The longest reply kept, stored, parsed and reported: an answer, a story or a judge's reasoning
+# is far shorter; a runaway or hostile server's megabytes would swell the store and every report.
+MAX_REPLY_CHARS = 65_536
 
 
 # What a model may emit before its first real token: whitespace and markdown emphasis or quotes
@@ -144,15 +225,23 @@ def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
 
 class CallError(Exception):
     """One failed attempt. ``retryable``: worth another attempt; ``fatal``: stop the whole run;
-    ``rejected``: the request parameters a refusal (HTTP 400/422, litellm's UnsupportedParamsError) names."""
+    ``rejected``: the request parameters a refusal (HTTP 400/422, litellm's UnsupportedParamsError) names;
+    ``unreachable``: no reply came from the endpoint at all (refused, unresolvable, timed out)."""
 
     def __init__(self, message: str, *, retryable: bool, fatal: bool = False, retry_after: float | None = None,
-                 rejected: tuple[str, ...] = ()):
+                 rejected: tuple[str, ...] = (), unreachable: bool = False):
         super().__init__(message)
         self.retryable = retryable
         self.fatal = fatal
         self.retry_after = retry_after
         self.rejected = rejected
+        self.unreachable = unreachable
+
+
+# How litellm words a connection that never got a reply (it wraps some as an "internal server error").
+_UNREACHABLE = re.compile(r"Connection error\.|Cannot connect to host|Connection refused|Connect call failed|Name or service not known|"
+                          r"Temporary failure in name resolution|nodename nor servname|getaddrinfo|No route to host|"
+                          r"Network is unreachable|ConnectError|ConnectTimeout", re.IGNORECASE)
 
 
 # How a refusal says a parameter is not supported at all, as opposed to a value out of range or of
@@ -213,14 +302,22 @@ def register_secrets_of_url(url: str | None) -> None:
             _EXTRA_SECRETS.add(value)
 
 
-def redact(text: str) -> str:
-    """Remove anything that could be a credential before text reaches a store, report or log."""
-    for value in sorted(_EXTRA_SECRETS, key=len, reverse=True):
-        text = text.replace(value, "[redacted]")
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and _SECRET_ENV.search(name.upper()):
+def redact_secrets(text: str, *extra: str | None) -> str:
+    """``text`` without any configured secret: the credentials in environment variables (the
+    ``*_KEY``/``*_TOKEN`` ones litellm reads), in an ``api_base``, and ``extra`` (a key passed in).
+    A model's reply goes through this before it is stored or reported: a server may echo a key."""
+    values = {v for v in _EXTRA_SECRETS | set(filter(None, extra)) if len(v) >= 4}
+    values |= {v for name, v in os.environ.items() if v and len(v) >= 8 and _SECRET_ENV.search(name.upper())}
+    for value in sorted(values, key=len, reverse=True):
+        if value in text:
             text = text.replace(value, "[redacted]")
-    text = _URL_CREDENTIALS.sub("[redacted]@", text)
+    return text
+
+
+def redact(text: str) -> str:
+    """Remove anything that could be a credential before text reaches a store, report or log:
+    configured secrets, and whatever has a credential's shape (an error may quote a header)."""
+    text = _URL_CREDENTIALS.sub("[redacted]@", redact_secrets(text))
     return _SECRET_SHAPES.sub("[redacted]", text)
 
 
@@ -268,18 +365,36 @@ def _refusal_line(exc: BaseException, named: tuple[str, ...]) -> str:
     return f"the server refused {', '.join(missing)}: {line}" if missing else line
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+_OBJECT_REPR = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    message = text[0] if text else type(exc).__name__
-    return redact(f"{type(exc).__name__}: {message}")[:500]
+    """The error as one line: its first line, or where litellm pasted a traceback into its message
+    ("Invalid response object Traceback ..."), the text before it and the traceback's last line
+    (the error raised); without the response litellm quotes, and object reprs shortened to their class."""
+    text = str(exc).strip()
+    head, _, trace = text.partition(_TRACEBACK)
+    lines = head.strip().splitlines()
+    message = lines[0] if lines else ""
+    if trace.strip():
+        message = f"{message} ({trace.strip().splitlines()[-1].strip()})" if message else trace.strip().splitlines()[-1].strip()
+    # litellm appends the whole response it could not read: "(received_args={'response_object': ...".
+    message = re.sub(r"\s*\(?received_args=.*", "", message)
+    message = _OBJECT_REPR.sub(r"\1", message or type(exc).__name__)
+    # litellm repeats the class: "litellm.InternalServerError: InternalServerError: OpenAIException - ..."
+    name = type(exc).__name__
+    message = re.sub(rf"^(?:litellm\.{name}: )?(?:{name}: )?", "", message)
+    return redact(f"{name}: {message}")[:500]
 
 
 class LiteLLMClient:
     """One attempt per :meth:`complete`; ``api_base``/``api_key`` override the config (the sim)."""
 
     def __init__(self, config: ModelConfig, *, api_base: str | None = None, api_key: str | None = None,
-                 require_price: bool = False):
+                 require_price: bool = False, where: str = "--biascheck-model"):
         self.config = config
+        check_ready(config, where, api_key=api_key)
         self.litellm = import_litellm()
         if config.is_sim:
             self.model = "openai/" + config.model[len(SIM_PREFIX):]
@@ -347,7 +462,7 @@ class LiteLLMClient:
             if not attempt.expired():  # some other timeout litellm let through
                 raise CallError(_first_line(exc), retryable=True) from None
             raise CallError(f"Timeout: the attempt exceeded the deadline of {deadline:g} s (--biascheck-timeout)",
-                            retryable=True) from None
+                            retryable=True, unreachable=True) from None
         except litellm.ContentPolicyViolationError:
             # The provider refused the prompt: an outcome to record, not a failure to retry.
             return Completion(None, "content_filter", {}, 0.0)
@@ -367,7 +482,10 @@ class LiteLLMClient:
             named, unsupported = refused_params(exc, params, server_error=True)
             if named:
                 raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
-            raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
+            line = _first_line(exc)
+            if isinstance(exc, litellm.Timeout) or _UNREACHABLE.search(line):
+                raise CallError(f"cannot reach {self._where()}: {line}", retryable=True, unreachable=True) from None
+            raise CallError(line, retryable=True, retry_after=_retry_after(exc)) from None
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
             raise CallError(_first_line(exc), retryable=True) from None
         try:
@@ -375,13 +493,22 @@ class LiteLLMClient:
             text = choice.message.content
             finish_reason = choice.finish_reason
         except (AttributeError, IndexError, TypeError) as exc:
-            raise CallError(f"malformed response: {exc}", retryable=True) from None
+            raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
+        truncated = False
+        if isinstance(text, str):
+            # Redacted before it is cut: a key across the cut would otherwise leave its first half.
+            text = redact_secrets(text, self.api_key)
+            truncated, text = len(text) > MAX_REPLY_CHARS, text[:MAX_REPLY_CHARS]
         logprobs = first_token_logprobs(getattr(choice, "logprobs", None)) if params.get("logprobs") else None
         usage_obj = getattr(response, "usage", None)
         usage = {
             k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
         } if usage_obj is not None else {}
-        return Completion(text, finish_reason, usage, self._cost(usage), logprobs)
+        return Completion(text, finish_reason, usage, self._cost(usage), logprobs, truncated)
+
+    def _where(self) -> str:
+        """The endpoint as an error may name it: credentials removed."""
+        return redact_url(self.api_base) if self.api_base else f"{self.model.split('/', 1)[0]}'s default endpoint"
 
     async def aclose(self) -> None:
         # Without this the aiohttp/httpx sessions outlive the loop and leak sockets.

@@ -254,7 +254,7 @@ def _run_config(config: pytest.Config):
     model = setting("--biascheck-model")
     if not model:
         raise BiascheckError("--biascheck-model", None, "no model named", "pass --biascheck-model MODEL (e.g. sim/fair or openai/gpt-4o-mini)")
-    validate_model_string(model)
+    validate_model_string(model, api_base=setting("--biascheck-api-base"))
     price = setting("--biascheck-price")
     data = setting("--biascheck-data")
     cache = setting("--biascheck-cache") or str(Path(config.rootpath) / ".biascheck" / "responses.sqlite")
@@ -273,7 +273,7 @@ def _run_config(config: pytest.Config):
     judge = setting("--biascheck-judge")
     if judge:
         try:
-            validate_model_string(judge)
+            validate_model_string(judge, "--biascheck-judge", api_base=setting("--biascheck-judge-api-base"))
         except BiascheckError as exc:
             raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
     judge_price = setting("--biascheck-judge-price")

@@ -17,6 +17,7 @@ from typing import Any
 
 import biascheck
 from biascheck.errors import BiascheckError
+from biascheck.llm import MAX_REPLY_CHARS
 from biascheck.manifest import Threshold
 from biascheck.metrics import _num
 
@@ -36,8 +37,10 @@ def build_results(run) -> list[dict[str, Any]]:
     for result in run.suites:
         suite, manifest = result.suite, result.suite.manifest
         benchmark = suite.benchmark
-        cases = [benchmark.case_record(case, result.outcomes[case.case_id]) for case in result.cases]
-        n_errors = sum(result.outcomes[case.case_id].status == "error" for case in result.cases)
+        outcomes = [result.outcomes[case.case_id] for case in result.cases]
+        cases = [{**benchmark.case_record(case, outcome), **({"truncated": True} if outcome.truncated else {})}
+                 for case, outcome in zip(result.cases, outcomes)]
+        n_errors = sum(outcome.status == "error" for outcome in outcomes)
         judge_stats = result.judge_stats.to_dict()
         documents.append({
             "schema": RESULTS_SCHEMA,
@@ -64,7 +67,9 @@ def build_results(run) -> list[dict[str, Any]]:
                 "cache_hits": stats["cache_hits"],
                 "retries": stats["retries"],
                 "errors": stats["errors"],
-                "filtered": stats["filtered"],
+                # From the outcomes, not this run's calls: a run answered from the store counts them too.
+                "filtered": sum(outcome.status == "filtered" for outcome in outcomes),
+                "truncated": sum(outcome.truncated for outcome in outcomes),
                 "not_run": stats["not_run"],
                 "cost_usd": round(stats["cost_usd"], 10),
                 "unpriced_calls": stats["unpriced_calls"],
@@ -241,6 +246,8 @@ def _run_line(document: dict[str, Any]) -> str:
         line += f" ({run['estimator_note']})"
     if run["unpriced_calls"]:
         line += f"; cost unknown for {run['unpriced_calls']} calls (no price: pass --biascheck-price)"
+    if run.get("truncated"):
+        line += f"; {run['truncated']} cases read from a reply cut at {MAX_REPLY_CHARS:,} characters"
     for name, reason in model.get("params_dropped", {}).items():
         line += f"; WARNING: parameter {name} {reason}"
     for name, reason in model.get("params_ignored", {}).items():

@@ -11,18 +11,23 @@ import asyncio
 import math
 import random
 import sys
-from collections.abc import Callable, Sequence
+import time
+import warnings
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from biascheck.cases import Response
 from biascheck.llm import CallError, Completion
-from biascheck.store import ResponseStore, StoredResponse
+from biascheck.store import ResponseStore, StoredResponse, StoreWriteError
 
 
+T = TypeVar("T")
 NOT_RUN = "not run: "
 FATAL = "fatal model error: "
+# The run stopped because the response store could not be written (disk full, read-only).
+STORE_FAILURE = "response store failure: "
 # Parameters the answer is read from or bounded by: a refusal of one of them is the request's
 # error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded).
 KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens"})
@@ -44,6 +49,45 @@ class RetryPolicy:
         return max(retry_after, backoff)
 
 
+@dataclass
+class CircuitBreaker:
+    """Stops a run whose endpoint cannot be reached instead of retrying every request to exhaustion
+    (nothing listening on a port: 7 attempts per request, hours for a suite).
+
+    Until the endpoint has replied once (any HTTP reply, an error status included), attempts go one
+    at a time, and ``first_attempts`` consecutive attempts failing with the same unreachable error
+    stop the run. After a reply, a streak of unreachable failures with no reply in between stops it
+    once it has lasted ``outage_s`` (an endpoint that went away mid-run); shorter blips are retried."""
+
+    first_attempts: int = 3
+    outage_s: float = 120.0
+    replied: bool = False
+    streak: int = 0
+    streak_start: float = 0.0
+    streak_error: str = ""
+
+    def must_wait(self, in_flight: int) -> bool:
+        return not self.replied and in_flight > 0
+
+    def reply(self) -> None:
+        self.replied, self.streak = True, 0
+
+    def trips(self, error: str, now: float) -> bool:
+        """Record one unreachable attempt; True when the run should stop."""
+        same = error == self.streak_error
+        self.streak, self.streak_error = (self.streak + 1 if same else 1), error
+        if self.streak == 1:
+            self.streak_start = now
+        if not self.replied:
+            return self.streak >= self.first_attempts
+        return now - self.streak_start >= self.outage_s
+
+    def reason(self, error: str) -> str:
+        if not self.replied:
+            return f"{error} (the first {self.streak} attempts all failed this way; stopped by the circuit breaker)"
+        return f"{error} (no reply for {self.outage_s:g} s; stopped by the circuit breaker)"
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     key: str
@@ -59,7 +103,6 @@ class RunStats:
     calls: int = 0  # attempts sent to the model, retries included
     retries: int = 0
     errors: int = 0  # requests that ended without a usable response
-    filtered: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     not_run: int = 0  # requests never sent: budget reached or a fatal error
@@ -177,7 +220,22 @@ class Execution:
 
 def _from_store(stored: StoredResponse) -> Response:
     return Response(text=stored.text, finish_reason=stored.finish_reason, usage=stored.usage, cost_usd=stored.cost_usd or 0.0,
-                    logprobs=stored.logprobs)
+                    logprobs=stored.logprobs, truncated=stored.truncated)
+
+
+def run_sync(execution: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(execute(...))``, quiet about what Ctrl-C leaves behind: it cancels calls
+    litellm had begun to create, and Python then reports their coroutines as never awaited."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            return asyncio.run(execution)
+    except KeyboardInterrupt:
+        caught = [w for w in caught if not (issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message))]
+        raise
+    finally:
+        for w in caught:  # every other warning, as if never caught
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 async def execute(
@@ -193,6 +251,7 @@ async def execute(
     shared_errors: dict[str, str] | None = None,
     offline: str | None = None,
     label: str | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> Execution:
     """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by
     calling; with ``offline`` (why no call may be made) a request missing from the store is that error."""
@@ -234,14 +293,13 @@ async def execute(
     for request in pending:
         queue.put_nowait(request)
     rng = random.Random(0)
+    breaker = CircuitBreaker() if breaker is None else breaker
 
     def finish(request: ModelRequest, response: Response) -> None:
         nonlocal done
         run.responses[request.key] = response
         if response.errored:
             stats.errors += 1
-        elif response.finish_reason == "content_filter":
-            stats.filtered += 1
         done += 1
         progress.update(done, stats)
 
@@ -251,11 +309,11 @@ async def execute(
             # A parameter the server refused is left out from then on (the store key keeps the
             # request as planned, so a re-run finds this answer); the row records what was left out.
             params = {k: v for k, v in request.params.items() if k not in dropped}
+            while budget.must_wait() or breaker.must_wait(budget.in_flight):
+                await asyncio.sleep(0.005)
             if stats.incomplete:
                 stats.not_run += 1
                 return Response(text=None, error=NOT_RUN + stats.incomplete)
-            while budget.must_wait():
-                await asyncio.sleep(0.005)
             if budget.exhausted(stats):
                 stats.incomplete = f"budget of ${budget.max_cost_usd:g} reached"
                 continue
@@ -265,6 +323,11 @@ async def execute(
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
                 budget.in_flight -= 1
+                if not exc.unreachable:
+                    breaker.reply()
+                elif breaker.trips(str(exc), time.monotonic()):
+                    stats.incomplete = FATAL + breaker.reason(str(exc))
+                    return Response(text=None, error=str(exc))
                 droppable = [p for p in exc.rejected if p in params and p not in KEPT_PARAMS]
                 if droppable:
                     # Not a retry: the next attempt is another request, without what was refused.
@@ -289,19 +352,25 @@ async def execute(
                 stats.retries += 1
                 continue
             budget.in_flight -= 1
+            breaker.reply()
             if completion.cost_usd is None:
                 stats.unpriced_calls += 1
             else:
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
-            stored = StoredResponse(completion.text, completion.finish_reason, completion.usage, completion.cost_usd, completion.logprobs)
+            stored = StoredResponse(completion.text, completion.finish_reason, completion.usage, completion.cost_usd,
+                                    completion.logprobs, completion.truncated)
             row = {"messages": request.messages, "params": request.params, "sample": request.sample}
             left_out = {k: dropped[k] for k in request.params if k not in params}
             if left_out:
                 row["params_dropped"] = left_out
-            store.put(request.key, model_name, row, stored)
-            return Response(text=completion.text, finish_reason=completion.finish_reason, usage=completion.usage,
-                            cost_usd=completion.cost_usd or 0.0, logprobs=completion.logprobs)
+            try:
+                store.put(request.key, model_name, row, stored)
+            except StoreWriteError as exc:
+                # What is stored stays; this answer is asked again when the run resumes.
+                stats.incomplete = stats.incomplete or STORE_FAILURE + str(exc)
+                return Response(text=None, error=str(exc))
+            return _from_store(stored)
 
     async def worker(client: ModelClient) -> None:
         while True:
@@ -312,7 +381,10 @@ async def execute(
             finish(request, await answer(client, request))
 
     try:
-        with open_client() as client:
+        with open_client() as client, warnings.catch_warnings():
+            # pydantic's remarks on litellm's response types (serializer warnings on an odd reply,
+            # schema notes on first use) are litellm's business, not the user's.
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\.")
             try:
                 await asyncio.gather(*(worker(client) for _ in range(min(concurrency, len(pending)))))
             finally:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
@@ -13,9 +12,9 @@ from typing import Any
 
 from biascheck.cases import Case, Outcome, Response
 from biascheck.errors import BiascheckError
-from biascheck.llm import LiteLLMClient, ModelConfig, Price, validate_model_string
+from biascheck.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
 from biascheck.manifest import canonical_json
-from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute
+from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
 from biascheck.store import ResponseStore, request_key
 from biascheck.suite import Suite
 from biascheck.verdicts import Verdict, check_thresholds
@@ -47,6 +46,8 @@ class RunConfig:
     # BBG: how a pair without a reading (out-of-choice answer, empty or filtered story) is scored,
     # "exclude" or "unknown"; None: each suite's [bbg] unscorable.
     bbg_unscorable: str | None = None
+    # Where the model under test was named, for errors about it (a judge being qualified: its option).
+    model_source: str = "--biascheck-model"
 
 
 @dataclass
@@ -99,9 +100,9 @@ class _Clients:
         self._sim_url: str | None = None
 
     @contextmanager
-    def open(self, model: ModelConfig, *, require_price: bool) -> Iterator[LiteLLMClient]:
+    def open(self, model: ModelConfig, *, require_price: bool, where: str = "--biascheck-model") -> Iterator[LiteLLMClient]:
         if not model.is_sim:
-            yield LiteLLMClient(model, require_price=require_price)
+            yield LiteLLMClient(model, require_price=require_price, where=where)
             return
         if self._sim_url is None:
             from biascheck.sim.process import spawn_sim_server
@@ -128,10 +129,12 @@ def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
 
 @dataclass(frozen=True)
 class Judge:
-    """The evaluator of a judged benchmark (BBG): its model and the parameters sent with every call."""
+    """The evaluator of a judged benchmark (BBG): its model and the parameters sent with every call;
+    ``source`` is where it was named (the option or the manifest field), for errors about it."""
 
     model: ModelConfig
     params: dict[str, Any]
+    source: str = "--biascheck-judge"
 
     def identity(self) -> dict[str, Any]:
         """What the suite fingerprint keeps: a run judged by another model or with other parameters
@@ -154,11 +157,12 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
                              "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]")
     if not config.judge:
         try:
-            validate_model_string(name)
+            validate_model_string(name, api_base=config.judge_api_base)
         except BiascheckError as exc:
             raise BiascheckError(suite.manifest.path, "bbg.judge.model", exc.problem, exc.fix) from None
     model = ModelConfig(name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price)
-    return Judge(model, dict(sorted(settings["sampling"].items())))
+    source = "--biascheck-judge" if config.judge else f"{suite.manifest.path}: bbg.judge.model"
+    return Judge(model, dict(sorted(settings["sampling"].items())), source)
 
 
 def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
@@ -167,6 +171,19 @@ def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
     if not suite.manifest.bbg:
         return None
     return {"unscorable": config.bbg_unscorable or suite.manifest.bbg["unscorable"]}
+
+
+def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStore) -> None:
+    """Before the first call: the model under test and every judge can be called (a known
+    provider, credentials set), when they will be. A run answered from the store needs neither;
+    a judge whose readings are all stored is checked when its first call is about to be made."""
+    keys = {key for plan in plans for keys in plan.keys for key in keys}
+    generating = not config.rejudge and len(store.get_many(keys)) < len(keys)
+    if generating:
+        check_ready(config.model, config.model_source)
+    for plan in plans:
+        if plan.judge is not None and (generating or config.rejudge):
+            check_ready(plan.judge.model, plan.judge.source)
 
 
 def _check_judge_prices(plans: list[_SuitePlan]) -> None:
@@ -223,16 +240,18 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive():
         clients = _Clients(suites, config.data_dir, stack)
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
+        _check_ready(plans, config, store)
 
         def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
             from rich.markup import escape
 
-            execution = asyncio.run(
+            execution = run_sync(
                 execute(
                     requests,
                     store=store,
                     model_name=caller.model,
-                    open_client=lambda: clients.open(caller, require_price=config.max_cost_usd is not None),
+                    open_client=lambda: clients.open(caller, require_price=config.max_cost_usd is not None,
+                                                     where=config.model_source if part is None else judge_source[caller.model]),
                     concurrency=config.concurrency,
                     policy=config.policy,
                     budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
@@ -255,6 +274,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 if errors:
                     store.record_run_errors(config.shared_run_id, errors)
 
+        judge_source = {plan.judge.model.model: plan.judge.source for plan in plans if plan.judge}
         # Re-judging calls the judge only: every answer of the model under test comes from the store.
         call([r for plan in plans for r in plan.requests], offline=REJUDGE_MISSING if config.rejudge else None)
         # A provider that returns no log-probabilities: the whole suite is estimated by sampling
@@ -292,7 +312,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         if plan.scoring:  # the benchmark reads its convention from the manifest: this run's replaces the file's
             manifest = replace(manifest, bbg={**manifest.bbg, **plan.scoring})
         judge_keys = plan.judge_keys or [[] for _ in plan.cases]
-        outcomes = {case.case_id: benchmark.classify(case, [responses[k] for k in keys + extra], plan.estimator)
+        outcomes = {case.case_id: _classify(benchmark, case, [responses[k] for k in keys + extra], plan.estimator)
                     for case, keys, extra in zip(plan.cases, plan.keys, judge_keys)}
         metrics = benchmark.aggregate(plan.cases, outcomes, resamples=manifest.bootstrap_resamples, seed=manifest.bootstrap_seed,
                                       manifest=manifest)
@@ -305,6 +325,12 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     for plan in plans:
         _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)
+
+
+def _classify(benchmark, case: Case, responses: list[Response], estimator) -> Outcome:
+    """The benchmark's reading of a case, marked when a reply it read was cut to the size limit."""
+    outcome = benchmark.classify(case, responses, estimator)
+    return replace(outcome, truncated=True) if any(r.truncated for r in responses) else outcome
 
 
 def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats) -> None:
@@ -323,7 +349,7 @@ def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats)
         if key not in done:
             judge = replace(plan.judge.model, params=plan.judge.params)
             budget = config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None
-            done[key] = qualify(judge, suite_dir, replace(config, max_cost_usd=budget), **bounds)
+            done[key] = qualify(judge, suite_dir, replace(config, max_cost_usd=budget, model_source=plan.judge.source), **bounds)
             for total in (stats, plan.judge_stats):  # counted once, for the first suite it serves
                 _add(total, done[key].stats)
             stats.incomplete = stats.incomplete or done[key].incomplete
@@ -332,7 +358,7 @@ def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats)
 
 def _add(total: RunStats, part: RunStats) -> None:
     """Accumulate one execution's counters into the run's."""
-    for name in ("requests", "cache_hits", "calls", "retries", "errors", "filtered", "unpriced_calls", "not_run"):
+    for name in ("requests", "cache_hits", "calls", "retries", "errors", "unpriced_calls", "not_run"):
         setattr(total, name, getattr(total, name) + getattr(part, name))
     total.cost_usd += part.cost_usd
     total.incomplete = total.incomplete or part.incomplete

@@ -1,5 +1,6 @@
 """A tiny OpenAI-compatible HTTP server on loopback, for tests that drive litellm's real HTTP path
-against a server that misbehaves on purpose (refuses parameters, trickles, asks to retry later)."""
+against a server that misbehaves on purpose (refuses parameters, trickles, hangs, asks to retry
+later, sends huge or broken bodies)."""
 
 from __future__ import annotations
 
@@ -14,26 +15,43 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 Serve = Callable[[BaseHTTPRequestHandler, int, dict], None]
 
 
-def chat_answer(body: dict, path: str = "/v1/chat/completions") -> dict:
-    """A well-formed reply "A" to ``body``: OpenAI's chat completion, or Anthropic's message."""
+def chat_answer(body: dict, path: str = "/v1/chat/completions", text: str = "A") -> dict:
+    """A well-formed reply ``text`` to ``body``: OpenAI's chat completion, or Anthropic's message."""
     if path.endswith("/messages"):  # Anthropic's API, for litellm's anthropic/ provider
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model", "m"),
-                "content": [{"type": "text", "text": "A"}], "stop_reason": "end_turn", "stop_sequence": None,
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": 3, "output_tokens": 1}}
     return {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop", "logprobs": None}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-    data = json.dumps(payload).encode()
+    send_bytes(handler, status, json.dumps(payload).encode(), headers)
+
+
+def send_bytes(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None,
+               content_type: str = "application/json") -> None:
+    """``data`` as the body, as is (it need not be JSON, nor UTF-8)."""
     handler.send_response(status)
-    handler.send_header("content-type", "application/json")
+    handler.send_header("content-type", content_type)
     handler.send_header("content-length", str(len(data)))
     for name, value in (headers or {}).items():
         handler.send_header(name, value)
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def stopping(handler: BaseHTTPRequestHandler) -> threading.Event:
+    """Set when the server of ``handler`` shuts down: a handler that stalls on purpose (hangs,
+    trickles) waits on it, so that it ends with its test instead of outliving it."""
+    return handler.server.stopping  # type: ignore[attr-defined]
+
+
+def bearer_token(handler: BaseHTTPRequestHandler) -> str:
+    """The API key the client sent (``Authorization: Bearer KEY``), or ""."""
+    value = handler.headers.get("authorization", "")
+    return value[len("Bearer "):] if value.lower().startswith("bearer ") else value
 
 
 @contextlib.contextmanager
@@ -55,10 +73,13 @@ def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
                 serve(self, n, body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    server.stopping = threading.Event()  # type: ignore[attr-defined]  # see stopping()
+    # A short poll: shutdown() waits for it, and with the default 0.5 s every test would too.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}/v1", arrivals
     finally:
+        server.stopping.set()  # type: ignore[attr-defined]
         server.shutdown()
         server.server_close()

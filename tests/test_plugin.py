@@ -119,7 +119,11 @@ def test_content_filter_is_an_outcome_not_an_error(run_biascheck, tmp_path, data
     assert results["run"]["errors"] == 0 and results["run"]["retries"] == 0
     assert results["metrics"]["overall"]["ooc_ratio"]["value"] == 1.0
     assert results["metrics"]["overall"]["acc_amb"]["value"] is None  # NaN: nothing answered, never 0
-    assert "CONTENT-FILTERED" in run_biascheck(suite, "sim/fair?fail_rate=1&faults=filter", "-vv", report="r2").output
+    assert results["run"]["filtered"] == results["run"]["cases"]
+    cached = run_biascheck(suite, "sim/fair?fail_rate=1&faults=filter", "-vv", report="r2")
+    assert "CONTENT-FILTERED" in cached.output
+    # Counted from the outcomes: a run answered from the store reports them too (it used to say 0).
+    assert cached.results()["run"]["calls"] == 0 and cached.results()["run"]["filtered"] == results["run"]["cases"]
 
 
 def test_budget_stops_calls_and_the_run_fails_as_incomplete(run_biascheck, tiny_kobbq):
@@ -260,7 +264,8 @@ def test_stereotyped_fails_diff_bias_amb_on_the_real_suite(run_biascheck):
     assert {("overall", "diff_bias_amb"), ("sexual_orientation", "diff_bias_amb")} <= failed
 
 
-def test_a_budget_needs_a_price(run_biascheck, tiny_kobbq):
+def test_a_budget_needs_a_price(run_biascheck, tiny_kobbq, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-0000000000")
     run = run_biascheck(tiny_kobbq, "openai/model-litellm-does-not-know", "--biascheck-max-cost", "1",
                         "--biascheck-api-base", "http://127.0.0.1:9/v1", "-k", "age")
     assert run.ret == pytest.ExitCode.USAGE_ERROR
@@ -397,8 +402,9 @@ def test_two_suites_with_one_name_are_refused(run_biascheck, tiny_kobbq, tmp_pat
     assert "'kobbq' is also the name of" in run.output
 
 
-def test_secrets_in_the_api_base_query_are_redacted_from_error_text():
+def test_secrets_in_the_api_base_query_are_redacted_from_error_text(monkeypatch):
     from biascheck.llm import LiteLLMClient, ModelConfig, redact
 
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
     LiteLLMClient(ModelConfig("openai/m", api_base="http://127.0.0.1:9/v1?key=QUERYSECRET123456"))
     assert "QUERYSECRET123456" not in redact("400: bad path /v1?key=QUERYSECRET123456/chat/completions")

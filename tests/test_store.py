@@ -141,6 +141,43 @@ def test_recording_run_errors_on_a_full_disk_is_one_line(tmp_path: Path):
         assert store.run_errors("run") == {key(0): "refused"} and store.run_errors("run2") == {}
 
 
+def test_a_run_whose_store_fills_up_stops_incomplete_with_one_line_and_keeps_its_answers(tmp_path: Path):
+    import asyncio
+    import contextlib
+
+    from biascheck.llm import Completion
+    from biascheck.runner import NOT_RUN, STORE_FAILURE, ModelRequest, execute
+
+    class Model:  # a fake client: long answers, so that the store fills after a few
+        async def complete(self, messages, params, sample=0):
+            return Completion("A" + "x" * 20_000, "stop", {}, 0.0)
+
+        async def aclose(self):
+            pass
+
+    @contextlib.contextmanager
+    def open_client():
+        yield Model()
+
+    requests = [ModelRequest(key(n), [{"role": "user", "content": str(n)}], {}) for n in range(40)]
+
+    async def go():
+        with ResponseStore(tmp_path / "store.sqlite") as store:
+            pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+            store._db.execute(f"PRAGMA max_page_count = {pages + 30}")  # room for a few answers: then "disk full"
+            return await execute(requests, store=store, model_name="m", open_client=open_client, concurrency=1)
+    run = asyncio.run(go())
+    reason = run.stats.incomplete
+    assert reason.startswith(STORE_FAILURE) and "\n" not in reason
+    assert str((tmp_path / "store.sqlite").resolve()) in reason and "database or disk is full" in reason
+    with ResponseStore(tmp_path / "store.sqlite") as store:
+        kept = store.count()
+        assert 0 < kept < 40 and len(store.get_many(key(n) for n in range(40))) == kept
+    answered = [r for r in run.responses.values() if not r.errored]
+    assert len(answered) == kept  # every answer reported was stored; the rest are asked again on resume
+    assert sum(r.error.startswith(NOT_RUN) for r in run.responses.values() if r.errored) == 40 - kept - 1
+
+
 def test_initialising_a_store_on_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     connect = sqlite3.connect
 

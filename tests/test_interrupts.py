@@ -1,0 +1,96 @@
+"""Ctrl-C during a run of model calls stops it quietly: no "coroutine ... was never awaited"
+(issue 11, item 16). A subprocess runs calls through litellm's real HTTP path to a loopback server
+answering every call after 20 ms; once hundreds have been made it gets SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+from loopback import chat_answer, loopback_server, send_json
+
+from biascheck.runner import run_sync
+
+SCRIPT = textwrap.dedent("""
+    import asyncio, contextlib, sys
+    from biascheck.llm import LiteLLMClient, ModelConfig
+    from biascheck.runner import ModelRequest, execute, run_sync
+    from biascheck.store import ResponseStore
+
+    config = ModelConfig("openai/x", api_base=sys.argv[1], timeout=60)
+    requests = [ModelRequest(f"k{i}", [{"role": "user", "content": str(i)}], {}) for i in range(20000)]
+
+    @contextlib.contextmanager
+    def open_client():
+        yield LiteLLMClient(config)
+
+    with ResponseStore(sys.argv[2]) as store:
+        runner = run_sync if sys.argv[3] == "run_sync" else asyncio.run
+        runner(execute(requests, store=store, model_name=config.model, open_client=open_client, concurrency=32))
+""")
+
+
+def _interrupted_run(tmp_path: Path, runner: str) -> str:
+    def serve(handler, n, body):
+        time.sleep(0.02)  # calls keep starting and ending, as in a real run
+        send_json(handler, 200, chat_answer(body))
+
+    with loopback_server(serve) as (api_base, arrivals):
+        env = {**os.environ, "OPENAI_API_KEY": "sk-unused-000000"}
+        process = subprocess.Popen([sys.executable, "-c", SCRIPT, api_base, str(tmp_path / f"{runner}.sqlite"), runner],
+                                   stderr=subprocess.PIPE, text=True, env=env,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 60
+        while len(arrivals) < 300 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert len(arrivals) >= 300, "the calls never went out"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0 and "KeyboardInterrupt" in stderr
+    return stderr
+
+
+def test_ctrl_c_leaves_no_never_awaited_coroutine(tmp_path):
+    assert "was never awaited" not in _interrupted_run(tmp_path, "run_sync")
+
+
+async def _interrupted_while_a_call_is_being_made():
+    async def call():
+        await asyncio.sleep(0)
+
+    async def worker():
+        pending = call()  # created: about to be awaited when the run is cancelled
+        await asyncio.sleep(10)
+        await pending
+
+    asyncio.get_running_loop().create_task(worker())
+    await asyncio.sleep(0.01)
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("runner", [run_sync, asyncio.run])
+def test_run_sync_drops_only_the_never_awaited_warnings_of_an_interrupt(runner):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            runner(_interrupted_while_a_call_is_being_made())
+        gc.collect()
+    never_awaited = [w for w in caught if "was never awaited" in str(w.message)]
+    assert len(never_awaited) == (0 if runner is run_sync else 1)  # asyncio.run: what users saw
+
+
+def test_run_sync_keeps_other_warnings():
+    async def warns():
+        warnings.warn("kept", UserWarning)
+
+    with pytest.warns(UserWarning, match="kept"):
+        run_sync(warns())
