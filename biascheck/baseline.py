@@ -141,7 +141,7 @@ def dumps(document: Mapping[str, Any]) -> str:
 
 
 def write(document: Mapping[str, Any], path: Path) -> None:
-    from biascheck.report import atomic_write_text
+    from biascheck.files import atomic_write_text
 
     atomic_write_text(path, dumps(document))
 

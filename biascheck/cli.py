@@ -110,7 +110,7 @@ def _diff(args) -> int:
     from biascheck.diff_report import github_annotations, render_comparison_markdown, render_comparison_terminal
     from biascheck.manifest import Rule
     from biascheck.regression import compare, settings_from
-    from biascheck.report import atomic_write_text
+    from biascheck.report import write_reports
 
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)
@@ -126,11 +126,13 @@ def _diff(args) -> int:
         print(note, file=sys.stderr)
     markdown = render_comparison_markdown(comparison)
     if args.report:
-        from biascheck.html_report import render_html
-
-        atomic_write_text(args.report / "comparison.json", json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
-        atomic_write_text(args.report / "comparison.md", markdown)
-        atomic_write_text(args.report / "report.html", render_html(results, comparison))
+        # The run's whole report with this comparison, replacing the folder at once like the plugin's:
+        # never a comparison next to another run's results.json.
+        try:
+            write_reports([results], args.report, {results["suite"]["name"]: comparison})
+        except OSError as exc:
+            raise BiascheckError(args.report, None, f"could not write the report ({exc.strerror or exc})",
+                                 "point --report at a writable folder") from None
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations([comparison]):
             print(line)
@@ -145,7 +147,7 @@ def _qualify_judge(args) -> int:
     from biascheck.judge_qualification import qualify
     from biascheck.llm import ModelConfig, validate_model_string
     from biascheck.manifest import parse_sampling_overrides
-    from biascheck.report import atomic_write_text
+    from biascheck.files import atomic_write_text
     from biascheck.session import RunConfig
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)

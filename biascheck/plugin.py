@@ -24,7 +24,7 @@ from biascheck.pytest_items import (
     ScopedItem,
     SuiteFile,
 )
-from biascheck.runner import FATAL
+from biascheck.runner import FATAL, STORE_FAILURE
 from biascheck.verdicts import OVERALL
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ OPTIONS = (
     ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
     ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
     ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls (default 32)"),
-    ("--biascheck-report", "biascheck_report", None, "folder to write results.json and report.md into"),
+    ("--biascheck-report", "biascheck_report", None, "folder for results.json, report.md, report.html (replaced whole by each run)"),
     ("--biascheck-max-cost", "biascheck_max_cost", None, "stop issuing calls after this many USD; the run then fails as incomplete"),
     ("--biascheck-api-base", "biascheck_api_base", None, "API base URL (vLLM, Ollama, a proxy)"),
     ("--biascheck-timeout", "biascheck_timeout", None, "seconds per model call attempt (default 60)"),
@@ -368,10 +368,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # Nothing could be measured (unusable store, simulated server that would not start):
         # one line and exit code 4, rather than thousands of items failing with the same message.
         raise pytest.UsageError(str(exc)) from None
-    if state.result.incomplete and state.result.incomplete.startswith(FATAL):
-        reason = state.result.incomplete
-        raise pytest.UsageError(reason if reason.startswith(f"{FATAL}the judge ") else f"{state.run_config.model.model}: {reason}")
     state.results_json = build_results(state.result)
+    reason = state.result.incomplete or ""
+    if reason.startswith((FATAL, STORE_FAILURE)):
+        # The results say why the run stopped. pytest_sessionfinish runs after a usage error too
+        # and writes them, as for any run: the report folder, the job summary, a refused baseline.
+        whose = "" if reason.startswith((f"{FATAL}the judge ", STORE_FAILURE)) else f"{state.run_config.model.model}: "
+        raise pytest.UsageError(whose + reason)
     if state.baseline.compare:
         _compare(state, selection)
 
@@ -481,10 +484,15 @@ def _write_reports(session: pytest.Session, state: BiascheckState) -> None:
         return
     try:
         write_reports(state.results_json, folder, state.comparisons)
+    except BiascheckError as exc:  # a folder that is not biascheck's to replace
+        problem = str(exc)
     except OSError as exc:
-        # A gate whose evidence was not written must not pass.
-        _say(session, f"biascheck: {folder}: could not write the report ({exc.strerror or exc}); point --biascheck-report at a writable folder", red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        problem = f"{folder}: could not write the report ({exc.strerror or exc}); point --biascheck-report at a writable folder"
+    else:
+        return
+    # A gate whose evidence was not written must not pass.
+    _say(session, f"biascheck: {problem}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _github_step_summary(session: pytest.Session, state: BiascheckState) -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
@@ -17,6 +15,7 @@ from typing import Any
 
 import biascheck
 from biascheck.errors import BiascheckError
+from biascheck.files import replace_folder
 from biascheck.llm import MAX_REPLY_CHARS
 from biascheck.manifest import Threshold
 from biascheck.metrics import _num
@@ -119,49 +118,30 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
         raise BiascheckError(where, field, error.message, "regenerate the file with biascheck")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temp file beside ``path`` and rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file private; a report or baseline is as readable as any file written here.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
     """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``
-    and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder each."""
+    and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder
+    each. All files of the run, and its run marker, appear at once (see :func:`biascheck.files.replace_folder`)."""
     from biascheck.diff_report import render_comparison_markdown
     from biascheck.html_report import render_html
 
     comparisons = comparisons or {}
-    written = []
-    for document in documents:
-        target = folder if len(documents) == 1 else folder / document["suite"]["name"]
-        validate_results(document, str(target / "results.json"))
-        comparison = comparisons.get(document["suite"]["name"])
-        files = {
-            "results.json": json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n",
-            "report.md": render_markdown(document),
-            "report.html": render_html(document, comparison),
-        }
-        if comparison is not None:
-            files["comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-            files["comparison.md"] = render_comparison_markdown(comparison)
-        for name, text in files.items():
-            atomic_write_text(target / name, text)
-            written.append(target / name)
-    return written
+
+    def render() -> dict[str, str]:
+        files: dict[str, str] = {}
+        for document in documents:
+            prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
+            validate_results(document, str(folder / prefix / "results.json"))
+            comparison = comparisons.get(document["suite"]["name"])
+            files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+            files[prefix + "report.md"] = render_markdown(document)
+            files[prefix + "report.html"] = render_html(document, comparison)
+            if comparison is not None:
+                files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+                files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
+        return files
+
+    return replace_folder(folder, render) if documents else []
 
 
 # --- formatting ---------------------------------------------------------------------------------
