@@ -1,0 +1,117 @@
+"""What a broken configuration or a hostile endpoint costs a run (issue 11): calls, time, bytes.
+
+    python bench/hardening.py --data ../shared/datasets [missing-key] [bad-provider] [closed-port] [huge-replies]
+
+- ``missing-key``: 8 KoBBQ cases against openai/gpt-4o-mini with no OPENAI_API_KEY.
+- ``bad-provider``: ``pytest --biascheck suites/kobbq --biascheck-model opneai/gpt-4o-mini``, the
+  whole suite, timed from the command to its exit.
+- ``closed-port``: 60 cases against http://127.0.0.1:9/v1, where nothing listens.
+- ``huge-replies``: 8 cases against a loopback server answering each with 10 MB of text: the size
+  of results.json and of the store, and the process's peak RSS (run it alone for that figure).
+
+Each prints the calls made, the wall time and how the run ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from biascheck.errors import BiascheckError  # noqa: E402
+from biascheck.llm import ModelConfig  # noqa: E402
+from biascheck.report import build_results, write_reports  # noqa: E402
+from biascheck.session import RunConfig, run  # noqa: E402
+from biascheck.suite import load_suite  # noqa: E402
+
+
+@contextmanager
+def huge_reply_server(chars: int):
+    """A loopback OpenAI-compatible server answering every request with ``chars`` characters."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "x",
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "A" + " x" * (chars // 2)},
+                                  "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+
+
+def measure(name: str, data: Path, cases: int, model: ModelConfig) -> None:
+    suite = load_suite(ROOT / "suites" / "kobbq", data_dir=data)
+    folder = Path(tempfile.mkdtemp())
+    started = time.monotonic()
+    try:
+        result = run([(suite, suite.cases[:cases])], RunConfig(model=model, store_path=folder / "store.sqlite"))
+    except BiascheckError as exc:
+        print(f"{name}: stopped before any call in {time.monotonic() - started:.2f} s: {exc}")
+        return
+    elapsed = time.monotonic() - started
+    write_reports(build_results(result), folder / "report")
+    stats = result.stats
+    store = sum(p.stat().st_size for p in folder.glob("store.sqlite*"))
+    print(f"{name}: {cases} cases, {stats.calls} calls, {stats.retries} retries, {stats.errors} errors in {elapsed:.2f} s; "
+          f"ended {'incomplete: ' + stats.incomplete if stats.incomplete else 'complete'}")
+    print(f"  results.json {(folder / 'report' / 'results.json').stat().st_size / 1e6:.2f} MB, store {store / 1e6:.2f} MB, "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="mirror folder of the benchmark files")
+    parser.add_argument("what", nargs="*", default=["missing-key", "bad-provider", "closed-port", "huge-replies"])
+    args = parser.parse_args()
+    for what in args.what:
+        if what == "missing-key":
+            os.environ.pop("OPENAI_API_KEY", None)
+            measure(what, args.data, 8, ModelConfig("openai/gpt-4o-mini"))
+        elif what == "bad-provider":
+            env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+            started = time.monotonic()
+            done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "--biascheck",
+                                   "suites/kobbq", "--biascheck-model", "opneai/gpt-4o-mini", "--biascheck-data", str(args.data),
+                                   "--biascheck-cache", str(Path(tempfile.mkdtemp()) / "store.sqlite")],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+            last = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-1]
+            print(f"{what}: exit {done.returncode} in {time.monotonic() - started:.2f} s: {last}")
+        elif what == "closed-port":
+            os.environ.setdefault("OPENAI_API_KEY", "sk-unused-000000")
+            measure(what, args.data, 60, ModelConfig("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1"))
+        elif what == "huge-replies":
+            os.environ.setdefault("OPENAI_API_KEY", "sk-unused-000000")
+            with huge_reply_server(10_000_000) as api_base:
+                measure(what, args.data, 8, ModelConfig("openai/x", api_base=api_base))
+        else:
+            parser.error(f"unknown measurement {what!r}")
+
+
+if __name__ == "__main__":
+    main()
