@@ -1,6 +1,9 @@
 """What a broken configuration or a hostile endpoint costs a run (issue 11): calls, time, bytes.
 
-    python bench/hardening.py --data ../shared/datasets [missing-key] [bad-provider] [closed-port] [huge-replies]
+    python bench/hardening.py --data ../shared/datasets [trickle] [missing-key] [bad-provider] [closed-port] [huge-replies]
+
+- ``trickle``: one case, no retry, ``--biascheck-timeout 3``, against a server that sends its
+  answer one byte a second (litellm's own timeout is per read: it waits for the whole body).
 
 - ``missing-key``: 8 KoBBQ cases against openai/gpt-4o-mini with no OPENAI_API_KEY.
 - ``bad-provider``: ``pytest --biascheck suites/kobbq --biascheck-model opneai/gpt-4o-mini``, the
@@ -31,15 +34,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from biascheck.errors import BiascheckError  # noqa: E402
-from biascheck.llm import ModelConfig  # noqa: E402
+from biascheck.llm import ModelConfig, import_litellm  # noqa: E402
 from biascheck.report import build_results, write_reports  # noqa: E402
+from biascheck.runner import RetryPolicy  # noqa: E402
 from biascheck.session import RunConfig, run  # noqa: E402
 from biascheck.suite import load_suite  # noqa: E402
 
 
 @contextmanager
-def huge_reply_server(chars: int):
-    """A loopback OpenAI-compatible server answering every request with ``chars`` characters."""
+def reply_server(chars: int, byte_every_s: float = 0.0):
+    """A loopback OpenAI-compatible server answering every request with ``chars`` characters,
+    sent at once or one byte every ``byte_every_s`` seconds."""
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -55,7 +60,16 @@ def huge_reply_server(chars: int):
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if not byte_every_s:
+                self.wfile.write(data)
+                return
+            try:
+                for byte in data:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(byte_every_s)
+            except OSError:  # the client gave up
+                pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -65,12 +79,13 @@ def huge_reply_server(chars: int):
         server.shutdown()
 
 
-def measure(name: str, data: Path, cases: int, model: ModelConfig) -> None:
+def measure(name: str, data: Path, cases: int, model: ModelConfig, policy: RetryPolicy = RetryPolicy()) -> None:
     suite = load_suite(ROOT / "suites" / "kobbq", data_dir=data)
     folder = Path(tempfile.mkdtemp())
+    import_litellm()  # 2-4 s, not the run's
     started = time.monotonic()
     try:
-        result = run([(suite, suite.cases[:cases])], RunConfig(model=model, store_path=folder / "store.sqlite"))
+        result = run([(suite, suite.cases[:cases])], RunConfig(model=model, store_path=folder / "store.sqlite", policy=policy))
     except BiascheckError as exc:
         print(f"{name}: stopped before any call in {time.monotonic() - started:.2f} s: {exc}")
         return
@@ -80,6 +95,9 @@ def measure(name: str, data: Path, cases: int, model: ModelConfig) -> None:
     store = sum(p.stat().st_size for p in folder.glob("store.sqlite*"))
     print(f"{name}: {cases} cases, {stats.calls} calls, {stats.retries} retries, {stats.errors} errors in {elapsed:.2f} s; "
           f"ended {'incomplete: ' + stats.incomplete if stats.incomplete else 'complete'}")
+    errors = sorted({o.error for o in result.suites[0].outcomes.values() if o.error and not o.error.startswith("not run")})
+    if errors:
+        print(f"  error: {errors[0]}")
     print(f"  results.json {(folder / 'report' / 'results.json').stat().st_size / 1e6:.2f} MB, store {store / 1e6:.2f} MB, "
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
@@ -87,10 +105,14 @@ def measure(name: str, data: Path, cases: int, model: ModelConfig) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="mirror folder of the benchmark files")
-    parser.add_argument("what", nargs="*", default=["missing-key", "bad-provider", "closed-port", "huge-replies"])
+    parser.add_argument("what", nargs="*", default=["trickle", "missing-key", "bad-provider", "closed-port", "huge-replies"])
     args = parser.parse_args()
     for what in args.what:
-        if what == "missing-key":
+        if what == "trickle":
+            os.environ.setdefault("OPENAI_API_KEY", "sk-unused-000000")
+            with reply_server(10, byte_every_s=1.0) as api_base:
+                measure(what, args.data, 1, ModelConfig("openai/x", api_base=api_base, timeout=3), RetryPolicy(max_retries=0))
+        elif what == "missing-key":
             os.environ.pop("OPENAI_API_KEY", None)
             measure(what, args.data, 8, ModelConfig("openai/gpt-4o-mini"))
         elif what == "bad-provider":
@@ -107,7 +129,7 @@ def main() -> None:
             measure(what, args.data, 60, ModelConfig("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1"))
         elif what == "huge-replies":
             os.environ.setdefault("OPENAI_API_KEY", "sk-unused-000000")
-            with huge_reply_server(10_000_000) as api_base:
+            with reply_server(10_000_000) as api_base:
                 measure(what, args.data, 8, ModelConfig("openai/x", api_base=api_base))
         else:
             parser.error(f"unknown measurement {what!r}")
