@@ -88,8 +88,10 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
             "skipped_categories": dict(suite["skipped_categories"]),
         },
         # No api_base: a loopback port or an internal host name is not part of what was measured.
-        "model": {"model": results["model"]["model"], "params": dict(results["model"]["params"]),
-                  "judge": _judge(results["model"].get("judge")), "estimator": results["run"].get("estimator")},
+        "model": {"model": results["model"]["model"], "revision": results["model"].get("revision"),
+                  "params": dict(results["model"]["params"]), "judge": _judge(results["model"].get("judge")),
+                  "estimator": results["run"].get("estimator"),
+                  **({"served": results["model"]["served"]} if results["model"].get("served") else {})},
         "bootstrap": dict(metrics["bootstrap"]),
         # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
         "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),

@@ -130,6 +130,9 @@ class Response:
     logprobs: dict[str, float] | None = None
     # The reply was longer than biascheck keeps (llm.MAX_REPLY_CHARS): ``text`` is its beginning.
     truncated: bool = False
+    # What the provider said answered (its reply's ``model`` and ``system_fingerprint``), if it said.
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
     @property
     def errored(self) -> bool:

@@ -325,9 +325,9 @@ def _header(results: dict) -> str:
         out.append(f'<p class="muted small">Fingerprint parts: {details}</p>')
     if run.get("estimator_note"):
         out.append(f'<p class="alert">{_e(run["estimator_note"])}</p>')
-    from biascheck.report import judge_lines
+    from biascheck.report import judge_lines, served_warning
 
-    for line in judge_lines(results):
+    for line in judge_lines(results) + ([f"WARNING: {served_warning(results)}"] if served_warning(results) else []):
         css = "alert" if line.startswith("WARNING") else "muted small"
         out.append(f'<p class="{css}">{_e(line)}</p>')
     if run.get("unpriced_calls"):

@@ -53,6 +53,8 @@ class ModelConfig:
     api_base: str | None = None
     timeout: float = 60.0
     price: Price | None = None
+    # What is served under ``model`` (a release tag, a commit, a checkpoint): part of every store key.
+    revision: str | None = None
 
     @property
     def is_sim(self) -> bool:
@@ -76,7 +78,8 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         api_base = redact_url(self.api_base) if self.api_base else None
-        return {"model": self.model, "api_base": api_base, "params": dict(sorted(self.params.items())), "timeout": self.timeout}
+        return {"model": self.model, "revision": self.revision, "api_base": api_base, "params": dict(sorted(self.params.items())),
+                "timeout": self.timeout}
 
 
 def redact_url(url: str) -> str:
@@ -189,6 +192,8 @@ class Completion:
     cost_usd: float | None
     logprobs: dict[str, float] | None = None
     truncated: bool = False  # the reply was longer than MAX_REPLY_CHARS and was cut there
+    served_model: str | None = None  # the reply's ``model``: what the provider says answered
+    system_fingerprint: str | None = None
 
 
 # The longest reply kept, stored, parsed and reported: an answer, a story or a judge's reasoning
@@ -504,7 +509,12 @@ class LiteLLMClient:
         usage = {
             k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
         } if usage_obj is not None else {}
-        return Completion(text, finish_reason, usage, self._cost(usage), logprobs, truncated)
+        return Completion(text, finish_reason, usage, self._cost(usage), logprobs, truncated,
+                          self._served(getattr(response, "model", None)), self._served(getattr(response, "system_fingerprint", None)))
+
+    def _served(self, value: Any) -> str | None:
+        """A served-model field as it may be kept: a string, short, with no secret in it."""
+        return redact_secrets(value, self.api_key)[:200] if isinstance(value, str) and value else None
 
     def _where(self) -> str:
         """The endpoint as an error may name it: credentials removed."""

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 OPTIONS = (
     # (option, ini key, env var, help)
     ("--biascheck-model", "biascheck_model", "BIASCHECK_MODEL", "litellm model string, or sim/<persona> for the simulated model"),
+    ("--biascheck-model-revision", "biascheck_model_revision", "BIASCHECK_MODEL_REVISION",
+     "what is served under the model string (a release tag, a commit, a checkpoint): part of every stored answer's key, "
+     "so a model redeployed under the same name is asked again"),
     ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
     ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
     ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls (default 32)"),
@@ -264,6 +267,7 @@ def _run_config(config: pytest.Config):
         api_base=setting("--biascheck-api-base"),
         timeout=number("--biascheck-timeout", float, 60.0, 0.001),
         price=Price.parse(price) if price else None,
+        revision=setting("--biascheck-model-revision") or None,
     )
     max_cost = number("--biascheck-max-cost", float, None, 0.0)
     run_id = getattr(config, "workerinput", {}).get("testrunuid")

@@ -263,6 +263,7 @@ def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, diff
     changed = [k for k in changed if b_params.get(k) != c_params.get(k)]
     if changed:
         out.append("sampling parameters differ: " + ", ".join(f"{k} {b_params.get(k, 'unset')} -> {c_params.get(k, 'unset')}" for k in changed))
+    out += _identity_warnings(baseline["model"], candidate["model"])
     b_estimator, c_estimator = baseline["model"].get("estimator"), candidate.get("run", {}).get("estimator")
     if b_estimator != c_estimator and (b_estimator or c_estimator):
         out.append(f"P(a) was estimated by {b_estimator} for the baseline and by {c_estimator} for this run: "
@@ -271,6 +272,21 @@ def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, diff
         out.append(f"{n_cand - n_common} of the candidate's {n_cand} cases are not in the baseline and are not compared")
     if n_common < n_base:
         out.append(f"{n_base - n_common} of the baseline's {n_base} cases were not run and are not compared (a partial selection)")
+    return out
+
+
+def _identity_warnings(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """What says the two runs tested the same model where they should differ, or not: the same
+    revision on both sides (a release compared with itself?), and what the provider said it served."""
+    out = []
+    b_revision, c_revision = baseline.get("revision"), candidate.get("revision")
+    if b_revision is not None and b_revision == c_revision:
+        out.append(f"the baseline and this run both test revision {b_revision}: is this the release it should be?")
+    for key, label in (("models", "served models"), ("system_fingerprints", "system fingerprints")):
+        b_served, c_served = set((baseline.get("served") or {}).get(key, {})), set((candidate.get("served") or {}).get(key, {}))
+        if b_served and c_served and b_served != c_served:
+            out.append(f"the provider reported other {label} than for the baseline: {', '.join(sorted(b_served))} -> "
+                       f"{', '.join(sorted(c_served))}")
     return out
 
 

@@ -58,6 +58,7 @@ def build_results(run) -> list[dict[str, Any]]:
                 "regression": manifest.regression.to_dict(),
             },
             "model": {**run.config.model.to_dict(), "params": result.params, **_params_notes(stats, run.config.model.model),
+                      **({"served": result.served} if result.served else {}),
                       **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {})},
             "run": {
                 "cases": len(result.cases),
@@ -171,6 +172,15 @@ def _category_metrics(document: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys([m for m in CATEGORY_HEADLINE if m in overall] + _gated(document)))
 
 
+def served_warning(document: dict[str, Any]) -> str | None:
+    """Said when the provider named more than one served model or system fingerprint in one run:
+    the model behind the name changed while it ran, and the run mixes two models' answers."""
+    served = document["model"].get("served") or {}
+    changed = [f"{len(served[k])} {label} ({', '.join(served[k])})" for k, label in
+               (("models", "served models"), ("system_fingerprints", "system fingerprints")) if len(served.get(k, {})) > 1]
+    return f"the provider reported {' and '.join(changed)} within this run" if changed else None
+
+
 def judge_lines(document: dict[str, Any]) -> list[str]:
     """Who judged the generations, and the warnings of the judge's qualification."""
     judge = document["model"].get("judge")
@@ -232,6 +242,8 @@ def _run_line(document: dict[str, Any]) -> str:
         line += f"; WARNING: parameter {name} {reason}"
     for name, reason in model.get("params_ignored", {}).items():
         line += f"; WARNING: parameter {name} {reason}"
+    if served_warning(document):
+        line += f"; WARNING: {served_warning(document)}"
     if not run["complete"]:
         line += f"; INCOMPLETE: {run['incomplete_reason']}"
     return line

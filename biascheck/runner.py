@@ -220,7 +220,8 @@ class Execution:
 
 def _from_store(stored: StoredResponse) -> Response:
     return Response(text=stored.text, finish_reason=stored.finish_reason, usage=stored.usage, cost_usd=stored.cost_usd or 0.0,
-                    logprobs=stored.logprobs, truncated=stored.truncated)
+                    logprobs=stored.logprobs, truncated=stored.truncated, served_model=stored.served_model,
+                    system_fingerprint=stored.system_fingerprint)
 
 
 def run_sync(execution: Coroutine[Any, Any, T]) -> T:
@@ -359,7 +360,7 @@ async def execute(
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
             stored = StoredResponse(completion.text, completion.finish_reason, completion.usage, completion.cost_usd,
-                                    completion.logprobs, completion.truncated)
+                                    completion.logprobs, completion.truncated, completion.served_model, completion.system_fingerprint)
             row = {"messages": request.messages, "params": request.params, "sample": request.sample}
             left_out = {k: dropped[k] for k in request.params if k not in params}
             if left_out:

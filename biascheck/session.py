@@ -64,6 +64,7 @@ class SuiteResult:
     judge_qualification: Any = None  # a judge_qualification.Qualification, when asked for
     judge_stats: RunStats = field(default_factory=RunStats)
     scoring: dict[str, str] | None = None  # see scoring_for
+    served: dict[str, dict[str, int]] = field(default_factory=dict)  # see served_by
 
     @property
     def passed(self) -> bool:
@@ -120,7 +121,7 @@ def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
     for case in cases:
         case_keys = []
         for messages, request_params, sample in benchmark_requests(case, *args):
-            key = request_key(model.model, model.endpoint, messages, request_params, sample)
+            key = request_key(model.model, model.endpoint, messages, request_params, sample, model.revision)
             case_keys.append(key)
             requests.append(ModelRequest(key, messages, request_params, sample))
         keys.append(case_keys)
@@ -321,10 +322,27 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         results.append(SuiteResult(suite, plan.cases, outcomes, plan.params, metrics,
                                    check_thresholds(manifest, metrics, categories, kind),
                                    str(plan.estimator) if plan.estimator is not None else None, plan.note, plan.judge,
-                                   plan.qualification, plan.judge_stats, plan.scoring))
+                                   plan.qualification, plan.judge_stats, plan.scoring,
+                                   served_by([responses[k] for keys in plan.keys for k in keys])))
     for plan in plans:
         _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)
+
+
+def served_by(responses: Sequence[Response]) -> dict[str, dict[str, int]]:
+    """What the provider said answered the model under test: how many replies named each served
+    model and each system fingerprint (OpenAI's, vLLM's ...). Two of either within one run mean
+    the model behind the name changed while it ran."""
+    served: dict[str, dict[str, int]] = {}
+    for name, values in (("models", [r.served_model for r in responses]),
+                         ("system_fingerprints", [r.system_fingerprint for r in responses])):
+        counts: dict[str, int] = {}
+        for value in values:
+            if value is not None:
+                counts[value] = counts.get(value, 0) + 1
+        if counts:
+            served[name] = dict(sorted(counts.items()))
+    return served
 
 
 def _classify(benchmark, case: Case, responses: list[Response], estimator) -> Outcome:

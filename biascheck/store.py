@@ -31,8 +31,9 @@ KEY_VERSION = 1
 # written to when it is empty or a store of an earlier biascheck (which did not mark its files).
 APPLICATION_ID = 0x42494153
 # PRAGMA user_version: the layout. Unmarked stores of earlier releases are schema 1 (logprobs may be
-# missing); 2 adds responses.truncated.
-SCHEMA_VERSION = 2
+# missing); 2 adds responses.truncated; 3 what the provider said it served (served_model,
+# system_fingerprint).
+SCHEMA_VERSION = 3
 FIX_OTHER_FILE = "point --biascheck-cache at another file"
 # What to do about a write that failed, by SQLite's primary result code; then the run resumes.
 _CAUSES = {
@@ -47,8 +48,14 @@ _CAUSES = {
 _BUSY_WAIT_S = 60.0
 
 
-def request_key(model: str, endpoint: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0) -> str:
+def request_key(model: str, endpoint: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0,
+                revision: str | None = None) -> str:
+    """``revision``: what the user says is served under ``model`` (--biascheck-model-revision), so a
+    model redeployed under the same name is asked again; absent from the key when not given, so
+    the stores of runs without one keep answering."""
     material = {"v": KEY_VERSION, "model": model, "endpoint": endpoint, "messages": messages, "params": params, "sample": sample}
+    if revision is not None:
+        material["revision"] = revision
     return sha256_text(canonical_json(material))
 
 
@@ -60,6 +67,10 @@ class StoredResponse:
     cost_usd: float | None
     logprobs: dict[str, float] | None = None
     truncated: bool = False
+    # What the provider said answered: its reply's ``model`` (e.g. a dated snapshot) and
+    # ``system_fingerprint``, when it sends them.
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
 
 class StoreWarning(UserWarning):
@@ -74,10 +85,11 @@ class StoreWriteError(BiascheckError):
 _TABLES = {
     "meta": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
     "responses": "key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT, finish_reason TEXT, "
-                 "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0",
+                 "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
+                 "served_model TEXT, system_fingerprint TEXT",
     "run_errors": "run_id TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (run_id, key)",
 }
-_ADDED_COLUMNS = {"logprobs": "TEXT", "truncated": "INTEGER NOT NULL DEFAULT 0"}
+_ADDED_COLUMNS = {"logprobs": "TEXT", "truncated": "INTEGER NOT NULL DEFAULT 0", "served_model": "TEXT", "system_fingerprint": "TEXT"}
 _COLUMNS = {
     "meta": ("name", "value"),
     "responses": ("key", "model", "request", "text", "finish_reason", "usage", "cost_usd", "created_at", *_ADDED_COLUMNS),
@@ -175,7 +187,8 @@ def _json(value: object) -> Any:
     return json.loads(value)
 
 
-def _response(text: object, finish: object, usage: object, cost: object, logprobs: object, truncated: object) -> StoredResponse | None:
+def _response(text: object, finish: object, usage: object, cost: object, logprobs: object, truncated: object,
+              served_model: object, system_fingerprint: object) -> StoredResponse | None:
     """The row as a StoredResponse, or None when it is damaged."""
     try:
         usage = _json(usage)
@@ -183,9 +196,10 @@ def _response(text: object, finish: object, usage: object, cost: object, logprob
     except (ValueError, TypeError):
         return None
     if not (isinstance(text, str | None) and isinstance(finish, str | None) and isinstance(usage, dict)
-            and isinstance(logprobs, dict | None) and isinstance(cost, float | int | None) and truncated in (0, 1)):
+            and isinstance(logprobs, dict | None) and isinstance(cost, float | int | None) and truncated in (0, 1)
+            and isinstance(served_model, str | None) and isinstance(system_fingerprint, str | None)):
         return None
-    return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated))
+    return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint)
 
 
 def _errorcode(exc: sqlite3.Error) -> int | None:
@@ -303,7 +317,7 @@ class ResponseStore:
         ``put``), with one StoreWarning per call."""
         found: dict[str, StoredResponse] = {}
         damaged = 0
-        for key, *row in self._rows("key, text, finish_reason, usage, cost_usd, logprobs, truncated", keys):
+        for key, *row in self._rows("key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint", keys):
             response = _response(*row)
             if response is None:
                 damaged += 1
@@ -333,11 +347,12 @@ class ResponseStore:
         # One transaction per answer: what was answered is never lost to a kill.
         row = (key, model, canonical_json(request), response.text, response.finish_reason,
                json.dumps(response.usage, sort_keys=True), response.cost_usd, time.time(),
-               json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None, int(response.truncated))
+               json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None, int(response.truncated),
+               response.served_model, response.system_fingerprint)
         try:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, truncated) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
+                "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         except sqlite3.Error as exc:
             raise self._write_error(exc, "cannot store an answer") from None
 

@@ -40,7 +40,8 @@ def test_round_trip_keeps_everything_and_one_case_per_line(prepared, baseline_fi
     results = simulated_results(prepared, "stereotyped?p=0.2")
     loaded = baselines.load(baseline_file)
     assert loaded["suite"]["fingerprint"] == prepared.suite.fingerprint()
-    assert loaded["model"] == {"model": "sim/stereotyped?p=0.2", "params": results["model"]["params"], "judge": None, "estimator": None}
+    assert loaded["model"] == {"model": "sim/stereotyped?p=0.2", "revision": None, "params": results["model"]["params"], "judge": None,
+                               "estimator": None}
     assert loaded["metrics"]["overall"] == results["metrics"]["overall"]
     assert loaded["metrics"]["by_category"] == results["metrics"]["by_category"]
     rows = loaded["cases"]["rows"]

@@ -560,17 +560,28 @@ def fake_python(tmp_path: Path):
     (action_path / "suites" / "kobbq").mkdir(parents=True)
     (action_path / "suites" / "kobbq" / "suite.toml").write_text("# bundled\n", "utf-8")
 
-    def call(inputs: dict[str, str], rc: int = 0, step: str = "run") -> tuple[ActionRun, list[str]]:
+    def call(inputs: dict[str, str], rc: int = 0, step: str = "run", github: dict[str, str] | None = None) -> tuple[ActionRun, list[str]]:
         args_file = tmp_path / "args"
         args_file.unlink(missing_ok=True)
         env = dict(os.environ, PATH=f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
         result = run_step(step, inputs, workdir=tmp_path / "work", action_path=action_path, env=env,
                           extra_env={"FAKE_ARGS": str(args_file), "FAKE_RC": str(rc), "REAL_PYTHON": sys.executable,
-                                     "PATH": env["PATH"]})
+                                     "PATH": env["PATH"], **(github or {})})
         args = args_file.read_text("utf-8").split("\0")[:-1] if args_file.exists() else []
         return result, args
 
     return call
+
+
+@pytest.mark.parametrize(("given", "github", "revision"), [
+    ({}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0", "GITHUB_SHA": "0" * 40}, "v2.1.0"),
+    ({}, {"GITHUB_REF_TYPE": "branch", "GITHUB_REF_NAME": "main", "GITHUB_SHA": "a" * 40}, "a" * 40),
+    ({"model-revision": "ckpt-1200"}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0"}, "ckpt-1200"),
+    ({"model-revision": ""}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0"}, None),
+])
+def test_the_model_revision_defaults_to_the_release_tag_else_the_commit(fake_python, given, github, revision):
+    _, args = fake_python({"model": "sim/fair", **given}, github=github)
+    assert (args[args.index("--biascheck-model-revision") + 1] if "--biascheck-model-revision" in args else None) == revision
 
 
 def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fake_python, tmp_path):
@@ -580,6 +591,7 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
     hostile = "openai/gpt-4o-mini$(touch pwned)`touch pwned2`;touch pwned3"
     result, args = fake_python({
         "model": hostile,
+        "model-revision": "v1.2$(touch pwned4)",
         "suites": "suites/mine  suites/kobbq",
         "baseline": "baselines/{suite}/{model}.json",
         "compare-fail": "diff_bias_amb:+0.02\n\n  acc_dis:-2%  \n",
@@ -593,7 +605,7 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
     slug = "openai-gpt-4o-mini-touch-pwned-touch-pwned2-touch-pwned3"
     assert args == [
         "--biascheck", "suites/mine", ".biascheck/suites/kobbq",
-        "--biascheck-model", hostile,
+        "--biascheck-model", hostile, "--biascheck-model-revision", "v1.2$(touch pwned4)",
         "--biascheck-baseline", f"{work}/baselines/{{suite}}/{slug}.json",
         "--biascheck-compare-fail", "diff_bias_amb:+0.02", "--biascheck-compare-fail", "acc_dis:-2%",
         "--biascheck-data", "../mirror dir", "--biascheck-max-cost", "2.5",
