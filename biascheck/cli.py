@@ -24,7 +24,10 @@ from biascheck.errors import BiascheckError
 def main(argv: Sequence[str] | None = None) -> int:
     from biascheck.sim.cli import add_sim_subcommands
 
+    import biascheck
+
     parser = argparse.ArgumentParser(prog="biascheck", description="Continuous bias-regression testing for language models.")
+    parser.add_argument("--version", action="version", version=f"biascheck {biascheck.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     diff = commands.add_parser("diff", help="compare a results.json with a baseline (exit 1 on regression)",
                                description="Compare a run with a baseline: paired statistics per metric and category, and the changed cases.")
