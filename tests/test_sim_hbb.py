@@ -154,7 +154,10 @@ def test_temperature_acts_on_p_a_as_a_softmax_does(p: float, t: float) -> None:
     q = at_temperature(p, t)
     assert 0.0 <= q <= 1.0
     assert at_temperature(p, 1.0) == p
-    assert math.isclose(at_temperature(1.0 - p, t), 1.0 - q, abs_tol=1e-12)  # a and b are symmetric
+    # a and b are symmetric: P_a(c) = 1 - P_a(1 - c), with 1 - c exact (1 - p itself is rounded:
+    # for p = 1e-17 it is 1.0, whose tempered value is 1, not 1 - q)
+    c = 1.0 - p
+    assert math.isclose(at_temperature(c, t), 1.0 - at_temperature(1.0 - c, t), abs_tol=1e-12)
     if 1e-6 < p < 1 - 1e-6:
         # softmax of the logits ln p / T: p^(1/T) / (p^(1/T) + (1-p)^(1/T))
         assert math.isclose(q, 1.0 / (1.0 + math.exp((math.log1p(-p) - math.log(p)) / t)), rel_tol=1e-9, abs_tol=1e-300)
