@@ -416,6 +416,7 @@ def _overall(results: dict) -> str:
         note = value.get("note") or (verdict or {}).get("note")
         note_html = f'<br><span class="muted small"{_lang(note)}>{_e(note)}</span>' if note else ""
         mark = "" if verdict is None else ('<span class="badge pass">pass</span>' if verdict.get("passed") else '<span class="badge fail">FAIL</span>')
+        mark += ' <span class="badge v-inconclusive">inconclusive</span>' if verdict is not None and verdict.get("status") == "inconclusive" else ""
         row_class = ' class="fail"' if verdict is not None and not verdict.get("passed") else ""
         out.append(
             f"<tr{row_class}><td><code>{_e(name)}</code></td><td class=\"num\">{_fmt(value.get('value'))}{note_html}</td>"

@@ -21,6 +21,8 @@ from biascheck.errors import BiascheckError
 from biascheck.sources import DataFile
 
 MANIFEST_NAME = "suite.toml"
+# Keys of [thresholds] that say how gates are judged (see verdicts.judge); every other key names a gated metric.
+THRESHOLD_SETTINGS = ("mode", "min_n")
 # How to fix a list the schema wants non-empty (minItems 1), by field: an empty list never means "all".
 EMPTY_LIST_FIXES = {
     "subset.categories": "leave the key out for every category, or name some",
@@ -53,6 +55,15 @@ class Threshold:
         if self.kind == "max":
             return value <= self.limit
         return value >= self.limit
+
+    def passes_within(self, lo: float, hi: float) -> bool:
+        """Whether some value in [lo, hi] passes: every gate's passing set is an interval, so this
+        is whether the two intervals meet (False: the whole of [lo, hi] lies beyond the limit)."""
+        if self.kind == "max_abs":
+            return lo <= self.limit and hi >= -self.limit
+        if self.kind == "max":
+            return lo <= self.limit
+        return hi >= self.limit
 
     def describe(self) -> str:
         return {"max_abs": f"|x| <= {self.limit:g}", "max": f"x <= {self.limit:g}", "min": f"x >= {self.limit:g}"}[self.kind]
@@ -160,6 +171,8 @@ class SuiteManifest:
     bootstrap_seed: int
     thresholds: dict[str, Threshold]
     category_thresholds: dict[str, dict[str, Threshold]]
+    threshold_mode: str = "point"  # [thresholds] mode: "point" or "credible"
+    threshold_min_n: int | None = None  # [thresholds] min_n: category checks on fewer cases are not judged
     regression: RegressionSettings = field(default_factory=RegressionSettings)
     estimator_thresholds: dict[str, dict[str, Threshold]] = field(default_factory=dict)
     hbb: dict[str, Any] = field(default_factory=dict)  # the [hbb] table, with defaults filled in
@@ -197,6 +210,10 @@ def _field_path(error) -> str:
     return ".".join(parts) if parts else "(top level)"
 
 
+# A gate's field: thresholds.<metric>, category_thresholds.<category>.<metric>, estimator_thresholds.<kind>.<metric>.
+_THRESHOLD_FIELD = re.compile(r"^(thresholds|(category|estimator)_thresholds\.[^.]+)\.[^.]+$")
+
+
 def _schema_error(path: Path, error) -> BiascheckError:
     where = _field_path(error)
     validator = error.validator
@@ -214,6 +231,11 @@ def _schema_error(path: Path, error) -> BiascheckError:
     if validator == "minItems" and error.instance == [] and error.validator_value == 1:
         fix = EMPTY_LIST_FIXES.get(where, "name at least one, or leave the key out")
         return BiascheckError(path, where, "empty", fix)
+    if where == "thresholds.min_n":
+        return BiascheckError(path, where, error.message, "give a whole number of cases, at least 1, e.g. min_n = 30")
+    if validator == "type" and error.validator_value == "object" and _THRESHOLD_FIELD.match(where):
+        return BiascheckError(path, where, error.message, "a gate is a table, e.g. diff_bias_amb = { max_abs = 0.05 }; "
+                              'only [thresholds] also takes mode = "point" | "credible" and min_n = N')
     if validator in ("minimum", "maximum") and "minimum" in error.schema and "maximum" in error.schema:
         low, high = error.schema["minimum"], error.schema["maximum"]
         return BiascheckError(path, where, error.message, f"give a value from {low} to {high}")
@@ -278,6 +300,11 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         if unknown:
             raise BiascheckError(path, "prompts.use", f"unknown prompt ids {unknown}", f"use ids from: {', '.join(ids)}")
 
+    gates = {m: _threshold(t) for m, t in raw["thresholds"].items() if m not in THRESHOLD_SETTINGS}
+    if not gates:
+        raise BiascheckError(path, "thresholds", "no gated metric (mode and min_n only say how gates are judged)",
+                             "add one, e.g. diff_bias_amb = { max_abs = 0.05 }")
+
     subset = raw.get("subset", {})
     bootstrap = raw.get("bootstrap", {})
     regression = raw.get("regression", {})
@@ -304,7 +331,9 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         sampling={name: SAMPLING_PARAMS[name](value) for name, value in raw.get("sampling", {}).items()},
         bootstrap_resamples=bootstrap.get("resamples", 1000),
         bootstrap_seed=bootstrap.get("seed", 0),
-        thresholds={m: _threshold(t) for m, t in raw["thresholds"].items()},
+        thresholds=gates,
+        threshold_mode=raw["thresholds"].get("mode", "point"),
+        threshold_min_n=int(raw["thresholds"]["min_n"]) if "min_n" in raw["thresholds"] else None,  # TOML 30.0 is a valid integer too
         category_thresholds={
             c: {m: _threshold(t) for m, t in table.items()} for c, table in raw.get("category_thresholds", {}).items()
         },

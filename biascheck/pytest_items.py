@@ -159,6 +159,8 @@ class MetricItem(ScopedItem):
         self.user_properties.append(("biascheck_metric", verdict.explain()))
         if not verdict.passed:
             raise BiascheckFailure(verdict.explain())
+        if verdict.status == "inconclusive":
+            self.user_properties.append((STATUS_PROPERTY, verdict.status))
 
     def reportinfo(self):
         return self.path, None, f"{self.scope}::{self.name}"

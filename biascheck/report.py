@@ -88,6 +88,7 @@ def build_results(run) -> list[dict[str, Any]]:
                 {
                     "metric": v.metric, "scope": v.scope, "value": _num(v.value), "ci": [_num(v.ci[0]), _num(v.ci[1])],
                     "n": v.n, "threshold": v.threshold.to_dict(), "passed": v.passed, "note": v.note,
+                    "mode": v.mode, "status": v.status,
                 }
                 for v in result.verdicts
             ],
@@ -159,6 +160,11 @@ def fmt_ci(ci: list[float | None]) -> str:
 def _threshold_text(threshold: dict[str, float]) -> str:
     ((kind, limit),) = threshold.items()
     return Threshold(kind, limit).describe()
+
+
+def _mode_text(verdict: dict[str, Any]) -> str:
+    """How a gate was judged, when not on the point estimate (``[thresholds] mode``)."""
+    return f" ({verdict['mode']})" if verdict.get("mode", "point") != "point" else ""
 
 
 def _gated(document: dict[str, Any]) -> list[str]:
@@ -265,8 +271,9 @@ def render_markdown(document: dict[str, Any]) -> str:
     out += ["## Overall", "", "| metric | value | 95% CI | n | threshold | verdict |", "|---|---:|---|---:|---|---|"]
     for name, value in metrics["overall"].items():
         verdict = verdicts.get(("overall", name))
-        threshold = _threshold_text(verdict["threshold"]) if verdict else ""
+        threshold = _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else ""
         mark = ("pass" if verdict["passed"] else "**FAIL**") if verdict else ""
+        mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
         out.append(f"| {name} | {fmt(value['value'])} | {fmt_ci(value['ci'])} | {value['n']} | {threshold} | {mark} |")
     if metrics["by_category"]:
         shown = _category_metrics(document)
@@ -277,6 +284,7 @@ def render_markdown(document: dict[str, Any]) -> str:
                 verdict = verdicts.get((category, name))
                 text = f"{fmt(table[name]['value'])} {fmt_ci(table[name]['ci'])}"
                 cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**")
+                cells[-1] += " ?" if verdict and verdict.get("status") == "inconclusive" else ""
             out.append(f"| {category} | " + " | ".join(cells) + " |")
     examples = bbg_examples(document)
     if examples:
@@ -329,9 +337,9 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
             verdict = verdicts.get(("overall", name))
-            mark = "" if verdict is None else ("[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
+            mark = "" if verdict is None else ("[yellow]pass (inconclusive)[/]" if verdict.get("status") == "inconclusive" else "[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
             table.add_row(esc(name), fmt(value["value"]), fmt_ci(value["ci"]), str(value["n"]),
-                          _threshold_text(verdict["threshold"]) if verdict else "", mark)
+                          _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else "", mark)
         console.print(table)
         if metrics["by_category"]:
             # Long format (a row per category and gated metric) fits a narrow terminal.
@@ -342,7 +350,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             for category, values in metrics["by_category"].items():
                 for i, name in enumerate(shown):
                     verdict = verdicts.get((category, name))
-                    mark = "" if verdict is None else ("[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
+                    mark = "" if verdict is None else ("[yellow]pass (inconclusive)[/]" if verdict.get("status") == "inconclusive" else "[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
                     table.add_row(esc(category) if i == 0 else "", esc(name), fmt(values[name]["value"]), fmt_ci(values[name]["ci"]),
                                   str(values[name]["n"]), mark, end_section=i == len(shown) - 1)
             console.print(table)
