@@ -10,7 +10,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biascheck.report import fmt
+from biascheck.report import fmt, md_row, print_table
 
 MARK = {"regressed": "**REGRESSED**", "improved": "improved", "unchanged": "unchanged", "inconclusive": "_inconclusive_",
         "not compared": "not compared"}
@@ -70,7 +70,7 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
             "|---|---|---:|---:|---|---:|---:|---|---|"]
     for r, row in zip(comparison["results"], _rows(comparison)):
         row[-1] = MARK[r["verdict"]]
-        out.append("| " + " | ".join(row) + " |")
+        out.append(md_row(row))
     notable = [r for r in comparison["results"] if r["verdict"] in ("regressed", "inconclusive")]
     if notable:
         out += ["", "## Why", ""] + [f"- {r['explanation']}" for r in notable]
@@ -78,7 +78,7 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
     out += ["", f"## Changed cases ({flips['total']})", ""]
     if flips["by_transition"]:
         out += ["| baseline -> candidate | cases |", "|---|---:|"]
-        out += [f"| {t} | {n} |" for t, n in flips["by_transition"].items()]
+        out += [md_row(item) for item in flips["by_transition"].items()]
     if flips["shown"] < flips["total"]:
         out += ["", f"Listing the first {flips['shown']} (toward the biased answer first)."]
     for category, cases in flips["by_category"].items():
@@ -95,9 +95,11 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
 
 
 def _md(text: str | None) -> str:
+    """Text in a list item or a ``<summary>`` (raw HTML, where a backslash escape would show): one
+    line, no tag. Table cells go through :func:`biascheck.report.md_cell`."""
     if text is None:
         return "(none)"
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
+    return " ".join(str(text).split()).replace("<", "&lt;")
 
 
 def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, color: bool, width: int = 100) -> str:
@@ -127,7 +129,7 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             verdict = row.pop()
             row.pop(-1)  # the rule is in the explanation; keep the table narrow
             table.add_row(*map(esc, row), f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
-        console.print(table)
+        print_table(console, table)
         if quiet:
             console.print(f"  {quiet} category checks unchanged (all are in comparison.md)", style="dim")
         flips = comparison["flips"]

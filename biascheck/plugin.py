@@ -39,13 +39,15 @@ OPTIONS = (
      "so a model redeployed under the same name is asked again"),
     ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
     ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
-    ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls (default 32)"),
+    ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls, a whole number (default 32)"),
     ("--biascheck-report", "biascheck_report", None, "folder for results.json, report.md, report.html (replaced whole by each run)"),
-    ("--biascheck-max-cost", "biascheck_max_cost", None, "stop issuing calls after this many USD; the run then fails as incomplete"),
+    ("--biascheck-max-cost", "biascheck_max_cost", None,
+     "stop issuing calls before this many USD would be spent, a number (calls in flight count at the mean cost per call); "
+     "the run then fails as incomplete"),
     ("--biascheck-api-base", "biascheck_api_base", None, "API base URL (vLLM, Ollama, a proxy)"),
-    ("--biascheck-timeout", "biascheck_timeout", None, "seconds per model call attempt (default 60)"),
+    ("--biascheck-timeout", "biascheck_timeout", None, "seconds per model call attempt, a number (default 60)"),
     ("--biascheck-price", "biascheck_price", None, "INPUT/OUTPUT USD per million tokens, for models litellm has no price for"),
-    ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts (default 6)"),
+    ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts, a whole number (default 6)"),
     ("--biascheck-estimator", "biascheck_estimator", None,
      "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's"),
     ("--biascheck-judge", "biascheck_judge", "BIASCHECK_JUDGE",
@@ -79,7 +81,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--biascheck", action="store_true", help="collect suite folders (suite.toml) as bias tests")
     for option, ini, env, text in OPTIONS:
         group.addoption(option, default=None, help=text + (f" [env {env}]" if env else ""))
-        parser.addini(ini, text)
+        # Numbers too are strings (their help says so): pytest has number types only since 8.4.
+        parser.addini(ini, text, type="string")
     for option, ini, text in FLAGS:
         group.addoption(option, action="store_true", default=False, help=text)
         if ini:
@@ -556,7 +559,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     from biascheck.diff_report import annotation, render_comparison_terminal
     from biascheck.report import render_terminal
 
-    width = terminalreporter._tw.fullwidth
+    # A CI log has no edge: unless it says its width (COLUMNS, which pytest reads), it gets a wide
+    # summary rather than pytest's fallback of 80 columns, which wraps every table.
+    width = terminalreporter._tw.fullwidth if terminalreporter.isatty or os.environ.get("COLUMNS") else 160
     terminalreporter.write_sep("=", "biascheck summary")
     terminalreporter.write(render_terminal(state.results_json, color=terminalreporter.hasmarkup, width=width))
     comparisons = [state.comparisons[d["suite"]["name"]] for d in state.results_json if d["suite"]["name"] in state.comparisons]

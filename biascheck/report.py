@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
@@ -157,6 +159,29 @@ def fmt_ci(ci: list[float | None]) -> str:
     return "n/a" if lo is None or hi is None else f"[{lo:.4f}, {hi:.4f}]"
 
 
+def md_cell(text: Any) -> str:
+    """``text`` as the content of one GFM table cell (report.md, comparison.md, the step summary),
+    shown as written. An unescaped ``|`` ends the cell: GitHub then shifts the rest of the row (the
+    threshold ``|x| <= 0.05`` became an empty cell and the verdict ``x``). A backslash is doubled:
+    before an escaped ``|`` it would be taken into the escape and vanish. A line break would end the
+    row, so whitespace runs become one space; a ``<`` that could open an HTML tag is escaped."""
+    text = " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|")
+    return re.sub(r"<(?=[A-Za-z/!?])", r"\\<", text)
+
+
+def md_row(cells: Iterable[Any]) -> str:
+    return "| " + " | ".join(map(md_cell, cells)) + " |"
+
+
+def scope_label(document: dict[str, Any], scope: str) -> str:
+    """How reports name a scope. "overall" of a run that covers part of the suite (``-k``, node ids)
+    is the selection's: its verdicts are not the suite's. results.json keeps the key "overall"."""
+    run_cases, total = document["run"]["cases"], document["suite"].get("cases_total")
+    if scope != "overall" or total is None or run_cases >= total:
+        return scope
+    return f"selection ({run_cases:,} of {total:,} cases)"
+
+
 def _threshold_text(threshold: dict[str, float]) -> str:
     ((kind, limit),) = threshold.items()
     return Threshold(kind, limit).describe()
@@ -268,16 +293,16 @@ def render_markdown(document: dict[str, Any]) -> str:
         out.append("Skipped categories:")
         out += [f"- {c}: {r}" for c, r in document["suite"]["skipped_categories"].items()]
         out.append("")
-    out += ["## Overall", "", "| metric | value | 95% CI | n | threshold | verdict |", "|---|---:|---|---:|---|---|"]
+    out += [f"## {scope_label(document, 'overall').capitalize()}", "", "| metric | value | 95% CI | n | threshold | verdict |", "|---|---:|---|---:|---|---|"]
     for name, value in metrics["overall"].items():
         verdict = verdicts.get(("overall", name))
         threshold = _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else ""
         mark = ("pass" if verdict["passed"] else "**FAIL**") if verdict else ""
         mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
-        out.append(f"| {name} | {fmt(value['value'])} | {fmt_ci(value['ci'])} | {value['n']} | {threshold} | {mark} |")
+        out.append(md_row([name, fmt(value["value"]), fmt_ci(value["ci"]), value["n"], threshold, mark]))
     if metrics["by_category"]:
         shown = _category_metrics(document)
-        out += ["", "## By category", "", "| category | " + " | ".join(shown) + " |", "|---|" + "---:|" * len(shown)]
+        out += ["", "## By category", "", md_row(["category", *shown]), "|---|" + "---:|" * len(shown)]
         for category, table in metrics["by_category"].items():
             cells = []
             for name in shown:
@@ -285,32 +310,61 @@ def render_markdown(document: dict[str, Any]) -> str:
                 text = f"{fmt(table[name]['value'])} {fmt_ci(table[name]['ci'])}"
                 cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**")
                 cells[-1] += " ?" if verdict and verdict.get("status") == "inconclusive" else ""
-            out.append(f"| {category} | " + " | ".join(cells) + " |")
+            out.append(md_row([category, *cells]))
     examples = bbg_examples(document)
     if examples:
         out += ["", "## Read as biased in both versions (first pairs)", "", "| pair | category | question |", "|---|---|---|"]
-        out += [f"| {pair} | {category} | {question.replace('|', chr(92) + '|')} |" for pair, category, question in examples]
+        out += [md_row(example) for example in examples]
     if metrics["prompt_summary"]:
         across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
-        out += ["", f"## Across {across} (mean ± sample std)", "", "| metric | " + " | ".join(metrics["by_prompt"]) + " | mean ± std |",
+        out += ["", f"## Across {across} (mean ± sample std)", "", md_row(["metric", *metrics["by_prompt"], "mean ± std"]),
                 "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1)]
         for name in HEADLINE:
             if name not in metrics["prompt_summary"]:
                 continue
             spread = metrics["prompt_summary"][name]
             values = [fmt(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]]
-            out.append(f"| {name} | " + " | ".join(values) + f" | {fmt(spread['mean'])} ± {fmt(spread['std'])} |")
+            out.append(md_row([name, *values, f"{fmt(spread['mean'])} ± {fmt(spread['std'])}"]))
     if metrics["by_label"]:
         shown = [n for n in HEADLINE if n in metrics["overall"]]
         title = "By descriptor type" if document["suite"]["benchmark"] == "hbb" else "By label"
-        out += ["", f"## {title}", "", "| label | " + " | ".join(shown) + " |", "|---|" + "---:|" * len(shown)]
+        out += ["", f"## {title}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
         for label, table in metrics["by_label"].items():
-            out.append(f"| {label} | " + " | ".join(f"{fmt(table[n]['value'])} {fmt_ci(table[n]['ci'])}" for n in shown) + " |")
+            out.append(md_row([label, *(f"{fmt(table[n]['value'])} {fmt_ci(table[n]['ci'])}" for n in shown)]))
     failures = [v for v in document["verdicts"] if not v["passed"]]
     if failures:
         out += ["", "## Failed checks", ""]
-        out += [f"- {v['metric']} ({v['scope']}) = {fmt(v['value'])}, threshold {_threshold_text(v['threshold'])}, 95% CI {fmt_ci(v['ci'])}, n = {v['n']}" for v in failures]
+        out += [f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt(v['value'])}, threshold {_threshold_text(v['threshold'])}, 95% CI {fmt_ci(v['ci'])}, n = {v['n']}" for v in failures]
     return "\n".join(out) + "\n"
+
+
+def print_table(console, table) -> None:
+    """Print a rich table in the console's width where it fits without cutting a word, else wider.
+    Left to itself rich shrinks any column to fit, cutting "0.0000" to "0.00…" and a category to
+    "disability_stat…"; a line wider than the log is still read whole. So only a cell of several
+    words (an interval, a threshold) wraps, between its words, in a column that may wrap: no column
+    gets narrower than its longest word."""
+    from rich.measure import Measurement
+
+    unbounded = console.options.update_width(100_000)
+    excess = Measurement.get(console, unbounded, table).maximum - console.width
+    if excess > 0:
+        room = []
+        for column in table.columns:
+            sizes = [Measurement.get(console, unbounded, cell) for cell in (column.header, *column.cells)]
+            widest, longest_word = max(size.maximum for size in sizes), max(size.minimum for size in sizes)
+            room.append((0 if column.no_wrap else widest - longest_word, widest, column))
+        # The columns with the most room to wrap give it first.
+        for slack, widest, column in sorted(room, key=lambda r: -r[0]):
+            cut = min(excess, slack)
+            if cut > 0:
+                column.width, excess = widest - cut, excess - cut
+    width = console.width
+    console.width = width + max(excess, 0)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
@@ -332,7 +386,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
         for category, reason in document["suite"]["skipped_categories"].items():
             console.print(f"  skipped {esc(category)}: {esc(reason)}", style="yellow")
-        table = Table(title=f"{esc(document['suite']['name'])}: overall", title_justify="left")
+        table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
         for header, justify in (("metric", "left"), ("value", "right"), ("95% CI", "left"), ("n", "right"), ("threshold", "left"), ("verdict", "left")):
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
@@ -340,7 +394,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             mark = "" if verdict is None else ("[yellow]pass (inconclusive)[/]" if verdict.get("status") == "inconclusive" else "[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
             table.add_row(esc(name), fmt(value["value"]), fmt_ci(value["ci"]), str(value["n"]),
                           _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else "", mark)
-        console.print(table)
+        print_table(console, table)
         if metrics["by_category"]:
             # Long format (a row per category and gated metric) fits a narrow terminal.
             shown = _category_metrics(document)
@@ -353,7 +407,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                     mark = "" if verdict is None else ("[yellow]pass (inconclusive)[/]" if verdict.get("status") == "inconclusive" else "[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
                     table.add_row(esc(category) if i == 0 else "", esc(name), fmt(values[name]["value"]), fmt_ci(values[name]["ci"]),
                                   str(values[name]["n"]), mark, end_section=i == len(shown) - 1)
-            console.print(table)
+            print_table(console, table)
         examples = bbg_examples(document)
         if examples:
             # rich measures East Asian wide characters, so Korean questions stay aligned.
@@ -362,7 +416,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                 table.add_column(header)
             for row in examples:
                 table.add_row(*map(esc, row))
-            console.print(table)
+            print_table(console, table)
         if metrics["prompt_summary"]:
             across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
             table = Table(title=f"{esc(document['suite']['name'])}: across {across}", title_justify="left")
@@ -376,5 +430,5 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                     continue
                 table.add_row(name, *(fmt(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]),
                               f"{fmt(spread['mean'])} ± {fmt(spread['std'])}")
-            console.print(table)
+            print_table(console, table)
     return buffer.getvalue()

@@ -1,0 +1,335 @@
+"""Output that CI logs and GitHub can read (issue 12, part 4): Markdown tables that survive a GFM
+renderer, progress lines in a log that is not a terminal, summary tables that never cut a number
+or a name, help that says what each setting is, and a partial run labelled as the selection it is."""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+import threading
+import time
+from html.parser import HTMLParser
+
+import pytest
+from conftest import ROOT, SUITES, write_subset_suite
+
+from biascheck.diff_report import render_comparison_markdown, render_comparison_terminal
+from biascheck.report import fmt, fmt_ci, render_markdown, render_terminal
+from biascheck.runner import RichProgress, RunStats
+
+# --- results documents from real (simulated) runs ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
+    """Results documents of the tiny KoBBQ suite (96 cases): ``stereotyped`` on the whole suite and
+    on its age cases alone (a ``-k age`` run), ``fair`` on the whole suite."""
+    from biascheck.llm import ModelConfig
+    from biascheck.report import build_results
+    from biascheck.session import RunConfig, run
+    from biascheck.suite import load_suite
+
+    folder = tmp_path_factory.mktemp("ci-output")
+    suite_dir = write_subset_suite(folder / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+                                   prompts='from_data = "prompts"\nuse = ["1"]')
+    suite = load_suite(suite_dir, data_dir=data_dir)
+
+    def results(model: str, cases) -> dict:
+        config = RunConfig(model=ModelConfig(model), store_path=folder / "store.sqlite", data_dir=data_dir)
+        (document,) = build_results(run([(suite, cases)], config))
+        return document
+
+    return {
+        "stereotyped": results("sim/stereotyped", suite.cases),
+        "age": results("sim/stereotyped", [c for c in suite.cases if c.category == "age"]),
+        "fair": results("sim/fair", suite.cases),
+    }
+
+
+def comparison_of(baseline_results: dict, candidate: dict) -> dict:
+    from biascheck import baseline as baselines
+    from biascheck.regression import compare, settings_from
+
+    return compare(baselines.from_results(baseline_results), candidate, settings_from(candidate, []), baseline_path="baselines/kobbq/x.json")
+
+
+# --- 1. Markdown tables under a GFM renderer -------------------------------------------------------
+
+
+class _Tables(HTMLParser):
+    """The tables of an HTML page as lists of rows of cell texts (header row first)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def gfm_tables(markdown: str) -> list[list[dict[str, str]]]:
+    """Each table as GitHub shows it: its rows as {header cell: cell text}."""
+    from markdown_it import MarkdownIt
+
+    parser = _Tables()
+    parser.feed(MarkdownIt("commonmark").enable("table").render(markdown))
+    return [[dict(zip(header, row)) for row in rows] for header, *rows in parser.tables]
+
+
+def table_with(markdown: str, column: str) -> list[dict[str, str]]:
+    """The first table that has ``column``."""
+    return next(rows for rows in gfm_tables(markdown) if rows and column in rows[0])
+
+
+def test_report_md_threshold_and_verdict_cells_survive_a_gfm_renderer(runs):
+    document = runs["stereotyped"]
+    rows = {row["metric"]: row for row in table_with(render_markdown(document), "threshold")}
+    assert rows["diff_bias_amb"]["threshold"] == "|x| <= 0.05"
+    assert rows["diff_bias_amb"]["verdict"] == "FAIL"
+    assert rows["acc_dis"]["threshold"] == "x >= 0.8"
+    for verdict in document["verdicts"]:
+        if verdict["scope"] == "overall":
+            assert rows[verdict["metric"]]["verdict"] == ("pass" if verdict["passed"] else "FAIL")
+
+
+def test_cells_keep_pipes_backslashes_and_line_breaks_of_names(runs):
+    document = copy.deepcopy(runs["stereotyped"])
+    hostile = "a|b\\|c\\\nd"  # a pipe, a backslash before a pipe, a backslash before a line break
+    by_category = document["metrics"]["by_category"]
+    by_category[hostile] = by_category.pop("age")
+    for verdict in document["verdicts"]:
+        if verdict["scope"] == "age":
+            verdict["scope"] = hostile
+    document["metrics"]["by_prompt"] = {"p|1": document["metrics"]["by_prompt"]["1"]}
+    markdown = render_markdown(document)
+    categories = {row["category"]: row for row in table_with(markdown, "category")}
+    assert "a|b\\|c\\ d" in categories  # the line break is a space: a cell is one line
+    assert categories["a|b\\|c\\ d"]["diff_bias_amb"].endswith("FAIL")
+    assert table_with(markdown, "p|1")[0]["metric"] == "acc_amb"
+
+
+def test_comparison_md_cells_survive_a_gfm_renderer(runs):
+    comparison = comparison_of(runs["fair"], runs["stereotyped"])
+    result = next(r for r in comparison["results"] if r["scope"] == "age" and r["metric"] == "diff_bias_amb")
+    result["scope"] = "age|young"
+    rows = table_with(render_comparison_markdown(comparison), "rule")
+    assert len(rows) == len(comparison["results"])
+    row = next(row for row in rows if row["scope"] == "age|young")
+    assert (row["metric"], row["rule"], row["verdict"].lower()) == ("diff_bias_amb", result["rule"], result["verdict"])
+
+
+def summary_section(output: str) -> str:
+    """The biascheck summary of a pytest run's output, without GitHub annotation lines."""
+    section = output.split("biascheck summary", 1)[1].split("short test summary", 1)[0]
+    return "\n".join(line for line in section.splitlines() if not line.startswith("::"))
+
+
+def test_the_step_summary_and_the_terminal_summary_of_a_partial_run(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
+    # A -k run in GitHub Actions (items 1, 3 and 6 end to end): its step summary survives a GFM
+    # renderer and calls its "overall" the selection; its log is not a terminal, so the summary is
+    # wide (160 columns) unless COLUMNS says otherwise.
+    summary = tmp_path / "step-summary.md"
+    summary.touch()
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    run = run_biascheck(tiny_kobbq, "sim/stereotyped", "-k", "age")
+    assert run.ret == 1, run.output
+    results = run.results()
+    assert (results["run"]["cases"], results["suite"]["cases_total"]) == (8, 96)
+    assert {v["scope"] for v in results["verdicts"]} == {"overall", "age"}  # results.json keeps its scope key
+    text = summary.read_text("utf-8")
+    assert "## Selection (8 of 96 cases)" in text and "## Overall" not in text
+    rows = {row["metric"]: row for row in table_with(text, "threshold")}
+    assert (rows["diff_bias_amb"]["threshold"], rows["diff_bias_amb"]["verdict"]) == ("|x| <= 0.05", "FAIL")
+    terminal = summary_section(run.output)
+    assert "kobbq: selection (8 of 96 cases)" in terminal and "kobbq: overall" not in terminal
+    # 160 columns: the run line is one line, and no line is wider.
+    assert any("on sim/stereotyped: 8 cases" in line and "suite fingerprint" in line for line in terminal.splitlines())
+    assert max(map(len, terminal.splitlines())) <= 160
+
+    monkeypatch.setenv("COLUMNS", "100")
+    narrow = run_biascheck(tiny_kobbq, "sim/stereotyped", "-k", "age", report="narrow")
+    terminal = summary_section(narrow.output)
+    assert max(map(len, terminal.splitlines())) <= 100
+    assert not any("on sim/stereotyped: 8 cases" in line and "suite fingerprint" in line for line in terminal.splitlines())
+
+
+# --- 2. Progress in a log that is not a terminal ------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_outside_a_terminal_prints_start_periodic_and_end_lines():
+    stream, clock = io.StringIO(), FakeClock()
+    # A huge interval: the lines between start and end come from tick(), what the timer calls.
+    progress = RichProgress("biascheck sim/x", stream=stream, interval=3600, clock=clock)
+    stats = RunStats(requests=100, cache_hits=10)
+    progress.start(100, stats)
+    clock.now += 30
+    stats.calls, stats.retries, stats.errors, stats.cost_usd = 50, 5, 2, 0.0123
+    progress.update(55, stats)  # 45 answered in 30 s: 1.5 per second, 45 to go
+    progress.tick()
+    clock.now += 30
+    stats.calls = 95
+    progress.update(100, stats)
+    progress.stop(stats)
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "biascheck sim/x: 10 of 100 requests answered, 0 calls, 0 errors, 0 retries, 10 cache hits, $0.0000, 0.0 calls/s, ETA unknown",
+        "biascheck sim/x: 55 of 100 requests answered, 50 calls, 2 errors, 5 retries, 10 cache hits, $0.0123, 1.7 calls/s, ETA 0:00:30",
+        "biascheck sim/x: 100 requests, 10 cache hits, 95 calls, 5 retries, 2 errors, $0.0123 in 0:01:00, 1.6 calls/s",
+    ]
+
+
+def test_progress_outside_a_terminal_ticks_at_its_interval_while_calls_run():
+    stream = io.StringIO()
+    progress = RichProgress("biascheck sim/x", stream=stream, interval=0.01)
+    stats = RunStats(requests=10)
+    progress.start(10, stats)
+    # Waits for the timer's lines, however slowly a loaded machine schedules it.
+    deadline = time.monotonic() + 60
+    while stream.getvalue().count("\n") < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    progress.update(10, stats)
+    progress.stop(stats)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 4
+    assert all(re.fullmatch(r"biascheck sim/x: 0 of 10 requests answered, 0 calls, .*, ETA unknown", line) for line in lines[:3])
+    assert lines[-1].startswith("biascheck sim/x: 10 requests, 0 cache hits, 0 calls")
+    assert not any(t.name.startswith("biascheck progress") for t in threading.enumerate())  # stop() ends the timer
+
+
+def test_progress_bar_on_a_terminal_shows_rate_and_eta(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the whole bar on one line
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream, clock = Terminal(), FakeClock()
+    progress = RichProgress("biascheck sim/x", stream=stream, clock=clock)
+    stats = RunStats(requests=100)
+    progress.start(100, stats)
+    clock.now += 10
+    stats.calls = 40
+    progress.update(40, stats)
+    progress.stop(stats)
+    assert "4.0 calls/s" in stream.getvalue() and "ETA 0:00:15" in stream.getvalue()
+
+
+# --- 3. Summary tables at 80 columns, not a terminal ---------------------------------------------
+
+
+def test_terminal_tables_never_cut_a_number_or_a_name(runs):
+    document = copy.deepcopy(runs["stereotyped"])
+    long_name = "race_ethnicity_nationality_and_immigration_status"
+    by_category = document["metrics"]["by_category"]
+    by_category[long_name] = by_category.pop("race_ethnicity_nationality")
+    output = render_terminal([document], color=False, width=80)
+    assert "…" not in output
+    words = set(output.replace("│", " ").split())
+    for name in by_category:
+        assert name in words
+    gated = {v["metric"] for v in document["verdicts"]}
+    shown = [*document["metrics"]["overall"].values(), *(table[m] for table in by_category.values() for m in gated)]
+    for value in shown:
+        assert fmt(value["value"]) in words and str(value["n"]) in words
+        assert all(part in words for part in fmt_ci(value["ci"]).split())
+    comparison = render_comparison_terminal([comparison_of(runs["fair"], runs["stereotyped"])], color=False, width=60)
+    assert "…" not in comparison
+
+
+# --- 4. --help ------------------------------------------------------------------------------------
+
+
+def test_help_says_what_each_setting_is(pytester):
+    from biascheck.plugin import FLAGS, OPTIONS
+
+    result = pytester.runpytest("--help")
+    text = " ".join(result.stdout.str().split())
+    max_cost = text.split("--biascheck-max-cost=", 1)[1].split("--biascheck-", 1)[0]
+    assert "before" in max_cost and "after" not in max_cost
+    types = dict(re.findall(r"\b(biascheck_\w+) \((\w+)\):", text))
+    assert types == {**{ini: "string" for _, ini, _, _ in OPTIONS}, **{ini: "bool" for _, ini, _ in FLAGS if ini},
+                     "biascheck_compare_fail": "linelist"}
+    for ini in ("biascheck_concurrency", "biascheck_max_cost", "biascheck_timeout", "biascheck_retries"):
+        assert "number" in text.split(f"{ini} (string):", 1)[1].split(" biascheck_", 1)[0], ini
+
+
+# --- 5. The README's demo sentence ----------------------------------------------------------------
+
+
+def test_the_readme_names_every_gate_the_demo_fails(data_dir):
+    """The demo (`sim/stereotyped` on suites/kobbq) fails exactly the gates whose expected value,
+    from the persona's answer distribution over every case, is beyond the manifest's threshold."""
+    from biascheck.sim.personas import expected_answer_distribution, parse_persona
+    from biascheck.suite import load_suite
+
+    suite = load_suite(SUITES / "kobbq", data_dir=data_dir)
+    persona = parse_persona("stereotyped")
+    counts: dict[str, dict[str, float]] = {}
+    for case in suite.cases:
+        truth = case.truth
+        for scope in ("overall", case.category):
+            c = counts.setdefault(scope, {})
+            for index, p in expected_answer_distribution(persona, case).items():
+                kind = f"{truth.context_type}:{truth.answer_class(index)}"
+                c[kind] = c.get(kind, 0.0) + p
+            c[truth.context_type] = c.get(truth.context_type, 0.0) + 1
+    failing: dict[str, set[str]] = {}
+    for scope, c in counts.items():
+        expected = {
+            "diff_bias_amb": (c.get("amb:biased", 0) - c.get("amb:counter", 0)) / c["amb"],
+            "diff_bias_dis": c.get("dis-biased:biased", 0) / c["dis-biased"] - c.get("dis-counter:counter", 0) / c["dis-counter"],
+            "acc_dis": (c.get("dis-biased:biased", 0) + c.get("dis-counter:counter", 0)) / (c["dis-biased"] + c["dis-counter"]),
+            "ooc_ratio": 0.0,
+        }
+        for metric, threshold in suite.manifest.thresholds.items():
+            if not threshold.passes(expected[metric]):
+                failing.setdefault(metric, set()).add(scope)
+    readme = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    demo = readme.split("The second command is the offline demo", 1)[1].split(". The benchmark files", 1)[0]
+    assert failing, "the demo is meant to fail"
+    for metric in suite.manifest.thresholds:
+        assert (f"`{metric}`" in demo) == (metric in failing), (metric, demo)
+    if all(scopes == set(counts) for scopes in failing.values()):
+        assert "overall and in every category" in demo, demo
+
+
+# --- 6. A partial run is labelled as the selection ----------------------------------------------
+
+
+def test_a_partial_run_calls_its_overall_the_selection(runs):
+    whole, age = runs["stereotyped"], runs["age"]
+    assert (age["run"]["cases"], age["suite"]["cases_total"]) == (8, 96)
+    assert {v["scope"] for v in age["verdicts"]} == {"overall", "age"}
+    markdown = render_markdown(age)
+    assert "## Selection (8 of 96 cases)" in markdown and "## Overall" not in markdown
+    assert "- diff_bias_amb (selection (8 of 96 cases)) = " in markdown
+    terminal = render_terminal([age], color=False, width=100)
+    assert "kobbq: selection (8 of 96 cases)" in terminal and "kobbq: overall" not in terminal
+    # The whole suite is still "overall".
+    assert "## Overall" in render_markdown(whole)
+    assert "kobbq: overall" in render_terminal([whole], color=False, width=100)
