@@ -327,7 +327,8 @@ def _header(results: dict) -> str:
         out.append(f'<p class="alert">{_e(run["estimator_note"])}</p>')
     from biascheck.report import judge_lines, served_warning
 
-    for line in judge_lines(results) + ([f"WARNING: {served_warning(results)}"] if served_warning(results) else []):
+    served = served_warning(results)
+    for line in judge_lines(results) + ([f"WARNING: {served}"] if served else []):
         css = "alert" if line.startswith("WARNING") else "muted small"
         out.append(f'<p class="{css}">{_e(line)}</p>')
     if run.get("unpriced_calls"):

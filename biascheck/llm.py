@@ -307,13 +307,18 @@ def register_secrets_of_url(url: str | None) -> None:
             _EXTRA_SECRETS.add(value)
 
 
-def redact_secrets(text: str, *extra: str | None) -> str:
-    """``text`` without any configured secret: the credentials in environment variables (the
-    ``*_KEY``/``*_TOKEN`` ones litellm reads), in an ``api_base``, and ``extra`` (a key passed in).
-    A model's reply goes through this before it is stored or reported: a server may echo a key."""
+def configured_secrets(*extra: str | None) -> tuple[str, ...]:
+    """Every configured secret, longest first: the credentials in environment variables (the
+    ``*_KEY``/``*_TOKEN`` ones litellm reads), in an ``api_base``, and ``extra`` (a key passed in)."""
     values = {v for v in _EXTRA_SECRETS | set(filter(None, extra)) if len(v) >= 4}
     values |= {v for name, v in os.environ.items() if v and len(v) >= 8 and _SECRET_ENV.search(name.upper())}
-    for value in sorted(values, key=len, reverse=True):
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact_secrets(text: str, secrets: tuple[str, ...] | None = None) -> str:
+    """``text`` without any of ``secrets`` (default: :func:`configured_secrets`). A model's reply
+    goes through this before it is stored or reported: a server may echo a key."""
+    for value in configured_secrets() if secrets is None else secrets:
         if value in text:
             text = text.replace(value, "[redacted]")
     return text
@@ -409,6 +414,8 @@ class LiteLLMClient:
             self.api_key = api_key
         self.api_base = api_base or config.api_base
         register_secrets_of_url(config.api_base)
+        # Read once per client, not per reply: the environment does not change during a run.
+        self._secrets = configured_secrets(self.api_key)
         if config.price is not None:
             self.litellm.register_model({
                 self.model: {
@@ -502,7 +509,7 @@ class LiteLLMClient:
         truncated = False
         if isinstance(text, str):
             # Redacted before it is cut: a key across the cut would otherwise leave its first half.
-            text = redact_secrets(text, self.api_key)
+            text = redact_secrets(text, self._secrets)
             truncated, text = len(text) > MAX_REPLY_CHARS, text[:MAX_REPLY_CHARS]
         logprobs = first_token_logprobs(getattr(choice, "logprobs", None)) if params.get("logprobs") else None
         usage_obj = getattr(response, "usage", None)
@@ -514,7 +521,7 @@ class LiteLLMClient:
 
     def _served(self, value: Any) -> str | None:
         """A served-model field as it may be kept: a string, short, with no secret in it."""
-        return redact_secrets(value, self.api_key)[:200] if isinstance(value, str) and value else None
+        return redact_secrets(value, self._secrets)[:200] if isinstance(value, str) and value else None
 
     def _where(self) -> str:
         """The endpoint as an error may name it: credentials removed."""

@@ -273,8 +273,9 @@ def _run_line(document: dict[str, Any]) -> str:
         line += f"; WARNING: parameter {name} {reason}"
     for name, reason in model.get("params_ignored", {}).items():
         line += f"; WARNING: parameter {name} {reason}"
-    if served_warning(document):
-        line += f"; WARNING: {served_warning(document)}"
+    served = served_warning(document)
+    if served:
+        line += f"; WARNING: {served}"
     if not run["complete"]:
         line += f"; INCOMPLETE: {run['incomplete_reason']}"
     return line

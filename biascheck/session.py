@@ -179,7 +179,7 @@ def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStor
     provider, credentials set), when they will be. A run answered from the store needs neither;
     a judge whose readings are all stored is checked when its first call is about to be made."""
     keys = {key for plan in plans for keys in plan.keys for key in keys}
-    generating = not config.rejudge and len(store.get_many(keys)) < len(keys)
+    generating = not config.rejudge and store.count(keys) < len(keys)
     if generating:
         check_ready(config.model, config.model_source)
     for plan in plans:

@@ -356,8 +356,11 @@ class ResponseStore:
         except sqlite3.Error as exc:
             raise self._write_error(exc, "cannot store an answer") from None
 
-    def count(self) -> int:
-        return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
+    def count(self, keys: Iterable[str] | None = None) -> int:
+        """How many answers are stored: all, or those of ``keys`` (without reading them)."""
+        if keys is None:
+            return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
+        return sum(1 for _ in self._rows("1", keys))
 
     def record_run_errors(self, run_id: str, errors: dict[str, str]) -> None:
         try:
