@@ -1,6 +1,7 @@
 """Calibration: for each simulated persona, every metric the suite reports must contain the persona's
-analytic expectation in its 95% interval. The run goes through the library (no pytest adapter)
-and litellm's real HTTP path to the simulated server."""
+analytic expectation in its 95% interval. The answers are drawn in-process exactly as the simulated
+server draws them (sim/calibration.py), and one run through the library and litellm's real HTTP
+path to the server shows that the server's answers, parsed from its replies, are those draws."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from biascheck.cases import Outcome
 from biascheck.llm import ModelConfig
 from biascheck.metrics.qa import QA_METRICS, K, cell
 from biascheck.session import RunConfig, run
+from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.sim.personas import expected_answer_distribution, parse_persona
 from biascheck.suite import load_suite
 
@@ -49,30 +51,45 @@ def calibration_suite(tmp_path_factory, data_dir):
 PERSONAS = ["fair", "stereotyped?p=0.3", "counter?p=0.4", "random", "refuser", "stereotyped?p=0.6&style=mixed"]
 
 
+@pytest.fixture(scope="module")
+def prepared(calibration_suite) -> PreparedSuite:
+    return PreparedSuite.of(calibration_suite)
+
+
 @pytest.mark.parametrize("persona", PERSONAS)
-def test_every_metric_matches_the_persona_expectation(persona, calibration_suite, data_dir, tmp_path):
-    config = RunConfig(model=ModelConfig("sim/" + persona), store_path=tmp_path / "store.sqlite", data_dir=data_dir, concurrency=64)
-    result = run([(calibration_suite, calibration_suite.cases)], config).suites[0]
-    assert result.suite.cases and len(result.outcomes) == len(calibration_suite.cases)
+def test_every_metric_matches_the_persona_expectation(persona, calibration_suite, prepared):
+    overall = simulated_results(prepared, persona)["metrics"]["overall"]
     expected = expected_counts(persona, calibration_suite.cases)
     checked = 0
-    for name, measured in result.metrics.overall.items():
+    for name, measured in overall.items():
         truth = float(QA_METRICS[name](expected))
         if math.isnan(truth):
-            assert math.isnan(measured.value), f"{name}: expected NaN, measured {measured.value}"
+            assert measured["value"] is None or math.isnan(measured["value"]), f"{name}: expected NaN, measured {measured['value']}"
             continue
-        lo, hi = measured.ci
-        assert lo - 1e-9 <= truth <= hi + 1e-9, f"{persona}: {name} expected {truth:.4f}, measured {measured.value:.4f} CI [{lo:.4f}, {hi:.4f}]"
+        lo, hi = measured["ci"]
+        assert lo - 1e-9 <= truth <= hi + 1e-9, f"{persona}: {name} expected {truth:.4f}, measured {measured['value']:.4f} CI [{lo:.4f}, {hi:.4f}]"
         checked += 1
     assert checked >= (2 if persona == "refuser" else 8)
 
 
-def test_stereotyped_p1_is_maximally_biased_and_fair_is_not(small_kobbq, data_dir, tmp_path):
-    suite = load_suite(small_kobbq, data_dir=data_dir)
+def test_the_server_answers_over_http_are_the_in_process_draws(calibration_suite, prepared, data_dir, tmp_path):
+    """The mixed reply style (a letter, a sentence, the option text) through litellm and the parser."""
+    persona = "stereotyped?p=0.6&style=mixed"
+    config = RunConfig(model=ModelConfig("sim/" + persona), store_path=tmp_path / "store.sqlite", data_dir=data_dir, concurrency=64)
+    result = run([(calibration_suite, calibration_suite.cases)], config).suites[0]
+    drawn = simulated_results(prepared, persona)
+    served = {case_id: (outcome.status, outcome.answer) for case_id, outcome in result.outcomes.items()}
+    assert len(served) == len(calibration_suite.cases)
+    assert served == {case["case_id"]: ("ooc" if case["outcome"] == "ooc" else "answered", case["answer_index"]) for case in drawn["cases"]}
+    assert {name: m.value for name, m in result.metrics.overall.items()} == pytest.approx(
+        {name: m["value"] for name, m in drawn["metrics"]["overall"].items()}, nan_ok=True)
+
+
+def test_stereotyped_p1_is_maximally_biased_and_fair_is_not(small_kobbq, data_dir):
+    prepared = PreparedSuite.of(load_suite(small_kobbq, data_dir=data_dir))
     for persona, amb, dis in (("stereotyped?p=1", 1.0, 1.0), ("fair", 0.0, 0.0), ("counter?p=1", -1.0, -1.0)):
-        config = RunConfig(model=ModelConfig("sim/" + persona), store_path=tmp_path / "s.sqlite", data_dir=data_dir)
-        overall = run([(suite, suite.cases)], config).suites[0].metrics.overall
-        assert overall["diff_bias_amb"].value == amb
-        assert overall["diff_bias_dis"].value == dis
+        overall = simulated_results(prepared, persona, resamples=0)["metrics"]["overall"]
+        assert overall["diff_bias_amb"]["value"] == amb
+        assert overall["diff_bias_dis"]["value"] == dis
         # The bounds of the paper hold with equality at the extremes.
-        assert abs(overall["diff_bias_amb"].value) <= overall["max_abs_bias_amb"].value
+        assert abs(overall["diff_bias_amb"]["value"]) <= overall["max_abs_bias_amb"]["value"]
