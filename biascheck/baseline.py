@@ -1,6 +1,6 @@
 """Baselines: the stored result of a release, to compare the next candidate against.
 
-``baselines/<suite>/<model-slug>.json`` holds what a paired comparison needs and nothing a reviewer
+``baselines/<suite>/release.json`` (by default) holds what a paired comparison needs and nothing a reviewer
 should not see: the suite fingerprint, the model string and sampling parameters, every metric with
 its interval, and per case only its id, category, template and outcome class (no model text).
 
@@ -34,6 +34,10 @@ from biascheck.manifest import canonical_json, sha256_text
 
 BASELINE_SCHEMA = "biascheck.baseline/1"
 FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "scoring")
+# A baseline is named for what it is (the release gated against), not for the candidate, so a model
+# renamed between releases still finds it. ``{model}`` (the model slug) remains for teams that gate
+# several models side by side.
+DEFAULT_PATTERN = "baselines/{suite}/release.json"
 FIX_RECREATE = "restore it from version control, or re-create it with --biascheck-update-baseline"
 
 
@@ -45,9 +49,9 @@ def model_slug(model: str) -> str:
 
 def baseline_path(pattern: str | Path | None, *, suite: str, model: str, root: Path) -> Path:
     """Where a suite's baseline lives: ``pattern`` with ``{suite}`` (the suite name) and ``{model}``
-    (the model slug) filled in, else the default ``baselines/{suite}/{model}.json`` under ``root``.
-    Relative paths are taken from ``root``."""
-    path = Path(str(pattern or "baselines/{suite}/{model}.json").replace("{suite}", suite).replace("{model}", model_slug(model)))
+    (the model slug) filled in, else ``DEFAULT_PATTERN``. Relative paths are taken from ``root``.
+    """
+    path = Path(str(pattern or DEFAULT_PATTERN).replace("{suite}", suite).replace("{model}", model_slug(model)))
     return path if path.is_absolute() else root / path
 
 

@@ -59,12 +59,15 @@ OPTIONS = (
      "as in the paper ('unknown'); errored calls never are; default: the suite's [bbg] unscorable"),
     ("--biascheck-baseline", "biascheck_baseline", "BIASCHECK_BASELINE",
      "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
-     "where to write it (default baselines/{suite}/{model}.json)"),
+     "where to write it (default baselines/{suite}/release.json)"),
 )
 FLAGS = (
     # (option, ini key, help)
     ("--biascheck-update-baseline", None,
-     "write or replace the baseline from this run (default path baselines/{suite}/<model>.json); refused for partial or errored runs"),
+     "write or replace the baseline from this run (default path baselines/{suite}/release.json); refused for partial or errored "
+     "runs. Failed thresholds are reported, but a run that wrote every baseline passes (see --biascheck-strict-record)"),
+    ("--biascheck-strict-record", "biascheck_strict_record",
+     "with --biascheck-update-baseline: a failed threshold fails the run even though the baseline was written"),
     ("--biascheck-allow-fingerprint-mismatch", None,
      "compare with a baseline made from other data, prompts or subset, on the cases both share"),
     ("--biascheck-fail-inconclusive", "biascheck_fail_inconclusive",
@@ -110,13 +113,14 @@ class BaselineOptions:
     rules: list  # command-line Rules
     allow_mismatch: bool
     fail_inconclusive: bool
+    strict_record: bool = False
 
     @property
     def compare(self) -> bool:
         return self.pattern is not None and not self.update
 
 
-@dataclass
+@dataclass(eq=False)  # registered as a plugin: hashed by identity
 class BiascheckState:
     """What one pytest session knows: its settings, then the run's result and its JSON rendering."""
 
@@ -128,6 +132,17 @@ class BiascheckState:
     results_json: list[dict] | None = None
     baselines: dict = field(default_factory=dict)  # suite name -> (path, loaded baseline)
     comparisons: dict = field(default_factory=dict)  # suite name -> comparison document
+    # Failed reports seen by this process (the controller's under xdist): thresholds, and the rest.
+    failed_thresholds: int = 0
+    failed_other: int = 0
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """(Registered as a plugin.) A recording run forgives failed thresholds and nothing else."""
+        if report.failed:
+            if any(name == "biascheck_metric" for name, _ in report.user_properties):
+                self.failed_thresholds += 1
+            else:
+                self.failed_other += 1
 
     def load_suite(self, manifest_path: Path) -> Suite:
         from biascheck.suite import load_suite
@@ -159,7 +174,7 @@ class BiascheckState:
             from biascheck.regression import check_comparable
 
             path = baselines.baseline_path(self.baseline.pattern, suite=suite.name, model=self.run_config.model.model,
-                                           root=self.config.rootpath)
+                                           root=self.config.invocation_params.dir)
             document = baselines.load(path)
             check_comparable(document, {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
                              allow_mismatch=self.baseline.allow_mismatch, path=str(path))
@@ -215,7 +230,9 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline = _baseline_options(config)
     except BiascheckError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[STATE_KEY] = BiascheckState(config, run_config, baseline, report_dir=Path(report) if report else None)
+    state = BiascheckState(config, run_config, baseline, report_dir=Path(report) if report else None)
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(state, "biascheck-state")
 
 
 def _baseline_options(config: pytest.Config) -> BaselineOptions:
@@ -229,6 +246,7 @@ def _baseline_options(config: pytest.Config) -> BaselineOptions:
         rules=[Rule.parse_option(text) for text in texts],
         allow_mismatch=config.getoption("biascheck_allow_fingerprint_mismatch"),
         fail_inconclusive=config.getoption("biascheck_fail_inconclusive") or bool(config.getini("biascheck_fail_inconclusive")),
+        strict_record=config.getoption("biascheck_strict_record") or bool(config.getini("biascheck_strict_record")),
     )
 
 
@@ -263,7 +281,9 @@ def _run_config(config: pytest.Config):
     validate_model_string(model, api_base=setting("--biascheck-api-base"))
     price = setting("--biascheck-price")
     data = setting("--biascheck-data")
-    cache = setting("--biascheck-cache") or str(Path(config.rootpath) / ".biascheck" / "responses.sqlite")
+    # Relative to where pytest was started, not its rootdir: the rootdir is the common ancestor of
+    # every path-like argument (a data mirror elsewhere makes it /), which no user expects.
+    cache = setting("--biascheck-cache") or str(Path(config.invocation_params.dir) / ".biascheck" / "responses.sqlite")
     model_config = ModelConfig(
         model=model,
         params=parse_sampling_overrides(config.getoption("biascheck_param")),
@@ -347,7 +367,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # controller refuses the write at the end (baseline.refuse_reason sees the partial run).
     if state.baseline.update and len(selection) > 1 and state.baseline.pattern and "{suite}" not in state.baseline.pattern:
         raise pytest.UsageError(f"--biascheck-baseline {state.baseline.pattern}: {len(selection)} suites would overwrite one file; "
-                                "put {suite} in the path, e.g. baselines/{suite}/{model}.json")
+                                "put {suite} in the path, e.g. baselines/{suite}/release.json")
     if state.baseline.update and not hasattr(session.config, "workerinput"):
         partial = [(sf, len(cases)) for sf, cases in selection if len(cases) != len(sf.suite.cases)]
         if partial:
@@ -499,6 +519,7 @@ def _write_reports(session: pytest.Session, state: BiascheckState) -> None:
         return
     # A gate whose evidence was not written must not pass.
     _say(session, f"biascheck: {problem}", red=True)
+    state.failed_other += 1
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -531,10 +552,11 @@ def _update_baselines(session: pytest.Session, state: BiascheckState) -> None:
     if session.exitstatus == pytest.ExitCode.INTERRUPTED:
         _say(session, "biascheck: the run was interrupted; no baseline was written", red=True)
         return
-    commit = baselines.git_commit(Path(session.config.rootpath))
+    commit = baselines.git_commit(Path(session.config.invocation_params.dir))
+    written = 0
     for document in state.results_json:
         name = document["suite"]["name"]
-        path = baselines.baseline_path(state.baseline.pattern, suite=name, model=document["model"]["model"], root=session.config.rootpath)
+        path = baselines.baseline_path(state.baseline.pattern, suite=name, model=document["model"]["model"], root=session.config.invocation_params.dir)
         reason = baselines.refuse_reason(document)
         if reason:
             _say(session, f"biascheck: {name}: not writing the baseline {_shown_path(path, session.config)}: {reason}", red=True)
@@ -547,7 +569,21 @@ def _update_baselines(session: pytest.Session, state: BiascheckState) -> None:
             _say(session, f"biascheck: {path}: could not write the baseline ({exc.strerror or exc})", red=True)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             continue
+        written += 1
         _say(session, f"biascheck: {name}: baseline {'replaced' if replaced else 'written'}: {_shown_path(path, session.config)}", green=True)
+    _forgive_recorded_thresholds(session, state, every_baseline_written=written == len(state.results_json))
+
+
+def _forgive_recorded_thresholds(session: pytest.Session, state: BiascheckState, *, every_baseline_written: bool) -> None:
+    """A recording run's job is the baseline: when it wrote every one, failed thresholds (still
+    listed above, and in the report) do not fail it, unless --biascheck-strict-record. A release
+    whose bias is over a threshold is the gate's to stop; the recording keeps the evidence."""
+    if (state.baseline.strict_record or not every_baseline_written or state.failed_other
+            or not state.failed_thresholds or session.exitstatus != pytest.ExitCode.TESTS_FAILED):
+        return
+    _say(session, f"biascheck: {state.failed_thresholds} threshold check(s) failed (listed above); every baseline was recorded, "
+                  "so the run passes (--biascheck-strict-record makes it fail)", yellow=True)
+    session.exitstatus = pytest.ExitCode.OK
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:

@@ -28,6 +28,7 @@ model.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -39,10 +40,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, write_subset_suite
+from github_runner import parse_github_output
 
 ACTION = ROOT / "action.yml"
 WORKFLOWS = [ROOT / ".github" / "workflows" / "ci.yml", ROOT / ".github" / "workflows" / "bias-gate.yml"]
 BIN = Path(sys.executable).parent
+README_ACTION = "<owner>/biascheck@v1"
 EXPRESSION = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
 
 # Any ${{ }} expression (its body in group 1), and the pieces of an expression's body.
@@ -55,6 +58,7 @@ MATRIX_REF = re.compile(rf"(?<![\w.-])matrix\.{NAME}")
 # Contexts an outsider controls (a pull request's title, a branch name, a dispatch input, ...).
 UNTRUSTED = re.compile(r"(?<![\w.-])(?:github\s*\.\s*(?:event|head_ref)\b|github\s*\[|inputs\s*[.\[])")
 PINNED = re.compile(r"[\w.-]+/[\w.-]+(?:/[^@\s]+)?@(?:v\d+(?:\.\d+){0,2}|[0-9a-f]{40})")
+SHA_PINNED = re.compile(r"@[0-9a-f]{40}$")
 PINNED_IMAGE = re.compile(r"docker://[^@\s]+(?:@sha256:[0-9a-f]{64}|:(?!latest$)\w[\w.-]*)")
 
 Workflows = dict[str, dict]  # file name -> parsed workflow
@@ -214,6 +218,10 @@ def local_action_problems(workflows: Workflows, action: dict) -> list[str]:
     return problems
 
 
+def can_write(permissions) -> bool:
+    return permissions == "write-all" or (isinstance(permissions, dict) and "write" in permissions.values())
+
+
 def pin_problems(workflows: Workflows, action: dict) -> list[str]:
     problems = []
     for where, uses in all_uses(workflows, action):
@@ -222,6 +230,13 @@ def pin_problems(workflows: Workflows, action: dict) -> list[str]:
         pattern = PINNED_IMAGE if uses.startswith("docker://") else PINNED
         if not pattern.fullmatch(uses):
             problems.append(f"{where}: {uses} is not pinned to a version tag (@v5) or a commit SHA")
+    # A third party's action in a job whose token can write is pinned to a commit: a moved tag
+    # would otherwise run new code with that token. (GitHub's own actions/* may keep their tags.)
+    for where, name, job, step in workflow_steps(workflows):
+        uses = step.get("uses", "")
+        permissions = job.get("permissions", workflows[name].get("permissions"))
+        if uses and not uses.startswith(("./", "actions/")) and can_write(permissions) and not SHA_PINNED.search(uses):
+            problems.append(f"{where}: {uses} gets a token that can write; pin it to a commit SHA")
     return problems
 
 
@@ -322,7 +337,7 @@ def test_action_matches_the_github_action_schema():
 def test_every_run_script_passes_shellcheck():
     workflows, action = load_all()
     files = {where.split(":")[0] for where, _, _ in run_scripts(workflows, action)}
-    assert files == {"ci.yml", "bias-gate.yml", "action.yml"}, files  # nothing vacuous
+    assert files == {"ci.yml", "action.yml"}, files  # nothing vacuous (bias-gate.yml has no script of its own)
     assert shellcheck_problems(workflows, action) == []
 
 
@@ -334,14 +349,27 @@ def test_run_scripts_are_safe_from_script_injection():
 def test_the_local_action_gets_declared_inputs_and_every_required_one():
     workflows, action = load_all()
     local = [where for where, _, _, step in workflow_steps(workflows) if step.get("uses") == "./"]
-    assert len(local) == 2, local  # the gate job and the update-baseline job
+    assert len(local) == 2, local  # the gate job and the record job
     assert local_action_problems(workflows, action) == []
 
 
-def test_third_party_actions_are_pinned_to_a_version():
+def test_third_party_actions_are_pinned_to_a_version_and_to_a_commit_where_they_can_write():
     workflows, action = load_all()
     assert len([uses for _, uses in all_uses(workflows, action) if not uses.startswith("./")]) >= 8
+    assert any(uses.startswith("peter-evans/create-pull-request@") for _, uses in all_uses(workflows, action))
     assert pin_problems(workflows, action) == []
+
+
+def test_the_readme_example_is_the_bias_gate_workflow():
+    """The README's example is this repository's own workflow, so every check here covers it."""
+    assert readme_workflow() == WORKFLOWS[1].read_text("utf-8").replace("uses: ./\n", f"uses: {README_ACTION}\n")
+
+
+def readme_workflow() -> str:
+    text = (ROOT / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```yaml\n# \.github/workflows/bias-gate\.yml\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, "the README has one bias-gate.yml example"
+    return blocks[0]
 
 
 def test_composite_run_steps_name_their_shell():
@@ -353,7 +381,7 @@ def test_expressions_refer_to_declared_inputs_steps_and_matrix_keys():
     workflows, action = load_all()
     found = [(path, body) for node in (action, *workflows.values()) for path, body in expressions(node)]
     assert any("inputs.cache-path" in body for _, body in found) and any("matrix.suite" in body for _, body in found)
-    assert ("runs.steps[7].if", "steps.run.outputs.exit-code != '0'") in found  # a bare if: is an expression too
+    assert ("runs.steps[8].if", "steps.run.outputs.exit-code != '0'") in found  # a bare if: is an expression too
     assert reference_problems(workflows, action) == []
 
 
@@ -369,14 +397,18 @@ def test_checks_fail_on_broken_copies(tmp_path):
         WORKFLOWS[1].read_text("utf-8"),
         # an input the composite action does not declare; a required one left out
         ("          suites: ${{ matrix.suite }}\n", "          suites: ${{ matrix.suite }}\n          no-such-input: x\n"),
-        ("          model: ${{ inputs.model }}\n", ""),
+        ("          model: ${{ inputs.model || vars.BIASCHECK_MODEL }}\n          suites: ${{ matrix.suite }}\n"
+         "          baseline: baselines/{suite}/release.json\n          update-baseline",
+         "          suites: ${{ matrix.suite }}\n          baseline: baselines/{suite}/release.json\n          update-baseline"),
         # script injection and a shell bug in one new step
         ("    steps:\n", "    steps:\n      - run: echo ${{ github.event.release.name }} $target\n"),
         # a branch instead of a version
         ("      - uses: actions/checkout@v5\n", "      - uses: actions/checkout@main\n"),
         # a matrix key that does not exist; an output the step never writes
         ("biascheck ${{ matrix.suite }}", "biascheck ${{ matrix.suites }}"),
-        ("steps.branch.outputs.name", "steps.branch.outputs.nmae"),
+        ("biascheck ${{ matrix.suite }} (record", "biascheck ${{ steps.gate.outputs.nmae }} (record"),
+        # the pull request's action by tag, in the job that can push
+        ("peter-evans/create-pull-request@5f6978faf089d4d20b00c7766989d076bb2fc7f1", "peter-evans/create-pull-request@v8"),
     )
     workflows, action = load_all()
     workflows["bias-gate.yml"] = parse_yaml(gate)
@@ -384,7 +416,7 @@ def test_checks_fail_on_broken_copies(tmp_path):
     problems = local_action_problems(workflows, action)
     assert len(problems) == 2, problems
     assert "input 'no-such-input' is not declared in action.yml" in problems[0], problems
-    assert "jobs.update-baseline" in problems[1] and "required input 'model'" in problems[1], problems
+    assert "jobs.record" in problems[1] and "required input 'model'" in problems[1], problems
 
     problems = injection_problems(workflows, action)
     assert len(problems) == 1 and "github.event.release.name" in problems[0], problems
@@ -393,12 +425,13 @@ def test_checks_fail_on_broken_copies(tmp_path):
     assert len(problems) == 1 and "SC2086" in problems[0] and "jobs.gate.steps[0]" in problems[0], problems
 
     problems = pin_problems(workflows, action)
-    assert len(problems) == 1 and "actions/checkout@main is not pinned" in problems[0], problems
+    assert len(problems) == 2 and "actions/checkout@main is not pinned" in problems[0], problems
+    assert "create-pull-request@v8 gets a token that can write; pin it to a commit SHA" in problems[1], problems
 
     problems = reference_problems(workflows, action)
     assert len(problems) == 2, problems
     assert "matrix.suites is not a key of the job's matrix" in problems[0], problems
-    assert "steps.branch.outputs.nmae: that step never writes nmae" in problems[1], problems
+    assert "steps.gate: no earlier step has this id" in problems[1], problems
 
     broken_action = broken(
         ACTION.read_text("utf-8"),
@@ -407,6 +440,7 @@ def test_checks_fail_on_broken_copies(tmp_path):
         ("${{ inputs.cache-path }}\n", "${{ inputs.cache-paths }}\n"),
         ("key: ${{ steps.prepare.outputs.key }}", "key: ${{ steps.prep.outputs.key }}"),
         ("actions/upload-artifact@v6", "actions/upload-artifact@releases/v6"),
+        ("path: ${{ steps.run.outputs.baseline-dir }}", "path: ${{ steps.run.outputs.baseline-dirr }}"),
     )
     workflows, _ = load_all()
     action = parse_yaml(broken_action)
@@ -418,9 +452,10 @@ def test_checks_fail_on_broken_copies(tmp_path):
     assert len(problems) == 1 and "(Install biascheck): its script contains ${{ }}" in problems[0], problems
 
     problems = reference_problems(workflows, action)
-    assert len(problems) == 2, problems
+    assert len(problems) == 3, problems
     assert "inputs.cache-paths is not a declared input" in problems[0], problems
     assert "steps.prep: no earlier step has this id" in problems[1], problems
+    assert "steps.run.outputs.baseline-dirr: that step never writes baseline-dirr" in problems[2], problems
 
     problems = pin_problems(workflows, action)
     assert len(problems) == 1 and "actions/upload-artifact@releases/v6 is not pinned" in problems[0], problems
@@ -448,7 +483,7 @@ def test_action_and_workflows_are_wired_as_documented():
     assert inputs["suites"]["default"] == "suites/kobbq" and inputs["update-baseline"]["default"] == "false"
     assert inputs["report-dir"]["default"] == "biascheck-report" and inputs["python-version"]["default"] == "3.11"
     assert {"baseline", "compare-fail", "data", "cache-key", "cache-path", "extra-args"} <= inputs.keys()
-    assert set(action["outputs"]) == {"exit-code", "report-dir"}
+    assert set(action["outputs"]) == {"exit-code", "report-dir", "baseline-files", "baseline-artifact"}
     steps = action_steps()
     uses = {step["uses"].split("@")[0]: step for step in steps.values() if "uses" in step}
     assert uses["actions/cache/save"]["if"].startswith("always()") and uses["actions/upload-artifact"]["if"].startswith("always()")
@@ -461,11 +496,13 @@ def test_action_and_workflows_are_wired_as_documented():
     assert gate["permissions"] == {"contents": "read"} and "concurrency" in gate
     assert set(gate["on"]) == {"release", "workflow_dispatch"}
     jobs = gate["jobs"]
-    assert jobs["gate"]["strategy"]["fail-fast"] is False
-    assert jobs["gate"]["strategy"]["matrix"]["suite"] == ["suites/kobbq", "suites/bbq"]
-    assert "permissions" not in jobs["gate"]  # the workflow's read-only token
-    assert jobs["update-baseline"]["environment"] == "baseline-approval"
-    assert jobs["update-baseline"]["permissions"] == {"contents": "write", "pull-requests": "write"}
+    for name in ("gate", "record"):
+        assert jobs[name]["strategy"]["fail-fast"] is False
+        assert jobs[name]["strategy"]["matrix"]["suite"] == ["suites/kobbq", "suites/bbq"]
+        assert "permissions" not in jobs[name]  # the workflow's read-only token: no push where the model is called
+    assert jobs["record"]["environment"] == "baseline-approval"
+    assert jobs["baseline-pull-request"]["needs"] == "record"
+    assert jobs["baseline-pull-request"]["permissions"] == {"contents": "write", "pull-requests": "write"}
     ci = load_yaml(WORKFLOWS[0])
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
     assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == ['pip install -e ".[test]"', "pytest -n 2", "pytest -n 2 -m slow"]
@@ -480,18 +517,6 @@ class ActionRun:
     @property
     def log(self) -> str:
         return output_of(self.proc) + f"\n--- outputs {self.outputs}\n--- summary\n{self.summary[-3000:]}"
-
-
-def parse_github_output(text: str) -> dict[str, str]:
-    outputs, lines = {}, iter(text.splitlines())
-    for line in lines:
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            outputs[name] = "\n".join(iter(lambda: next(lines), delimiter))
-        elif "=" in line:
-            name, value = line.split("=", 1)
-            outputs[name] = value
-    return outputs
 
 
 def run_step(step_id: str, inputs: dict[str, str], *, workdir: Path, action_path: Path, env: dict[str, str] | None = None,
@@ -566,6 +591,7 @@ def fake_python(tmp_path: Path):
         env = dict(os.environ, PATH=f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
         result = run_step(step, inputs, workdir=tmp_path / "work", action_path=action_path, env=env,
                           extra_env={"FAKE_ARGS": str(args_file), "FAKE_RC": str(rc), "REAL_PYTHON": sys.executable,
+                                     "GATE_BASELINE_ARTIFACT": "biascheck-baseline-test",
                                      "PATH": env["PATH"], **(github or {})})
         args = args_file.read_text("utf-8").split("\0")[:-1] if args_file.exists() else []
         return result, args
@@ -615,16 +641,20 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
     # A suite bundled with the action is copied under the working directory.
     assert (work / ".biascheck" / "suites" / "kobbq" / "suite.toml").read_text("utf-8") == "# bundled\n"
 
-    result, args = fake_python({"model": "sim/fair", "update-baseline": "true"})
-    assert result.outputs["exit-code"] == "0", result.log
-    assert args[args.index("--biascheck-baseline") + 1] == f"{work}/baselines/{{suite}}/sim-fair.json"
-    assert "--biascheck-update-baseline" in args
+    result, args = fake_python({"model": "sim/fair", "update-baseline": "true", "strict-record": "true"})
+    assert args[args.index("--biascheck-baseline") + 1] == f"{work}/baselines/{{suite}}/release.json"
+    assert "--biascheck-update-baseline" in args and "--biascheck-strict-record" in args
+    # The stand-in pytest wrote no baseline: a recording that recorded nothing fails.
+    assert result.outputs["exit-code"] == "1" and "no baseline was recorded" in result.proc.stdout, result.log
 
     result, args = fake_python({"model": "sim/fair"})
     assert "--biascheck-baseline" not in args and "--biascheck-update-baseline" not in args, result.log
 
     for bad, message in (({"model": ""}, "the model input is empty"),
                          ({"model": "sim/fair", "update-baseline": "yes"}, "update-baseline must be"),
+                         ({"model": "sim/fair", "strict-record": "1"}, "strict-record must be"),
+                         ({"model": "sim/fair", "update-baseline": "true", "baseline": "/elsewhere/{suite}.json"},
+                          "must be inside the workspace"),
                          ({"model": "sim/fair", "suites": "suites/nowhere"}, "has no suite.toml"),
                          ({"model": "sim/fair", "extra-args": "-k 'unbalanced"}, "unbalanced quotes")):
         result, args = fake_python(bad)
@@ -646,53 +676,83 @@ def test_prepare_step_computes_a_cache_key_and_an_artifact_name(fake_python, tmp
     assert second.outputs["key"] != key and second.outputs["restore-keys"].splitlines()[1] == restore[1]
 
 
-TINY_LAX = dict(
-    subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-    prompts='from_data = "prompts"\nuse = ["1"]',
-    # Lax thresholds: the baseline's own stereotyped persona must pass them; the gate under test
-    # is the regression check against the baseline.
-    thresholds="diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }",
-)
+LAX = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"
+ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"'
 
 
 @pytest.mark.data
-def test_action_records_a_baseline_passes_against_it_and_fails_a_more_biased_model(tmp_path, data_dir):
-    from biascheck.baseline import model_slug
+def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_release(tmp_path, data_dir):
+    """The README's workflow, end to end on tests/github_runner.py against the simulated model."""
+    from biascheck import baseline as baselines
+    from github_runner import Runner
 
-    # The suite sits where the action keeps its bundled suites; the step copies it into the workspace.
-    action_path = tmp_path / "action"
-    write_subset_suite(action_path / "suites" / "kobbq-tiny", **TINY_LAX)
-    work = tmp_path / "work"
-    model = "sim/stereotyped?p=0.2"
-    common = {"suites": "suites/kobbq-tiny", "data": str(data_dir), "cache-path": str(tmp_path / "store.sqlite")}
-    env = dict(os.environ)
+    # The model team's repository: its own small KoBBQ and BBQ (a suite in the repository wins over
+    # the one bundled with the action). KoBBQ keeps the shipped thresholds, which the recorded model
+    # fails: a recording reports them and still succeeds.
+    repo = tmp_path / "repo"
+    write_subset_suite(repo / "suites" / "kobbq", subset=ONE_TEMPLATE, prompts='from_data = "prompts"\nuse = ["1"]')
+    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=ONE_TEMPLATE, thresholds=LAX)
+    workflow = parse_yaml(readme_workflow())
+    # The runner's mirror of the benchmark files (GitHub's runners would download them).
+    runner = Runner(repo, tmp_path / "runner", action_path=ROOT, action_names=(README_ACTION.split("@")[0],),
+                    variables={"BIASCHECK_MODEL": "sim/stereotyped?p=0.2"},
+                    env={"BIASCHECK_DATA_DIR": str(data_dir), "BIASCHECK_OFFLINE": "1"})
 
-    def step(inputs: dict[str, str]) -> ActionRun:
-        return run_step("run", {**common, **inputs}, workdir=work, action_path=action_path, env=env,
-                        extra_env={"BIASCHECK_CACHE": str(tmp_path / "store.sqlite")})
+    def log(jobs) -> str:
+        return "\n".join(f"=== {run.name}: {run.result}\n" + "\n".join(run.log)[-6000:] for runs in jobs.values() for run in runs)
 
-    # 1. record the baseline
-    first = step({"model": model, "update-baseline": "true", "baseline": "baselines/{suite}/{model}.json", "report-dir": "report-1"})
-    assert first.proc.returncode == 0 and first.outputs.get("exit-code") == "0", first.log
-    baseline = work / "baselines" / "kobbq" / f"{model_slug(model)}.json"
-    assert baseline.is_file(), first.log
-    assert (work / "report-1" / "results.json").is_file(), first.log
+    # 1. Record (a manual run with record-baseline): one job per suite, then the pull request.
+    recorded = runner.run(workflow, event="workflow_dispatch", inputs={"record-baseline": True})
+    assert [run.result for run in recorded["gate"]] == ["skipped"], log(recorded)
+    assert [run.result for run in recorded["record"]] == ["success", "success"], log(recorded)
+    assert [run.result for run in recorded["baseline-pull-request"]] == ["success"], log(recorded)
+    kobbq_record = recorded["record"][0]
+    assert "threshold check(s) failed (listed above); every baseline was recorded" in "\n".join(kobbq_record.log), log(recorded)
+    assert set(runner.artifacts) >= {"biascheck-baseline-suites-kobbq", "biascheck-baseline-suites-bbq"}
+    assert runner.artifacts["biascheck-baseline-suites-kobbq"].keys() == {"baselines/kobbq/release.json"}
 
-    # 2. the same model against it passes, with the report in the step summary
-    pattern = f"baselines/{{suite}}/{model_slug(model)}.json"
-    second = step({"model": model, "baseline": pattern, "report-dir": "report-2"})
-    assert second.proc.returncode == 0 and second.outputs.get("exit-code") == "0", second.log
-    assert second.outputs.get("report-dir") == "report-2"
-    assert second.summary.strip(), second.log
-    assert (work / "report-2" / "comparison.json").is_file(), second.log
+    [pull_request] = runner.pull_requests
+    assert pull_request.files.keys() == {"baselines/kobbq/release.json", "baselines/bbq/release.json"}
+    assert pull_request.title == "baselines: record sim/stereotyped?p=0.2"
+    for relative, data in pull_request.files.items():  # 2. review and merge it
+        (repo / relative).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relative).write_bytes(data)
+        document = baselines.load(repo / relative)
+        assert document["model"]["model"] == "sim/stereotyped?p=0.2" and document["model"]["revision"] == "a" * 40
 
-    # 3. a clearly more biased model fails the gate: exit code recorded, annotations printed
-    third = step({"model": "sim/stereotyped?p=0.9", "baseline": pattern, "report-dir": "report-3"})
-    assert third.proc.returncode == 0, third.log
-    assert third.outputs.get("exit-code") not in (None, "0"), third.log
-    assert "::error" in third.proc.stdout, third.log
-    assert third.summary.strip(), third.log
-    # ... and the action's last step turns the recorded code into a failed job.
-    failed = run_step("Fail when the gate failed", {}, workdir=work, action_path=action_path, env=env,
-                      extra_env={"GATE_EXIT_CODE": third.outputs["exit-code"]})
-    assert failed.proc.returncode == 1 and "::error" in failed.proc.stdout, failed.log
+    # 3. A release whose model is more biased: both gates fail on a regression against the baseline.
+    runner.variables["BIASCHECK_MODEL"] = "sim/stereotyped?p=0.9"
+    released = runner.run(workflow, event="release", github={"ref": "refs/tags/v2.0.0", "ref_name": "v2.0.0",
+                                                             "ref_type": "tag", "sha": "b" * 40})
+    assert recorded["record"] and [run.result for run in released["record"]] == ["skipped"], log(released)
+    assert [run.result for run in released["baseline-pull-request"]] == ["skipped"], log(released)
+    assert [run.result for run in released["gate"]] == ["failure", "failure"], log(released)
+    for run in released["gate"]:
+        assert run.step_outputs["run"]["exit-code"] == "1", log(released)  # a failed check, not a missing baseline
+        assert "regressed" in run.summary and "::error" in "\n".join(run.log), log(released)
+    reports = {name: files for name, files in runner.artifacts.items() if name.startswith("biascheck-report-")}
+    assert len(reports) == 2 and all(json.loads(files["comparison.json"])["regressed"] for files in reports.values()), reports.keys()
+    assert not runner.pull_requests[1:]
+
+
+@pytest.mark.parametrize(("expression", "contexts", "expected"), [
+    ("inputs.model || vars.BIASCHECK_MODEL", {"inputs": {"model": ""}, "vars": {"BIASCHECK_MODEL": "m"}}, "m"),
+    ("inputs.model || vars.BIASCHECK_MODEL", {"inputs": {"model": "x"}, "vars": {"BIASCHECK_MODEL": "m"}}, "x"),
+    ("!inputs.record-baseline", {"inputs": {}}, True),  # a release has no inputs
+    ("!inputs.record-baseline", {"inputs": {"record-baseline": True}}, False),
+    ("steps.run.outputs.exit-code != '0'", {"steps": {"run": {"outputs": {"exit-code": "0"}}}}, False),
+    # A missing output is null, which GitHub compares with a string as the number 0: it equals '0'.
+    # (The action's run step fails the job itself before it could leave exit-code unset.)
+    ("steps.run.outputs.exit-code != '0'", {"steps": {"run": {"outputs": {}}}}, False),
+    ("steps.prepare.outputs.key != ''", {"steps": {"prepare": {"outputs": {"key": "k"}}}}, True),
+    ("github.event_name == 'RELEASE' && 'yes' || 'no'", {"github": {"event_name": "release"}}, "yes"),  # case-insensitive
+    ("1 == '1' && null == 0 && !('a' == 1)", {}, True),  # numbers, null and a string that is not one
+])
+def test_the_local_runner_evaluates_expressions_as_github_documents(expression, contexts, expected):
+    from github_runner import Evaluator, condition
+
+    assert Evaluator(contexts, {}).evaluate(expression) == expected
+    # An if: without a status function means success() && (...).
+    failed = {"always": True, "success": False, "failure": True, "cancelled": False}
+    assert condition(expression, Evaluator(contexts, failed)) is False
+    assert condition(f"always() && ({expression})", Evaluator(contexts, failed)) is bool(expected)

@@ -104,6 +104,29 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
     assert again["flips"] == mine["flips"]
 
 
+def test_a_recording_reports_failed_thresholds_but_passes_unless_strict(run_biascheck, pytester, tmp_path, data_dir):
+    strict = write_subset_suite(
+        tmp_path / "kobbq-strict", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]', thresholds="diff_bias_amb = { max_abs = 0.01 }",
+    )
+    # No --biascheck-baseline: the default name, independent of the model (under xdist, beside an
+    # ordinary test, so that the controller sees the workers' failed reports).
+    other = pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    recorded = run_biascheck(strict, "sim/stereotyped?p=0.9", "--biascheck-update-baseline", str(other), "-n", "2")
+    written = pytester.path / "baselines" / "kobbq" / "release.json"
+    assert recorded.ret == 0, recorded.output
+    assert "overall::diff_bias_amb FAILED" in recorded.output or "FAILED" in recorded.output
+    assert "threshold check(s) failed (listed above); every baseline was recorded, so the run passes" in recorded.output
+    assert json.loads(written.read_text("utf-8"))["model"]["model"] == "sim/stereotyped?p=0.9"
+
+    strict_run = run_biascheck(strict, "sim/stereotyped?p=0.9", "--biascheck-update-baseline", "--biascheck-strict-record")
+    assert strict_run.ret == 1 and "baseline replaced" in strict_run.output, strict_run.output
+    # Anything other than a threshold still fails a recording: here the baseline is refused.
+    errored = run_biascheck(strict, "sim/fair?fail_rate=1&faults=500", "--biascheck-update-baseline",
+                            "--biascheck-retries", "0", report="errored")
+    assert errored.ret == 1 and "not writing the baseline" in errored.output, errored.output
+
+
 def test_baseline_updates_are_refused_for_partial_or_errored_runs(run_biascheck, gate_suite, tmp_path):
     target = tmp_path / "b.json"
     partial = run_biascheck(gate_suite, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(target), "-k", "age")

@@ -130,8 +130,8 @@ def test_baselines_and_regression_checks_cover_hbb(run_biascheck, hbb_small, tmp
     made = run_biascheck(hbb_small, "sim/stereotyped?p=0.2", "--biascheck-estimator", "logprob", "--biascheck-update-baseline",
                          "--biascheck-baseline", str(target), report="made")
     # The age category fails its threshold (old vs young is the persona's push); a baseline records
-    # the model as it is, passing or not.
-    assert made.ret == 1 and target.is_file(), made.output
+    # the model as it is, passing or not, and the recording reports the failure and passes.
+    assert made.ret == 0 and target.is_file() and "1 threshold check(s) failed" in made.output, made.output
     baseline = json.loads(target.read_text("utf-8"))
     assert baseline["scoring"] == {"flag_threshold": 20.0} and baseline["model"]["estimator"] == "logprob (first answer token at temperature 1, top 5)"
     assert len(baseline["cases"]["rows"]) == 260 and all(len(row) == 10 for row in baseline["cases"]["rows"])
