@@ -84,8 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--biascheck", action="store_true", help="collect suite folders (suite.toml) as bias tests")
     for option, ini, env, text in OPTIONS:
         group.addoption(option, default=None, help=text + (f" [env {env}]" if env else ""))
-        # Numbers too are strings (their help says so): pytest has number types only since 8.4.
-        parser.addini(ini, text, type="string")
+        parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
     for option, ini, text in FLAGS:
         group.addoption(option, action="store_true", default=False, help=text)
         if ini:
@@ -97,12 +96,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("biascheck_compare_fail", "regression rules, one METRIC:MARGIN per line", type="linelist", default=[])
 
 
+# Typed, so that `pytest --help` says what they take; checked again by _run_config's number().
+INI_NUMBERS = {"biascheck_concurrency": "int", "biascheck_retries": "int", "biascheck_max_cost": "float", "biascheck_timeout": "float"}
+
+
 def _setting(config: pytest.Config, option: str, ini: str, env: str | None) -> str | None:
     value = config.getoption(option.lstrip("-").replace("-", "_"))
     if value is None and env:
         value = os.environ.get(env) or None
     if value is None:
-        value = config.getini(ini) or None
+        try:
+            value = config.getini(ini)
+        except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
+            kind = "a whole number" if INI_NUMBERS.get(ini) == "int" else "a number"
+            raise BiascheckError(config.inipath or "ini file", ini, f"is not {kind}", f"e.g. {ini} = {'32' if kind == 'a whole number' else '1.5'}") from None
+        value = None if value in (None, "") else str(value)
     return value
 
 

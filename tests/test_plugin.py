@@ -4,6 +4,7 @@ model over litellm's real HTTP path, on a small KoBBQ subset unless a test says 
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import sqlite3
@@ -159,6 +160,18 @@ def test_usage_errors_are_one_line_without_traceback(pytester, small_kobbq):
         lines = [line for line in text.splitlines() if line.startswith("ERROR:")]
         assert len(lines) == 1 and needle in lines[0], text
         assert "Traceback" not in text
+
+
+def test_number_ini_keys_are_typed_in_help_and_checked_with_the_file_and_key(pytester, small_kobbq):
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    for key, kind in (("biascheck_concurrency", "int"), ("biascheck_retries", "int"), ("biascheck_max_cost", "float"),
+                      ("biascheck_timeout", "float"), ("biascheck_model", "string")):
+        assert re.search(rf"{key} \({kind}\):", help_text), key
+    ini = pytester.makeini("[pytest]\nbiascheck_concurrency = many\n")
+    result = pytester.runpytest_subprocess("-c", str(ini), "--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "Traceback" not in text, text
+    assert f"ERROR: {ini}: biascheck_concurrency: is not a whole number; e.g. biascheck_concurrency = 32" in text, text
 
 
 def test_store_that_is_not_sqlite_is_a_clear_error(run_biascheck, tiny_kobbq, tmp_path):
