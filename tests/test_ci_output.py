@@ -265,17 +265,17 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
 
 
 def test_help_says_what_each_setting_is(pytester):
-    from biascheck.plugin import FLAGS, OPTIONS
+    from biascheck.plugin import FLAGS, INI_NUMBERS, OPTIONS
 
     result = pytester.runpytest("--help")
     text = " ".join(result.stdout.str().split())
     max_cost = text.split("--biascheck-max-cost=", 1)[1].split("--biascheck-", 1)[0]
     assert "before" in max_cost and "after" not in max_cost
     types = dict(re.findall(r"\b(biascheck_\w+) \((\w+)\):", text))
-    assert types == {**{ini: "string" for _, ini, _, _ in OPTIONS}, **{ini: "bool" for _, ini, _ in FLAGS if ini},
+    assert types == {**{ini: INI_NUMBERS.get(ini, "string") for _, ini, _, _ in OPTIONS}, **{ini: "bool" for _, ini, _ in FLAGS if ini},
                      "biascheck_compare_fail": "linelist"}
-    for ini in ("biascheck_concurrency", "biascheck_max_cost", "biascheck_timeout", "biascheck_retries"):
-        assert "number" in text.split(f"{ini} (string):", 1)[1].split(" biascheck_", 1)[0], ini
+    assert {ini: types[ini] for ini in ("biascheck_concurrency", "biascheck_retries", "biascheck_max_cost", "biascheck_timeout")} == {
+        "biascheck_concurrency": "int", "biascheck_retries": "int", "biascheck_max_cost": "float", "biascheck_timeout": "float"}
 
 
 # --- 5. The README's demo sentence ----------------------------------------------------------------
