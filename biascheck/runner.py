@@ -275,7 +275,8 @@ class Execution:
     stats: RunStats = field(default_factory=RunStats)
 
 
-def _from_store(stored: StoredResponse) -> Response:
+def from_store(stored: StoredResponse) -> Response:
+    """A stored answer as the run reads it."""
     return Response(text=stored.text, finish_reason=stored.finish_reason, usage=stored.usage, cost_usd=stored.cost_usd or 0.0,
                     logprobs=stored.logprobs, truncated=stored.truncated, served_model=stored.served_model,
                     system_fingerprint=stored.system_fingerprint)
@@ -319,7 +320,7 @@ async def execute(
     unique = list({r.key: r for r in requests}.values())
     stats.requests = len(unique)
     for key, stored in store.get_many(r.key for r in unique).items():
-        run.responses[key] = _from_store(stored)
+        run.responses[key] = from_store(stored)
     stats.cache_hits = len(run.responses)
     wanted = {r.key for r in unique}
     for key, error in (shared_errors or {}).items():
@@ -428,7 +429,7 @@ async def execute(
                 # What is stored stays; this answer is asked again when the run resumes.
                 stats.incomplete = stats.incomplete or STORE_FAILURE + str(exc)
                 return Response(text=None, error=str(exc))
-            return _from_store(stored)
+            return from_store(stored)
 
     async def worker(client: ModelClient) -> None:
         while True:

@@ -362,6 +362,10 @@ class ResponseStore:
             return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
         return sum(1 for _ in self._rows("1", keys))
 
+    def stored_keys(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` have an answer stored (without reading them): what a dry run subtracts."""
+        return {key for (key,) in self._rows("key", keys)}
+
     def record_run_errors(self, run_id: str, errors: dict[str, str]) -> None:
         try:
             with self._transaction():

@@ -88,6 +88,15 @@ class Suite:
         return parts
 
 
+def _suite_folder(suite: Path | str) -> Path | str:
+    """A suite folder, or a bare name (``"kobbq"``) that is no file or folder here: the packaged suite."""
+    from biascheck.catalog import looks_like_a_name, packaged_suite
+
+    if isinstance(suite, str) and looks_like_a_name(suite) and not Path(suite).exists():
+        return packaged_suite(suite, where="load_suite")
+    return suite
+
+
 def load_suite(
     suite_dir: Path | str,
     *,
@@ -95,7 +104,10 @@ def load_suite(
     cache_dir: Path | None = None,
     offline: bool | None = None,
 ) -> Suite:
-    manifest = load_manifest(suite_dir)
+    """The suite in ``suite_dir`` (a folder, its suite.toml, or a packaged suite's name) with its
+    data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; then the cache; then a
+    download unless ``offline``) and its cases built."""
+    manifest = load_manifest(_suite_folder(suite_dir))
     mirror = data_dir if data_dir is not None else env_data_dir()
     cache = cache_dir if cache_dir is not None else default_cache_dir() / "data"
     files = {
