@@ -690,8 +690,9 @@ def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_r
     # the one bundled with the action). KoBBQ keeps the shipped thresholds, which the recorded model
     # fails: a recording reports them and still succeeds.
     repo = tmp_path / "repo"
-    write_subset_suite(repo / "suites" / "kobbq", subset=ONE_TEMPLATE, prompts='from_data = "prompts"\nuse = ["1"]')
-    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=ONE_TEMPLATE, thresholds=LAX)
+    write_subset_suite(repo / "suites" / "kobbq", subset=ONE_TEMPLATE + '\ncategories = ["age", "gender_identity", "religion"]',
+                       prompts='from_data = "prompts"\nuse = ["1"]')
+    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=ONE_TEMPLATE + '\ncategories = ["Age", "Religion"]', thresholds=LAX)
     workflow = parse_yaml(readme_workflow())
     # The runner's mirror of the benchmark files (GitHub's runners would download them).
     runner = Runner(repo, tmp_path / "runner", action_path=ROOT, action_names=(README_ACTION.split("@")[0],),
