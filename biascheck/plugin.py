@@ -634,12 +634,12 @@ def _write_reports(session: pytest.Session, state: BiascheckState) -> None:
 
 def _github_step_summary(session: pytest.Session, state: BiascheckState) -> None:
     from biascheck.diff_report import render_comparison_markdown
-    from biascheck.report import render_markdown
+    from biascheck.report import render_markdown, render_summary_markdown
 
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
-    parts = []
+    parts = [render_summary_markdown(state.results_json)] if len(state.results_json) > 1 else []
     for document in state.results_json:
         parts.append(render_markdown(document))
         comparison = state.comparisons.get(document["suite"]["name"])

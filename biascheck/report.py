@@ -125,7 +125,7 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
     """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``
     and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder
-    each. All files of the run, and its run marker, appear at once (see :func:`biascheck.files.replace_folder`)."""
+    each and ``summary.md`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.files.replace_folder`)."""
     from biascheck.diff_report import render_comparison_markdown
     from biascheck.html_report import render_html
 
@@ -143,6 +143,8 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
             if comparison is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
                 files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
+        if len(documents) > 1:
+            files["summary.md"] = render_summary_markdown(documents)
         return files
 
     return replace_folder(folder, render) if documents else []
@@ -281,6 +283,31 @@ def _run_line(document: dict[str, Any]) -> str:
     return line
 
 
+# --- across suites ------------------------------------------------------------------------------
+
+SUMMARY_HEADERS = ("suite", "benchmark", "model", "cases", "checks passed", "overall", "verdict")
+
+
+def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per suite of a run: what a reader of several suites wants first."""
+    rows = []
+    for document in documents:
+        verdicts = document["verdicts"]
+        failed = sum(not v["passed"] for v in verdicts)
+        overall = ", ".join(f"{v['metric']} {fmt(v['value'])}" for v in verdicts if v["scope"] == "overall")
+        status = "INCOMPLETE" if not document["run"]["complete"] else "passed" if document["passed"] else "FAILED"
+        rows.append([document["suite"]["name"], document["suite"]["benchmark"], document["model"]["model"],
+                     str(document["run"]["cases"]), f"{len(verdicts) - failed} of {len(verdicts)}", overall, status])
+    return rows
+
+
+def render_summary_markdown(documents: list[dict[str, Any]]) -> str:
+    """The table across suites (a run of several), for the job summary and summary.md."""
+    out = ["# biascheck: every suite", "", md_row(SUMMARY_HEADERS), "|---|---|---|---:|---:|---|---|"]
+    out += [md_row([*row[:-1], row[-1] if row[-1] == "passed" else f"**{row[-1]}**"]) for row in summary_rows(documents)]
+    return "\n".join(out) + "\n"
+
+
 def render_markdown(document: dict[str, Any]) -> str:
     metrics = document["metrics"]
     verdicts = _verdict_index(document)
@@ -379,6 +406,14 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, color_system="standard" if color else None,
                       width=max(width, 60), highlight=False, emoji=False)
+    if len(documents) > 1:
+        table = Table(title="every suite", title_justify="left")
+        for header in SUMMARY_HEADERS:
+            table.add_column(header, justify="right" if header in ("cases", "checks passed") else "left")
+        for row in summary_rows(documents):
+            style = {"passed": "green", "FAILED": "bold red", "INCOMPLETE": "bold red"}[row[-1]]
+            table.add_row(*map(esc, row[:-1]), f"[{style}]{row[-1]}[/]")
+        print_table(console, table)
     for document in documents:
         metrics = document["metrics"]
         verdicts = _verdict_index(document)

@@ -333,3 +333,30 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     # The whole suite is still "overall".
     assert "## Overall" in render_markdown(whole)
     assert "kobbq: overall" in render_terminal([whole], color=False, width=100)
+
+
+# --- 6. A summary across suites ---------------------------------------------------------------------
+
+
+def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
+    from biascheck.report import render_summary_markdown, write_reports
+
+    fair = copy.deepcopy(runs["fair"])
+    fair["suite"]["name"] = "kobbq|fair"  # a pipe in a name must not split its cell
+    documents = [runs["stereotyped"], fair]
+    rows = table_with(render_summary_markdown(documents), "verdict")
+    assert [(r["suite"], r["verdict"]) for r in rows] == [("kobbq", "FAILED"), ("kobbq|fair", "passed")]
+    for row, document in zip(rows, documents):
+        verdicts = document["verdicts"]
+        assert row["cases"] == str(document["run"]["cases"]) == "96"
+        assert row["checks passed"] == f"{sum(v['passed'] for v in verdicts)} of {len(verdicts)}"
+        assert row["overall"].startswith("diff_bias_amb ") and row["model"] == document["model"]["model"]
+
+    terminal = render_terminal(documents, color=False, width=160)
+    assert terminal.index("every suite") < terminal.index(documents[0]["suite"]["name"] + " (kobbq) on")
+    assert "every suite" not in render_terminal(documents[:1], color=False, width=160)
+
+    write_reports(documents, tmp_path / "report")
+    assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown(documents)
+    write_reports(documents[:1], tmp_path / "single")
+    assert not (tmp_path / "single" / "summary.md").exists()
