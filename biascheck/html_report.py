@@ -408,7 +408,11 @@ def _difference(item: Any) -> str:
 def _overall(results: dict) -> str:
     metrics = _get(results, "metrics", "overall") or {}
     verdicts = {(v.get("scope"), v.get("metric")): v for v in results.get("verdicts") or []}
-    out = ["<section>\n<h2>Overall metrics</h2>", '<div class="scroll"><table>',
+    from biascheck.report import scope_label
+
+    # A -k run's "overall" is its selection's, as in the terminal and Markdown reports.
+    scope = scope_label(results, "overall") if "run" in results and "suite" in results else "overall"
+    out = [f"<section>\n<h2>{_e(scope.capitalize())} metrics</h2>", '<div class="scroll"><table>',
            '<thead><tr><th>metric</th><th class="num">value</th><th>95% CI</th><th class="num">n</th>'
            "<th>threshold</th><th>verdict</th></tr></thead>", "<tbody>"]
     for name, value in metrics.items():

@@ -333,6 +333,9 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     # The whole suite is still "overall".
     assert "## Overall" in render_markdown(whole)
     assert "kobbq: overall" in render_terminal([whole], color=False, width=100)
+    from biascheck.html_report import render_html
+
+    assert "<h2>Selection (8 of 96 cases) metrics</h2>" in render_html(age) and "<h2>Overall metrics</h2>" in render_html(whole)
 
 
 # --- 6. A summary across suites ---------------------------------------------------------------------
