@@ -1,0 +1,177 @@
+"""The runner without HTTP: a scripted fake client drives ``runner.execute`` through retries,
+backoff, Retry-After, the budget, fatal errors, refused parameters and resumption from the store.
+(The same paths over real HTTP, through litellm and the simulator, are in the plugin tests.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biascheck.llm import CallError, Completion
+from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, RetryPolicy, execute
+from biascheck.store import ResponseStore
+
+FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.004, max_retry_after=1.0)
+
+
+class ScriptedClient:
+    """Answers each request by its content: a list of steps per content, consumed one per attempt
+    (an exception is raised, a string is the reply); once a script is used up, "A". Records every
+    attempt's parameters."""
+
+    def __init__(self, scripts: dict[str, list] | None = None, cost: float | None = 0.01):
+        self.scripts = {content: list(steps) for content, steps in (scripts or {}).items()}
+        self.cost = cost
+        self.attempts: Counter[str] = Counter()
+        self.sent_params: list[dict] = []
+        self.closed = False
+
+    async def complete(self, messages, params, sample=0):
+        content = messages[-1]["content"]
+        self.attempts[content] += 1
+        self.sent_params.append(dict(params))
+        await asyncio.sleep(0)
+        steps = self.scripts.get(content) or []
+        step = steps.pop(0) if steps else "A"
+        if isinstance(step, BaseException):
+            raise step
+        return Completion(step, "stop", {"prompt_tokens": 3, "completion_tokens": 1}, self.cost)
+
+    async def aclose(self):
+        self.closed = True
+
+
+def requests_for(*contents: str, params: dict | None = None) -> list[ModelRequest]:
+    return [ModelRequest(f"key-{content}", [{"role": "user", "content": content}], dict(params or {})) for content in contents]
+
+
+def run(client: ScriptedClient, requests: list[ModelRequest], store_path: Path, **kwargs):
+    @contextlib.contextmanager
+    def open_client():
+        yield client
+
+    async def go():
+        with ResponseStore(store_path) as store:
+            return await execute(requests, store=store, model_name="m", open_client=open_client, policy=kwargs.pop("policy", FAST),
+                                 **kwargs)
+    return asyncio.run(go())
+
+
+def busy(retry_after: float | None = None) -> CallError:
+    return CallError("RateLimitError: 429", retryable=True, retry_after=retry_after)
+
+
+def test_retries_until_an_answer_and_counts_every_attempt(tmp_path):
+    client = ScriptedClient({"q1": [busy(), busy(), "B"]})
+    execution = run(client, requests_for("q1", "q2"), tmp_path / "s.sqlite")
+    assert execution.responses["key-q1"].text == "B" and execution.responses["key-q2"].text == "A"
+    assert (execution.stats.calls, execution.stats.retries, execution.stats.errors) == (4, 2, 0)
+    assert execution.stats.cost_usd == pytest.approx(0.02) and client.closed
+
+
+def test_a_request_that_keeps_failing_errors_after_its_retries_and_the_run_goes_on(tmp_path):
+    client = ScriptedClient({"q1": [busy()] * 10})
+    execution = run(client, requests_for("q1", "q2"), tmp_path / "s.sqlite")
+    assert client.attempts["q1"] == FAST.max_retries + 1
+    assert execution.responses["key-q1"].error == f"RateLimitError: 429 (after {FAST.max_retries + 1} attempts)"
+    assert execution.responses["key-q2"].text == "A"
+    assert (execution.stats.errors, execution.stats.incomplete) == (1, None)
+
+
+def test_a_refusal_that_is_not_retryable_is_one_attempt(tmp_path):
+    client = ScriptedClient({"q1": [CallError("BadRequestError: context too long", retryable=False)]})
+    execution = run(client, requests_for("q1"), tmp_path / "s.sqlite")
+    assert client.attempts["q1"] == 1 and execution.stats.retries == 0
+    assert execution.responses["key-q1"].error == "BadRequestError: context too long (after 1 attempt)"
+
+
+def test_a_retry_after_beyond_the_cap_is_given_up_at_once_and_says_why(tmp_path):
+    client = ScriptedClient({"q1": [busy(retry_after=30.04)]})
+    execution = run(client, requests_for("q1"), tmp_path / "s.sqlite")
+    assert client.attempts["q1"] == 1
+    assert execution.responses["key-q1"].error == (
+        "RateLimitError: 429 (the server asked to wait 30.1 s, more than the 1 s cap; after 1 attempt)")
+
+
+def test_a_retry_after_within_the_cap_is_waited_for(tmp_path):
+    client = ScriptedClient({"q1": [busy(retry_after=0.2), "B"]})
+    start = time.monotonic()
+    execution = run(client, requests_for("q1"), tmp_path / "s.sqlite")
+    assert time.monotonic() - start >= 0.2  # not FAST's 4 ms backoff
+    assert execution.responses["key-q1"].text == "B" and execution.stats.retries == 1
+
+
+@given(retry=st.integers(0, 30), retry_after=st.none() | st.floats(0, 300), seed=st.integers(0, 2**32 - 1))
+def test_backoff_is_jittered_within_its_cap_and_never_shorter_than_retry_after(retry, retry_after, seed):
+    policy = RetryPolicy()
+    delay = policy.delay(retry, retry_after, random.Random(seed))
+    cap = min(policy.max_delay, policy.base_delay * 2**retry)
+    if retry_after is None:
+        assert 0 <= delay <= cap
+    else:
+        assert retry_after <= delay <= max(retry_after, cap)
+
+
+def test_jitter_spreads_the_delays_of_one_retry():
+    delays = {round(RetryPolicy().delay(3, None, random.Random(seed)), 6) for seed in range(50)}
+    assert len(delays) == 50 and max(delays) <= 2.0
+
+
+def test_a_fatal_error_stops_the_run_and_the_rest_is_not_run(tmp_path):
+    client = ScriptedClient({"q0": [CallError("AuthenticationError: invalid key", retryable=False, fatal=True)]})
+    execution = run(client, requests_for(*(f"q{i}" for i in range(20))), tmp_path / "s.sqlite", concurrency=1)
+    stats = execution.stats
+    assert stats.incomplete == FATAL + "AuthenticationError: invalid key"
+    assert stats.calls == 1 and stats.not_run == 19 and stats.errors == 20
+    assert all(execution.responses[f"key-q{i}"].error.startswith(NOT_RUN) for i in range(1, 20))
+
+
+def test_the_budget_stops_new_calls_before_the_limit(tmp_path):
+    client = ScriptedClient(cost=0.01)
+    execution = run(client, requests_for(*(f"q{i}" for i in range(50))), tmp_path / "s.sqlite", concurrency=8,
+                    budget=Budget(0.105))
+    stats = execution.stats
+    assert stats.incomplete == "budget of $0.105 reached"
+    assert stats.cost_usd <= 0.105 + 0.01 + 1e-9  # at most about one call's cost over
+    assert stats.calls == sum(client.attempts.values()) and 0 < stats.calls <= 11
+    assert stats.not_run == 50 - stats.calls
+
+
+def test_an_interrupted_run_resumes_from_the_store_without_asking_again(tmp_path):
+    store = tmp_path / "s.sqlite"
+    first = run(ScriptedClient(cost=0.01), requests_for(*(f"q{i}" for i in range(30))), store, budget=Budget(0.05), concurrency=1)
+    answered = {key for key, response in first.responses.items() if not response.errored}
+    assert 0 < len(answered) < 30
+    client = ScriptedClient()
+    second = run(client, requests_for(*(f"q{i}" for i in range(30))), store)
+    assert second.stats.cache_hits == len(answered) and second.stats.calls == 30 - len(answered)
+    assert {m for m in client.attempts} == {f"q{i}" for i in range(30)} - {key.removeprefix("key-") for key in answered}
+    assert not any(response.errored for response in second.responses.values())
+    third_client = ScriptedClient()
+    third = run(third_client, requests_for(*(f"q{i}" for i in range(30))), store)
+    assert third.stats.calls == 0 and not third_client.attempts and third.stats.cache_hits == 30
+
+
+def test_a_refused_parameter_is_left_out_for_the_rest_of_the_run_without_a_retry(tmp_path):
+    refusal = CallError("BadRequestError: Unrecognized request argument supplied: seed", retryable=False, rejected=("seed",))
+    client = ScriptedClient({"q0": [refusal]})
+    execution = run(client, requests_for("q0", "q1", "q2", params={"seed": 7, "temperature": 0}), tmp_path / "s.sqlite",
+                    concurrency=1)
+    assert execution.stats.retries == 0 and execution.stats.errors == 0
+    assert client.sent_params[0] == {"seed": 7, "temperature": 0}
+    assert client.sent_params[1:] == [{"temperature": 0}] * 3
+    assert "seed" in execution.stats.params_dropped["m"]
+
+
+def test_duplicate_requests_are_one_call(tmp_path):
+    client = ScriptedClient()
+    execution = run(client, requests_for("q1", "q1", "q2"), tmp_path / "s.sqlite")
+    assert execution.stats.requests == 2 and execution.stats.calls == 2 and client.attempts == Counter({"q1": 1, "q2": 1})
