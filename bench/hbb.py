@@ -42,9 +42,10 @@ def run_suite(suite_dir: Path, persona: str, estimator: str, store: Path):
 
 
 def flagged(suite, result) -> list[bool | None]:
+    import numpy as np
+
     from biascheck.benchmarks.hbb import HBB
     from biascheck.metrics.hbb import instance_scores
-    import numpy as np
 
     outcomes = result.suites[0].outcomes
     threshold = suite.manifest.hbb["flag_threshold"]

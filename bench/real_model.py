@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hbb import agreement, flagged  # noqa: E402  (bench/hbb.py: the same flags and agreement as for the simulator)
+
 KOBBQ_CATEGORIES = ["age", "disability_status", "gender_identity", "physical_appearance", "race_ethnicity_nationality",
                     "religion", "ses", "sexual_orientation"]
 

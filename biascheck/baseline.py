@@ -19,7 +19,7 @@ import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -83,7 +83,7 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
     return {
         "schema": BASELINE_SCHEMA,
         "tool": {"name": "biascheck", "version": biascheck.__version__},
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git,
         "suite": {
             "name": suite["name"],
@@ -294,7 +294,7 @@ class ComparisonUnits:
     cells: np.ndarray | None = None
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> "ComparisonUnits":
+    def from_document(cls, document: Mapping[str, Any]) -> ComparisonUnits:
         """From a baseline document, or a ``results.json`` (whose cases carry the same columns)."""
         benchmark = get_benchmark(document["suite"]["benchmark"])
         cases = document["cases"]

@@ -25,9 +25,8 @@ from biascheck.errors import BiascheckError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from biascheck.sim.cli import add_sim_subcommands
-
     import biascheck
+    from biascheck.sim.cli import add_sim_subcommands
 
     parser = argparse.ArgumentParser(prog="biascheck", description="Continuous bias-regression testing for language models.")
     parser.add_argument("--version", action="version", version=f"biascheck {biascheck.__version__}")
@@ -300,10 +299,10 @@ def _diff(args) -> int:
 
 
 def _qualify_judge(args) -> int:
+    from biascheck.files import atomic_write_text
     from biascheck.judge_qualification import qualify
     from biascheck.llm import ModelConfig, validate_model_string
     from biascheck.manifest import parse_sampling_overrides
-    from biascheck.files import atomic_write_text
     from biascheck.session import RunConfig
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)

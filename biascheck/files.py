@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import biascheck
@@ -84,7 +84,7 @@ def replace_folder(folder: Path, render: Callable[[], dict[str, str]]) -> list[P
         _carried(real, folder)  # refused before anything is written
     files = render()
     marker = {"schema": "biascheck.run/1", "run_id": uuid.uuid4().hex,
-              "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "tool": {"name": "biascheck", "version": biascheck.__version__},
+              "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "tool": {"name": "biascheck", "version": biascheck.__version__},
               "files": {name: "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()}}
     with _staging(real) as staging:
         for name, text in {**files, RUN_MARKER: json.dumps(marker, indent=1) + "\n"}.items():

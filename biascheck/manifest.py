@@ -89,7 +89,7 @@ class Rule:
     source: str = "default"
 
     @classmethod
-    def parse(cls, metric: str, text: str | float | int, *, where: str, field: str, source: str) -> "Rule":
+    def parse(cls, metric: str, text: str | float | int, *, where: str, field: str, source: str) -> Rule:
         match = _RULE.match(str(text)) if not isinstance(text, bool) else None
         if not metric or match is None or not math.isfinite(float(match["number"])):
             raise BiascheckError(
@@ -100,7 +100,7 @@ class Rule:
         return cls(metric, float(match["number"]) / (100 if match["percent"] else 1), bool(match["percent"]), sign, source)
 
     @classmethod
-    def parse_option(cls, text: str, where: str = "--biascheck-compare-fail") -> "Rule":
+    def parse_option(cls, text: str, where: str = "--biascheck-compare-fail") -> Rule:
         metric, sep, margin = text.partition(":")
         if not sep or not metric.strip():
             raise BiascheckError(where, text, "expected METRIC:MARGIN", "e.g. diff_bias_amb:+0.02 or acc_dis:-2%")

@@ -160,9 +160,8 @@ class BiascheckState:
                 self.failed_other += 1
 
     def load_suite(self, manifest_path: Path) -> Suite:
-        from biascheck.suite import load_suite
-
         from biascheck.session import judge_for
+        from biascheck.suite import load_suite
 
         suite = load_suite(manifest_path.parent, data_dir=self.run_config.data_dir)
         judge_for(suite, self.run_config)  # a judged suite without a judge is a collection error
@@ -460,10 +459,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.dry_run:
         _dry_run(session, state, selection)
         return
+    from rich.markup import escape
+
     from biascheck import session as biassession
     from biascheck.report import build_results
     from biascheck.runner import RichProgress
-    from rich.markup import escape
 
     capture = session.config.pluginmanager.getplugin("capturemanager")
     # RichProgress shows its label as rich markup: a model string such as openai/x[/] must stay text.

@@ -9,7 +9,7 @@ import io
 import json
 import re
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -32,7 +32,7 @@ CATEGORY_HEADLINE = ("ntr_gen", "bias_gen")
 
 def build_results(run) -> list[dict[str, Any]]:
     """One results document per suite of the run."""
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = datetime.now(UTC).isoformat(timespec="seconds")
     stats = run.stats.to_dict()
     documents = []
     for result in run.suites:

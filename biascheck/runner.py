@@ -24,7 +24,6 @@ from biascheck.cases import Response
 from biascheck.llm import CallError, Completion
 from biascheck.store import ResponseStore, StoredResponse, StoreWriteError
 
-
 T = TypeVar("T")
 NOT_RUN = "not run: "
 FATAL = "fatal model error: "

@@ -261,7 +261,7 @@ def test_every_departure_from_the_reference_is_in_the_readme():
 def test_wherever_the_reference_reads_an_answer_biascheck_reads_it_or_says_why():
     # The reference's answers that biascheck does not share are each a listed departure: the
     # reference misreads them (a word's first letter, a letter contradicting its own text).
-    for reply, choices, letters, expected, reference, departure in PARSE_TABLE:
+    for reply, _choices, _letters, expected, reference, departure in PARSE_TABLE:
         if reference is not None and expected != reference:
             assert departure in ("word-initial-letter", "letter-text-disagree", "two-declarations", "echoed-options",
                                  "korean-suffix"), reply

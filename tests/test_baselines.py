@@ -82,7 +82,7 @@ def _error(path: Path) -> str:
 
 def test_a_changed_outcome_is_caught_and_names_the_metric(baseline_file):
     text = baseline_file.read_text("utf-8")
-    line = next(l for l in text.splitlines() if l.strip().startswith('["') and '"unknown"]' in l and '"amb"' in l)
+    line = next(row for row in text.splitlines() if row.strip().startswith('["') and '"unknown"]' in row and '"amb"' in row)
     baseline_file.write_text(text.replace(line, line.replace('"unknown"]', '"biased"]')), "utf-8")
     assert "metrics.overall.acc_amb.value" in _error(baseline_file)
 

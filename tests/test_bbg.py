@@ -18,6 +18,7 @@ from biascheck.regression import check_comparable
 from biascheck.session import RunConfig, judge_for, scoring_for
 from biascheck.store import request_key
 from biascheck.suite import load_suite
+
 from conftest import SUITES, write_subset_suite
 
 
@@ -126,7 +127,7 @@ def test_aggregate_pairs_versions_and_never_scores_unscorable_as_u(enbbg):
     cases = [c for c in enbbg.cases if c.truth.run == 1 and c.category == "age"]
     by_version = {(c.truth.base_template, c.truth.qtype, c.truth.version): c for c in cases}
     outcomes = {}
-    for (base, qtype, version), case in by_version.items():
+    for (_base, _qtype, version), case in by_version.items():
         outcomes[case.case_id] = _outcome(case, "c" if version in "ac" else "b")
     metrics = BBG.aggregate(cases, outcomes, resamples=0, seed=0)
     assert metrics.overall["ntr_gen"].value == 1.0 and metrics.overall["p_bc_plus_p_cb"].value == 1.0

@@ -143,7 +143,7 @@ def test_every_question_has_its_partner(runs: dict):
 
 @pytest.mark.data
 def test_indices_name_the_csv_answers(runs: dict):
-    for (language, run), (rows, _, questions, _) in runs.items():
+    for (language, _run), (rows, _, questions, _) in runs.items():
         for row, question in zip(rows, questions):
             assert question.row_id == row["id"]
             assert row["choices"][question.biased_index] == row["biased_answer"]

@@ -12,6 +12,7 @@ import pytest
 from biascheck.regression import settings_from
 from biascheck.sim.calibration import PreparedSuite, rates, simulated_results
 from biascheck.suite import load_suite
+
 from conftest import SUITES
 
 pytestmark = pytest.mark.data

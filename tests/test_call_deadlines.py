@@ -16,11 +16,12 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.llm import LiteLLMClient, ModelConfig
 from biascheck.runner import ModelRequest, RetryPolicy, execute
 from biascheck.store import ResponseStore, request_key
+
+from loopback import chat_answer, loopback_server, send_json
 
 
 def _run(api_base: str, policy: RetryPolicy, store_path: Path, timeout: float = 10.0):

@@ -12,11 +12,12 @@ import time
 from html.parser import HTMLParser
 
 import pytest
-from conftest import ROOT, SUITES, write_subset_suite
 
 from biascheck.diff_report import render_comparison_markdown, render_comparison_terminal
 from biascheck.report import fmt, fmt_ci, render_markdown, render_terminal
 from biascheck.runner import RichProgress, RunStats
+
+from conftest import ROOT, SUITES, write_subset_suite
 
 # --- results documents from real (simulated) runs ------------------------------------------------
 

@@ -16,6 +16,7 @@ from biascheck.errors import BiascheckError
 from biascheck.llm import first_token_logprobs
 from biascheck.regression import check_comparable
 from biascheck.suite import load_suite
+
 from conftest import SUITES
 
 SAMPLING = Estimator("sampling", 4, 5)
@@ -172,6 +173,7 @@ def test_bad_hbb_manifests_are_one_line_errors(edit, field, tmp_path, data_dir):
 @pytest.mark.data
 def test_a_qa_suite_has_no_estimator_thresholds(tmp_path, data_dir):
     from biascheck.errors import BiascheckError
+
     from conftest import write_subset_suite
 
     suite = write_subset_suite(tmp_path / "k", subset='templates_per_category = 1\nseed = 7',

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.diff_report import render_comparison_terminal
 from biascheck.report import render_terminal
+
+from loopback import chat_answer, loopback_server, send_json
 
 HOSTILE = "x[/][red]y[bold]"
 

@@ -21,7 +21,6 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from loopback import bearer_token, chat_answer, loopback_server, send_bytes, send_json, stopping
 
 from biascheck import llm
 from biascheck.answer_parser import parse_answer
@@ -29,6 +28,8 @@ from biascheck.cases import Response
 from biascheck.llm import LiteLLMClient, ModelConfig, import_litellm
 from biascheck.runner import ModelRequest, RetryPolicy, RunStats, execute
 from biascheck.store import ResponseStore, StoredResponse, request_key
+
+from loopback import bearer_token, chat_answer, loopback_server, send_bytes, send_json, stopping
 
 POLICY = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.02)
 ATTEMPTS = POLICY.max_retries + 1

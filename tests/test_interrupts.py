@@ -16,9 +16,10 @@ import warnings
 from pathlib import Path
 
 import pytest
-from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.runner import run_sync
+
+from loopback import chat_answer, loopback_server, send_json
 
 SCRIPT = textwrap.dedent("""
     import asyncio, contextlib, sys
@@ -90,7 +91,7 @@ def test_run_sync_drops_only_the_never_awaited_warnings_of_an_interrupt(runner):
 
 def test_run_sync_keeps_other_warnings():
     async def warns():
-        warnings.warn("kept", UserWarning)
+        warnings.warn("kept", UserWarning, stacklevel=2)
 
     with pytest.warns(UserWarning, match="kept"):
         run_sync(warns())

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from biascheck.cli import main
+
 from conftest import SUITES, write_subset_suite
 
 pytestmark = pytest.mark.data

@@ -19,6 +19,7 @@ import pytest
 
 from biascheck.errors import BiascheckError
 from biascheck.suite import load_suite
+
 from conftest import mirror_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -562,8 +563,9 @@ def test_bbq_subset_keeps_biased_and_counter_contexts_balanced():
     """A random pick per cell would unbalance them, and then a perfect model's bias_score_dis != 0."""
     from collections import Counter
 
-    from conftest import mirror_or_skip
     from biascheck.suite import load_suite
+
+    from conftest import mirror_or_skip
 
     suite = load_suite(ROOT / "suites" / "bbq", data_dir=mirror_or_skip())
     kinds = Counter((c.category, c.truth.context_type) for c in suite.cases if c.order == 0 and c.prompt_id == "En-1")

@@ -12,12 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.cli import main
 from biascheck.llm import LiteLLMClient, ModelConfig
 from biascheck.runner import ModelRequest, RetryPolicy, execute
 from biascheck.store import ResponseStore, request_key
+
+from loopback import chat_answer, loopback_server, send_json
 
 # A request body -> (status, JSON body) or None for a normal answer.
 Refuse = Callable[[dict], "tuple[int, dict] | None"]

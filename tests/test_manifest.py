@@ -358,8 +358,9 @@ def test_plugin_reports_a_bad_manifest_in_one_line(pytester, tmp_path, text, exp
 
 
 def test_category_threshold_on_an_ungated_metric_is_gated_in_that_category(tmp_path, data_dir):
-    from conftest import write_subset_suite
     from biascheck.suite import load_suite
+
+    from conftest import write_subset_suite
 
     folder = write_subset_suite(tmp_path / "s", subset="templates_per_category = 1",
                                 extra="\n[category_thresholds.age]\nacc_amb = { min = 0.5 }\n")

@@ -14,19 +14,18 @@ import contextlib
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.cli import main as cli_main
 from biascheck.errors import BiascheckError
-from biascheck.llm import CallError, Completion, LiteLLMClient, ModelConfig, check_ready, import_litellm, known_providers, \
-    validate_model_string
+from biascheck.llm import CallError, Completion, LiteLLMClient, ModelConfig, check_ready, import_litellm, known_providers, validate_model_string
 from biascheck.runner import FATAL, NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, execute
 from biascheck.store import ResponseStore
+
+from loopback import chat_answer, loopback_server, send_json
 
 FAST = RetryPolicy(max_retries=6, base_delay=0.01, max_delay=0.02)
 CREDENTIALS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL")

@@ -6,13 +6,14 @@ differs from the baseline's."""
 from __future__ import annotations
 
 import pytest
-from loopback import chat_answer, loopback_server, send_json
 
 from biascheck.llm import ModelConfig
 from biascheck.regression import compare, settings_from
 from biascheck.report import build_results, render_markdown, served_warning
 from biascheck.session import RunConfig, run, served_by
 from biascheck.store import ResponseStore, request_key
+
+from loopback import chat_answer, loopback_server, send_json
 
 
 @pytest.fixture(autouse=True)

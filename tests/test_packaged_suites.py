@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from biascheck.catalog import looks_like_a_name, packaged_suite, packaged_suites
 from biascheck.errors import BiascheckError
+
 from conftest import ROOT, SUITES, write_subset_suite
 
 NAMES = sorted(path.name for path in SUITES.iterdir() if (path / "suite.toml").is_file())
@@ -183,9 +184,9 @@ def test_the_dry_run_predicts_the_calls_of_the_run_and_calls_nothing(pytester, t
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from conftest import mirror_or_skip
-
     from biascheck.suite import load_suite
+
+    from conftest import mirror_or_skip
 
     folder = write_subset_suite(tmp_path_factory.mktemp("tiny") / "kobbq-tiny",
                                 subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1"]')
@@ -240,9 +241,9 @@ def test_the_dry_run_under_xdist_runs_in_one_process_or_is_refused(pytester, tin
 
 @pytest.fixture(scope="module")
 def bbg_and_bbq(tmp_path_factory):
-    from conftest import mirror_or_skip
-
     from biascheck.suite import load_suite
+
+    from conftest import mirror_or_skip
 
     data = mirror_or_skip()
     # BBG: the two questions of a story share its generation; BBQ: some items repeat a prompt; HBB:

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from biascheck.metrics.bootstrap import cluster_bootstrap, percentile_interval, resample_weights
 from biascheck.metrics.paired import (
     PairedDifference,
+    _binom_half_upper_tail_exact,
+    _binom_half_upper_tail_log,
     badness,
     holm,
     mcnemar_p_value,
@@ -21,8 +23,7 @@ from biascheck.metrics.paired import (
     paired_bootstrap,
     worsening_p_value,
 )
-from biascheck.metrics.paired import _binom_half_upper_tail_exact, _binom_half_upper_tail_log
-from biascheck.metrics.qa import K, QA_METRICS
+from biascheck.metrics.qa import QA_METRICS, K
 
 NAN = float("nan")
 

@@ -4,8 +4,8 @@ model over litellm's real HTTP path, on a small KoBBQ subset unless a test says 
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import sqlite3
 import subprocess

@@ -16,6 +16,7 @@ import pytest
 from biascheck import baseline as baselines
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
+
 from conftest import write_subset_suite
 
 pytestmark = pytest.mark.data

@@ -19,9 +19,10 @@ from biascheck.benchmarks.bbg import BBG
 from biascheck.errors import BiascheckError
 from biascheck.llm import ModelConfig
 from biascheck.regression import check_comparable
-from biascheck.session import RunConfig, run
 from biascheck.report import render_terminal
+from biascheck.session import RunConfig, run
 from biascheck.suite import load_suite
+
 from conftest import SUITES, write_subset_suite
 
 pytestmark = pytest.mark.data

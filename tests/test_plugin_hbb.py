@@ -19,6 +19,7 @@ from biascheck.benchmarks.hbb import HBB
 from biascheck.metrics.hbb import instance_scores
 from biascheck.sim.personas import expected_p_a
 from biascheck.suite import load_suite
+
 from conftest import SUITES
 
 pytestmark = pytest.mark.data

@@ -8,7 +8,6 @@ import csv
 from pathlib import Path
 
 import pytest
-from conftest import mirror_or_skip
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_answer_parser import option_text
@@ -22,6 +21,8 @@ from biascheck.benchmarks.qa import (
     render,
 )
 from biascheck.cases import Case, Message, QATruth, Response
+
+from conftest import mirror_or_skip
 
 UPPER = ("A", "B", "C")
 LOWER = ("a", "b", "c")

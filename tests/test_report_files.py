@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from loopback import loopback_server, send_json
 
 from biascheck import baseline as baselines
 from biascheck import files, report
 from biascheck.errors import BiascheckError
+
+from loopback import loopback_server, send_json
 
 HOUR_AGO = time.time() - 3600
 REPO = Path(__file__).resolve().parent.parent

@@ -15,13 +15,14 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_manifest import BASE, assert_manifest_error, load, make_suite, replace
 
 from biascheck.errors import BiascheckError
 from biascheck.manifest import Threshold, load_manifest
 from biascheck.metrics import MetricValue
 from biascheck.verdicts import FAIL, INCONCLUSIVE, OVERALL, PASS, check_thresholds, judge
+
 from conftest import SUITES, write_subset_suite
-from test_manifest import BASE, assert_manifest_error, load, make_suite, replace
 
 NAN = float("nan")
 PROPERTIES = settings(max_examples=400, deadline=None, derandomize=True)

@@ -28,11 +28,11 @@ import numpy as np
 
 from biascheck.benchmarks import check_metric_tables
 from biascheck.benchmarks.bbg_data import (
-    MRCQuestion,
     PREFIX,
     STORY_PLACEHOLDER,
     UNKNOWN_ID,
     VERSIONS,
+    MRCQuestion,
     build_run,
     check_mrc_prompt,
     classify_mrc,

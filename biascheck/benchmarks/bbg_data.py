@@ -102,7 +102,7 @@ class MRCPrompt:
     letters: tuple[str, str, str]
 
     @classmethod
-    def of(cls, entry: "dict | MRCPrompt") -> "MRCPrompt":
+    def of(cls, entry: dict | MRCPrompt) -> MRCPrompt:
         if isinstance(entry, MRCPrompt):
             return entry
         return cls(entry["id"], entry["template"], entry["unknown"], tuple(entry["letters"]))
@@ -150,7 +150,7 @@ class MRCQuestion:
     seed_text: str = ""
     dis_context: str = ""
     dis_index: int = -1
-    mrc_prompt: "MRCPrompt | None" = None
+    mrc_prompt: MRCPrompt | None = None
 
     @property
     def key(self) -> str:

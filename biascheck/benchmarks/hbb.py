@@ -61,7 +61,7 @@ class Estimator:
             return f"sampling (k = {self.samples})"
         return f"logprob (first answer token at temperature {LOGPROB_PARAMS['temperature']:g}, top {self.top_logprobs})"
 
-    def fallback(self) -> "Estimator":
+    def fallback(self) -> Estimator:
         return replace(self, kind="sampling")
 
 
@@ -119,9 +119,7 @@ class HBBBenchmark:
     # --- cases -----------------------------------------------------------------------------------
 
     def build_cases(self, manifest, files):
-        from biascheck.benchmarks import BuiltCases
-
-        from biascheck.benchmarks import check_metric_tables
+        from biascheck.benchmarks import BuiltCases, check_metric_tables
 
         tables = check_metric_tables(manifest, HBB_METRICS, self.name, estimators=True)
         if any("hbb_flagged" in table for _, table in tables):
@@ -171,7 +169,7 @@ class HBBBenchmark:
         for case in cases:
             groups.setdefault((case.category, case.label, case.sample_id), []).append(case)
         out = []
-        for (category, kind, question), members in sorted(groups.items()):
+        for (_category, _kind, question), members in sorted(groups.items()):
             for first, second in combinations(sorted(members, key=lambda c: c.order), 2):
                 out.append((f"{first.truth.descriptor_type}.{first.truth.identity}-vs-{second.truth.identity}.{question}", first, second))
         return out

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,9 +18,9 @@ from biascheck.cases import Case, Outcome
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT, cluster_bootstrap_many
 from biascheck.metrics.qa import (
     COUNT_FIELDS,
-    K,
     QA_METRICS,
     SUITES,
+    K,
     MetricDef,
     cell,
     metrics_for_suite,

@@ -63,8 +63,9 @@ A zero denominator gives NaN, never 0; :meth:`MetricDef.note` says which denomin
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

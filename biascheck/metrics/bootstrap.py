@@ -14,7 +14,7 @@ point estimate.  Not guaranteed: that the point estimate lies inside the interva
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 

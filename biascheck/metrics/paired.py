@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 

@@ -26,8 +26,9 @@ A zero denominator gives NaN, never 0; :meth:`MetricDef.note` says which denomin
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Literal
+from typing import Literal
 
 import numpy as np
 

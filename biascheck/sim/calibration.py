@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from biascheck.cases import Outcome
 from biascheck.sim.knowledge import message_key
@@ -30,7 +29,7 @@ class PreparedSuite:
     keys: list[str]
 
     @classmethod
-    def of(cls, suite: Suite) -> "PreparedSuite":
+    def of(cls, suite: Suite) -> PreparedSuite:
         return cls(suite, [message_key(case.messages_as_dicts()) for case in suite.cases])
 
 
@@ -62,9 +61,8 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
 
 def regressed_checks(prepared: PreparedSuite, baseline: str, candidate: str, settings) -> list[str]:
     """``metric (scope)`` of every check the gate calls regressed, comparing two personas."""
-    from biascheck.regression import compare
-
     from biascheck.baseline import from_results
+    from biascheck.regression import compare
 
     base = from_results(simulated_results(prepared, baseline, resamples=0))
     comparison = compare(base, simulated_results(prepared, candidate, resamples=0), settings, baseline_path="(simulated)")
