@@ -13,8 +13,9 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable
 from html import escape
-from typing import Any, Iterable
+from typing import Any
 
 from biascheck.llm import MAX_REPLY_CHARS
 

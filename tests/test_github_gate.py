@@ -505,7 +505,7 @@ def test_action_and_workflows_are_wired_as_documented():
     assert jobs["baseline-pull-request"]["permissions"] == {"contents": "write", "pull-requests": "write"}
     ci = load_yaml(WORKFLOWS[0])
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
-    assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == ['pip install -e ".[test]"', "pytest -n 2", "pytest -n 2 -m slow"]
+    assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == ['pip install -e ".[test]"', "ruff check .", "pytest -n 2", "pytest -n 2 -m slow"]
 
 
 # --- (b) the action's pytest step, run with bash -----------------------------------------------
