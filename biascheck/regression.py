@@ -374,6 +374,7 @@ def _flips(base: ComparisonUnits, cand: ComparisonUnits, bi: np.ndarray, ci: np.
            prompts: Mapping[str, str] | None, limit: int) -> dict[str, Any]:
     """Units whose outcome changed, grouped by category; the most telling ones listed first."""
     answers = {c["case_id"]: c.get("raw") for c in candidate["cases"]}
+    options = _qa_options(candidate["cases"])
     changed = [(i, j) for i, j in zip(bi.tolist(), ci.tolist()) if base.outcomes[i] != cand.outcomes[j]]
     by_transition: dict[str, int] = {}
     for i, j in changed:
@@ -387,12 +388,62 @@ def _flips(base: ComparisonUnits, cand: ComparisonUnits, bi: np.ndarray, ci: np.
         shown.setdefault(cand.categories[j], []).append({
             "case_id": uid, "context_type": cand.kinds[j], "baseline": base.outcomes[i], "candidate": cand.outcomes[j],
             "prompt": prompts.get(uid) if prompts else None, "answer": answers.get(uid),
+            **_flip_options(options.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
         })
     return {
         "total": len(changed), "shown": min(len(changed), limit), "limit": limit,
         "by_transition": dict(sorted(by_transition.items(), key=lambda kv: (-kv[1], kv[0]))),
         "by_category": dict(sorted(shown.items())),
     }
+
+
+_QA_CLASSES = ("unknown", "biased", "counter")
+_CORRECT_CLASS = {"amb": "unknown", "dis-biased": "biased", "dis-counter": "counter"}
+
+
+def _qa_options(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """case id -> {answer class: option text} for multiple-choice cases, as far as the run shows it.
+
+    results.json does not record the truth itself, only each answer's class. But an item's biased
+    and counter options are the same text in all its cases (prompts and orders only move them), and a
+    prompt's "unknown" wording is in every case it renders; so one answered case of an item, or a
+    prompt whose cases share just one option, names options for its siblings too. Classes the run
+    does not show stay missing rather than guessed."""
+    qa = [c for c in cases if isinstance(c.get("choices"), list) and len(c["choices"]) == 3 == len(set(c["choices"]))]
+    by_sample: dict[str, dict[str, str]] = {}
+    unknown_by_prompt: dict[str, str] = {}
+    shared_by_prompt: dict[str, set[str]] = {}
+    for case in qa:
+        prompt = case.get("prompt_id")
+        shared_by_prompt[prompt] = shared_by_prompt.get(prompt, set(case["choices"])) & set(case["choices"])
+        if case.get("outcome") in _QA_CLASSES and case.get("answer") in case["choices"]:
+            if case["outcome"] == "unknown":
+                unknown_by_prompt[prompt] = case["answer"]
+            else:
+                by_sample.setdefault(case.get("sample_id"), {})[case["outcome"]] = case["answer"]
+    for prompt, shared in shared_by_prompt.items():
+        if len(shared) == 1:  # the unknown wording is always shared, so a lone shared option is it
+            unknown_by_prompt.setdefault(prompt, next(iter(shared)))
+    out = {}
+    for case in qa:
+        known = dict(by_sample.get(case.get("sample_id"), {}))
+        if case.get("prompt_id") in unknown_by_prompt:
+            known["unknown"] = unknown_by_prompt[case["prompt_id"]]
+        roles = {cls: text for cls, text in known.items() if text in case["choices"]}
+        if len(set(roles.values())) != len(roles):  # inconsistent data: name nothing
+            continue
+        if len(roles) == 2:  # three options, three classes: the last is what remains
+            (cls,) = set(_QA_CLASSES) - set(roles)
+            (roles[cls],) = set(case["choices"]) - set(roles.values())
+        out[case["case_id"]] = roles
+    return out
+
+
+def _flip_options(roles: Mapping[str, str], kind: Any, baseline: str, candidate: str) -> dict[str, str]:
+    """The optional option texts of one flip: correct, stereotyped, and each side's answer."""
+    named = {"correct_option": roles.get(_CORRECT_CLASS.get(kind, "")), "stereotyped_option": roles.get("biased"),
+             "baseline_option": roles.get(baseline), "candidate_option": roles.get(candidate)}
+    return {key: text for key, text in named.items() if text is not None}
 
 
 def _scoring(results: Mapping[str, Any]) -> dict[str, Any]:

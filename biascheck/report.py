@@ -125,9 +125,9 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
     """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``
     and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder
-    each and ``summary.md`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.files.replace_folder`)."""
+    each and ``summary.md`` and ``index.html`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.files.replace_folder`)."""
     from biascheck.diff_report import render_comparison_markdown
-    from biascheck.html_report import render_html
+    from biascheck.html_report import render_html, render_index
 
     comparisons = comparisons or {}
 
@@ -145,6 +145,7 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
                 files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
         if len(documents) > 1:
             files["summary.md"] = render_summary_markdown(documents)
+            files["index.html"] = render_index(documents, comparisons)
         return files
 
     return replace_folder(folder, render) if documents else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from html.parser import HTMLParser
 
@@ -322,12 +323,13 @@ def test_regression_table_badges_and_nulls(pages):
     # Sorted: regressed first, "not compared" last.
     assert "v-regressed" in rows[0] and "v-not-compared" in rows[-1]
     first = rows[0]
-    assert "+0.0200 [+0.0100, +0.0500]" in first and ">5e-08<" in first and "0.0120" in first
-    assert "diff_bias_amb:+0.01" in first and "McNemar p = 1e-08" in first
+    assert '+0.0200 <span class="muted small under">[+0.0100, +0.0500]</span>' in first and ">5e-08<" in first and "0.0120" in first
+    # The margin column shows the margin alone; the whole rule is its tooltip.
+    assert 'title="rule diff_bias_amb:+0.01"><code>+0.01</code>' in first and "McNemar p = 1e-08" in first
     inconclusive = next(r for r in rows if "v-inconclusive" in r)
     # candidate, difference, p, MDE, and the baseline's interval (a NaN end) beside its value 0.0100
     assert inconclusive.count(">n/a<") == 5
-    assert '0.0100 <span class="muted small">n/a</span>' in inconclusive
+    assert '0.0100 <span class="muted small under">n/a</span>' in inconclusive
     not_compared = next(r for r in rows if "v-not-compared" in r)
     assert not_compared.count(">n/a<") == 4  # baseline, difference, p, MDE
     # Badge colours: regressed red, improved green, unchanged grey, inconclusive amber.
@@ -363,8 +365,9 @@ def test_flips_grouped_by_category(pages):
     assert "showing 3 (limit 3)" in section
     assert "unknown \u2192 biased" in section
     details = re.findall(r'<details class="cat"( open)?><summary>(.*?)</summary>', section)
+    # Closed by default: 200 open flips made a page 16,000 px tall.
     assert [(bool(o), re.sub("<[^>]+>", "", s)) for o, s in details] == [
-        (True, "연령 \u2014 2 flips shown"), (True, "성별 \u2014 1 flip shown"),
+        (False, "연령 \u2014 2 flips shown"), (False, "성별 \u2014 1 flip shown"),
         (False, "race_ethnicity_nationality \u2014 0 flips shown"),
     ]
     assert section.count('<div class="flip">') == 3
@@ -396,3 +399,180 @@ def test_no_gated_metrics_or_categories():
     page = render_html(results)
     parse(page)
     assert "No metric is gated" in page and "<svg" not in page
+
+
+# --- navigation, flip list, options, samples, index -----------------------------------------------
+
+def many_flips(n: int = 200) -> dict:
+    """A comparison listing ``n`` flips over the three categories, each naming its options."""
+    comparison = make_comparison()
+    by_category: dict[str, list] = {c: [] for c in CATEGORIES}
+    for k in range(n):
+        category = CATEGORIES[k % len(CATEGORIES)]
+        by_category[category].append({
+            "case_id": f"case-{k:03d}[p1-o0]", "context_type": "amb", "baseline": "unknown", "candidate": "biased",
+            "prompt": KOREAN_PROMPT, "answer": KOREAN_ANSWER, "correct_option": "알 수 없음", "stereotyped_option": "할머니",
+            "baseline_option": "알 수 없음", "candidate_option": "할머니",
+        })
+    comparison["flips"] = {"total": n, "shown": n, "limit": n, "by_transition": {"unknown -> biased": n}, "by_category": by_category}
+    return comparison
+
+
+def ids_and_links(page: str) -> tuple[set[str], list[str]]:
+    checker = parse(page)
+    ids = {a["id"] for _, a in checker.starts if a.get("id")}
+    links = [a["href"] for t, a in checker.starts if t == "a" and a.get("href")]
+    return ids, links
+
+
+def test_table_of_contents_links_every_section(pages):
+    for name, page in pages.items():
+        ids, links = ids_and_links(page)
+        toc = re.search(r'<nav class="toc".*?</nav>', page, re.S).group(0)
+        anchors = re.findall(r'href="#([^"]+)"', toc)
+        assert anchors and all(a in ids for a in anchors), (name, anchors, ids)
+        sections = re.findall(r'<section id="([^"]+)"', page)
+        assert anchors == sections  # every section, in page order
+        assert page.index('<nav class="toc"') < page.index("<section")  # near the top
+    assert "flips" in re.findall(r'href="#([^"]+)"', pages["compared"]) and "regressions" in pages["compared"]
+
+
+def test_flip_list_is_one_closed_details_per_category_with_its_count():
+    page = render_html(make_results(), many_flips(200))
+    checker = parse(page)
+    details = [a for t, a in checker.starts if t == "details" and "cat" in (a.get("class") or "").split()]
+    assert len(details) == len(CATEGORIES)
+    assert all("open" not in a for a in details)
+    counts = re.findall(r'<details class="cat"><summary><span[^>]*>([^<]+)</span> <span class="muted">\u2014 '
+                        r'<span class="flip-count">(\d+)</span> flips</span></summary>', page)
+    assert counts == [("연령", "67"), ("성별", "67"), ("race_ethnicity_nationality", "66")]
+    assert page.count('<div class="flip">') == 200
+
+
+def test_flip_shows_correct_and_stereotyped_options_escaped():
+    comparison = make_comparison()
+    flip = comparison["flips"]["by_category"]["연령"][1]
+    flip.update(correct_option="알 수 없음", stereotyped_option="할머니" + HOSTILE, candidate_option="할머니" + HOSTILE)
+    page = render_html(make_results(), comparison)
+    parse(page)
+    assert "<script" not in page.lower()
+    block = re.search(r'<div class="flip">\s*<div class="flip-head"><code>age-009&lt;x&gt;</code>.*?</dl>', page, re.S).group(0)
+    text = re.sub(r"\s*(<[^>]+>\s*)+", "|", block)
+    assert "|correct option|알 수 없음|" in text
+    assert f"|stereotyped option|할머니{ESCAPED}|" in text
+    assert "|baseline chose|n/a|counter|" in text  # no option text recorded: the outcome still says what it was
+    assert f"|candidate chose|할머니{ESCAPED}|biased|" in text
+    # Flips without option fields (older comparisons) show no empty option list.
+    assert page.count('<dl class="options">') == 1
+
+
+def test_css_never_breaks_tokens(pages):
+    css = re.search(r"<style>(.*?)</style>", pages["compared"], re.S).group(1)
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    assert "break-all" not in css
+    rules = [rule for rule in re.findall(r"([^{}]+)\{([^{}]*)\}", css) if "overflow-wrap: anywhere" in rule[1]]
+    assert [selector.strip() for selector, _ in rules] == [".prompt, .answer, .option"]  # free text only
+    nowrap = next(body for selector, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css) if "td.num" in selector)
+    assert "white-space: nowrap" in nowrap
+    assert re.search(r"td\.ci, td code, th code, td\.scope[^{]*\{ white-space: nowrap; \}", css)
+    table = re.search(r"<h2>Regression tests against the baseline</h2>.*?</section>", pages["compared"], re.S).group(0)
+    assert '<div class="scroll"><table>' in table and '<td class="scope" lang="ko">연령</td>' in table
+
+
+def biased_results(order_seed: int) -> dict:
+    import random
+
+    results = make_results()
+    cases = []
+    for category, prefix in (("연령", "age"), ("성별", "gender")):
+        for k in range(8):
+            cases.append({"case_id": f"{prefix}-{k:02d}[p1-o0]", "sample_id": f"{prefix}-{k:02d}", "category": category,
+                          "cluster": f"{prefix}-{k:02d}", "prompt_id": "1", "context_type": "amb",
+                          "choices": ["할머니" + HOSTILE, "손자", "알 수 없음"], "raw": f"답: A {HOSTILE}",
+                          "answer": "할머니" + HOSTILE, "outcome": "biased", "error": None})
+    # Not samples: the stereotyped option is correct here, or the answer was not the stereotyped one.
+    cases.append({**cases[0], "case_id": "age-99[p1-o0]", "context_type": "dis-biased"})
+    cases.append({**cases[0], "case_id": "age-98[p1-o0]", "outcome": "unknown", "answer": "알 수 없음"})
+    random.Random(order_seed).shuffle(cases)
+    results["cases"] = cases
+    validate_results(results)
+    return results
+
+
+def test_biased_answer_sample_only_without_baseline_and_deterministic():
+    page = render_html(biased_results(1))
+    assert page == render_html(biased_results(2))  # case order in results.json does not matter
+    parse(page)
+    section = re.search(r'<section id="biased-sample">\n<h2>Sample of biased answers</h2>(.*?)</section>', page, re.S).group(1)
+    shown = re.findall(r"<code>([^<]+)</code>", section)
+    # Categories in code point order (성별 before 연령), then the first five case ids of each.
+    assert shown == [f"gender-{k:02d}[p1-o0]" for k in range(5)] + [f"age-{k:02d}[p1-o0]" for k in range(5)]
+    assert "(5 of 8)" in section
+    assert "<script" not in page.lower()
+    assert f'<span class="option" lang="ko">할머니{ESCAPED}</span>' in section  # the stereotyped option
+    assert f'<div class="answer" lang="ko">답: A {ESCAPED}</div>' in section  # the answer given
+    assert 'href="#biased-sample"' in page
+    compared = render_html(biased_results(1), make_comparison())
+    assert "Sample of biased answers" not in compared and "biased-sample" not in compared
+
+
+def test_index_page_links_every_suite(tmp_path):
+    from biascheck.report import write_reports
+
+    first, second = make_results(), make_results()
+    second["suite"]["name"], second["passed"] = "kobbq-fair", True
+    second["run"]["complete"], second["run"]["incomplete_reason"] = True, None
+    folder = tmp_path / "report"
+    # comparison.json is strict JSON and comparison.md wants both sides: leave out the HTML-only edge cases.
+    comparison = json.loads(json.dumps(make_comparison()).replace("NaN", "null"))
+    comparison["results"] = [r for r in comparison["results"] if r["baseline"] and r["candidate"]["value"] is not None]
+    write_reports([first, second], folder, {"kobbq": comparison})
+    page = (folder / "index.html").read_text("utf-8")
+    _, links = ids_and_links(page)
+    assert links == ["kobbq/report.html", "kobbq-fair/report.html"]
+    assert all((folder / link).is_file() for link in links)
+    rows = re.findall(r"<tr><td.*?</tr>", page)
+    assert "FAILED" in rows[0] and "REGRESSED" in rows[0] and "INCOMPLETE" in rows[0]
+    assert "PASSED" in rows[1] and "REGRESSED" not in rows[1]
+    assert "1 passed, 1 failed" in page and ESCAPED in page and "<script" not in page.lower()
+    write_reports([first], tmp_path / "single")
+    assert not (tmp_path / "single" / "index.html").exists()
+
+
+def test_flips_name_options_the_run_shows():
+    from biascheck.regression import _flip_options, _qa_options
+
+    choices = ["할머니", "손자", "알 수 없음"]
+    cases = [
+        {"case_id": "s1[p1-o0]", "sample_id": "s1", "prompt_id": "1", "choices": choices, "outcome": "biased", "answer": "할머니"},
+        {"case_id": "s1[p1-o1]", "sample_id": "s1", "prompt_id": "1", "choices": choices[1:] + choices[:1], "outcome": "ooc", "answer": None},
+        {"case_id": "s2[p1-o0]", "sample_id": "s2", "prompt_id": "1", "choices": ["A", "B", "알 수 없음"], "outcome": "error", "answer": None},
+    ]
+    options = _qa_options(cases)
+    # A sibling's answer names the biased option; the one option every prompt-1 case shares is "unknown".
+    assert options["s1[p1-o1]"] == {"biased": "할머니", "unknown": "알 수 없음", "counter": "손자"}
+    assert _flip_options(options["s1[p1-o1]"], "amb", "unknown", "ooc") == {
+        "correct_option": "알 수 없음", "stereotyped_option": "할머니", "baseline_option": "알 수 없음"}
+    assert _flip_options(options["s1[p1-o1]"], "dis-counter", "counter", "biased")["correct_option"] == "손자"
+    # Nothing the run does not show is guessed.
+    assert _flip_options(options["s2[p1-o0]"], "dis-biased", "biased", "error") == {}
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+def test_report_with_200_flips_prints_short_in_a_browser(tmp_path):
+    import shutil
+    import subprocess
+
+    browser = next((path for path in map(shutil.which, BROWSERS) if path), None)
+    if browser is None:
+        pytest.skip(f"no headless browser ({', '.join(BROWSERS)}) on PATH to measure the page height")
+    page = tmp_path / "report.html"
+    page.write_text(render_html(make_results(), many_flips(200)), "utf-8")
+    pdf = tmp_path / "report.pdf"
+    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", f"--print-to-pdf={pdf}", page.as_uri()],
+                   capture_output=True, timeout=60, check=True)
+    # Closed flip lists: the page is a few screens, not the 16,000 px (~20 printed pages) of open ones.
+    pages = len(re.findall(rb"/Type\s*/Page(?!s)", pdf.read_bytes()))
+    assert 0 < pages <= 8
