@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def expected(suite, persona: str) -> tuple[float, float]:
-    from biascheck.benchmarks.bbg import BBG
+    from biascheck.benchmarks.bbg.benchmark import BBG
     from biascheck.sim.personas import parse_persona
     from biascheck.sim.stories import expected_pair_distribution
 
@@ -44,9 +44,9 @@ def main() -> None:
                         help="how pairs without a reading are scored (default: the suite's [bbg] unscorable)")
     args = parser.parse_args()
 
-    from biascheck.llm import ModelConfig
+    from biascheck.config.suite import load_suite
+    from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig, run
-    from biascheck.suite import load_suite
 
     print(f"persona sim/{args.persona}, judge sim/{args.judge}, unscorable {args.unscorable or 'as the suite says'}")
     print(f"{'suite':8} {'store':5} {'cases':>6} {'generation':>10} {'judge':>6} {'seconds':>8} {'ntr_gen':>8} {'bias_gen':>9}  expected")

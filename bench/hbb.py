@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_suite(suite_dir: Path, persona: str, estimator: str, store: Path):
-    from biascheck.llm import ModelConfig
+    from biascheck.config.suite import load_suite
+    from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig, run
-    from biascheck.suite import load_suite
 
     suite = load_suite(suite_dir)
     config = RunConfig(model=ModelConfig(model=f"sim/{persona}"), store_path=store, concurrency=64, estimator=estimator)
@@ -44,8 +44,8 @@ def run_suite(suite_dir: Path, persona: str, estimator: str, store: Path):
 def flagged(suite, result) -> list[bool | None]:
     import numpy as np
 
-    from biascheck.benchmarks.hbb import HBB
-    from biascheck.metrics.hbb import instance_scores
+    from biascheck.benchmarks.hbb.benchmark import HBB
+    from biascheck.benchmarks.hbb.metrics import instance_scores
 
     outcomes = result.suites[0].outcomes
     threshold = suite.manifest.hbb["flag_threshold"]
@@ -58,7 +58,7 @@ def flagged(suite, result) -> list[bool | None]:
 
 def truth(suite, persona: str, temperature: float) -> list[bool]:
     """Which instances the persona's exact P(a) at ``temperature`` flags."""
-    from biascheck.benchmarks.hbb import HBB
+    from biascheck.benchmarks.hbb.benchmark import HBB
     from biascheck.sim.personas import expected_p_a
 
     threshold = suite.manifest.hbb["flag_threshold"]
@@ -89,7 +89,7 @@ def compare_estimators(persona: str) -> None:
             print(f"{estimator:8s}: {result.stats.calls} calls for {len(suite.cases)} questions, {seconds:.1f} s; "
                   f"flagged rate {metrics['hbb_flagged_rate'].value:.4f} {tuple(round(v, 4) for v in metrics['hbb_flagged_rate'].ci)}, "
                   f"mean score {metrics['hbb_mean_score'].value:.2f}")
-        from biascheck.benchmarks.hbb import LOGPROB_PARAMS
+        from biascheck.benchmarks.hbb.benchmark import LOGPROB_PARAMS
 
         sampled_at = suite.manifest.sampling.get("temperature", 1.0)
         read_at = LOGPROB_PARAMS["temperature"]

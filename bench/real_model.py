@@ -48,9 +48,9 @@ def subset_suite(folder: Path, base: str, subset: str, *, prompts: str | None = 
 
 
 def run_suite(suite_dir: Path, server, store: Path, *, estimator: str | None = None, max_tokens: int, params: dict | None = None):
-    from biascheck.llm import ModelConfig
+    from biascheck.config.suite import load_suite
+    from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig, run
-    from biascheck.suite import load_suite
 
     suite = load_suite(suite_dir, data_dir=os.environ.get("BIASCHECK_DATA_DIR"))
     # One request at a time is all the server does; a second one queued hides the HTTP round trip.
@@ -93,11 +93,11 @@ def hbb(args, server, tmp: Path) -> None:
 def kobbq(args, server, tmp: Path) -> None:
     suite_dir = subset_suite(tmp / "kobbq", "kobbq", f'categories = {json.dumps(KOBBQ_CATEGORIES)}\ntemplates_per_category = 1\n'
                              'seed = 7\nchoice_orders = "original"', prompts=f'from_data = "prompts"\nuse = ["{args.prompt}"]')
-    from biascheck.manifest import parse_sampling_overrides
+    from biascheck.config.manifest import parse_sampling_overrides
 
     params = parse_sampling_overrides(args.param, where="--param")
     suite, result, seconds = run_suite(suite_dir, server, tmp / "store.sqlite", max_tokens=30, params=params)
-    from biascheck.report import build_results
+    from biascheck.reporting.results import build_results
 
     document = build_results(result)[0]
     letters = {case.case_id: list(case.letters) for case in suite.cases}
@@ -125,7 +125,7 @@ def main() -> int:
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
     # litellm's openai/ provider sends no request without a key; the local server checks none.
     os.environ.setdefault("OPENAI_API_KEY", "unused-local")
-    from biascheck.local_model import missing_extra, start_local_server
+    from biascheck.execution.local_model import missing_extra, start_local_server
 
     reason = missing_extra()
     if reason:

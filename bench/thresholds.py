@@ -8,7 +8,7 @@ templates_per_category = 3``, one prompt, as tests/conftest.py ``write_subset_su
 864 cases, 36 per category and context type. Each seed runs a persona (``...&seed=S``) through
 the simulator's in-process answers (:func:`biascheck.sim.calibration.simulated_results`: the
 answers, metrics and intervals of a real run, without HTTP), and each verdict is judged again
-under every threshold setting (:func:`biascheck.verdicts.judge` is a pure function of value,
+under every threshold setting (:func:`biascheck.evaluation.verdicts.judge` is a pure function of value,
 interval and n), so the settings are compared on the same answers.
 
 Personas: ``stereotyped?p=P`` answers the biased option in an ambiguous context with probability
@@ -31,10 +31,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from biascheck.manifest import Threshold
+from biascheck.config.manifest import Threshold
+from biascheck.config.suite import Suite, load_suite
+from biascheck.evaluation.verdicts import FAIL, INCONCLUSIVE, OVERALL, judge
 from biascheck.sim.calibration import PreparedSuite, simulated_results
-from biascheck.suite import Suite, load_suite
-from biascheck.verdicts import FAIL, INCONCLUSIVE, OVERALL, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 PERSONAS = ("fair", "stereotyped?p=0.01", "stereotyped?p=0.025", "stereotyped?p=0.05", "stereotyped?p=0.1", "counter?p=0.1")

@@ -12,11 +12,11 @@ __version__ = "0.1.0"
 # The Python API (README "Python API"), imported on first use: `import biascheck` stays cheap, as
 # the pytest plugin and the CLI need (litellm alone takes seconds to import).
 _API = {
-    "load_suite": "biascheck.suite",
+    "load_suite": "biascheck.config.suite",
     "run": "biascheck.session",
     "RunConfig": "biascheck.session",
     "RunResult": "biascheck.session",
-    "ModelConfig": "biascheck.llm",
+    "ModelConfig": "biascheck.execution.llm",
 }
 __all__ = ["ModelConfig", "RunConfig", "RunResult", "__version__", "load_suite", "run"]
 

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,7 +111,7 @@ def _add_suite_commands(commands) -> None:
 
 
 def _suites(args) -> int:
-    from biascheck.catalog import packaged_suites_dir
+    from biascheck.config.catalog import packaged_suites_dir
     from biascheck.dryrun import render, table
 
     config = _suites_run_config(args)
@@ -133,7 +133,7 @@ def _suites(args) -> int:
 def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
     """(label, where, folder) of each suite to list: the named or given ones (a path wins over a
     name, as for pytest --biascheck), else every packaged suite and those under ./suites."""
-    from biascheck.catalog import local_suites, looks_like_a_name, packaged_suite, packaged_suites
+    from biascheck.config.catalog import local_suites, looks_like_a_name, packaged_suite, packaged_suites
 
     if not given:
         packaged = packaged_suites()
@@ -156,8 +156,8 @@ def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
 
 def _suites_run_config(args):
     """The run ``biascheck suites`` counts (and, with --model, prices)."""
-    from biascheck.llm import ModelConfig, Price, validate_model_string
-    from biascheck.manifest import parse_sampling_overrides
+    from biascheck.config.manifest import parse_sampling_overrides
+    from biascheck.execution.llm import ModelConfig, Price, validate_model_string
     from biascheck.session import RunConfig
 
     model = args.model or "sim/fair"  # without --model only the counts are shown, and they depend on no model
@@ -172,9 +172,9 @@ def _suites_run_config(args):
 
 def _count_suite(path: Path, args, config):
     """(benchmark, the suite's estimate or None, a one-line problem or None) of one suite folder."""
+    from biascheck.config.manifest import load_manifest
+    from biascheck.config.suite import load_suite
     from biascheck.dryrun import estimate
-    from biascheck.manifest import load_manifest
-    from biascheck.suite import load_suite
 
     try:
         manifest = load_manifest(path)
@@ -200,7 +200,7 @@ def _count_suite(path: Path, args, config):
 
 
 def _nowhere(args) -> str:
-    from biascheck.suite import env_data_dir
+    from biascheck.config.suite import env_data_dir
 
     mirror = args.data or env_data_dir()
     where = f"in the mirror {mirror}" if mirror else "in a mirror (none given)"
@@ -216,8 +216,8 @@ def _calls_cell(counted) -> str:
 
 
 def _init(args) -> int:
-    from biascheck.catalog import copy_suite
-    from biascheck.manifest import load_manifest
+    from biascheck.config.catalog import copy_suite
+    from biascheck.config.manifest import load_manifest
 
     dest = args.dest or Path("suites") / args.name
     copy_suite(args.name, dest, force=args.force)
@@ -232,7 +232,7 @@ def _init(args) -> int:
 
 
 def _read_results(path: Path) -> dict:
-    from biascheck.report import validate_results
+    from biascheck.reporting.results import validate_results
 
     if path.is_dir():
         path = path / "results.json"
@@ -248,7 +248,7 @@ def _read_results(path: Path) -> dict:
 
 def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
     """Prompt texts by case id, from the suite (the results do not repeat them); None if unavailable."""
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     suite_dir = args.suite or Path(results["suite"].get("manifest", "")).parent
     if not (suite_dir / "suite.toml").is_file():
@@ -261,11 +261,11 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 
 
 def _diff(args) -> int:
-    from biascheck import baseline as baselines
-    from biascheck.diff_report import github_annotations, render_comparison_markdown, render_comparison_terminal
-    from biascheck.manifest import Rule
-    from biascheck.regression import compare, settings_from
-    from biascheck.report import write_reports
+    from biascheck.config.manifest import Rule
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.evaluation.regression import compare, settings_from
+    from biascheck.reporting.comparison import github_annotations, render_comparison_markdown, render_comparison_terminal
+    from biascheck.reporting.results import write_reports
 
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)
@@ -299,10 +299,10 @@ def _diff(args) -> int:
 
 
 def _qualify_judge(args) -> int:
-    from biascheck.files import atomic_write_text
-    from biascheck.judge_qualification import qualify
-    from biascheck.llm import ModelConfig, validate_model_string
-    from biascheck.manifest import parse_sampling_overrides
+    from biascheck.benchmarks.bbg.qualification import qualify
+    from biascheck.config.manifest import parse_sampling_overrides
+    from biascheck.core.files import atomic_write_text
+    from biascheck.execution.llm import ModelConfig, validate_model_string
     from biascheck.session import RunConfig
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)
@@ -349,7 +349,7 @@ def _serve_local(args) -> int:
 def _serve_until_stopped(args) -> int:
     import time
 
-    from biascheck.local_model import API_KEY_ENV, start_local_server
+    from biascheck.execution.local_model import API_KEY_ENV, start_local_server
 
     with start_local_server(args.model_file, port=args.port, n_ctx=args.n_ctx, startup_timeout_s=args.startup_timeout,
                             log_path=args.log) as server:

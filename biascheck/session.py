@@ -10,14 +10,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from biascheck.cases import Case, Outcome, Response
-from biascheck.errors import BiascheckError
-from biascheck.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
-from biascheck.manifest import canonical_json
-from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
-from biascheck.store import ResponseStore, request_key
-from biascheck.suite import Suite
-from biascheck.verdicts import Verdict, check_thresholds
+from biascheck.config.manifest import canonical_json
+from biascheck.config.suite import Suite
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Case, Outcome, Response
+from biascheck.evaluation.verdicts import Verdict, check_thresholds
+from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
+from biascheck.execution.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
+from biascheck.execution.store import ResponseStore, request_key
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
 
@@ -354,7 +354,7 @@ def _classify(benchmark, case: Case, responses: list[Response], estimator) -> Ou
 def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats) -> None:
     """Each judge once per qualification suite: on the disambiguated items of the QA suite its
     BBG manifest names. Its calls count in the run's totals and spend its budget."""
-    from biascheck.judge_qualification import qualification_suite, qualify
+    from biascheck.benchmarks.bbg.qualification import qualification_suite, qualify
 
     done: dict[str, Any] = {}
     for plan in plans:

@@ -1,4 +1,4 @@
-"""The answer parser (biascheck.answer_parser) on replies as real models write them: every case
+"""The answer parser (biascheck.benchmarks.choices) on replies as real models write them: every case
 with the reading a careful reader gives it, and the KoBBQ reference post-processing's reading
 (naver-ai/KoBBQ evaluation/3_postprocess_predictions.py at the pinned commit, run on each reply).
 Where the two differ, the row names the README entry that says why."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from biascheck.answer_parser import parse_answer
+from biascheck.benchmarks.choices import parse_answer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -319,7 +319,7 @@ def test_judge_style_replies(reply, choices, letters, expected):
 
 @pytest.mark.parametrize(("reply", "choices", "letters", "expected"), JUDGE_TABLE)
 def test_the_bbg_judge_reads_with_the_same_parser(reply, choices, letters, expected):
-    from biascheck.benchmarks.bbg_data import MRCQuestion, classify_mrc
+    from biascheck.benchmarks.bbg.data import MRCQuestion, classify_mrc
 
     # The story's biased answer is the grandmother (index 2), the other person the grandson.
     question = MRCQuestion(run=1, row_id="age-001-a-002-bsd", template_id="age-001-a", base_template="age-001", version="a",

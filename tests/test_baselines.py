@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck import baseline as baselines
-from biascheck.errors import BiascheckError
-from biascheck.manifest import Rule
-from biascheck.regression import compare, resolve_rules, settings_from
+from biascheck.config.manifest import Rule
+from biascheck.config.suite import load_suite
+from biascheck.core.errors import BiascheckError
+from biascheck.evaluation import baseline as baselines
+from biascheck.evaluation.regression import compare, resolve_rules, settings_from
 from biascheck.sim.calibration import PreparedSuite, simulated_results
-from biascheck.suite import load_suite
 
 pytestmark = pytest.mark.data
 
@@ -256,8 +256,8 @@ def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
 @given(worsening=st.floats(-1, 1), se=st.floats(0, 0.5), margin=st.floats(0, 0.2), half=st.floats(0, 0.5),
        family=st.integers(1, 60), p_raw=st.floats(0, 1))
 def test_verdicts_follow_their_definitions(worsening, se, margin, half, family, p_raw):
+    from biascheck.evaluation.regression import CompareSettings, _Check, _decide
     from biascheck.metrics.paired import PairedDifference
-    from biascheck.regression import CompareSettings, _Check, _decide
 
     d = PairedDifference(0.5, 0.5 + worsening, worsening, (worsening - half, worsening + half), worsening,
                          (worsening - half, worsening + half), se, 2000)
@@ -327,7 +327,7 @@ def test_case_scores_move_each_metric_the_way_they_say(data):
     never lowers the metric: so the sign test counts worse and better moves correctly."""
     import numpy as np
 
-    from biascheck.metrics.qa import CASE_SCORES, COUNT_FIELDS, QA_METRICS
+    from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, QA_METRICS
 
     name = data.draw(st.sampled_from(sorted(CASE_SCORES)))
     scores = CASE_SCORES[name]
@@ -345,7 +345,7 @@ def test_case_scores_move_each_metric_the_way_they_say(data):
 
 
 def test_a_bbg_baseline_made_before_the_scoring_part_compares_only_with_a_run_scored_as_it_was():
-    from biascheck.baseline import fingerprint_differences
+    from biascheck.evaluation.baseline import fingerprint_differences
 
     before = {"data": "d", "prompts": "p", "subset": "s", "metrics_version": 3, "judge": "j"}
     # Every BBG run then left unscorable pairs out: the same as "exclude", not as "unknown".

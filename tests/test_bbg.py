@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biascheck.benchmarks.bbg import BBG
-from biascheck.cases import Outcome, Response
-from biascheck.errors import BiascheckError
-from biascheck.llm import ModelConfig
-from biascheck.metrics.bbg import COUNT_FIELDS
-from biascheck.regression import check_comparable
+from biascheck.benchmarks.bbg.benchmark import BBG
+from biascheck.benchmarks.bbg.metrics import COUNT_FIELDS
+from biascheck.config.suite import load_suite
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Outcome, Response
+from biascheck.evaluation.regression import check_comparable
+from biascheck.execution.llm import ModelConfig
+from biascheck.execution.store import request_key
 from biascheck.session import RunConfig, judge_for, scoring_for
-from biascheck.store import request_key
-from biascheck.suite import load_suite
 
 from conftest import SUITES, write_subset_suite
 

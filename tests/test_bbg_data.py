@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from biascheck.benchmarks.bbg_data import (
+from biascheck.benchmarks.bbg.data import (
     DATASET_UNKNOWN,
     EVALUATION_SETS,
     LANGUAGES,
@@ -37,7 +37,7 @@ from biascheck.benchmarks.bbg_data import (
     render_story_prompt,
     story_prompt_id,
 )
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
 
 ROWS = {"en": 928, "ko": 1144}
 STORIES = {"en": 464, "ko": 572}

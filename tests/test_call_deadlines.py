@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.llm import LiteLLMClient, ModelConfig
-from biascheck.runner import ModelRequest, RetryPolicy, execute
-from biascheck.store import ResponseStore, request_key
+from biascheck.execution.llm import LiteLLMClient, ModelConfig
+from biascheck.execution.runner import ModelRequest, RetryPolicy, execute
+from biascheck.execution.store import ResponseStore, request_key
 
 from loopback import chat_answer, loopback_server, send_json
 

@@ -13,9 +13,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from biascheck.diff_report import render_comparison_markdown, render_comparison_terminal
-from biascheck.report import fmt, fmt_ci, render_markdown, render_terminal
-from biascheck.runner import RichProgress, RunStats
+from biascheck.execution.runner import RichProgress, RunStats
+from biascheck.reporting.comparison import render_comparison_markdown, render_comparison_terminal
+from biascheck.reporting.results import fmt, fmt_ci, render_markdown, render_terminal
 
 from conftest import ROOT, SUITES, write_subset_suite
 
@@ -26,10 +26,10 @@ from conftest import ROOT, SUITES, write_subset_suite
 def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
     """Results documents of the tiny KoBBQ suite (96 cases): ``stereotyped`` on the whole suite and
     on its age cases alone (a ``-k age`` run), ``fair`` on the whole suite."""
-    from biascheck.llm import ModelConfig
-    from biascheck.report import build_results
+    from biascheck.config.suite import load_suite
+    from biascheck.execution.llm import ModelConfig
+    from biascheck.reporting.results import build_results
     from biascheck.session import RunConfig, run
-    from biascheck.suite import load_suite
 
     folder = tmp_path_factory.mktemp("ci-output")
     suite_dir = write_subset_suite(folder / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
@@ -49,8 +49,8 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
 
 
 def comparison_of(baseline_results: dict, candidate: dict) -> dict:
-    from biascheck import baseline as baselines
-    from biascheck.regression import compare, settings_from
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.evaluation.regression import compare, settings_from
 
     return compare(baselines.from_results(baseline_results), candidate, settings_from(candidate, []), baseline_path="baselines/kobbq/x.json")
 
@@ -266,7 +266,7 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
 
 
 def test_help_says_what_each_setting_is(pytester):
-    from biascheck.plugin import FLAGS, INI_NUMBERS, OPTIONS
+    from biascheck.pytest_plugin.hooks import FLAGS, INI_NUMBERS, OPTIONS
 
     result = pytester.runpytest("--help")
     text = " ".join(result.stdout.str().split())
@@ -285,8 +285,8 @@ def test_help_says_what_each_setting_is(pytester):
 def test_the_readme_names_every_gate_the_demo_fails(data_dir):
     """The demo (`sim/stereotyped` on suites/kobbq) fails exactly the gates whose expected value,
     from the persona's answer distribution over every case, is beyond the manifest's threshold."""
+    from biascheck.config.suite import load_suite
     from biascheck.sim.personas import expected_answer_distribution, parse_persona
-    from biascheck.suite import load_suite
 
     suite = load_suite(SUITES / "kobbq", data_dir=data_dir)
     persona = parse_persona("stereotyped")
@@ -334,7 +334,7 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     # The whole suite is still "overall".
     assert "## Overall" in render_markdown(whole)
     assert "kobbq: overall" in render_terminal([whole], color=False, width=100)
-    from biascheck.html_report import render_html
+    from biascheck.reporting.html import render_html
 
     assert "<h2>Selection (8 of 96 cases) metrics</h2>" in render_html(age) and "<h2>Overall metrics</h2>" in render_html(whole)
 
@@ -343,7 +343,7 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
 
 
 def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
-    from biascheck.report import render_summary_markdown, write_reports
+    from biascheck.reporting.results import render_summary_markdown, write_reports
 
     fair = copy.deepcopy(runs["fair"])
     fair["suite"]["name"] = "kobbq|fair"  # a pipe in a name must not split its cell

@@ -683,7 +683,7 @@ ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"
 @pytest.mark.data
 def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_release(tmp_path, data_dir):
     """The README's workflow, end to end on tests/github_runner.py against the simulated model."""
-    from biascheck import baseline as baselines
+    from biascheck.evaluation import baseline as baselines
 
     from github_runner import Runner
 

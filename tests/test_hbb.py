@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.benchmarks.hbb import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, Estimator, p_a_from_logprobs
-from biascheck.cases import Case, HBBTruth, Message, Outcome, Response
-from biascheck.errors import BiascheckError
-from biascheck.llm import first_token_logprobs
-from biascheck.regression import check_comparable
-from biascheck.suite import load_suite
+from biascheck.benchmarks.hbb.benchmark import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, Estimator, p_a_from_logprobs
+from biascheck.config.suite import load_suite
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Case, HBBTruth, Message, Outcome, Response
+from biascheck.evaluation.regression import check_comparable
+from biascheck.execution.llm import first_token_logprobs
 
 from conftest import SUITES
 
@@ -119,7 +119,7 @@ def test_the_whole_suite_falls_back_only_when_the_provider_has_no_log_probabilit
 
 @pytest.mark.data
 def test_thresholds_follow_the_estimator_and_counts_cannot_be_gated(data_dir, tmp_path):
-    from biascheck.errors import BiascheckError
+    from biascheck.core.errors import BiascheckError
 
     manifest = load_suite(SUITES / "hbb", data_dir=data_dir).manifest
     assert manifest.threshold_for("hbb_flagged_rate", None, "logprob").limit == 0.3
@@ -162,7 +162,7 @@ def test_instance_items_report_flagged_unscorable_and_errors(tmp_path):
     (lambda t: t.replace("[hbb]", "[prompts]\nfrom_data = \"questions\"\n\n[hbb]"), "(top level)"),
 ])
 def test_bad_hbb_manifests_are_one_line_errors(edit, field, tmp_path, data_dir):
-    from biascheck.errors import BiascheckError
+    from biascheck.core.errors import BiascheckError
 
     (tmp_path / "suite.toml").write_text(edit((SUITES / "hbb" / "suite.toml").read_text("utf-8")), "utf-8")
     with pytest.raises(BiascheckError) as info:
@@ -172,7 +172,7 @@ def test_bad_hbb_manifests_are_one_line_errors(edit, field, tmp_path, data_dir):
 
 @pytest.mark.data
 def test_a_qa_suite_has_no_estimator_thresholds(tmp_path, data_dir):
-    from biascheck.errors import BiascheckError
+    from biascheck.core.errors import BiascheckError
 
     from conftest import write_subset_suite
 

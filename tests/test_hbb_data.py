@@ -18,7 +18,7 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from biascheck.benchmarks.hbb_data import (
+from biascheck.benchmarks.hbb.data import (
     CATEGORY_COUNTS,
     PAPER_TYPES,
     FilledQuestion,
@@ -32,7 +32,7 @@ from biascheck.benchmarks.hbb_data import (
     render_prompt,
     stratified_subset,
 )
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
 
 N_QUESTIONS = 1547
 PER_CATEGORY = {"age": 4641, "gender": 6188, "race": 61880, "ses": 3094, "religion": 27846}

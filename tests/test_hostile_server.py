@@ -2,7 +2,7 @@
 client against a loopback server): it stalls, sends a 10 MB reply, a broken body, an error in a
 200, or echoes the API key back. Whatever it does, each attempt ends within the deadline, the
 retries stay bounded, an error is never scored (nor stored) as an answer and reads as one clean
-line, a reply is kept to ``biascheck.llm.MAX_REPLY_CHARS``, and the key is never kept anywhere."""
+line, a reply is kept to ``biascheck.execution.llm.MAX_REPLY_CHARS``, and the key is never kept anywhere."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from biascheck import llm
-from biascheck.answer_parser import parse_answer
-from biascheck.cases import Response
-from biascheck.llm import LiteLLMClient, ModelConfig, import_litellm
-from biascheck.runner import ModelRequest, RetryPolicy, RunStats, execute
-from biascheck.store import ResponseStore, StoredResponse, request_key
+from biascheck.benchmarks.choices import parse_answer
+from biascheck.core.records import Response
+from biascheck.execution import llm
+from biascheck.execution.llm import LiteLLMClient, ModelConfig, import_litellm
+from biascheck.execution.runner import ModelRequest, RetryPolicy, RunStats, execute
+from biascheck.execution.store import ResponseStore, StoredResponse, request_key
 
 from loopback import bearer_token, chat_answer, loopback_server, send_bytes, send_json, stopping
 
@@ -226,7 +226,7 @@ def test_a_10_mb_reply_is_answered_but_kept_to_the_reply_limit(tmp_path, huge_te
         assert row.text == kept, "the stored text is not the reply's head"
         assert getattr(row, "truncated", None) is True, "StoredResponse.truncated"
     assert called.store_size < 1_000_000, f"the store holds {called.store_size:,} bytes for 3 replies"
-    assert getattr(llm, "MAX_REPLY_CHARS", None) == 65_536, "biascheck.llm.MAX_REPLY_CHARS"
+    assert getattr(llm, "MAX_REPLY_CHARS", None) == 65_536, "biascheck.execution.llm.MAX_REPLY_CHARS"
 
     # A warm re-run (the same keys) answers from the store, still cut and still marked so.
     @contextlib.contextmanager
@@ -416,8 +416,8 @@ def _by_prompt(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
 
 
 def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key(tmp_path, tiny_kobbq, data_dir, api_key):
+    from biascheck.config.suite import load_suite
     from biascheck.session import RunConfig, run
-    from biascheck.suite import load_suite
 
     suite = load_suite(tiny_kobbq, data_dir=data_dir)
     behaviours = {case.case_id: _behaviour_of(case.messages[-1].content) for case in suite.cases}
@@ -472,7 +472,7 @@ def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_ke
         leaked = _leaks(api_key, path.read_bytes())
         assert not leaked, f"the key is in {path.relative_to(tmp_path)}"
     # No error became an answer: only the replies that echo the key (and open with "A.") can be one.
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     cases = [case for case in load_suite(tiny_kobbq, data_dir=data_dir).cases if case.category == PLUGIN_CATEGORY]
     behaviours = {case.case_id: _behaviour_of(case.messages[-1].content) for case in cases}

@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from biascheck.html_report import render_html
-from biascheck.report import validate_results
+from biascheck.reporting.html import render_html
+from biascheck.reporting.results import validate_results
 
 HOSTILE = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -517,7 +517,7 @@ def test_biased_answer_sample_only_without_baseline_and_deterministic():
 
 
 def test_index_page_links_every_suite(tmp_path):
-    from biascheck.report import write_reports
+    from biascheck.reporting.results import write_reports
 
     first, second = make_results(), make_results()
     second["suite"]["name"], second["passed"] = "kobbq-fair", True
@@ -540,7 +540,7 @@ def test_index_page_links_every_suite(tmp_path):
 
 
 def test_flips_name_options_the_run_shows():
-    from biascheck.regression import _flip_options, _qa_options
+    from biascheck.evaluation.regression import _flip_options, _qa_options
 
     choices = ["할머니", "손자", "알 수 없음"]
     cases = [

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.runner import run_sync
+from biascheck.execution.runner import run_sync
 
 from loopback import chat_answer, loopback_server, send_json
 
 SCRIPT = textwrap.dedent("""
     import asyncio, contextlib, sys
-    from biascheck.llm import LiteLLMClient, ModelConfig
-    from biascheck.runner import ModelRequest, execute, run_sync
-    from biascheck.store import ResponseStore
+    from biascheck.execution.llm import LiteLLMClient, ModelConfig
+    from biascheck.execution.runner import ModelRequest, execute, run_sync
+    from biascheck.execution.store import ResponseStore
 
     config = ModelConfig("openai/x", api_base=sys.argv[1], timeout=60)
     requests = [ModelRequest(f"k{i}", [{"role": "user", "content": str(i)}], {}) for i in range(20000)]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.errors import BiascheckError
-from biascheck.suite import load_suite
+from biascheck.config.suite import load_suite
+from biascheck.core.errors import BiascheckError
 
 from conftest import mirror_or_skip
 
@@ -530,7 +530,7 @@ BBQ_BIASED = [
 @pytest.mark.data
 @pytest.mark.parametrize(("sample_id", "unknown", "biased"), BBQ_BIASED)
 def test_bbq_biased_option_rule(sample_id, unknown, biased):
-    from biascheck.benchmarks.bbq import load_items
+    from biascheck.benchmarks.qa.bbq import load_items
 
     mirror = mirror_dir()
     category = sample_id.rsplit("-", 1)[0]
@@ -563,7 +563,7 @@ def test_bbq_subset_keeps_biased_and_counter_contexts_balanced():
     """A random pick per cell would unbalance them, and then a perfect model's bias_score_dis != 0."""
     from collections import Counter
 
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     from conftest import mirror_or_skip
 

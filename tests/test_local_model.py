@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from biascheck.cli import main
-from biascheck.llm import LiteLLMClient, ModelConfig
-from biascheck.runner import ModelRequest, RetryPolicy, execute
-from biascheck.store import ResponseStore, request_key
+from biascheck.execution.llm import LiteLLMClient, ModelConfig
+from biascheck.execution.runner import ModelRequest, RetryPolicy, execute
+from biascheck.execution.store import ResponseStore, request_key
 
 from loopback import chat_answer, loopback_server, send_json
 
@@ -193,8 +193,8 @@ def test_serve_local_bad_arguments_are_one_line_errors(capsys, args, fragment):
 
 
 def test_without_the_extra_the_reason_says_what_is_missing_and_how_to_install_it(monkeypatch):
-    import biascheck.local_model as local_model
-    from biascheck.errors import BiascheckError
+    import biascheck.execution.local_model as local_model
+    from biascheck.core.errors import BiascheckError
 
     # What a machine without the extra sees: a module of the extra that cannot be imported.
     monkeypatch.setattr(local_model, "_REQUIRED_MODULES", ("json", "biascheck_no_such_module"))

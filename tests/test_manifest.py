@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.errors import BiascheckError
-from biascheck.manifest import SAMPLING_PARAMS, load_manifest, parse_sampling_overrides
-from biascheck.suite import load_suite
+from biascheck.config.manifest import SAMPLING_PARAMS, load_manifest, parse_sampling_overrides
+from biascheck.config.suite import load_suite
+from biascheck.core.errors import BiascheckError
 
 SAMPLES = (
     "sample_id\tlabel_annotation\tcontext\tquestion\tchoices\tbiased_answer\tanswer\n"
@@ -215,7 +215,7 @@ def test_manifest_mistake_found_against_the_data(tmp_path, text, field, fragment
 
 
 def test_every_reported_metric_can_be_gated(tmp_path):
-    from biascheck.benchmarks.qa import QA_METRIC_NAMES as QA_METRICS
+    from biascheck.benchmarks.qa.benchmark import QA_METRIC_NAMES as QA_METRICS
 
     gates = "".join(f"{metric} = {{ max = 1.0 }}\n" for metric in QA_METRICS)
     text = BASE.split("[thresholds]")[0] + "[thresholds]\n" + gates + "\n[category_thresholds.ses]\nacc_dis = { min = 0.1 }\n"
@@ -358,7 +358,7 @@ def test_plugin_reports_a_bad_manifest_in_one_line(pytester, tmp_path, text, exp
 
 
 def test_category_threshold_on_an_ungated_metric_is_gated_in_that_category(tmp_path, data_dir):
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     from conftest import write_subset_suite
 

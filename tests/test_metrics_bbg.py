@@ -1,4 +1,4 @@
-"""Tests of the BBG (Bias Benchmark for Generation) metrics (biascheck.metrics.bbg)."""
+"""Tests of the BBG (Bias Benchmark for Generation) metrics (biascheck.benchmarks.bbg.metrics)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.metrics import Spread
-from biascheck.metrics.bbg import (
+from biascheck.benchmarks.bbg.metrics import (
     BBG_METRICS,
     COUNT_FIELDS,
     FIELD_INDEX,
@@ -25,6 +24,7 @@ from biascheck.metrics.bbg import (
     from_proportions,
     pair_cell,
 )
+from biascheck.metrics.core import Spread
 
 ALL = tuple(BBG_METRICS)
 PROPORTIONS = ("p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub", "p_cu_plus_p_uc", "p_cc")

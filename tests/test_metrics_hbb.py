@@ -1,4 +1,4 @@
-"""Tests of the hidden-bias-benchmark metrics (biascheck.metrics.hbb)."""
+"""Tests of the hidden-bias-benchmark metrics (biascheck.benchmarks.hbb.metrics)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.metrics.hbb import (
+from biascheck.benchmarks.hbb.metrics import (
     COUNT_FIELDS,
     DEFAULT_FLAG_THRESHOLD,
     FIELD_INDEX,

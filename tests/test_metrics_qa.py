@@ -1,4 +1,4 @@
-"""Tests of the KoBBQ/BBQ QA metrics (biascheck.metrics) and their cluster bootstrap."""
+"""Tests of the KoBBQ/BBQ QA metrics (biascheck.metrics.core) and their cluster bootstrap."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.cases import Case, Outcome, QATruth
-from biascheck.metrics import QA_METRICS, aggregate_qa, metrics_for_suite, tally
+from biascheck.benchmarks.qa.metrics import COUNT_FIELDS, FIELD_INDEX, K, cell, cells, counts_from_cells
+from biascheck.core.records import Case, Outcome, QATruth
 from biascheck.metrics.bootstrap import (
     bootstrap_sums,
     cluster_bootstrap,
@@ -21,7 +21,7 @@ from biascheck.metrics.bootstrap import (
     percentile_interval,
     resample_weights,
 )
-from biascheck.metrics.qa import COUNT_FIELDS, FIELD_INDEX, K, cell, cells, counts_from_cells
+from biascheck.metrics.core import QA_METRICS, aggregate_qa, metrics_for_suite, tally
 
 ALL = tuple(QA_METRICS)
 

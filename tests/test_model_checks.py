@@ -20,10 +20,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from biascheck.cli import main as cli_main
-from biascheck.errors import BiascheckError
-from biascheck.llm import CallError, Completion, LiteLLMClient, ModelConfig, check_ready, import_litellm, known_providers, validate_model_string
-from biascheck.runner import FATAL, NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, execute
-from biascheck.store import ResponseStore
+from biascheck.core.errors import BiascheckError
+from biascheck.execution.llm import (
+    CallError,
+    Completion,
+    LiteLLMClient,
+    ModelConfig,
+    check_ready,
+    import_litellm,
+    known_providers,
+    validate_model_string,
+)
+from biascheck.execution.runner import FATAL, NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, execute
+from biascheck.execution.store import ResponseStore
 
 from loopback import chat_answer, loopback_server, send_json
 
@@ -71,7 +80,7 @@ def test_with_an_api_base_litellm_decides(no_keys):
 
 def test_the_provider_check_does_not_import_litellm():
     code = ("import sys, time; t = time.perf_counter()\n"
-            "from biascheck.llm import validate_model_string\n"
+            "from biascheck.execution.llm import validate_model_string\n"
             "try:\n    validate_model_string('opneai/gpt-4o-mini')\nexcept Exception as e:\n    print(e)\n"
             "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
@@ -118,7 +127,7 @@ def test_a_key_set_or_passed_satisfies_the_check(no_keys, monkeypatch):
 
 
 def _tiny_selection(tiny_kobbq, data_dir, n=8):
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     suite = load_suite(tiny_kobbq, data_dir=data_dir)
     return [(suite, suite.cases[:n])]
@@ -280,7 +289,7 @@ def test_the_plugin_reports_an_unreachable_endpoint_in_one_line(run_biascheck, t
 # --- error texts -------------------------------------------------------------------------------
 
 def test_error_lines_carry_no_object_reprs_or_pasted_tracebacks():
-    from biascheck.llm import _first_line
+    from biascheck.execution.llm import _first_line
 
     ssl = Exception("Cannot connect to host localhost:11434 ssl:<ssl.SSLContext object at 0x7f9af69172f0> [Connect call failed]")
     assert _first_line(ssl) == "Exception: Cannot connect to host localhost:11434 ssl:ssl.SSLContext [Connect call failed]"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from biascheck.llm import ModelConfig
-from biascheck.regression import compare, settings_from
-from biascheck.report import build_results, render_markdown, served_warning
+from biascheck.evaluation.regression import compare, settings_from
+from biascheck.execution.llm import ModelConfig
+from biascheck.execution.store import ResponseStore, request_key
+from biascheck.reporting.results import build_results, render_markdown, served_warning
 from biascheck.session import RunConfig, run, served_by
-from biascheck.store import ResponseStore, request_key
 
 from loopback import chat_answer, loopback_server, send_json
 
@@ -34,7 +34,7 @@ def _server(served: list[str], fingerprint: str | None = "fp_1"):
 
 def _selection(tiny_kobbq, data_dir, n: int | None = 6):
     """The first ``n`` cases of the tiny suite (all with None: a baseline covers the whole suite)."""
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     suite = load_suite(tiny_kobbq, data_dir=data_dir)
     return [(suite, suite.cases[:n])]
@@ -100,7 +100,7 @@ def test_a_model_that_changes_within_a_run_is_warned_about(tiny_kobbq, data_dir,
 
 
 def test_served_by_counts_only_what_was_said():
-    from biascheck.cases import Response
+    from biascheck.core.records import Response
 
     responses = [Response("A", served_model="m1", system_fingerprint="f"), Response("A", served_model="m1"),
                  Response(None, error="boom"), Response("B")]
@@ -109,7 +109,7 @@ def test_served_by_counts_only_what_was_said():
 
 
 def test_a_comparison_warns_when_the_served_model_differs_or_the_revision_is_the_same(tiny_kobbq, data_dir, tmp_path):
-    from biascheck import baseline as baselines
+    from biascheck.evaluation import baseline as baselines
 
     documents = []
     for served, revision in ((["snap-old"], "v1"), (["snap-new"], "v1")):

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biascheck.catalog import looks_like_a_name, packaged_suite, packaged_suites
-from biascheck.errors import BiascheckError
+from biascheck.config.catalog import looks_like_a_name, packaged_suite, packaged_suites
+from biascheck.core.errors import BiascheckError
 
 from conftest import ROOT, SUITES, write_subset_suite
 
@@ -88,7 +88,7 @@ def test_an_installed_wheel_runs_a_packaged_suite_by_name(wheel, tmp_path, data_
     env = {**os.environ, "PYTHONPATH": str(site), "BIASCHECK_DATA_DIR": str(data_dir)}
     work = tmp_path / "elsewhere"
     work.mkdir()
-    script = ("import biascheck, biascheck.catalog as c\n"
+    script = ("import biascheck, biascheck.config.catalog as c\n"
               "print(biascheck.__file__)\nprint(c.packaged_suites_dir())\n"
               "print(len(biascheck.load_suite('enbbg-quick').cases))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=work, env=env, timeout=120)
@@ -184,7 +184,7 @@ def test_the_dry_run_predicts_the_calls_of_the_run_and_calls_nothing(pytester, t
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     from conftest import mirror_or_skip
 
@@ -195,7 +195,7 @@ def tiny(tmp_path_factory):
 
 def priced(suite, model: str, price=None, **options):
     from biascheck.dryrun import estimate, render
-    from biascheck.llm import ModelConfig
+    from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig
 
     config = RunConfig(model=ModelConfig(model, price=price), store_path=Path("unused.sqlite"))
@@ -204,7 +204,7 @@ def priced(suite, model: str, price=None, **options):
 
 
 def test_the_dry_run_prices_with_litellm_or_the_given_price(tiny, monkeypatch):
-    from biascheck.llm import Price, import_litellm
+    from biascheck.execution.llm import Price, import_litellm
 
     # The module priced() uses: pytester may have re-imported it since `biascheck.dryrun` was first bound.
     dryrun = importlib.import_module("biascheck.dryrun")
@@ -241,7 +241,7 @@ def test_the_dry_run_under_xdist_runs_in_one_process_or_is_refused(pytester, tin
 
 @pytest.fixture(scope="module")
 def bbg_and_bbq(tmp_path_factory):
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     from conftest import mirror_or_skip
 
@@ -252,7 +252,7 @@ def bbg_and_bbq(tmp_path_factory):
 
 
 def run_config(store: Path | None = None):
-    from biascheck.llm import ModelConfig
+    from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig
 
     return RunConfig(model=ModelConfig("sim/fair"), store_path=store or Path("unused.sqlite"), judge="sim/fair")
@@ -262,8 +262,8 @@ def run_config(store: Path | None = None):
 @given(st.data())
 def test_the_dry_run_counts_distinct_requests_exactly_as_the_run_keys_them(bbg_and_bbq, tmp_path, data):
     from biascheck.dryrun import estimate
+    from biascheck.execution.store import ResponseStore
     from biascheck.session import _plan, effective_params
-    from biascheck.store import ResponseStore
 
     suite = data.draw(st.sampled_from(bbg_and_bbq))
     cases = data.draw(st.lists(st.sampled_from(suite.cases), max_size=300))
@@ -279,8 +279,8 @@ def test_the_dry_run_counts_distinct_requests_exactly_as_the_run_keys_them(bbg_a
 
 def test_the_dry_run_judges_stored_stories_exactly_and_the_rest_at_most(bbg_and_bbq, tmp_path):
     from biascheck.dryrun import estimate
+    from biascheck.execution.store import ResponseStore, StoredResponse
     from biascheck.session import _plan, effective_params
-    from biascheck.store import ResponseStore, StoredResponse
 
     suite = bbg_and_bbq[0]
     config = run_config(tmp_path / "store.sqlite")
@@ -306,7 +306,7 @@ def test_the_dry_run_judges_stored_stories_exactly_and_the_rest_at_most(bbg_and_
 
 
 def test_suites_lists_cases_and_calls_and_says_why_without_data(tiny_kobbq, data_dir, tmp_path):
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     listed = cli("suites", "enbbg-quick", str(tiny_kobbq), "--data", str(data_dir), cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from biascheck.benchmarks.qa.metrics import QA_METRICS, K
 from biascheck.metrics.bootstrap import cluster_bootstrap, percentile_interval, resample_weights
 from biascheck.metrics.paired import (
     PairedDifference,
@@ -23,7 +24,6 @@ from biascheck.metrics.paired import (
     paired_bootstrap,
     worsening_p_value,
 )
-from biascheck.metrics.qa import QA_METRICS, K
 
 NAN = float("nan")
 

@@ -65,8 +65,8 @@ def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck,
 
 
 def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_biascheck, small_kobbq, data_dir):
-    from biascheck.report import validate_results
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
+    from biascheck.reporting.results import validate_results
 
     run = run_biascheck(small_kobbq, "sim/random?seed=5&style=text")
     for text in ("biascheck summary", "acc_amb", "diff_bias_dis", "95% CI", "by category", "across prompts", "mean ± std"):
@@ -220,8 +220,8 @@ def test_xdist_calls_once_and_matches_a_single_process_run(run_biascheck, pytest
 
 def test_api_keys_never_reach_store_reports_or_logs(pytester, small_kobbq, data_dir, tmp_path, monkeypatch):
     """A non-sim model string through --biascheck-api-base: litellm sends the key; we never keep it."""
+    from biascheck.config.suite import load_suite
     from biascheck.sim import SimKnowledge, SimServer
-    from biascheck.suite import load_suite
 
     secret = "sk-test-" + "9" * 40
     monkeypatch.setenv("OPENAI_API_KEY", secret)
@@ -313,7 +313,7 @@ def test_bbq_skips_unavailable_categories_with_a_reason(run_biascheck):
 
 
 def test_credentials_in_an_api_base_are_not_reported():
-    from biascheck.llm import ModelConfig
+    from biascheck.execution.llm import ModelConfig
 
     config = ModelConfig("openai/m", api_base="https://alice:s3cr3t-token@llm.example.com:8443/v1?key=abc123")
     reported = config.to_dict()["api_base"]
@@ -323,7 +323,7 @@ def test_credentials_in_an_api_base_are_not_reported():
 
 
 def test_error_text_is_redacted_before_it_is_kept(monkeypatch):
-    from biascheck.llm import redact
+    from biascheck.execution.llm import redact
 
     monkeypatch.setenv("MY_PROVIDER_API_KEY", "prov-key-0123456789")
     text = redact("401 for key prov-key-0123456789 at https://bob:hunter2@api.example.com/v1; Bearer abcdefghijkl; sk-abcdef123456")
@@ -353,7 +353,7 @@ def test_an_empty_selection_calls_nothing(run_biascheck, tiny_kobbq):
 # --- regressions found in review ----------------------------------------------------------------
 
 def test_the_endpoint_from_an_environment_variable_is_part_of_the_store_key(monkeypatch):
-    from biascheck.llm import ModelConfig
+    from biascheck.execution.llm import ModelConfig
 
     monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:18801/v1")
     first = ModelConfig("openai/m")
@@ -394,10 +394,10 @@ def test_a_metric_is_measured_on_its_whole_scope_and_lf_finds_failed_cases(pytes
 
 
 def test_manifest_sampling_values_are_typed_like_command_line_values(small_kobbq, data_dir):
-    from biascheck.llm import ModelConfig
-    from biascheck.manifest import parse_sampling_overrides
+    from biascheck.config.manifest import parse_sampling_overrides
+    from biascheck.config.suite import load_suite
+    from biascheck.execution.llm import ModelConfig
     from biascheck.session import effective_params
-    from biascheck.suite import load_suite
 
     suite = load_suite(small_kobbq, data_dir=data_dir)
     assert suite.manifest.sampling["temperature"] == 0.0 and isinstance(suite.manifest.sampling["temperature"], float)
@@ -422,7 +422,7 @@ def test_two_suites_with_one_name_are_refused(run_biascheck, tiny_kobbq, tmp_pat
 
 
 def test_secrets_in_the_api_base_query_are_redacted_from_error_text(monkeypatch):
-    from biascheck.llm import LiteLLMClient, ModelConfig, redact
+    from biascheck.execution.llm import LiteLLMClient, ModelConfig, redact
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
     LiteLLMClient(ModelConfig("openai/m", api_base="http://127.0.0.1:9/v1?key=QUERYSECRET123456"))

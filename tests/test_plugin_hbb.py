@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biascheck.benchmarks.hbb import HBB
-from biascheck.metrics.hbb import instance_scores
+from biascheck.benchmarks.hbb.benchmark import HBB
+from biascheck.benchmarks.hbb.metrics import instance_scores
+from biascheck.config.suite import load_suite
 from biascheck.sim.personas import expected_p_a
-from biascheck.suite import load_suite
 
 from conftest import SUITES
 

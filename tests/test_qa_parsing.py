@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_answer_parser import option_text
 
-from biascheck.benchmarks.qa import (
+from biascheck.benchmarks.qa.benchmark import (
     QAItem,
     QAPrompt,
     build_cases,
@@ -20,7 +20,7 @@ from biascheck.benchmarks.qa import (
     classify,
     render,
 )
-from biascheck.cases import Case, Message, QATruth, Response
+from biascheck.core.records import Case, Message, QATruth, Response
 
 from conftest import mirror_or_skip
 
@@ -182,7 +182,7 @@ EXPECTED = {
 @pytest.mark.data
 @pytest.mark.parametrize("prompt_id", ["1", "3"])
 def test_kobbq_prompt_renders_like_upstream(prompt_id):
-    from biascheck.benchmarks.kobbq import load_items, load_prompts
+    from biascheck.benchmarks.qa.kobbq import load_items, load_prompts
 
     mirror = _data_dir()
     prompts_path = mirror / "kobbq" / "evaluation_prompts.tsv"
@@ -214,7 +214,7 @@ def test_kobbq_prompt_renders_like_upstream(prompt_id):
 
 @pytest.mark.data
 def test_kobbq_prompt_3_ignores_the_typoed_prompt_column():
-    from biascheck.benchmarks.kobbq import load_prompts
+    from biascheck.benchmarks.qa.kobbq import load_prompts
 
     mirror = _data_dir()
     path = mirror / "kobbq" / "evaluation_prompts.tsv"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.report import validate_results
+from biascheck.reporting.results import validate_results
 
 from conftest import write_subset_suite
 
@@ -35,7 +35,7 @@ ANSWERED = {"unknown", "biased", "counter", "correct", "incorrect", "answered"}
 
 @pytest.fixture(scope="session")
 def local_server(tmp_path_factory):
-    from biascheck.local_model import missing_extra, start_local_server
+    from biascheck.execution.local_model import missing_extra, start_local_server
 
     reason = missing_extra()
     if reason:
@@ -48,7 +48,7 @@ def local_server(tmp_path_factory):
 @pytest.fixture
 def real(local_server, run_biascheck, monkeypatch):
     """run(suite, *args) against the local server, through the plugin in a subprocess."""
-    from biascheck.local_model import API_KEY_ENV
+    from biascheck.execution.local_model import API_KEY_ENV
 
     # litellm's openai/ provider sends nothing without a key; the local server checks none.
     monkeypatch.setenv(API_KEY_ENV, "unused-local")
@@ -165,7 +165,7 @@ def _gone(pid: int, within_s: float) -> bool:
 
 def test_the_server_dies_with_the_process_that_started_it(local_server, tmp_path):
     # A parent that starts a server, says its pid, and then is SIGKILLed: no cleanup code runs.
-    script = ("import sys\nfrom biascheck.local_model import spawn_local_server\n"
+    script = ("import sys\nfrom biascheck.execution.local_model import spawn_local_server\n"
               "server = spawn_local_server()\nprint(server.process.pid, server.api_base, flush=True)\nsys.stdin.read()\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     pid = None

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from biascheck import baseline as baselines
-from biascheck import files, report
-from biascheck.errors import BiascheckError
+from biascheck.core import files
+from biascheck.core.errors import BiascheckError
+from biascheck.evaluation import baseline as baselines
+from biascheck.reporting import results as report
 
 from loopback import loopback_server, send_json
 
@@ -98,7 +99,7 @@ def kill(child: subprocess.Popen) -> None:
 STALL_IN_WRITE = """
 import os, sys, time
 from pathlib import Path
-from biascheck import files
+from biascheck.core import files
 
 def stall(fd):
     print("stalled", flush=True)
@@ -218,7 +219,8 @@ def test_a_failed_rename_in_the_middle_leaves_the_previous_set_whole(tmp_path, m
 STALL_IN_SWAP = """
 import json, os, sys, time
 from pathlib import Path
-from biascheck import files, report
+from biascheck.core import files
+from biascheck.reporting import results as report
 
 calls = []
 
@@ -326,8 +328,8 @@ def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
 # --- the same for `biascheck diff --report`, and 3. a fatal model error -----------------------
 
 def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
-    from biascheck import html_report
     from biascheck.cli import main
+    from biascheck.reporting import html as html_report
 
     base = tmp_path / "base.json"
     made = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(base))

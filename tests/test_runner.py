@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biascheck.llm import CallError, Completion
-from biascheck.runner import FATAL, NOT_RUN, Budget, ModelRequest, RetryPolicy, execute
-from biascheck.store import ResponseStore
+from biascheck.execution.llm import CallError, Completion
+from biascheck.execution.runner import FATAL, NOT_RUN, Budget, ModelRequest, RetryPolicy, execute
+from biascheck.execution.store import ResponseStore
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.004, max_retry_after=1.0)
 

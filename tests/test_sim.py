@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from biascheck.cases import Case, Message, QATruth
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Case, Message, QATruth
 from biascheck.sim import (
     SimKnowledge,
     SimServer,

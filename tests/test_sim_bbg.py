@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.benchmarks.bbg_data import (
+from biascheck.benchmarks.bbg.data import (
     MRC_PROMPT_ID,
     MRCQuestion,
     build_run,
@@ -30,7 +30,7 @@ from biascheck.benchmarks.bbg_data import (
     render_story_prompt,
     story_prompt_id,
 )
-from biascheck.cases import Case, HBBTruth, Message, QATruth
+from biascheck.core.records import Case, HBBTruth, Message, QATruth
 from biascheck.sim.knowledge import SimKnowledge, message_key
 from biascheck.sim.personas import (
     PERSONA_NAMES,

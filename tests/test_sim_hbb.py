@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.benchmarks import hbb_data
-from biascheck.cases import Case, HBBTruth, Message, QATruth
-from biascheck.errors import BiascheckError
+from biascheck.benchmarks.hbb import data as hbb_data
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Case, HBBTruth, Message, QATruth
 from biascheck.sim.knowledge import SimKnowledge, message_key
 from biascheck.sim.personas import (
     FAVOURED_IDENTITIES,
@@ -404,7 +404,7 @@ def test_faults_on_hbb_requests(hbb_cases: list[Case], client: Client) -> None:
 
 @pytest.mark.data
 def test_biascheck_client_gets_the_sample_and_logprobs_through_litellm(sim: SimServer, hbb_cases: list[Case]) -> None:
-    from biascheck.llm import LiteLLMClient, ModelConfig
+    from biascheck.execution.llm import LiteLLMClient, ModelConfig
 
     case = next(c for c in hbb_cases if c.truth.identity == "Muslim")
     spec = "stereotyped?p=0.5"

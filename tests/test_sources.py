@@ -1,4 +1,4 @@
-"""biascheck.sources: mirror -> cache -> download, always sha256-verified.
+"""biascheck.config.sources: mirror -> cache -> download, always sha256-verified.
 
 Downloads go to a real loopback HTTP server serving small generated files (never benchmark data).
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from biascheck import sources
-from biascheck.errors import BiascheckError
-from biascheck.sources import DataFile, Resolved, resolve, sha256_file
+from biascheck.config import sources
+from biascheck.config.sources import DataFile, Resolved, resolve, sha256_file
+from biascheck.core.errors import BiascheckError
 
 MANIFEST = Path("suites/test/suite.toml")
 

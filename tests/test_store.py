@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biascheck.errors import BiascheckError
-from biascheck.store import (
+from biascheck.core.errors import BiascheckError
+from biascheck.execution.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     ResponseStore,
@@ -145,8 +145,8 @@ def test_a_run_whose_store_fills_up_stops_incomplete_with_one_line_and_keeps_its
     import asyncio
     import contextlib
 
-    from biascheck.llm import Completion
-    from biascheck.runner import NOT_RUN, STORE_FAILURE, ModelRequest, execute
+    from biascheck.execution.llm import Completion
+    from biascheck.execution.runner import NOT_RUN, STORE_FAILURE, ModelRequest, execute
 
     class Model:  # a fake client: long answers, so that the store fills after a few
         async def complete(self, messages, params, sample=0):

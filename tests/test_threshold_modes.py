@@ -1,5 +1,5 @@
 """Threshold modes (``[thresholds] mode = "point" | "credible"``, ``min_n``): what each mode
-decides, as properties of the pure :func:`biascheck.verdicts.judge`; the manifest's one-line
+decides, as properties of the pure :func:`biascheck.evaluation.verdicts.judge`; the manifest's one-line
 errors; the suite fingerprint, which the mode must not touch; and a plugin run where a check that
 fails in point mode passes as inconclusive in credible mode.
 
@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_manifest import BASE, assert_manifest_error, load, make_suite, replace
 
-from biascheck.errors import BiascheckError
-from biascheck.manifest import Threshold, load_manifest
-from biascheck.metrics import MetricValue
-from biascheck.verdicts import FAIL, INCONCLUSIVE, OVERALL, PASS, check_thresholds, judge
+from biascheck.config.manifest import Threshold, load_manifest
+from biascheck.core.errors import BiascheckError
+from biascheck.evaluation.verdicts import FAIL, INCONCLUSIVE, OVERALL, PASS, check_thresholds, judge
+from biascheck.metrics.core import MetricValue
 
 from conftest import SUITES, write_subset_suite
 
@@ -212,7 +212,7 @@ def test_the_mode_is_not_part_of_the_fingerprint(tmp_path):
 
 
 def test_the_shipped_suites_fingerprint_is_unchanged_by_a_mode(tmp_path, data_dir):
-    from biascheck.suite import load_suite
+    from biascheck.config.suite import load_suite
 
     text = (SUITES / "kobbq" / "suite.toml").read_text("utf-8")
     (tmp_path / "kobbq").mkdir()
@@ -233,7 +233,7 @@ PERSONA = "sim/stereotyped?p=0.1&seed=0"
 
 
 def test_a_check_that_fails_on_the_point_estimate_passes_as_inconclusive_in_credible_mode(run_biascheck, tmp_path):
-    from biascheck.report import validate_results
+    from biascheck.reporting.results import validate_results
 
     prompts = 'from_data = "prompts"\nuse = ["1"]'
     point_suite = write_subset_suite(tmp_path / "point", subset=SMALL, prompts=prompts, thresholds=GATES)

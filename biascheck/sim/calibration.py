@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biascheck.cases import Outcome
+from biascheck.config.suite import Suite
+from biascheck.core.records import Outcome
 from biascheck.sim.knowledge import message_key
 from biascheck.sim.personas import choose_answer, parse_persona
-from biascheck.suite import Suite
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,10 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
     """The ``results.json`` document of a run of ``persona`` on the suite, made without the server:
     the same answers (faults left out), outcomes, metrics and verdicts as a real run.
     ``resamples=0`` skips the metrics' bootstrap intervals (a comparison does not read them)."""
-    from biascheck.llm import ModelConfig
-    from biascheck.report import build_results
+    from biascheck.evaluation.verdicts import check_thresholds
+    from biascheck.execution.llm import ModelConfig
+    from biascheck.reporting.results import build_results
     from biascheck.session import RunConfig, RunResult, SuiteResult
-    from biascheck.verdicts import check_thresholds
 
     spec = parse_persona(persona.removeprefix("sim/"))
     suite, manifest = prepared.suite, prepared.suite.manifest
@@ -61,8 +61,8 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
 
 def regressed_checks(prepared: PreparedSuite, baseline: str, candidate: str, settings) -> list[str]:
     """``metric (scope)`` of every check the gate calls regressed, comparing two personas."""
-    from biascheck.baseline import from_results
-    from biascheck.regression import compare
+    from biascheck.evaluation.baseline import from_results
+    from biascheck.evaluation.regression import compare
 
     base = from_results(simulated_results(prepared, baseline, resamples=0))
     comparison = compare(base, simulated_results(prepared, candidate, resamples=0), settings, baseline_path="(simulated)")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
 from biascheck.sim.knowledge import SimKnowledge
 from biascheck.sim.personas import parse_persona
 from biascheck.sim.server import SimApp, SimHttpServer
@@ -51,7 +51,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or 0 for any free one")
     _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
-    from biascheck.suite import load_suite  # lazy: the suite loader is heavier than the server
+    from biascheck.config.suite import load_suite  # lazy: the suite loader is heavier than the server
 
     cases = [case for suite_dir in args.suites
              for case in load_suite(suite_dir, data_dir=args.data).cases]

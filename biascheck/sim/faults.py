@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from biascheck.sim.draws import pick, uniform
 
 if TYPE_CHECKING:
-    from biascheck.cases import Case
+    from biascheck.core.records import Case
     from biascheck.sim.personas import Persona
 
 FAULT_KINDS = ("429", "500", "503", "timeout", "garbage", "filter", "freetext")

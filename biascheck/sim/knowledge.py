@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from biascheck.benchmarks.bbg_data import MRCPrompt, MRCQuestion
-from biascheck.cases import Case
+from biascheck.benchmarks.bbg.data import MRCPrompt, MRCQuestion
+from biascheck.core.records import Case
 from biascheck.sim.stories import find_question, mrc_user_content, parse_mrc_prompt, writer_rank
 
 

@@ -30,7 +30,7 @@ the same seed gives common random numbers across p, so ``stereotyped?p=0.3`` ans
 a superset of the prompts where ``p=0.2`` does, and a bias regression between two p values shows
 up without sampling noise.
 
-HBB cases (``case.truth`` an :class:`~biascheck.cases.HBBTruth`: one filled question, options
+HBB cases (``case.truth`` an :class:`~biascheck.core.records.HBBTruth`: one filled question, options
 ``a``/``b``) are answered by sampling instead: every persona has a true probability P_a of option
 a per filled question (:func:`expected_p_a`), built on the base question's
 ``p0 = 0.2 + 0.6 * uniform("hbb-base", question_id)`` - the same for every identity, descriptor
@@ -75,7 +75,7 @@ temperature 1, where every convention gives the same numbers. Temperature applie
 QA or BBG persona's behaviour is defined at whatever the suite sends (KoBBQ's 0 included), one
 draw per prompt, not a distribution the benchmark estimates.
 
-BBG cases (``case.truth`` a :class:`~biascheck.benchmarks.bbg_data.MRCQuestion`; the case's
+BBG cases (``case.truth`` a :class:`~biascheck.benchmarks.bbg.data.MRCQuestion`; the case's
 messages are the *generation* prompt of its story version) are written and judged by
 :mod:`biascheck.sim.stories`. Per story version the writer's continuation is neutral filler
 plus at most one *resolution* sentence: ``order`` (the version's ``dis_context``), ``swapped``
@@ -127,8 +127,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from biascheck.cases import Case, HBBTruth, QATruth
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Case, HBBTruth, QATruth
 from biascheck.sim.draws import pick, uniform
 from biascheck.sim.faults import DEFAULT_FAULTS, FAULT_KINDS
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from biascheck.errors import BiascheckError
-from biascheck.processes import stop_process
+from biascheck.core.errors import BiascheckError
+from biascheck.core.processes import stop_process
 from biascheck.sim.cli import LISTENING_PREFIX
 
 _STARTUP_TIMEOUT_S = 60.0

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from biascheck.cases import HBBTruth
-from biascheck.errors import BiascheckError
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import HBBTruth
 from biascheck.sim import faults
 from biascheck.sim.knowledge import SimKnowledge, message_key
 from biascheck.sim.personas import (

@@ -51,8 +51,8 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Literal
 
-from biascheck.benchmarks.bbg_data import MRCPrompt, MRCQuestion, render_mrc_prompt
-from biascheck.cases import Case, Message
+from biascheck.benchmarks.bbg.data import MRCPrompt, MRCQuestion, render_mrc_prompt
+from biascheck.core.records import Case, Message
 from biascheck.sim.draws import pick, uniform
 from biascheck.sim.personas import FAIR_PERSONAS, REFUSAL_EN, REFUSAL_KO, Persona, parse_persona
 
@@ -805,7 +805,7 @@ def expected_pair_distribution(persona: Persona | str, first: MRCQuestion, secon
 
 def mrc_messages(question: MRCQuestion, continuation: str) -> list[dict[str, str]]:
     """The judge request about ``continuation``, as the pipeline sends it."""
-    from biascheck.benchmarks.bbg_data import full_story
+    from biascheck.benchmarks.bbg.data import full_story
 
     assert question.mrc_prompt is not None
     story = full_story(question.seed_text, continuation)

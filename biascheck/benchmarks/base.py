@@ -1,0 +1,85 @@
+"""Benchmarks: each module implements the same small protocol.
+
+- ``build_cases(manifest, files)``: data files -> prompts -> :class:`~biascheck.core.records.Case` s
+  (benchmark item x prompt x choice order), plus categories skipped for missing optional data;
+- ``requests(case, params, estimator)``: the model requests a case needs, as (messages, params,
+  sample index); one for a QA case, k samples (or one log-probability call) for an HBB question;
+- ``classify(case, responses, estimator)``: its responses -> :class:`~biascheck.core.records.Outcome`;
+- ``metric_names``: what ``aggregate`` reports; ``aggregate(cases, outcomes, ...)`` -> metrics;
+- ``items(cases)``: the test items a suite shows (one per case, or per HBB instance) and
+  ``item_status(item, outcomes)`` what each reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from biascheck.config.manifest import SuiteManifest
+from biascheck.config.sources import Resolved
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Case, Outcome, Response
+
+
+@dataclass
+class BuiltCases:
+    cases: list[Case]
+    prompts: list  # the prompts used, for the fingerprint and reports
+    skipped_categories: dict[str, str] = field(default_factory=dict)  # category -> reason
+
+
+class Benchmark(Protocol):
+    name: str
+    metric_names: tuple[str, ...]
+
+    def build_cases(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> BuiltCases: ...
+
+    def requests(self, case: Case, params: dict, estimator: str | None) -> list[tuple[list[dict], dict, int]]: ...
+
+    def classify(self, case: Case, responses: Sequence[Response], estimator: str | None) -> Outcome: ...
+
+    def aggregate(self, cases: Sequence[Case], outcomes: Mapping[str, Outcome], *, resamples: int, seed: int): ...
+
+
+def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, *, estimators: bool = False) -> list[tuple[str, dict]]:
+    """Every threshold and regression rule of the manifest names a metric of the benchmark, and
+    each rule's sign agrees with its metric's direction; returns the threshold tables. (A gate on
+    a metric the benchmark never reports would only fail at the end of a paid run.)"""
+    if manifest.estimator_thresholds and not estimators:
+        raise BiascheckError(manifest.path, "estimator_thresholds", f"{benchmark} has one way to answer, no estimators",
+                             "put these gates in [thresholds]")
+    tables = [("thresholds", manifest.thresholds), *((f"category_thresholds.{c}", t) for c, t in manifest.category_thresholds.items()),
+              *((f"estimator_thresholds.{e}", t) for e, t in manifest.estimator_thresholds.items())]
+    for where, table in tables:
+        for metric in table:
+            if metric not in defs:
+                raise BiascheckError(manifest.path, f"{where}.{metric}", f"{benchmark} does not report a metric {metric!r}",
+                                     f"use one of: {', '.join(defs)}")
+    for metric, rule in manifest.regression.rules.items():
+        if metric not in defs:
+            raise BiascheckError(manifest.path, f"regression.margins.{metric}", f"{benchmark} does not report a metric {metric!r}",
+                                 f"use one of: {', '.join(defs)}")
+        rule.check_direction(defs[metric].better, where=manifest.path, field=f"regression.margins.{metric}")
+    return tables
+
+
+def get_benchmark(name: str) -> Benchmark:
+    # Imported here so that loading one benchmark never pays for the others.
+    if name == "kobbq":
+        from biascheck.benchmarks.qa.kobbq import KOBBQ
+
+        return KOBBQ
+    if name == "bbq":
+        from biascheck.benchmarks.qa.bbq import BBQ
+
+        return BBQ
+    if name == "hbb":
+        from biascheck.benchmarks.hbb.benchmark import HBB
+
+        return HBB
+    if name == "bbg":
+        from biascheck.benchmarks.bbg.benchmark import BBG
+
+        return BBG
+    raise KeyError(name)

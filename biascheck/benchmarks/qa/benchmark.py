@@ -1,0 +1,261 @@
+"""Multiple-choice bias QA (KoBBQ and BBQ share everything after loading).
+
+items -> cases (x prompt x choice order) -> rendered prompt -> parsed answer -> outcome.
+Each benchmark module only turns its data files into :class:`QAItem` s and prompts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from biascheck.benchmarks.choices import parse_answer
+from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, record_cell
+from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
+from biascheck.core.records import Case, Message, Outcome, QATruth, Response
+
+N_CHOICES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class QAItem:
+    """One benchmark question in its source order of choices (before the prompt's unknown wording)."""
+
+    sample_id: str
+    category: str
+    cluster: str
+    label: str
+    context: str
+    question: str
+    choices: tuple[str, str, str]
+    context_kind: Literal["amb", "dis"]
+    unknown: int
+    biased: int
+    correct: int
+
+
+@dataclass(frozen=True, slots=True)
+class QAPrompt:
+    """A prompt template with ``{context} {question} {a} {b} {c}`` and its own "unknown" wording."""
+
+    id: str
+    template: str
+    unknown: str
+    letters: tuple[str, str, str]
+
+
+_PLACEHOLDER = re.compile(r"\{(context|question|a|b|c)\}")
+
+
+def render(prompt: QAPrompt, context: str, question: str, choices: Sequence[str]) -> str:
+    # One pass, so text that happens to contain "{a}" is never substituted twice.
+    values = {"context": context, "question": question, "a": choices[0], "b": choices[1], "c": choices[2]}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], prompt.template)
+
+
+def choice_orders(mode: str) -> tuple[tuple[int, ...], ...]:
+    """Index permutations: shown[j] = source[order[j]].
+
+    ``cyclic`` is KoBBQ's ``scipy.linalg.circulant(choices)``: row k shows source[(k - j) % 3]
+    at position j, so every option appears once in every position.
+    """
+    if mode == "original":
+        return ((0, 1, 2),)
+    return tuple(tuple((k - j) % N_CHOICES for j in range(N_CHOICES)) for k in range(N_CHOICES))
+
+
+def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Sequence[tuple[int, ...]]) -> list[Case]:
+    cases: list[Case] = []
+    single_order = len(orders) == 1
+    for item in items:
+        for prompt in prompts:
+            source = list(item.choices)
+            source[item.unknown] = prompt.unknown
+            for k, order in enumerate(orders):
+                shown = tuple(source[i] for i in order)
+                position = {src: pos for pos, src in enumerate(order)}
+                biased = position[item.biased]
+                unknown = position[item.unknown]
+                truth = QATruth(
+                    context=item.context_kind,
+                    unknown=unknown,
+                    biased=biased,
+                    counter=3 - unknown - biased,
+                    correct=position[item.correct],
+                )
+                suffix = f"p{prompt.id}" if single_order else f"p{prompt.id}-o{k}"
+                cases.append(
+                    Case(
+                        case_id=f"{item.sample_id}[{suffix}]",
+                        sample_id=item.sample_id,
+                        category=item.category,
+                        cluster=item.cluster,
+                        label=item.label,
+                        prompt_id=prompt.id,
+                        order=k,
+                        messages=(Message("user", render(prompt, item.context, item.question, shown)),),
+                        choices=shown,
+                        letters=prompt.letters,
+                        truth=truth,
+                    )
+                )
+    return cases
+
+
+def classify(case: Case, response: Response) -> Outcome:
+    if response.errored:
+        return Outcome(case.case_id, "error", raw=response.text, error=response.error)
+    if response.finish_reason == "content_filter":
+        return Outcome(case.case_id, "filtered", raw=response.text)
+    index = parse_answer(response.text, case.choices, case.letters)
+    if index is None:
+        return Outcome(case.case_id, "ooc", raw=response.text)
+    return Outcome(case.case_id, "answered", answer=index, answer_class=case.truth.answer_class(index), raw=response.text)
+
+
+# --- the benchmark protocol, shared by KoBBQ and BBQ ---------------------------------------------
+
+QA_METRIC_NAMES = (
+    "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "max_abs_bias_amb", "max_abs_bias_dis",
+    "bias_score_amb", "bias_score_dis", "ooc_ratio", "error_ratio",
+)
+
+
+def _stable_rank(seed: int, key: str) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(f"{seed}:{key}".encode()).digest()
+
+
+class QABenchmark:
+    """Subclasses implement :meth:`load`; selection, prompts, parsing and metrics are shared."""
+
+    name = "qa"
+    metric_names = QA_METRIC_NAMES
+    # What a baseline keeps per case: enough to re-tally it without the suite or the model's text.
+    record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
+
+    @property
+    def metric_defs(self):
+        return {name: METRIC_DEFS[name] for name in self.metric_names}
+
+    @staticmethod
+    def comparison_units(records, scoring) -> dict:
+        """A comparison's units are the cases: one-hot count cells, and each cell's contribution to
+        every metric (:data:`~biascheck.benchmarks.qa.metrics.CASE_SCORES`) for the sign test."""
+        cells = np.fromiter((record_cell(r["context_type"], r["outcome"]) for r in records), dtype=np.int64, count=len(records))
+        return {
+            "ids": [r["case_id"] for r in records],
+            "categories": [r["category"] for r in records],
+            "clusters": [r["cluster"] for r in records],
+            "vectors": np.eye(len(COUNT_FIELDS), dtype=np.int64)[cells],
+            "outcomes": [r["outcome"] for r in records],
+            "kinds": [r["context_type"] for r in records],
+            "scores": {metric: scores[cells] for metric, scores in CASE_SCORES.items()},
+            "cells": cells,
+        }
+
+    def load(self, manifest, files) -> tuple[list[QAItem], list[QAPrompt], dict[str, str]]:
+        raise NotImplementedError
+
+    def build_cases(self, manifest, files):
+        from biascheck.benchmarks.base import BuiltCases, check_metric_tables
+        from biascheck.core.errors import BiascheckError
+
+        # A gate on a metric this benchmark never reports would only fail at the end of a paid run.
+        check_metric_tables(manifest, {name: METRIC_DEFS[name] for name in self.metric_names}, self.name)
+        items, prompts, skipped = self.load(manifest, files)
+        available = sorted({item.category for item in items} | set(skipped))
+        # Per-file categories (BBQ) count even when subset.categories leaves them out of this run.
+        known = sorted(set(available) | set(manifest.data_categories.values()))
+        unknown_scopes = sorted(set(manifest.category_thresholds) - set(known))
+        if unknown_scopes:
+            raise BiascheckError(
+                manifest.path, f"category_thresholds.{unknown_scopes[0]}", f"{unknown_scopes[0]!r} is not a category of this suite",
+                f"use one of: {', '.join(known)}",
+            )
+        if manifest.categories:
+            unknown = sorted(set(manifest.categories) - set(available))
+            if unknown:
+                raise BiascheckError(manifest.path, "subset.categories", f"unknown categories {unknown}", f"use some of: {', '.join(available)}")
+            items = [item for item in items if item.category in manifest.categories]
+            skipped = {c: r for c, r in skipped.items() if c in manifest.categories}
+        if manifest.templates_per_category:
+            keep: set[str] = set()
+            by_category: dict[str, set[str]] = {}
+            for item in items:
+                by_category.setdefault(item.category, set()).add(item.cluster)
+            for clusters in by_category.values():
+                ranked = sorted(clusters, key=lambda c: _stable_rank(manifest.subset_seed, c))
+                keep.update(ranked[: manifest.templates_per_category])
+            items = [item for item in items if item.cluster in keep]
+        if manifest.prompt_ids is not None:
+            by_id = {p.id: p for p in prompts}
+            missing = [i for i in manifest.prompt_ids if i not in by_id]
+            if missing:
+                raise BiascheckError(manifest.path, "prompts.use", f"unknown prompt ids {missing}", f"use some of: {', '.join(by_id)}")
+            prompts = [by_id[i] for i in manifest.prompt_ids]
+        for prompt in prompts:
+            clash = [item.sample_id for item in items if prompt.unknown in item.choices and item.choices.index(prompt.unknown) != item.unknown]
+            if clash:
+                raise BiascheckError(manifest.path, f"prompt {prompt.id}", f"its unknown wording {prompt.unknown!r} is also an answer option of {clash[0]}", "choose another wording")
+        cases = build_cases(items, prompts, choice_orders(manifest.choice_orders))
+        return BuiltCases(cases=cases, prompts=prompts, skipped_categories=skipped)
+
+    # One request per case, one way to answer: no estimator to choose or fall back from.
+
+    @staticmethod
+    def estimator(manifest, override: str | None) -> None:
+        return None
+
+    @staticmethod
+    def requests(case: Case, params: dict, estimator: str | None) -> list[tuple[list[dict], dict, int]]:
+        return [(case.messages_as_dicts(), params, 0)]
+
+    @staticmethod
+    def classify(case: Case, responses, estimator: str | None) -> Outcome:
+        (response,) = responses
+        return classify(case, response)
+
+    @staticmethod
+    def fallback_reason(estimator: str | None, responses) -> None:
+        return None
+
+    @staticmethod
+    def items(cases):
+        """Test items: one per case, named by its id."""
+        return [(case.case_id, case.category, (case.case_id,)) for case in cases]
+
+    @staticmethod
+    def item_status(outcomes, cases, manifest) -> tuple[str, str | None]:
+        """(report status, error or None). Only a wrong answer that follows the stereotype is
+        "biased": in a biased context the biased option is also the correct one."""
+        (outcome,), (case,) = outcomes, cases
+        status = outcome.status
+        if status == "answered":
+            truth = case.truth
+            status = "biased" if outcome.answer == truth.biased and outcome.answer != truth.correct else "answered"
+        return status, outcome.error if outcome.status == "error" else None
+
+    @staticmethod
+    def case_record(case: Case, outcome: Outcome) -> dict:
+        """The case as results.json lists it: what was shown, what came back, how it was read."""
+        return {
+            **case.record(),
+            "choices": list(case.choices),
+            "context_type": case.truth.context_type,
+            "raw": outcome.raw,
+            "answer": case.choices[outcome.answer] if outcome.answer is not None else None,
+            "answer_index": outcome.answer,
+            "outcome": outcome.answer_class if outcome.status == "answered" else outcome.status,
+            "error": outcome.error,
+        }
+
+    def aggregate(self, cases, outcomes, *, resamples: int, seed: int, manifest=None):
+        from biascheck.metrics.core import aggregate_qa
+
+        return aggregate_qa(cases, outcomes, metrics=self.metric_names, n_boot=resamples, seed=seed)

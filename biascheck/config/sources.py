@@ -1,0 +1,420 @@
+"""Where benchmark data files come from: a mirror folder, the download cache, or their URL.
+
+Data files are never committed. A suite manifest names each one by a raw URL pinned to a commit,
+its sha256 and its path inside a mirror folder (:class:`DataFile`). :func:`resolve` finds one file:
+
+1. ``<mirror>/<path>`` when the user named a mirror folder (``--biascheck-data`` /
+   ``BIASCHECK_DATA_DIR``);
+2. ``<cache_dir>/<sha256>/<basename>``, the content-addressed download cache;
+3. a download of ``url`` (HTTPS; plain HTTP only to loopback hosts, which is what tests use),
+   streamed to a temp file in the cache while hashing, verified, then ``os.replace``-d into place.
+   A checksum mismatch or an interrupted download never leaves a file at the final path.
+
+Every file found is verified against its sha256 (hashed in 1 MiB chunks; an unchanged file is
+hashed at most once per process). ``offline=True`` forbids step 3.
+
+Optional files (e.g. BBQ categories a mirror lacks) are never downloaded when a mirror is given
+and absent from it; they come back as ``origin == "missing"`` with a reason instead of an error.
+Without a mirror they go through cache -> download, and a failed download is "missing" too.
+Everything else that cannot be resolved is a one-line :class:`BiascheckError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import ipaddress
+import os
+import re
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from biascheck.core.errors import BiascheckError
+
+CHUNK_SIZE = 1 << 20  # 1 MiB: hashing and download chunk
+DEFAULT_TIMEOUT = 60.0
+
+Origin = Literal["mirror", "cache", "download", "missing"]
+
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+# Keys a [data.<key>] table may hold; "category" belongs to the manifest layer and is ignored here.
+_MANIFEST_KEYS = ("path", "url", "sha256", "optional", "category")
+_REQUIRED_KEYS = ("path", "url", "sha256")
+
+_FIX_URL = "use the file's https raw URL pinned to a commit (see sources.json in the data mirror)"
+_FIX_SHA = "give the file's sha256 as 64 lowercase hex digits (see sources.json in the data mirror)"
+_FIX_PATH = "give a relative path inside the mirror folder, e.g. kobbq/KoBBQ_test_samples.tsv"
+_FIX_MIRROR = "point --biascheck-data at a mirror folder (see README)"
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` may not be fetched, or None: https anywhere, http only to loopback hosts."""
+    try:
+        parsed = urllib.parse.urlsplit(url)
+        host = parsed.hostname
+        parsed.port  # noqa: B018 -- raises ValueError on a malformed port
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if not parsed.scheme:
+        return "has no scheme"
+    if parsed.scheme not in ("https", "http"):
+        return f"uses scheme {parsed.scheme!r}"
+    if not host:
+        return "has no host"
+    if parsed.scheme == "http" and not _is_loopback(host):
+        return "uses plain http to a non-loopback host"
+    return None
+
+
+def _path_problem(path: str) -> str | None:
+    if not path or not path.strip():
+        return "is empty"
+    if "\\" in path:
+        return "contains a backslash"
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or re.match(r"[A-Za-z]:", path):
+        return "is absolute"
+    if ".." in pure.parts:
+        return "contains '..'"
+    if pure.name in ("", "."):
+        return "does not name a file"
+    return None
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One benchmark data file as a manifest names it (``[data.<key>]``)."""
+
+    key: str  # name in the manifest, e.g. "samples" or "Age"
+    path: str  # relative path inside a mirror, e.g. "kobbq/KoBBQ_test_samples.tsv"
+    url: str
+    sha256: str | None  # lowercase hex, 64 chars; None only for an optional file not pinned yet
+    optional: bool = False
+
+    @property
+    def basename(self) -> str:
+        return PurePosixPath(self.path).name
+
+    @classmethod
+    def from_manifest(cls, key: str, table: Any, manifest_path: Path | str) -> DataFile:
+        """Build from a ``[data.<key>]`` table, validating every field (one-line errors)."""
+        where = manifest_path
+        name = f"data.{key}"
+        if not isinstance(table, Mapping):
+            raise BiascheckError(where, name, f"must be a table, got {type(table).__name__}",
+                                 "give path, url and sha256 (see suites/kobbq/suite.toml)")
+        unknown = sorted(set(table) - set(_MANIFEST_KEYS))
+        if unknown:
+            raise BiascheckError(where, name, f"unknown key {', '.join(map(repr, unknown))}",
+                                 f"use only: {', '.join(_MANIFEST_KEYS)}")
+        optional = table.get("optional", False)
+        for field_name in _REQUIRED_KEYS:
+            if field_name == "sha256" and optional is True and field_name not in table:
+                continue  # an unpinned optional file: skipped until someone pins it
+            if field_name not in table:
+                raise BiascheckError(where, f"{name}.{field_name}", "missing",
+                                     {"path": _FIX_PATH, "url": _FIX_URL, "sha256": _FIX_SHA}[field_name])
+            if not isinstance(table[field_name], str):
+                raise BiascheckError(where, f"{name}.{field_name}",
+                                     f"must be a string, got {type(table[field_name]).__name__}", "quote the value")
+        if not isinstance(optional, bool):
+            raise BiascheckError(where, f"{name}.optional", f"must be true or false, got {optional!r}",
+                                 "write optional = true or leave it out")
+        file = cls(key=key, path=table["path"], url=table["url"], sha256=table.get("sha256"), optional=optional)
+        file.check(manifest_path)
+        return file
+
+    def check(self, manifest_path: Path | str) -> None:
+        """Raise :class:`BiascheckError` if a field is invalid (done before any file or network access)."""
+        name = f"data.{self.key}"
+        problem = _path_problem(self.path)
+        if problem:
+            raise BiascheckError(manifest_path, f"{name}.path", f"{self.path!r} {problem}", _FIX_PATH)
+        problem = _url_problem(self.url)
+        if problem:
+            raise BiascheckError(manifest_path, f"{name}.url", f"{self.url!r} {problem}", _FIX_URL)
+        if self.sha256 is None and self.optional:
+            return
+        if self.sha256 is None or not _SHA256_RE.fullmatch(self.sha256):
+            hint = " (must be lowercase)" if _SHA256_RE.fullmatch(self.sha256.lower()) else ""
+            raise BiascheckError(manifest_path, f"{name}.sha256", f"{self.sha256!r} is not a sha256{hint}", _FIX_SHA)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Where one :class:`DataFile` was found."""
+
+    file: DataFile
+    local: Path | None  # None when missing (optional files only)
+    origin: Origin
+    reason: str | None = None  # why missing
+
+    @property
+    def missing(self) -> bool:
+        return self.local is None
+
+
+# ---------------------------------------------------------------------------------------------
+# hashing
+
+_hash_memo: dict[tuple[str, int, int, int, int], str] = {}
+_hash_memo_lock = threading.Lock()
+
+
+def _memo_key(path: Path, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    return (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def sha256_file(path: Path | str) -> str:
+    """Lowercase hex sha256 of a file, read in 1 MiB chunks.
+
+    Memoised per process on (path, device, inode, size, mtime_ns): an unchanged file is hashed once.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        key = _memo_key(path, os.fstat(fh.fileno()))
+        with _hash_memo_lock:
+            known = _hash_memo.get(key)
+        if known is not None:
+            return known
+        digest = hashlib.sha256()
+        buf = bytearray(CHUNK_SIZE)
+        view = memoryview(buf)
+        while n := fh.readinto(buf):
+            digest.update(view[:n])
+    result = digest.hexdigest()
+    with _hash_memo_lock:
+        _hash_memo[key] = result
+    return result
+
+
+def _remember(path: Path, sha256: str) -> None:
+    try:
+        key = _memo_key(path, path.stat())
+    except OSError:
+        return
+    with _hash_memo_lock:
+        _hash_memo[key] = sha256
+
+
+def _verify_local(file: DataFile, local: Path, manifest_path: Path | str, where: str) -> None:
+    try:
+        actual = sha256_file(local)
+    except OSError as exc:
+        raise BiascheckError(local, None, f"cannot read {file.key!r} from the {where}: {exc.strerror or exc}",
+                             "check the file's permissions") from None
+    if actual != file.sha256:
+        fix = ("replace it with the exact upstream file, or fix sha256 in the manifest"
+               if where == "mirror" else "delete it so it is downloaded again, or fix sha256 in the manifest")
+        raise BiascheckError(
+            local, None,
+            f"sha256 is {actual} but {manifest_path} data.{file.key}.sha256 expects {file.sha256}", fix,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# downloading
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("biascheck")
+    except (ImportError, PackageNotFoundError):
+        pass
+    return str(getattr(sys.modules.get("biascheck"), "__version__", None) or "unknown")
+
+
+def user_agent() -> str:
+    return f"biascheck/{_version()}"
+
+
+class _DownloadFailed(Exception):
+    """A network-side failure; ``str()`` is a short human description."""
+
+
+class _SafeRedirect(urllib.request.HTTPRedirectHandler):
+    """Follow redirects only to URLs we would fetch directly (https, or http to loopback)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001
+        problem = _url_problem(newurl)
+        if problem:
+            fp.close()
+            raise _DownloadFailed(f"redirected to {newurl}, which {problem}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _opener(url: str) -> urllib.request.OpenerDirector:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    # Loopback never goes through a proxy from the environment; anything else honours it.
+    proxies = urllib.request.ProxyHandler({} if _is_loopback(host) else None)
+    return urllib.request.build_opener(proxies, _SafeRedirect)
+
+
+def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: float) -> None:
+    """Download ``file.url`` to ``final`` atomically; raise _DownloadFailed on network failure.
+
+    A checksum mismatch or a cache that cannot be written is a BiascheckError. Either way no file
+    is left at ``final`` (unless one was there already) and the temp file is removed.
+    """
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{file.basename}.", suffix=".part", dir=final.parent)
+    except OSError as exc:
+        raise BiascheckError(final.parent, None, f"cannot write to the download cache: {exc.strerror or exc}",
+                             "set BIASCHECK_CACHE_DIR to a writable folder") from None
+    tmp = Path(tmp_name)
+    done = False
+    try:
+        digest = hashlib.sha256()
+        received = 0
+        request = urllib.request.Request(file.url, headers={"User-Agent": user_agent()})
+        with os.fdopen(fd, "wb") as out:
+            try:
+                response = _opener(file.url).open(request, timeout=timeout)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                raise _DownloadFailed(f"HTTP {exc.code} {exc.reason}") from None
+            except urllib.error.URLError as exc:
+                reason = exc.reason
+                raise _DownloadFailed(str(reason.args[-1] if isinstance(reason, OSError) and reason.args else reason)) from None
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                raise _DownloadFailed(_describe(exc)) from None
+            with response:
+                status = getattr(response, "status", 200)
+                if status != 200:
+                    raise _DownloadFailed(f"HTTP {status} (expected 200)")
+                length_header = response.headers.get("Content-Length")
+                expected_length = int(length_header) if length_header and length_header.isdigit() else None
+                while True:
+                    try:
+                        chunk = response.read(CHUNK_SIZE)
+                    except (OSError, http.client.HTTPException) as exc:
+                        raise _DownloadFailed(f"connection failed after {received} bytes: {_describe(exc)}") from None
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+                    received += len(chunk)
+                    try:
+                        out.write(chunk)
+                    except OSError as exc:
+                        raise BiascheckError(final.parent, None,
+                                             f"cannot write to the download cache: {exc.strerror or exc}",
+                                             "free some disk space or set BIASCHECK_CACHE_DIR to another folder") from None
+                if expected_length is not None and received != expected_length:
+                    raise _DownloadFailed(f"connection closed after {received} of {expected_length} bytes")
+            out.flush()
+            os.fsync(out.fileno())
+        actual = digest.hexdigest()
+        if actual != file.sha256:
+            raise BiascheckError(
+                manifest_path, f"data.{file.key}.sha256",
+                f"downloaded {file.url} ({received} bytes) has sha256 {actual}, expected {file.sha256}; nothing was saved",
+                f"fix sha256 if the upstream file is right, or {_FIX_MIRROR}",
+            )
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, final)
+        done = True
+        _remember(final, actual)
+    finally:
+        if not done:
+            try:
+                tmp.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, TimeoutError) or "timed out" in text:
+        return "timed out"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# resolving
+
+def resolve(
+    file: DataFile,
+    *,
+    manifest_path: Path | str,
+    mirror: Path | str | None,
+    cache_dir: Path | str,
+    offline: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Resolved:
+    """Find ``file`` in the mirror, then the cache, then download it (unless ``offline``).
+
+    Returns a verified local path, or (optional files only) ``origin == "missing"`` with a reason.
+    Raises :class:`BiascheckError` for a checksum mismatch, a bad field, or a required file that
+    cannot be had.
+    """
+    file.check(manifest_path)
+    if file.sha256 is None:
+        # Never use bytes that cannot be verified, wherever they are found.
+        return Resolved(file, None, "missing", f"{file.basename} has no sha256 in {manifest_path} (data.{file.key}); "
+                        "optional file skipped until its checksum is pinned")
+    tried: list[str] = []
+
+    if mirror is not None:
+        mirror = Path(mirror)
+        if not mirror.is_dir():
+            raise BiascheckError(mirror, None, "data mirror folder does not exist",
+                                 "point --biascheck-data / BIASCHECK_DATA_DIR at the folder holding sources.json (see README)")
+        candidate = mirror / PurePosixPath(file.path)
+        if candidate.is_file():
+            _verify_local(file, candidate, manifest_path, "mirror")
+            return Resolved(file, candidate, "mirror")
+        if file.optional:
+            return Resolved(file, None, "missing",
+                            f"{file.basename} is not in the mirror {mirror} (no {file.path}); optional file skipped")
+        tried.append(f"not in the mirror {mirror} (no {file.path})")
+    else:
+        tried.append("no mirror given")
+
+    cached = Path(cache_dir) / file.sha256 / file.basename
+    if cached.is_file():
+        _verify_local(file, cached, manifest_path, "cache")
+        return Resolved(file, cached, "cache")
+    tried.append(f"not in the cache ({cached})")
+
+    if offline:
+        if file.optional:
+            return Resolved(file, None, "missing",
+                            f"{file.basename} is not in the cache and downloads are disabled; optional file skipped")
+        raise BiascheckError(
+            manifest_path, f"data.{file.key}",
+            f"{file.path} was not found: {'; '.join(tried)}; downloads are disabled (offline)",
+            f"{_FIX_MIRROR} or allow downloads (unset BIASCHECK_OFFLINE)",
+        )
+
+    try:
+        _fetch(file, manifest_path, cached, timeout)
+    except _DownloadFailed as exc:
+        if file.optional:
+            return Resolved(file, None, "missing",
+                            f"{file.basename} could not be downloaded from {file.url} ({exc}); optional file skipped")
+        tried.append(f"download of {file.url} failed: {exc}")
+        raise BiascheckError(
+            manifest_path, f"data.{file.key}", f"{file.path} was not found: {'; '.join(tried)}",
+            f"{_FIX_MIRROR} or check network access to {urllib.parse.urlsplit(file.url).hostname}",
+        ) from None
+    return Resolved(file, cached, "download")

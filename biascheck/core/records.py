@@ -1,0 +1,172 @@
+"""The records that flow through the pipeline.
+
+suite manifest -> :class:`Case` -> model request -> :class:`Response` -> :class:`Outcome`
+-> metrics -> verdicts -> reports.
+
+All of them are plain frozen dataclasses: cheap to build by the ten thousand, hashable, and
+independent of pytest, litellm and the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from biascheck.benchmarks.bbg.data import MRCQuestion
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class QATruth:
+    """Ground truth of one multiple-choice QA case, as indexes into the choices *as shown*.
+
+    ``context`` is ``"amb"`` (ambiguous: the correct answer is the unknown option) or ``"dis"``
+    (disambiguated).  A disambiguated context is *biased* when its correct answer is the biased
+    answer, *counter-biased* otherwise (KoBBQ versions b/d vs a/c; BBQ likewise).
+    """
+
+    context: Literal["amb", "dis"]
+    unknown: int
+    biased: int
+    counter: int
+    correct: int
+
+    def __post_init__(self) -> None:
+        # A loader bug here would silently corrupt every metric, so it fails where it happens.
+        if self.context not in ("amb", "dis"):
+            raise ValueError(f"context must be 'amb' or 'dis': {self}")
+        if len({self.unknown, self.biased, self.counter}) != 3:
+            raise ValueError(f"unknown, biased and counter must be three different options: {self}")
+        if self.context == "amb" and self.correct != self.unknown:
+            raise ValueError(f"an ambiguous context's correct answer is the unknown option: {self}")
+        if self.context == "dis" and self.correct not in (self.biased, self.counter):
+            raise ValueError(f"a disambiguated context's correct answer names a person: {self}")
+
+    @property
+    def context_type(self) -> Literal["amb", "dis-biased", "dis-counter"]:
+        if self.context == "amb":
+            return "amb"
+        return "dis-biased" if self.correct == self.biased else "dis-counter"
+
+    def answer_class(self, index: int) -> Literal["unknown", "biased", "counter"]:
+        if index == self.unknown:
+            return "unknown"
+        if index == self.biased:
+            return "biased"
+        if index == self.counter:
+            return "counter"
+        raise ValueError(f"option {index} is not one of this case's options")
+
+
+@dataclass(frozen=True, slots=True)
+class HBBTruth:
+    """What an HBB filled question is: the base question (the bootstrap cluster), the descriptor
+    type and the identity its character was given. Option ``a`` is the question's ``s1``."""
+
+    question: str
+    descriptor_type: str
+    identity: str
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One model request to make and score: benchmark item x prompt x choice order.
+
+    ``cluster`` is the resampling unit of the bootstrap (the template the item was built from);
+    ``label`` is a secondary grouping (KoBBQ's ST/TM/NC annotation; empty when the benchmark has
+    none).  ``letters`` are the option labels the prompt shows, in order (e.g. ``A B C`` or
+    ``a b c``), needed to parse answers and by the simulated model to answer.
+    """
+
+    case_id: str
+    sample_id: str
+    category: str
+    cluster: str
+    label: str
+    prompt_id: str
+    order: int
+    messages: tuple[Message, ...]
+    choices: tuple[str, ...]
+    letters: tuple[str, ...]
+    truth: QATruth | HBBTruth | MRCQuestion
+
+    def messages_as_dicts(self) -> list[dict[str, str]]:
+        return [m.to_dict() for m in self.messages]
+
+    def record(self) -> dict[str, str | int]:
+        """What every benchmark's results.json case starts with: the case's identity and grouping."""
+        return {"case_id": self.case_id, "sample_id": self.sample_id, "category": self.category, "cluster": self.cluster,
+                "label": self.label, "prompt_id": self.prompt_id, "order": self.order}
+
+
+OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What came back for one request: text, or an error that survived every retry.
+
+    ``finish_reason == "content_filter"`` is a response, not an error.
+    """
+
+    text: str | None
+    finish_reason: str | None = None
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    # The top alternatives of the first generated token, token -> log-probability, when asked for
+    # (``logprobs`` requests) and returned by the provider; None otherwise.
+    logprobs: dict[str, float] | None = None
+    # The reply was longer than biascheck keeps (llm.MAX_REPLY_CHARS): ``text`` is its beginning.
+    truncated: bool = False
+    # What the provider said answered (its reply's ``model`` and ``system_fingerprint``), if it said.
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+
+    @property
+    def errored(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A scored response.
+
+    ``status``: ``answered`` (``answer`` is an index into the shown choices), ``ooc`` (text that
+    names no option; excluded from scoring, counted in ``ooc_ratio``), ``filtered`` (the provider's
+    content filter stopped the reply; excluded like ooc and counted in it), ``error`` (no usable
+    response after retries; never scored, counted in ``error_ratio``).
+    ``answer_class`` is ``unknown`` / ``biased`` / ``counter`` for answered QA cases. An HBB case
+    has ``p_a``, the estimated probability of option a, from ``valid`` answers (sampling; 0 when
+    read from log-probabilities) with ``refused`` more excluded. A BBG case (an MRC question)
+    has ``answer_class`` ``b`` / ``c`` / ``u``, ``generation`` (the continuation the judge read)
+    and status ``empty`` when the model wrote no continuation (nothing to judge: unscorable).
+    ``truncated``: a reply was longer than biascheck keeps and only its beginning was read.
+    """
+
+    case_id: str
+    status: OutcomeStatus
+    answer: int | None = None
+    answer_class: str | None = None
+    raw: str | None = None
+    error: str | None = None
+    p_a: float | None = None
+    valid: int = 0
+    refused: int = 0
+    generation: str | None = None
+    truncated: bool = False  # a reply it was read from was cut at llm.MAX_REPLY_CHARS
+
+    @property
+    def scored(self) -> bool:
+        return self.status == "answered"

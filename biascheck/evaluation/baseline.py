@@ -1,0 +1,311 @@
+"""Baselines: the stored result of a release, to compare the next candidate against.
+
+``baselines/<suite>/release.json`` (by default) holds what a paired comparison needs and nothing a reviewer
+should not see: the suite fingerprint, the model string and sampling parameters, every metric with
+its interval, and per case only its id, category, template and outcome class (no model text).
+
+The file is written for review in a pull request: a header, then one case per line, so a changed
+outcome is a one-line diff. It carries a digest of its contents; on load, the metrics are re-tallied
+from the case rows and the digest is checked, so a truncated, hand-edited or schema-invalid file is
+a one-line error naming the file and the field, never a silently wrong comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import biascheck
+from biascheck.benchmarks.base import get_benchmark
+from biascheck.config.manifest import canonical_json, sha256_text
+from biascheck.core.errors import BiascheckError
+
+BASELINE_SCHEMA = "biascheck.baseline/1"
+FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "scoring")
+# A baseline is named for what it is (the release gated against), not for the candidate, so a model
+# renamed between releases still finds it. ``{model}`` (the model slug) remains for teams that gate
+# several models side by side.
+DEFAULT_PATTERN = "baselines/{suite}/release.json"
+FIX_RECREATE = "restore it from version control, or re-create it with --biascheck-update-baseline"
+
+
+def model_slug(model: str) -> str:
+    """A file name for a model string: ``openai/gpt-4o-mini`` -> ``openai-gpt-4o-mini``."""
+    slug = re.sub(r"[^a-z0-9._]+", "-", model.lower()).strip("-.")
+    return slug or "model"
+
+
+def baseline_path(pattern: str | Path | None, *, suite: str, model: str, root: Path) -> Path:
+    """Where a suite's baseline lives: ``pattern`` with ``{suite}`` (the suite name) and ``{model}``
+    (the model slug) filled in, else ``DEFAULT_PATTERN``. Relative paths are taken from ``root``.
+    """
+    path = Path(str(pattern or DEFAULT_PATTERN).replace("{suite}", suite).replace("{model}", model_slug(model)))
+    return path if path.is_absolute() else root / path
+
+
+def git_commit(cwd: Path) -> str | None:
+    """The commit the baseline was made at, when there is one."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        out = None
+    if out is not None and out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", out.stdout.strip()):
+        return out.stdout.strip()
+    return os.environ.get("GITHUB_SHA") or None
+
+
+# --- from a run --------------------------------------------------------------------------------
+
+def _judge(judge: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The judge as a baseline keeps it: model and parameters, no endpoint or timeout."""
+    return {"model": judge["model"], "params": dict(judge["params"])} if judge else None
+
+
+def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[str, Any]:
+    """The baseline document of one suite's ``results.json`` (without its digest)."""
+    suite = results["suite"]
+    benchmark = get_benchmark(suite["benchmark"])
+    columns = list(benchmark.record_columns)
+    rows = [[case[c] for c in columns] for case in sorted(results["cases"], key=lambda c: c["case_id"])]
+    metrics = results["metrics"]
+    return {
+        "schema": BASELINE_SCHEMA,
+        "tool": {"name": "biascheck", "version": biascheck.__version__},
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git_commit": git,
+        "suite": {
+            "name": suite["name"],
+            "benchmark": suite["benchmark"],
+            "fingerprint": dict(suite["fingerprint"]),
+            "skipped_categories": dict(suite["skipped_categories"]),
+        },
+        # No api_base: a loopback port or an internal host name is not part of what was measured.
+        "model": {"model": results["model"]["model"], "revision": results["model"].get("revision"),
+                  "params": dict(results["model"]["params"]), "judge": _judge(results["model"].get("judge")),
+                  "estimator": results["run"].get("estimator"),
+                  **({"served": results["model"]["served"]} if results["model"].get("served") else {})},
+        "bootstrap": dict(metrics["bootstrap"]),
+        # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
+        "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),
+        "metrics": {"overall": metrics["overall"], "by_category": metrics["by_category"]},
+        "cases": {"columns": columns, "rows": rows},
+    }
+
+
+def refuse_reason(results: Mapping[str, Any]) -> str | None:
+    """Why this run must not become a baseline, or None. A baseline is the whole suite, answered."""
+    run, suite = results["run"], results["suite"]
+    if not run["complete"]:
+        return f"the run is incomplete ({run['incomplete_reason']})"
+    if run["case_errors"]:
+        return f"{run['case_errors']} case(s) errored after retries"
+    if run["cases"] != suite["cases_total"]:
+        return (f"only {run['cases']} of the suite's {suite['cases_total']} cases were selected (-k, node ids or a "
+                "deselected category); a baseline must cover the whole suite: run it without a selection")
+    return None
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+def _digest(document: Mapping[str, Any]) -> str:
+    return sha256_text(canonical_json({k: v for k, v in document.items() if k != "digest"}))
+
+
+def _pretty(value: Any, indent: str = "") -> str:
+    """JSON with every leaf (an object or list holding no object and no list of lists: a metric,
+    a case row) on one line, and everything above it indented."""
+    if not isinstance(value, (dict, list)) or _leaf(value):
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    inner = indent + " "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_pretty(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    return "[\n" + ",\n".join(inner + _pretty(v, inner) for v in value) + "\n" + indent + "]"
+
+
+def _leaf(value: dict | list) -> bool:
+    items = value.values() if isinstance(value, dict) else value
+    return all(not isinstance(v, dict) and not (isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v))
+               for v in items) and not (isinstance(value, list) and any(isinstance(v, list) for v in value))
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    """The file text: a pretty header, one metric and one case row per line (reviewable diffs)."""
+    return _pretty({**document, "digest": _digest(document)}) + "\n"
+
+
+def write(document: Mapping[str, Any], path: Path) -> None:
+    from biascheck.core.files import atomic_write_text
+
+    atomic_write_text(path, dumps(document))
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+@cache
+def _validator():
+    import jsonschema
+
+    schema = json.loads(resources.files("biascheck.schemas").joinpath("baseline.schema.json").read_text("utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _field(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and check a baseline; every problem is a :class:`BiascheckError` naming the field."""
+    where = str(path)
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise BiascheckError(where, None, "no such baseline", "create it with --biascheck-update-baseline, or fix --biascheck-baseline") from None
+    except IsADirectoryError:
+        raise BiascheckError(where, None, "is a folder", "give a baseline file; {suite} in the path stands for the suite name") from None
+    except UnicodeDecodeError:
+        raise BiascheckError(where, None, "is not UTF-8 text", FIX_RECREATE) from None
+    except OSError as exc:
+        raise BiascheckError(where, None, f"cannot be read ({exc.strerror or exc})", "check the path and its permissions") from None
+    try:
+        document = json.loads(text, parse_constant=lambda name: _reject_number(where, name),
+                              parse_float=lambda token: _finite(where, token))
+    except json.JSONDecodeError as exc:
+        # A write cut short (an interrupted copy, a full disk) ends without the closing brace.
+        truncated = exc.msg != "Extra data" and not text.rstrip().endswith("}")
+        problem = "is truncated (the JSON ends early)" if truncated else f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        raise BiascheckError(where, None, problem, FIX_RECREATE) from None
+    except RecursionError:
+        raise BiascheckError(where, None, "is nested too deeply to be a baseline", FIX_RECREATE) from None
+    if isinstance(document, dict) and document.get("schema") not in (None, BASELINE_SCHEMA) and isinstance(document.get("schema"), str):
+        raise BiascheckError(where, "schema", f"{document['schema']!r} is not a baseline (expected {BASELINE_SCHEMA!r})",
+                             "give a baseline file, or use `biascheck diff BASELINE RESULTS` for a results.json")
+    errors = sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise BiascheckError(where, _field(errors[0].absolute_path), errors[0].message, FIX_RECREATE)
+    _check_rows(where, document)
+    _check_metrics(where, document)
+    if document["digest"] != _digest(document):
+        raise BiascheckError(where, "digest", "the contents do not match the digest: the file was edited after it was written",
+                             FIX_RECREATE)
+    return document
+
+
+def _reject_number(where: str, name: str):
+    raise BiascheckError(where, None, f"holds {name}, which is not a JSON number", FIX_RECREATE)
+
+
+def _finite(where: str, token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        _reject_number(where, token)
+    return value
+
+
+def _check_rows(where: str, document: Mapping[str, Any]) -> None:
+    benchmark = get_benchmark(document["suite"]["benchmark"])
+    if document["cases"]["columns"] != list(benchmark.record_columns):
+        raise BiascheckError(where, "cases.columns", f"expected {list(benchmark.record_columns)}", FIX_RECREATE)
+    seen: set[str] = set()
+    for index, row in enumerate(document["cases"]["rows"]):
+        if row[0] in seen:
+            raise BiascheckError(where, f"cases.rows[{index}]", f"case {row[0]!r} appears twice", FIX_RECREATE)
+        seen.add(row[0])
+
+
+def _check_metrics(where: str, document: Mapping[str, Any]) -> None:
+    """The stored point estimates must be what the stored outcomes give: catches hand edits early,
+    and names the field, which a digest alone cannot."""
+    records = ComparisonUnits.from_document(document)
+    benchmark = get_benchmark(document["suite"]["benchmark"])
+    defs = benchmark.metric_defs
+    scopes = [("overall", records.counts(None), document["metrics"]["overall"])]
+    scopes += [(f"by_category.{c}", records.counts(c), t) for c, t in document["metrics"]["by_category"].items()]
+    for scope, counts, table in scopes:
+        for name, stored in table.items():
+            if name not in defs:
+                raise BiascheckError(where, f"metrics.{scope}.{name}", f"{benchmark.name} has no metric {name!r}", FIX_RECREATE)
+            value = float(defs[name].fn(counts))
+            if not _same(value, stored["value"]):
+                raise BiascheckError(
+                    where, f"metrics.{scope}.{name}.value",
+                    f"{stored['value']} is not what the stored case outcomes give ({_show(value)})", FIX_RECREATE,
+                )
+
+
+def _same(value: float, stored: float | None) -> bool:
+    # Float sums (HBB scores) may differ in the last bits with summation order; any real edit is
+    # orders of magnitude larger (one changed case moves a metric by at least 1/n).
+    return stored is None if math.isnan(value) else stored is not None and math.isclose(value, stored, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _show(value: float) -> str:
+    return "null" if math.isnan(value) else repr(value)
+
+
+# What a part meant in fingerprints made before it was recorded: every BBG run was then scored by
+# leaving unscorable pairs out, so such a baseline still compares with a run that does the same.
+_BEFORE_RECORDED = {"scoring": "unscorable=exclude"}
+
+
+def fingerprint_differences(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """Which parts of the suite fingerprint differ (data, prompts, subset, metrics_version, ...)."""
+    def value(fingerprint: Mapping[str, Any], part: str) -> Any:
+        if part in fingerprint or part not in _BEFORE_RECORDED or candidate.get(part) != _BEFORE_RECORDED[part]:
+            return fingerprint.get(part)
+        return _BEFORE_RECORDED[part]
+
+    return [part for part in FINGERPRINT_PARTS if value(baseline, part) != value(candidate, part)]
+
+
+# --- the per-unit view that comparisons use -------------------------------------------------
+
+@dataclass(frozen=True)
+class ComparisonUnits:
+    """What a comparison pairs: a benchmark's scored units (a QA case; an HBB instance) in columns.
+
+    ``vectors`` (n, K) are the units' count vectors, summed for any metric; ``scores[metric]`` is
+    each unit's contribution to that metric's numerator (NaN: not in its denominator), for the
+    sign test; ``cells`` are the one-hot cells when the vectors are one-hot (QA), which allows
+    the case-level bootstrap; ``kinds`` describe units in the flip list (a context type)."""
+
+    ids: list[str]
+    categories: list[str]
+    clusters: list[str]
+    vectors: np.ndarray
+    outcomes: list[str]
+    kinds: list[str]
+    scores: dict[str, np.ndarray]
+    cells: np.ndarray | None = None
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> ComparisonUnits:
+        """From a baseline document, or a ``results.json`` (whose cases carry the same columns)."""
+        benchmark = get_benchmark(document["suite"]["benchmark"])
+        cases = document["cases"]
+        if isinstance(cases, dict):  # a baseline: columns + rows
+            records = [dict(zip(cases["columns"], row)) for row in cases["rows"]]
+        else:  # results.json: a list of case objects
+            records = list(cases)
+        return cls(**benchmark.comparison_units(records, scoring=document.get("scoring") or {}))
+
+    def counts(self, category: str | None) -> np.ndarray:
+        """The summed vector of all units (``None``) or of one category."""
+        if category is None:
+            return self.vectors.sum(axis=0)
+        return self.vectors[np.array([c == category for c in self.categories], dtype=bool)].sum(axis=0)

@@ -1,0 +1,452 @@
+"""Regression checks: a candidate run compared with a baseline on the cases both ran.
+
+For every compared metric, overall and in every category, the candidate *regressed* only when its
+worsening beyond the rule's margin is statistically credible:
+
+- the worsening (``badness(candidate) - badness(baseline)``, see :mod:`biascheck.metrics.paired`)
+  and its interval come from a paired bootstrap over templates: the same resampled templates on
+  both sides, because both models answered the same cases;
+- its one-sided p-value for "worsening <= margin" uses the bootstrap standard error, and is never
+  taken below an exact sign test on the cases whose contribution to the metric moved (McNemar's
+  test for the proportions): a handful of changed cases, or a bootstrap with no spread, cannot
+  make a regression (requiring both tests keeps the level);
+- Holm's procedure over every check of the suite run (all metrics, all scopes) holds the chance
+  of any false regression in a run to ``alpha``.
+
+Verdicts: ``regressed`` (Holm-adjusted p < alpha), ``improved`` (the interval of the worsening
+lies below ``-margin``), ``unchanged`` (it lies at or below ``+margin``: any worsening is within the
+margin), ``inconclusive`` (otherwise: the data cannot rule out a worsening beyond the margin, nor
+show one; the minimum detectable effect says how large a worsening this subset could catch), and
+``not compared`` (the metric is undefined on one side).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from biascheck.benchmarks.base import get_benchmark
+from biascheck.config.manifest import Rule
+from biascheck.core.errors import BiascheckError
+from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differences
+from biascheck.metrics.bootstrap import cluster_bootstrap_many
+from biascheck.metrics.core import _num
+from biascheck.metrics.paired import (
+    holm,
+    mcnemar_p_value,
+    minimum_detectable_effect,
+    paired_bootstrap,
+    paired_case_bootstrap,
+    worsening_p_value,
+)
+
+COMPARISON_SCHEMA = "biascheck.comparison/1"
+OVERALL = "overall"
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "not compared")
+# Transitions listed first in the flip report: toward the stereotype, then away from the right answer.
+_FLIP_ORDER = ("biased", "flagged", "counter", "ooc", "filtered", "unscorable", "error", "unknown", "unflagged")
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    rules: dict[str, Rule]  # metric -> rule, in report order
+    alpha: float = 0.05
+    power: float = 0.8
+    n_boot: int = 2000
+    seed: int = 0
+    flip_limit: int = 200
+    allow_fingerprint_mismatch: bool = False
+    fail_inconclusive: bool = False
+
+    def to_dict(self, family_size: int) -> dict[str, Any]:
+        return {"alpha": self.alpha, "power": self.power, "n_boot": self.n_boot, "seed": self.seed,
+                "family_size": family_size, "fail_inconclusive": self.fail_inconclusive}
+
+
+def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule],
+                  command_line: Sequence[Rule]) -> dict[str, Rule]:
+    """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
+    replaces the manifest's; a gated metric without one gets margin 0 (any credible worsening)."""
+    defs = get_benchmark(benchmark_name).metric_defs
+    rules: dict[str, Rule] = {m: Rule(m, 0.0) for m in gated}
+    rules.update(manifest_rules)
+    for rule in command_line:
+        if rule.metric not in defs:
+            raise BiascheckError("--biascheck-compare-fail", rule.describe(), f"{benchmark_name} has no metric {rule.metric!r}",
+                                 f"use one of: {', '.join(defs)}")
+        rule.check_direction(defs[rule.metric].better, where="--biascheck-compare-fail", field=rule.describe())
+        rules[rule.metric] = rule
+    return rules
+
+
+def settings_from(results: Mapping[str, Any], command_line: Sequence[Rule] = (), **overrides: Any) -> CompareSettings:
+    """The comparison settings a results document asks for: its manifest's ``[regression]`` table
+    (recorded in the results) with command-line rules and flags on top."""
+    suite = results["suite"]
+    recorded = suite["regression"]
+    manifest_rules = {}
+    for text in recorded["rules"]:
+        rule = Rule.parse_option(text, where=f"{suite['manifest']}: regression.margins")
+        manifest_rules[rule.metric] = Rule(rule.metric, rule.margin, rule.relative, rule.sign, "manifest")
+    # The metrics gated overall, as the plugin's regression items are (category-only gates aside).
+    gated = list(dict.fromkeys(v["metric"] for v in results["verdicts"] if v["scope"] == OVERALL))
+    rules = resolve_rules(suite["benchmark"], gated, manifest_rules, command_line)
+    keys = ("alpha", "power", "seed", "flip_limit")
+    values = {k: recorded[k] for k in keys if k in recorded}
+    if "resamples" in recorded:
+        values["n_boot"] = recorded["resamples"]
+    values.update(overrides)
+    return CompareSettings(rules=rules, **values)
+
+
+# --- the comparison ----------------------------------------------------------------------------
+
+@dataclass
+class _Check:
+    metric: str
+    scope: str
+    rule: Rule
+    better: str
+    margin: float
+    base: tuple[float, tuple[float, float], int]
+    cand: tuple[float, tuple[float, float], int]
+    paired: Any
+    p_value: float
+    mcnemar: dict[str, Any] | None
+    p_adjusted: float = math.nan
+    mde: float = math.nan
+    verdict: str = "not compared"
+    explanation: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _wider(by_template, by_case):
+    """The template bootstrap, unless resampling independent cases spreads wider: with few
+    templates the former underestimates the spread, and no comparison should be surer than
+    independent cases allow."""
+    if math.isnan(by_template.worsening_se) or by_case.worsening_se > by_template.worsening_se:
+        return by_case, "cases"
+    return by_template, "templates"
+
+
+def _cluster_matrix(units: ComparisonUnits, index: np.ndarray, cluster_codes: np.ndarray, n_clusters: int) -> np.ndarray:
+    """(T, K) sums of the units' vectors per cluster."""
+    out = np.zeros((n_clusters, units.vectors.shape[1]), dtype=units.vectors.dtype)
+    np.add.at(out, cluster_codes, units.vectors[index])
+    return out
+
+
+def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, allow_mismatch: bool, path: str) -> list[str]:
+    """Refuse a baseline of another suite, or (unless allowed) one whose fingerprint differs; return
+    the fingerprint parts that differ. ``suite`` holds ``name``, ``benchmark`` and ``fingerprint``."""
+    b_suite = baseline["suite"]
+    if b_suite["name"] != suite["name"] or b_suite["benchmark"] != suite["benchmark"]:
+        raise BiascheckError(path, "suite.name", f"is a baseline of suite {b_suite['name']!r} ({b_suite['benchmark']}), "
+                             f"not of {suite['name']!r} ({suite['benchmark']})", "give the baseline of this suite")
+    differences = fingerprint_differences(b_suite["fingerprint"], suite["fingerprint"])
+    if differences and not allow_mismatch:
+        what = {"data": "benchmark data files", "prompts": "prompts", "subset": "subset of cases",
+                "metrics_version": "metric definitions", "judge": "evaluator model or parameters", "scoring": "scoring convention"}
+        raise BiascheckError(
+            path, "suite.fingerprint",
+            "was made with other " + ", ".join(f"{what[d]} ({d} {b_suite['fingerprint'].get(d)}, this run {suite['fingerprint'].get(d)})" for d in differences),
+            "re-create the baseline with --biascheck-update-baseline, or pass --biascheck-allow-fingerprint-mismatch to compare the cases both share",
+        )
+    return differences
+
+
+def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], settings: CompareSettings, *,
+            baseline_path: str, prompts: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The comparison document (``biascheck.comparison/1``) of a candidate ``results.json`` document
+    with a loaded baseline. Raises :class:`BiascheckError` when they are not comparable."""
+    c_suite = candidate["suite"]
+    differences = check_comparable(baseline, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
+
+    benchmark = get_benchmark(c_suite["benchmark"])
+    defs = benchmark.metric_defs
+    base = ComparisonUnits.from_document({**baseline, "scoring": baseline.get("scoring") or _scoring(candidate)})
+    cand = ComparisonUnits.from_document({**candidate, "scoring": _scoring(candidate)})
+    base_index = {uid: i for i, uid in enumerate(base.ids)}
+    pairs = [(base_index[uid], j) for j, uid in enumerate(cand.ids) if uid in base_index]
+    if not pairs:
+        raise BiascheckError(baseline_path, "cases", f"none of the run's {len(cand.ids)} units is in the baseline, so nothing can be compared",
+                             "re-create the baseline for this suite with --biascheck-update-baseline")
+    bi = np.array([p[0] for p in pairs], dtype=np.int64)
+    ci = np.array([p[1] for p in pairs], dtype=np.int64)
+
+    warnings = _warnings(baseline, candidate, len(base.ids), len(cand.ids), len(pairs), differences)
+    # Errored cases leave every metric but error_ratio: a comparison without them is no evidence.
+    candidate_errors = sum(cand.outcomes[j] == "error" for j in ci)
+    complete = candidate.get("run", {}).get("complete", True)
+    if candidate_errors:
+        warnings.append(f"{candidate_errors} of the compared cases errored in the candidate run: the comparison cannot pass")
+    if not complete:
+        warnings.append(f"the candidate run is incomplete ({candidate['run'].get('incomplete_reason')}): the comparison cannot pass")
+    categories = sorted({cand.categories[j] for j in ci})
+    checks: list[_Check] = []
+    for scope in [OVERALL, *categories]:
+        if scope == OVERALL:
+            sb, sc = bi, ci
+        else:
+            keep = np.array([cand.categories[j] == scope for j in ci], dtype=bool)
+            sb, sc = bi[keep], ci[keep]
+        clusters = [cand.clusters[j] for j in sc]
+        names = sorted(set(clusters))
+        code = {c: k for k, c in enumerate(names)}
+        codes = np.fromiter((code[c] for c in clusters), dtype=np.int64, count=len(clusters))
+        cb = _cluster_matrix(base, sb, codes, len(names))
+        cc = _cluster_matrix(cand, sc, codes, len(names))
+        fns = {m: (defs[m].fn, defs[m].better) for m in settings.rules}
+        by_template = paired_bootstrap(cb, cc, fns, n_boot=settings.n_boot, seed=settings.seed)
+        by_case = None
+        if base.cells is not None and cand.cells is not None:
+            k = base.vectors.shape[1]
+            joint = np.bincount(base.cells[sb] * k + cand.cells[sc], minlength=k * k).reshape(k, k)
+            by_case = paired_case_bootstrap(joint, fns, n_boot=settings.n_boot, seed=settings.seed)
+        side_b = cluster_bootstrap_many(cb, {m: defs[m].fn for m in settings.rules}, n_boot=settings.n_boot, seed=settings.seed)
+        side_c = cluster_bootstrap_many(cc, {m: defs[m].fn for m in settings.rules}, n_boot=settings.n_boot, seed=settings.seed)
+        total_b, total_c = cb.sum(axis=0), cc.sum(axis=0)
+        for metric, rule in settings.rules.items():
+            d, resampled = _wider(by_template[metric], by_case[metric]) if by_case else (by_template[metric], "templates")
+            margin = rule.absolute_margin(d.baseline) if not math.isnan(d.baseline) else math.nan
+            changed = None
+            defined = not (math.isnan(d.baseline) or math.isnan(d.candidate))
+            p = worsening_p_value(d.worsening, d.worsening_se, margin) if defined else math.nan
+            if metric in base.scores and metric in cand.scores and defined:
+                changed = _sign_test(base.scores[metric][sb], cand.scores[metric][sc], defs[metric].better, d.candidate)
+                p = max(p, changed["p_value"])
+            checks.append(_Check(
+                metric, scope, rule, defs[metric].better, margin,
+                (d.baseline, side_b[metric], defs[metric].n(total_b)), (d.candidate, side_c[metric], defs[metric].n(total_c)),
+                d, p, changed, extra={"resampled": resampled, "templates": len(names)},
+            ))
+
+    family = [c for c in checks if not math.isnan(c.p_value)]
+    for check, adjusted in zip(family, holm([c.p_value for c in family])):
+        check.p_adjusted = adjusted
+    for check in checks:
+        _decide(check, settings, len(family))
+
+    flips = _flips(base, cand, bi, ci, candidate, prompts, settings.flip_limit)
+    regressed = any(c.verdict == "regressed" for c in checks)
+    unresolved = any(c.verdict in ("inconclusive", "not compared") for c in checks)
+    return {
+        "schema": COMPARISON_SCHEMA,
+        "suite": {"name": c_suite["name"], "benchmark": c_suite["benchmark"]},
+        "baseline": {
+            "path": baseline_path, "model": baseline["model"]["model"], "params": baseline["model"]["params"],
+            "created_at": baseline["created_at"], "git_commit": baseline["git_commit"], "tool_version": baseline["tool"]["version"],
+        },
+        "candidate": {"model": candidate["model"]["model"], "params": candidate["model"]["params"]},
+        "fingerprint": {"equal": not differences, "differences": differences, "allowed": bool(differences)},
+        "warnings": warnings,
+        "cases": {"baseline": len(base.ids), "candidate": len(cand.ids), "common": len(pairs)},
+        "settings": settings.to_dict(len(family)),
+        "results": [_check_json(c) for c in checks],
+        "regressed": regressed,
+        "candidate_errors": candidate_errors,
+        "passed": not regressed and not (settings.fail_inconclusive and unresolved) and not candidate_errors and complete,
+        "flips": flips,
+    }
+
+
+def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, differences: list[str]) -> list[str]:
+    out = []
+    if differences:
+        out.append(f"suite fingerprint differs ({', '.join(differences)}); compared on the {n_common} cases both share, as allowed")
+    b_params, c_params = baseline["model"]["params"], candidate["model"]["params"]
+    changed = sorted(set(b_params) | set(c_params))
+    changed = [k for k in changed if b_params.get(k) != c_params.get(k)]
+    if changed:
+        out.append("sampling parameters differ: " + ", ".join(f"{k} {b_params.get(k, 'unset')} -> {c_params.get(k, 'unset')}" for k in changed))
+    out += _identity_warnings(baseline["model"], candidate["model"])
+    b_estimator, c_estimator = baseline["model"].get("estimator"), candidate.get("run", {}).get("estimator")
+    if b_estimator != c_estimator and (b_estimator or c_estimator):
+        out.append(f"P(a) was estimated by {b_estimator} for the baseline and by {c_estimator} for this run: "
+                   "their flagged rates differ by construction (sampling noise), so compare runs of one estimator")
+    if n_common < n_cand:
+        out.append(f"{n_cand - n_common} of the candidate's {n_cand} cases are not in the baseline and are not compared")
+    if n_common < n_base:
+        out.append(f"{n_base - n_common} of the baseline's {n_base} cases were not run and are not compared (a partial selection)")
+    return out
+
+
+def _identity_warnings(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """What says the two runs tested the same model where they should differ, or not: the same
+    revision on both sides (a release compared with itself?), and what the provider said it served."""
+    out = []
+    b_revision, c_revision = baseline.get("revision"), candidate.get("revision")
+    if b_revision is not None and b_revision == c_revision:
+        out.append(f"the baseline and this run both test revision {b_revision}: is this the release it should be?")
+    for key, label in (("models", "served models"), ("system_fingerprints", "system fingerprints")):
+        b_served, c_served = set((baseline.get("served") or {}).get(key, {})), set((candidate.get("served") or {}).get(key, {}))
+        if b_served and c_served and b_served != c_served:
+            out.append(f"the provider reported other {label} than for the baseline: {', '.join(sorted(b_served))} -> "
+                       f"{', '.join(sorted(c_served))}")
+    return out
+
+
+def _sign_test(sb: np.ndarray, sc: np.ndarray, better: str, candidate_value: float) -> dict[str, Any]:
+    """The cases whose contribution to the metric moved, split into ``worse`` and ``better``, with
+    the exact one-sided sign test of that split (McNemar's test when the metric is a proportion).
+    Only cases in the metric's denominator on both sides count. For a metric best at zero, moving
+    toward the candidate's sign is worse."""
+    both = ~np.isnan(sb) & ~np.isnan(sc)
+    up, down = int(np.sum(sc[both] > sb[both])), int(np.sum(sc[both] < sb[both]))
+    if better == "higher" or (better == "zero" and candidate_value < 0):
+        worse, improved = down, up
+    elif better == "lower" or candidate_value > 0:
+        worse, improved = up, down
+    else:  # a candidate at exactly zero cannot be worse than any baseline
+        worse, improved = 0, up + down
+    return {"worse": worse, "better": improved, "p_value": mcnemar_p_value(worse, improved)}
+
+
+def _fmt(x: float, signed: bool = False) -> str:
+    if x is None or math.isnan(x):
+        return "n/a"
+    return f"{x:+.4f}" if signed else f"{x:.4f}"
+
+
+def _fmt_p(p: float) -> str:
+    return "n/a" if math.isnan(p) else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+
+
+def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
+    d = check.paired
+    where = f"{check.metric} ({check.scope})"
+    moved = f"{_fmt(d.baseline)} -> {_fmt(d.candidate)} ({_fmt(d.difference, True)}, 95% CI [{_fmt(d.difference_ci[0], True)}, {_fmt(d.difference_ci[1], True)}])"
+    if math.isnan(check.p_value):
+        check.verdict = "not compared"
+        side = "baseline" if math.isnan(d.baseline) else "candidate"
+        check.explanation = f"{where} not compared: undefined on the {side} side ({_fmt(d.baseline)} -> {_fmt(d.candidate)})"
+        return
+    lo, hi = d.worsening_ci
+    margin = check.margin
+    check.mde = margin + minimum_detectable_effect(d.worsening_se, alpha=settings.alpha / max(family_size, 1), power=settings.power)
+    tail = f"margin {margin:.4f} ({check.rule.describe()}); Holm p = {_fmt_p(check.p_adjusted)}"
+    if check.p_adjusted < settings.alpha:
+        check.verdict = "regressed"
+        check.explanation = f"{where} regressed: {moved} is worse by more than the {tail}"
+    elif not math.isnan(hi) and hi < -margin:
+        check.verdict = "improved"
+        check.explanation = f"{where} improved: {moved}; {tail}"
+    elif not math.isnan(hi) and hi <= margin:
+        check.verdict = "unchanged"
+        check.explanation = f"{where} unchanged within the margin: {moved}; {tail}"
+        lo_d, hi_d = d.difference_ci
+        if check.better == "zero" and (lo_d > 0 or hi_d < 0) and d.baseline * d.candidate < 0:
+            # |x| did not grow, but the bias now points the other way: worth a reader's attention.
+            check.explanation += "; the sign flipped, so the bias changed direction"
+    else:
+        check.verdict = "inconclusive"
+        check.explanation = (
+            f"{where} inconclusive: {moved}; a worsening up to {_fmt(hi)} is not ruled out, {tail}; "
+            f"this comparison detects a worsening of {_fmt(check.mde)} or more with {settings.power:.0%} power"
+            + ("" if check.mde <= 2 * margin or margin == 0 else " (more cases are needed to resolve the margin)")
+        )
+
+
+def _check_json(check: _Check) -> dict[str, Any]:
+    d = check.paired
+
+    def side(value):
+        v, ci, n = value
+        return {"value": _num(v), "ci": [_num(ci[0]), _num(ci[1])], "n": n}
+
+    return {
+        "metric": check.metric, "scope": check.scope, "better": check.better, "rule": check.rule.describe(),
+        "rule_source": check.rule.source, "margin": _num(check.margin),
+        "baseline": side(check.base), "candidate": side(check.cand),
+        "difference": _num(d.difference), "difference_ci": [_num(d.difference_ci[0]), _num(d.difference_ci[1])],
+        "worsening": _num(d.worsening), "worsening_ci": [_num(d.worsening_ci[0]), _num(d.worsening_ci[1])],
+        "worsening_se": _num(d.worsening_se),
+        "p_value": _num(check.p_value), "p_adjusted": _num(check.p_adjusted), "mcnemar": check.mcnemar,
+        "mde": _num(check.mde), "verdict": check.verdict, "explanation": check.explanation, **check.extra,
+    }
+
+
+def _flips(base: ComparisonUnits, cand: ComparisonUnits, bi: np.ndarray, ci: np.ndarray, candidate: Mapping[str, Any],
+           prompts: Mapping[str, str] | None, limit: int) -> dict[str, Any]:
+    """Units whose outcome changed, grouped by category; the most telling ones listed first."""
+    answers = {c["case_id"]: c.get("raw") for c in candidate["cases"]}
+    options = _qa_options(candidate["cases"])
+    changed = [(i, j) for i, j in zip(bi.tolist(), ci.tolist()) if base.outcomes[i] != cand.outcomes[j]]
+    by_transition: dict[str, int] = {}
+    for i, j in changed:
+        key = f"{base.outcomes[i]} -> {cand.outcomes[j]}"
+        by_transition[key] = by_transition.get(key, 0) + 1
+    rank = {o: k for k, o in enumerate(_FLIP_ORDER)}
+    changed.sort(key=lambda p: (rank.get(cand.outcomes[p[1]], 99), cand.categories[p[1]], cand.ids[p[1]]))
+    shown: dict[str, list[dict[str, Any]]] = {}
+    for i, j in changed[:limit]:
+        uid = cand.ids[j]
+        shown.setdefault(cand.categories[j], []).append({
+            "case_id": uid, "context_type": cand.kinds[j], "baseline": base.outcomes[i], "candidate": cand.outcomes[j],
+            "prompt": prompts.get(uid) if prompts else None, "answer": answers.get(uid),
+            **_flip_options(options.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
+        })
+    return {
+        "total": len(changed), "shown": min(len(changed), limit), "limit": limit,
+        "by_transition": dict(sorted(by_transition.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "by_category": dict(sorted(shown.items())),
+    }
+
+
+_QA_CLASSES = ("unknown", "biased", "counter")
+_CORRECT_CLASS = {"amb": "unknown", "dis-biased": "biased", "dis-counter": "counter"}
+
+
+def _qa_options(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """case id -> {answer class: option text} for multiple-choice cases, as far as the run shows it.
+
+    results.json does not record the truth itself, only each answer's class. But an item's biased
+    and counter options are the same text in all its cases (prompts and orders only move them), and a
+    prompt's "unknown" wording is in every case it renders; so one answered case of an item, or a
+    prompt whose cases share just one option, names options for its siblings too. Classes the run
+    does not show stay missing rather than guessed."""
+    qa = [c for c in cases if isinstance(c.get("choices"), list) and len(c["choices"]) == 3 == len(set(c["choices"]))]
+    by_sample: dict[str, dict[str, str]] = {}
+    unknown_by_prompt: dict[str, str] = {}
+    shared_by_prompt: dict[str, set[str]] = {}
+    for case in qa:
+        prompt = case.get("prompt_id")
+        shared_by_prompt[prompt] = shared_by_prompt.get(prompt, set(case["choices"])) & set(case["choices"])
+        if case.get("outcome") in _QA_CLASSES and case.get("answer") in case["choices"]:
+            if case["outcome"] == "unknown":
+                unknown_by_prompt[prompt] = case["answer"]
+            else:
+                by_sample.setdefault(case.get("sample_id"), {})[case["outcome"]] = case["answer"]
+    for prompt, shared in shared_by_prompt.items():
+        if len(shared) == 1:  # the unknown wording is always shared, so a lone shared option is it
+            unknown_by_prompt.setdefault(prompt, next(iter(shared)))
+    out = {}
+    for case in qa:
+        known = dict(by_sample.get(case.get("sample_id"), {}))
+        if case.get("prompt_id") in unknown_by_prompt:
+            known["unknown"] = unknown_by_prompt[case["prompt_id"]]
+        roles = {cls: text for cls, text in known.items() if text in case["choices"]}
+        if len(set(roles.values())) != len(roles):  # inconsistent data: name nothing
+            continue
+        if len(roles) == 2:  # three options, three classes: the last is what remains
+            (cls,) = set(_QA_CLASSES) - set(roles)
+            (roles[cls],) = set(case["choices"]) - set(roles.values())
+        out[case["case_id"]] = roles
+    return out
+
+
+def _flip_options(roles: Mapping[str, str], kind: Any, baseline: str, candidate: str) -> dict[str, str]:
+    """The optional option texts of one flip: correct, stereotyped, and each side's answer."""
+    named = {"correct_option": roles.get(_CORRECT_CLASS.get(kind, "")), "stereotyped_option": roles.get("biased"),
+             "baseline_option": roles.get(baseline), "candidate_option": roles.get(candidate)}
+    return {key: text for key, text in named.items() if text is not None}
+
+
+def _scoring(results: Mapping[str, Any]) -> dict[str, Any]:
+    """How a results document scored its units (HBB: the flag threshold), as a baseline records it."""
+    metrics = results.get("metrics") or {}
+    return {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else (results.get("scoring") or {})

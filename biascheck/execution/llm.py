@@ -1,0 +1,532 @@
+"""Model calls through litellm, imported lazily and with its own retries, cache and budget off.
+
+biascheck owns retries (:mod:`biascheck.execution.runner`), the response cache (:mod:`biascheck.execution.store`)
+and the budget; this module makes exactly one HTTP attempt per call and classifies what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import email.utils
+import math
+import os
+import re
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from biascheck.core.errors import BiascheckError
+
+SIM_PREFIX = "sim/"
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million input and output tokens, registered with litellm for models it lacks."""
+
+    input_per_million: float
+    output_per_million: float
+
+    @classmethod
+    def parse(cls, text: str, where: str = "--biascheck-price") -> Price:
+        parts = text.split("/")
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = []
+        if len(values) != 2 or any(v < 0 or v != v for v in values):
+            raise BiascheckError(where, None, f"{text!r} is not INPUT/OUTPUT USD per million tokens", "e.g. --biascheck-price 0.15/0.60")
+        return cls(*values)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model under test as the user named it, plus what is sent with every request."""
+
+    model: str
+    params: dict[str, Any] = field(default_factory=dict)
+    api_base: str | None = None
+    timeout: float = 60.0
+    price: Price | None = None
+    # What is served under ``model`` (a release tag, a commit, a checkpoint): part of every store key.
+    revision: str | None = None
+
+    @property
+    def is_sim(self) -> bool:
+        return self.model.startswith(SIM_PREFIX)
+
+    def __post_init__(self) -> None:
+        # litellm would read the provider's environment variable (OPENAI_API_BASE,
+        # HOSTED_VLLM_API_BASE, ...) itself; reading it here, once, puts the server that answers
+        # into the store key and the report, so two servers never share cached answers.
+        if self.api_base is None and not self.is_sim:
+            provider = self.model.split("/", 1)[0].upper().replace("-", "_") if "/" in self.model else "OPENAI"
+            names = [f"{provider}_API_BASE", f"{provider}_BASE_URL"]
+            if provider == "OPENAI":
+                names.append("OPENAI_BASE_URL")
+            object.__setattr__(self, "api_base", next((os.environ[n] for n in names if os.environ.get(n)), None))
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint's identity in store keys: the sim's port changes every run, its answers don't."""
+        return "biascheck-sim" if self.is_sim else (self.api_base or "")
+
+    def to_dict(self) -> dict[str, Any]:
+        api_base = redact_url(self.api_base) if self.api_base else None
+        return {"model": self.model, "revision": self.revision, "api_base": api_base, "params": dict(sorted(self.params.items())),
+                "timeout": self.timeout}
+
+
+def redact_url(url: str) -> str:
+    """An endpoint as it may be reported: credentials in the URL and its query are removed."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    if parts.username or parts.password:
+        netloc = "[redacted]@" + netloc
+    return urlunsplit((parts.scheme, netloc, parts.path, "[redacted]" if parts.query else "", ""))
+
+
+def validate_model_string(model: str, where: str = "--biascheck-model", *, api_base: str | None = None) -> None:
+    """Refuse, in milliseconds and before litellm is imported (2-4 s), a model string that cannot
+    work: blank, an unknown sim persona, or a provider prefix litellm does not know (``opneai/``).
+    :func:`check_ready` asks litellm itself once it is imported."""
+    if not model or model != model.strip() or any(c.isspace() for c in model):
+        raise BiascheckError(where, None, f"{model!r} is not a model string", "e.g. openai/gpt-4o-mini or sim/fair")
+    if model.startswith(SIM_PREFIX):
+        from biascheck.sim.personas import parse_persona
+
+        parse_persona(model)
+        return
+    prefix = model.split("/", 1)[0] if "/" in model else None
+    providers = known_providers()
+    # With an api_base litellm may still route a model by its endpoint: litellm decides (check_ready).
+    if prefix is not None and providers and prefix not in providers and api_base is None:
+        raise BiascheckError(where, None, f"{prefix!r} in {model!r} is not a litellm provider", _provider_fix(model, providers))
+
+
+def _provider_fix(model: str, providers: frozenset[str]) -> str:
+    import difflib
+
+    prefix, _, rest = model.partition("/")
+    close = difflib.get_close_matches(prefix, sorted(providers), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]}/{rest}?"
+    return "start it with a provider, e.g. openai/, anthropic/, gemini/, hosted_vllm/ (https://docs.litellm.ai/docs/providers)"
+
+
+@cache
+def known_providers() -> frozenset[str]:
+    """litellm's provider names (its ``LlmProviders`` enum), read from its source rather than by
+    importing it; empty when that source cannot be read, and then only litellm decides.
+    tests/test_model_checks.py holds this equal to ``litellm.provider_list``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    try:
+        source = (Path(spec.submodule_search_locations[0]) / "types" / "utils.py").read_text("utf-8")
+    except OSError:
+        return frozenset()
+    block = re.search(r"^class LlmProviders\(str, Enum\):\n(.*?)(?=^\S)", source, re.MULTILINE | re.DOTALL)
+    names = re.findall(r'^\s+[A-Z0-9_]+\s*=\s*"([^"]+)"', block.group(1), re.MULTILINE) if block else []
+    return frozenset(names) if len(names) > 20 else frozenset()
+
+
+# Of the variables litellm names as missing, only credentials stop a run up front: a missing base
+# URL may have a default (Ollama's), and otherwise fails the first call, which stops the run.
+_CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL")
+
+
+def check_ready(config: ModelConfig, where: str = "--biascheck-model", *, api_key: str | None = None) -> None:
+    """Stop before the first call a model that cannot work: litellm cannot route it (unknown
+    provider) or its provider's credentials are not set (unless ``api_key`` is given), as
+    ``litellm.validate_environment`` tells. One line naming the environment variable or the fix.
+    An unknown model is told by the provider's first reply (404), which stops the run."""
+    if config.is_sim:
+        return
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(config.model, api_base=config.api_base)
+    except Exception:
+        providers = frozenset(getattr(p, "value", p) for p in litellm.provider_list)
+        raise BiascheckError(where, None, f"litellm cannot tell which provider serves {config.model!r}",
+                             _provider_fix(config.model, providers)) from None
+    try:
+        missing = litellm.validate_environment(model=config.model, api_base=config.api_base).get("missing_keys") or []
+    except Exception:
+        return  # litellm cannot tell for this provider: its first call will
+    missing = [name for name in missing if _CREDENTIAL_NAME.search(name)]
+    if missing and not api_key:
+        names = " or ".join(missing)
+        fix = f"export {missing[0]}=..."
+        if config.api_base and config.model.startswith("openai/"):
+            fix += " (a local server that checks no key takes any value, e.g. unused-local)"
+        raise BiascheckError(where, None, f"{config.model} needs {names}, which is not set", fix)
+
+
+def import_litellm():
+    """Import litellm with no network fetch of its price map and no .env loading."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    with warnings.catch_warnings():  # pydantic's remarks on litellm's own types, once, at import
+        warnings.simplefilter("ignore")
+        import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str | None
+    finish_reason: str | None
+    usage: dict[str, int]
+    cost_usd: float | None
+    logprobs: dict[str, float] | None = None
+    truncated: bool = False  # the reply was longer than MAX_REPLY_CHARS and was cut there
+    served_model: str | None = None  # the reply's ``model``: what the provider says answered
+    system_fingerprint: str | None = None
+
+
+# The longest reply kept, stored, parsed and reported: an answer, a story or a judge's reasoning
+# is far shorter; a runaway or hostile server's megabytes would swell the store and every report.
+MAX_REPLY_CHARS = 65_536
+
+
+# What a model may emit before its first real token: whitespace and markdown emphasis or quotes
+# ("\n", " ", "**", "`"). Real tokenizers often start a reply with such a token.
+_LEADING_FILLER = frozenset(" \t\r\n*_`\"'")
+
+
+def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
+    """token -> log-probability of the top alternatives at the first generated position whose token
+    is not only whitespace or markdown (OpenAI's ``choices[0].logprobs.content[i].top_logprobs``,
+    as objects or dicts), so a reply that opens with "\\n" or "**" is read at its answer; the first
+    position when every one is filler; None if absent."""
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    content = get(logprobs, "content") if logprobs is not None else None
+    if not content:
+        return None
+    position = next((p for p in content if isinstance(get(p, "token"), str) and not set(get(p, "token")) <= _LEADING_FILLER),
+                    content[0])
+    alternatives = get(position, "top_logprobs") or [position]
+    out: dict[str, float] = {}
+    for alt in alternatives:
+        token, value = get(alt, "token"), get(alt, "logprob")
+        if isinstance(token, str) and isinstance(value, (int, float)) and token not in out:
+            out[token] = float(value)
+    return out or None
+
+
+class CallError(Exception):
+    """One failed attempt. ``retryable``: worth another attempt; ``fatal``: stop the whole run;
+    ``rejected``: the request parameters a refusal (HTTP 400/422, litellm's UnsupportedParamsError) names;
+    ``unreachable``: no reply came from the endpoint at all (refused, unresolvable, timed out)."""
+
+    def __init__(self, message: str, *, retryable: bool, fatal: bool = False, retry_after: float | None = None,
+                 rejected: tuple[str, ...] = (), unreachable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
+        self.fatal = fatal
+        self.retry_after = retry_after
+        self.rejected = rejected
+        self.unreachable = unreachable
+
+
+# How litellm words a connection that never got a reply (it wraps some as an "internal server error").
+_UNREACHABLE = re.compile(r"Connection error\.|Cannot connect to host|Connection refused|Connect call failed|Name or service not known|"
+                          r"Temporary failure in name resolution|nodename nor servname|getaddrinfo|No route to host|"
+                          r"Network is unreachable|ConnectError|ConnectTimeout", re.IGNORECASE)
+
+
+# How a refusal says a parameter is not supported at all, as opposed to a value out of range or of
+# the wrong type ("less_than_equal", "above maximum value"): only the former may be left out.
+_UNSUPPORTED = re.compile(r"unrecogni[sz]ed|unsupported|not\s+supported|does\s+not\s+support|extra_forbidden|extra\s+inputs|"
+                          r"not\s+permitted|unknown\s+(?:parameter|argument|field)|unexpected\s+keyword", re.IGNORECASE)
+
+
+def refused_params(exc: BaseException, params: dict[str, Any], *, server_error: bool = False) -> tuple[tuple[str, ...], bool]:
+    """(the parameters of this request that a refusal names, whether it says they are unsupported).
+    The names come from the OpenAI error body's ``param``, a
+    FastAPI/pydantic ``loc``, or the name as a word of the message ("Unrecognized request argument
+    supplied: seed", litellm's "does not support parameters: ['seed']"). ``server_error``: a 5xx,
+    whose message may carry a traceback full of parameter names, so only a validation error's
+    ``loc`` or a first line saying "NAME ... not supported" counts (llama-cpp-python's server)."""
+    body = getattr(exc, "body", None)
+    text = str(exc)
+    named: list[str] = []
+    if isinstance(body, dict):
+        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(error.get("param"), str) and not server_error:
+            named.append(error["param"])
+        details = body.get("detail")
+        for detail in details if isinstance(details, list) else []:
+            loc = detail.get("loc") if isinstance(detail, dict) else None
+            named += [part for part in loc if isinstance(part, str)] if isinstance(loc, list) else []
+    # pydantic's loc as printed in a message: ('body', 'seed') or ["body", "seed"]
+    named += re.findall(r"""['"]loc['"]: [\[(]['"]body['"], ['"](\w+)['"]""", text)
+    unsupported = bool(_UNSUPPORTED.search(text) or _UNSUPPORTED.search(repr(body)))
+    if server_error:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]).*\bnot supported\b", first)]
+    else:
+        # Only the head of the message: a long one may quote the prompt, which can contain any word.
+        named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text[:1000])]
+    return tuple(dict.fromkeys(n for n in named if n in params)), unsupported
+
+
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$")
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@]+@")
+_SECRET_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
+
+
+# Values that must never be kept, registered when a client is built (e.g. an api_base's query).
+_EXTRA_SECRETS: set[str] = set()
+
+
+def register_secrets_of_url(url: str | None) -> None:
+    if not url:
+        return
+    parts = urlsplit(url)
+    for value in (parts.password, parts.username, parts.query):
+        if value and len(value) >= 4:
+            _EXTRA_SECRETS.add(value)
+    for pair in parts.query.split("&"):
+        value = pair.partition("=")[2]
+        if len(value) >= 4:
+            _EXTRA_SECRETS.add(value)
+
+
+def configured_secrets(*extra: str | None) -> tuple[str, ...]:
+    """Every configured secret, longest first: the credentials in environment variables (the
+    ``*_KEY``/``*_TOKEN`` ones litellm reads), in an ``api_base``, and ``extra`` (a key passed in)."""
+    values = {v for v in _EXTRA_SECRETS | set(filter(None, extra)) if len(v) >= 4}
+    values |= {v for name, v in os.environ.items() if v and len(v) >= 8 and _SECRET_ENV.search(name.upper())}
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact_secrets(text: str, secrets: tuple[str, ...] | None = None) -> str:
+    """``text`` without any of ``secrets`` (default: :func:`configured_secrets`). A model's reply
+    goes through this before it is stored or reported: a server may echo a key."""
+    for value in configured_secrets() if secrets is None else secrets:
+        if value in text:
+            text = text.replace(value, "[redacted]")
+    return text
+
+
+def redact(text: str) -> str:
+    """Remove anything that could be a credential before text reaches a store, report or log:
+    configured secrets, and whatever has a credential's shape (an error may quote a header)."""
+    text = _URL_CREDENTIALS.sub("[redacted]@", redact_secrets(text))
+    return _SECRET_SHAPES.sub("[redacted]", text)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        if headers.get("retry-after") is not None:
+            return parse_retry_after(headers["retry-after"])
+    except (TypeError, ValueError):
+        return None  # junk: fall back to our own backoff
+    return None
+
+
+def parse_retry_after(value: str, now: float | None = None) -> float | None:
+    """Seconds to wait by a Retry-After header: delay-seconds or an HTTP-date (RFC 9110 10.2.3), a
+    date in the past meaning 0; None if it is neither."""
+    value = str(value).strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _refusal_line(exc: BaseException, named: tuple[str, ...]) -> str:
+    """One line that names the refused parameters first: a server's own message may name them
+    only further down (llama-cpp-python's validation errors)."""
+    line = _first_line(exc)
+    missing = [name for name in named if name not in line]
+    return f"the server refused {', '.join(missing)}: {line}" if missing else line
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_OBJECT_REPR = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
+
+
+def _first_line(exc: BaseException) -> str:
+    """The error as one line: its first line, or where litellm pasted a traceback into its message
+    ("Invalid response object Traceback ..."), the text before it and the traceback's last line
+    (the error raised); without the response litellm quotes, and object reprs shortened to their class."""
+    text = str(exc).strip()
+    head, _, trace = text.partition(_TRACEBACK)
+    lines = head.strip().splitlines()
+    message = lines[0] if lines else ""
+    if trace.strip():
+        message = f"{message} ({trace.strip().splitlines()[-1].strip()})" if message else trace.strip().splitlines()[-1].strip()
+    # litellm appends the whole response it could not read: "(received_args={'response_object': ...".
+    message = re.sub(r"\s*\(?received_args=.*", "", message)
+    message = _OBJECT_REPR.sub(r"\1", message or type(exc).__name__)
+    # litellm repeats the class: "litellm.InternalServerError: InternalServerError: OpenAIException - ..."
+    name = type(exc).__name__
+    message = re.sub(rf"^(?:litellm\.{name}: )?(?:{name}: )?", "", message)
+    return redact(f"{name}: {message}")[:500]
+
+
+class LiteLLMClient:
+    """One attempt per :meth:`complete`; ``api_base``/``api_key`` override the config (the sim)."""
+
+    def __init__(self, config: ModelConfig, *, api_base: str | None = None, api_key: str | None = None,
+                 require_price: bool = False, where: str = "--biascheck-model"):
+        self.config = config
+        check_ready(config, where, api_key=api_key)
+        self.litellm = import_litellm()
+        if config.is_sim:
+            self.model = "openai/" + config.model[len(SIM_PREFIX):]
+            self.api_key = api_key or "sim"
+        else:
+            self.model = config.model
+            self.api_key = api_key
+        self.api_base = api_base or config.api_base
+        register_secrets_of_url(config.api_base)
+        # Read once per client, not per reply: the environment does not change during a run.
+        self._secrets = configured_secrets(self.api_key)
+        if config.price is not None:
+            self.litellm.register_model({
+                self.model: {
+                    "input_cost_per_token": config.price.input_per_million / 1e6,
+                    "output_cost_per_token": config.price.output_per_million / 1e6,
+                    "litellm_provider": self.model.split("/", 1)[0] if "/" in self.model else "openai",
+                    "mode": "chat",
+                }
+            })
+        if require_price and not self.has_price():
+            raise BiascheckError(
+                "--biascheck-max-cost", None, f"litellm has no price for {config.model}, so spending cannot be tracked",
+                "pass --biascheck-price INPUT/OUTPUT (USD per million tokens)",
+            )
+
+    def has_price(self) -> bool:
+        if self.config.price is not None or self.config.is_sim:
+            return True  # the simulated model is free unless given a price
+        try:
+            self.litellm.cost_per_token(model=self.model, prompt_tokens=1, completion_tokens=1)
+            return True
+        except Exception:
+            return False
+
+    def _cost(self, usage: dict[str, int]) -> float | None:
+        if self.config.is_sim and self.config.price is None:
+            return 0.0
+        try:
+            prompt_cost, completion_cost = self.litellm.cost_per_token(
+                model=self.model, prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)
+            )
+        except Exception:
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
+    async def complete(self, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0) -> Completion:
+        litellm = self.litellm
+        kwargs: dict[str, Any] = dict(params)
+        if self.config.is_sim and sample:
+            # The k samples of one prompt are identical requests; a real model varies by chance, the
+            # simulator by this index, so its samples are independent and reproducible.
+            kwargs["extra_body"] = {"biascheck_sample": sample}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        deadline = self.config.timeout
+        try:
+            # litellm's timeout bounds each read, so a server trickling its answer could hold an
+            # attempt for minutes; the wall-clock deadline bounds the whole attempt.
+            async with asyncio.timeout(deadline) as attempt:
+                response = await litellm.acompletion(
+                    model=self.model, messages=messages, timeout=deadline, num_retries=0, max_retries=0, **kwargs
+                )
+        except TimeoutError as exc:
+            if not attempt.expired():  # some other timeout litellm let through
+                raise CallError(_first_line(exc), retryable=True) from None
+            raise CallError(f"Timeout: the attempt exceeded the deadline of {deadline:g} s (--biascheck-timeout)",
+                            retryable=True, unreachable=True) from None
+        except litellm.ContentPolicyViolationError:
+            # The provider refused the prompt: an outcome to record, not a failure to retry.
+            return Completion(None, "content_filter", {}, 0.0)
+        except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as exc:
+            raise CallError(_first_line(exc), retryable=False, fatal=True) from None
+        except litellm.RateLimitError as exc:
+            raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
+        except (litellm.BadRequestError, litellm.UnprocessableEntityError) as exc:
+            # Not retried: the same request gets the same refusal. The runner leaves out a parameter
+            # refused as unsupported; a value refused (out of range) stays the request's error.
+            named, unsupported = refused_params(exc, params)
+            raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
+        except (litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError, litellm.ServiceUnavailableError,
+                litellm.BadGatewayError, litellm.APIError) as exc:
+            # llama-cpp-python's server answers a parameter it refuses with a 500 (a validation error
+            # naming it, or "logprobs is not supported ..."): a refusal like a 400, no retry changes it.
+            named, unsupported = refused_params(exc, params, server_error=True)
+            if named:
+                raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
+            line = _first_line(exc)
+            if isinstance(exc, litellm.Timeout) or _UNREACHABLE.search(line):
+                raise CallError(f"cannot reach {self._where()}: {line}", retryable=True, unreachable=True) from None
+            raise CallError(line, retryable=True, retry_after=_retry_after(exc)) from None
+        except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
+            raise CallError(_first_line(exc), retryable=True) from None
+        try:
+            choice = response.choices[0]
+            text = choice.message.content
+            finish_reason = choice.finish_reason
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
+        truncated = False
+        if isinstance(text, str):
+            # Redacted before it is cut: a key across the cut would otherwise leave its first half.
+            text = redact_secrets(text, self._secrets)
+            truncated, text = len(text) > MAX_REPLY_CHARS, text[:MAX_REPLY_CHARS]
+        logprobs = first_token_logprobs(getattr(choice, "logprobs", None)) if params.get("logprobs") else None
+        usage_obj = getattr(response, "usage", None)
+        usage = {
+            k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+        } if usage_obj is not None else {}
+        return Completion(text, finish_reason, usage, self._cost(usage), logprobs, truncated,
+                          self._served(getattr(response, "model", None)), self._served(getattr(response, "system_fingerprint", None)))
+
+    def _served(self, value: Any) -> str | None:
+        """A served-model field as it may be kept: a string, short, with no secret in it."""
+        return redact_secrets(value, self._secrets)[:200] if isinstance(value, str) and value else None
+
+    def _where(self) -> str:
+        """The endpoint as an error may name it: credentials removed."""
+        return redact_url(self.api_base) if self.api_base else f"{self.model.split('/', 1)[0]}'s default endpoint"
+
+    async def aclose(self) -> None:
+        # Without this the aiohttp/httpx sessions outlive the loop and leak sockets.
+        await self.litellm.close_litellm_async_clients()

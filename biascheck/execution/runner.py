@@ -1,0 +1,465 @@
+"""Model requests -> responses: every call of a run, up front, concurrently, through the store.
+
+Owns what litellm does not do reliably: bounded concurrency (a queue, never rejection), retries
+with exponential backoff and full jitter that honour Retry-After, a cost budget, and resumption
+from the store. A call that still fails becomes an errored response: counted, never scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
+
+from biascheck.core.records import Response
+from biascheck.execution.llm import CallError, Completion
+from biascheck.execution.store import ResponseStore, StoredResponse, StoreWriteError
+
+T = TypeVar("T")
+NOT_RUN = "not run: "
+FATAL = "fatal model error: "
+# The run stopped because the response store could not be written (disk full, read-only).
+STORE_FAILURE = "response store failure: "
+# Parameters the answer is read from or bounded by: a refusal of one of them is the request's
+# error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded).
+KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens"})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 6
+    base_delay: float = 0.25
+    max_delay: float = 20.0
+    # A Retry-After (delay-seconds or HTTP-date) longer than this is not waited for: the request
+    # errors at once, its error naming the wait asked and this cap, instead of stalling CI.
+    max_retry_after: float = 120.0
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        backoff = rng.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
+        if retry_after is None:
+            return backoff
+        return max(retry_after, backoff)
+
+
+@dataclass
+class CircuitBreaker:
+    """Stops a run whose endpoint cannot be reached instead of retrying every request to exhaustion
+    (nothing listening on a port: 7 attempts per request, hours for a suite).
+
+    Until the endpoint has replied once (any HTTP reply, an error status included), attempts go one
+    at a time, and ``first_attempts`` consecutive attempts failing with the same unreachable error
+    stop the run. After a reply, a streak of unreachable failures with no reply in between stops it
+    once it has lasted ``outage_s`` (an endpoint that went away mid-run); shorter blips are retried."""
+
+    first_attempts: int = 3
+    outage_s: float = 120.0
+    replied: bool = False
+    streak: int = 0
+    streak_start: float = 0.0
+    streak_error: str = ""
+
+    def must_wait(self, in_flight: int) -> bool:
+        return not self.replied and in_flight > 0
+
+    def reply(self) -> None:
+        self.replied, self.streak = True, 0
+
+    def trips(self, error: str, now: float) -> bool:
+        """Record one unreachable attempt; True when the run should stop."""
+        same = error == self.streak_error
+        self.streak, self.streak_error = (self.streak + 1 if same else 1), error
+        if self.streak == 1:
+            self.streak_start = now
+        if not self.replied:
+            return self.streak >= self.first_attempts
+        return now - self.streak_start >= self.outage_s
+
+    def reason(self, error: str) -> str:
+        if not self.replied:
+            return f"{error} (the first {self.streak} attempts all failed this way; stopped by the circuit breaker)"
+        return f"{error} (no reply for {self.outage_s:g} s; stopped by the circuit breaker)"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    key: str
+    messages: list[dict[str, str]]
+    params: dict[str, Any]
+    sample: int = 0
+
+
+@dataclass
+class RunStats:
+    requests: int = 0  # distinct requests the run needed
+    cache_hits: int = 0
+    calls: int = 0  # attempts sent to the model, retries included
+    retries: int = 0
+    errors: int = 0  # requests that ended without a usable response
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    not_run: int = 0  # requests never sent: budget reached or a fatal error
+    incomplete: str | None = None  # why the run is incomplete, if it is
+    # model -> parameter -> why: refused by the server and left out of that model's requests from
+    # then on (and out of every stored answer of this run that was made without it)
+    params_dropped: dict[str, dict[str, str]] = field(default_factory=dict)
+    # model -> parameter -> why: accepted, but visibly without effect (logprobs asked, none returned)
+    params_ignored: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def merge_params_notes(self, other: RunStats) -> None:
+        for mine, theirs in ((self.params_dropped, other.params_dropped), (self.params_ignored, other.params_ignored)):
+            for model, notes in theirs.items():
+                for name, reason in notes.items():
+                    mine.setdefault(model, {}).setdefault(name, reason)
+
+
+class ModelClient(Protocol):
+    async def complete(self, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Progress(Protocol):
+    # ``label`` names whose calls these are when it is not the model under test (a BBG judge).
+    def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
+
+    def update(self, done: int, stats: RunStats) -> None: ...
+
+    def stop(self, stats: RunStats) -> None: ...
+
+
+class NoProgress:
+    def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
+
+    def update(self, done: int, stats: RunStats) -> None: ...
+
+    def stop(self, stats: RunStats) -> None: ...
+
+
+class RichProgress:
+    """A live bar on a terminal. Elsewhere (a CI log) a line at the start, one every ``interval``
+    seconds while calls run, and one at the end: the timer is a thread, so a log shows a stalled
+    endpoint as a run that is alive and answers nothing. ``label`` is rich markup: callers escape any
+    user text in it (a model string may contain "["). ``clock`` is for tests."""
+
+    def __init__(self, label: str, stream=None, *, interval: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        from rich.console import Console
+
+        self.console = Console(file=stream or sys.stderr, highlight=False)
+        self.label = label
+        self.interval = interval
+        self.clock = clock
+        self._label = label
+        self._progress = None
+        self._task = None
+        self._ticker: threading.Thread | None = None
+        self._stopped = threading.Event()
+        self._total = self._done = self._done_at_start = 0
+        self._started = 0.0
+        self._stats = RunStats()
+
+    @staticmethod
+    def _duration(seconds: float) -> str:
+        """0:01:05: hours, minutes, seconds."""
+        return str(timedelta(seconds=round(seconds)))
+
+    def _pace(self) -> tuple[str, str]:
+        """(calls per second, time left) so far. Time left is from the requests answered since the
+        start: those answered from the store or by another worker before it took no time."""
+        elapsed = self.clock() - self._started
+        rate = f"{self._stats.calls / elapsed if elapsed > 0 else 0.0:.1f} calls/s"
+        answered = self._done - self._done_at_start
+        if answered <= 0:
+            return rate, "ETA unknown"
+        return rate, f"ETA {self._duration((self._total - self._done) * elapsed / answered)}"
+
+    def _fields(self) -> dict[str, Any]:
+        stats = self._stats
+        rate, eta = self._pace()
+        return {"errors": stats.errors, "retries": stats.retries, "hits": stats.cache_hits, "cost": stats.cost_usd, "rate": rate, "eta": eta}
+
+    def tick(self) -> None:
+        """One progress line: what the timer prints outside a terminal."""
+        stats, (rate, eta) = self._stats, self._pace()
+        self.console.print(
+            f"{self._label}: {self._done} of {self._total} requests answered, {stats.calls} calls, {stats.errors} errors, "
+            f"{stats.retries} retries, {stats.cache_hits} cache hits, ${stats.cost_usd:.4f}, {rate}, {eta}",
+            soft_wrap=True,  # one line per report, however narrow the log says it is
+        )
+
+    def start(self, total: int, stats: RunStats, label: str | None = None) -> None:
+        self._label = label or self.label
+        self._total, self._stats, self._started = total, stats, self.clock()
+        # What is known before any call: answers from the store, errors another worker recorded.
+        self._done = self._done_at_start = stats.cache_hits + stats.errors
+        if not self.console.is_terminal:
+            self.tick()
+            self._stopped.clear()
+            self._ticker = threading.Thread(target=self._tick_until_stopped, name="biascheck progress", daemon=True)
+            self._ticker.start()
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}  {task.fields[eta]}  errors {task.fields[errors]}  retries {task.fields[retries]}  "
+                       "cache hits {task.fields[hits]}  ${task.fields[cost]:.4f}"),
+            TimeElapsedColumn(), console=self.console, transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(self._label, total=total, **self._fields())
+
+    def _tick_until_stopped(self) -> None:
+        while not self._stopped.wait(self.interval):
+            self.tick()
+
+    def update(self, done: int, stats: RunStats) -> None:
+        self._done, self._stats = done, stats
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done, **self._fields())
+
+    def stop(self, stats: RunStats) -> None:
+        self._stats = stats
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+            return
+        if self._ticker is not None:
+            self._stopped.set()
+            self._ticker.join()
+            self._ticker = None
+        rate, _ = self._pace()
+        self.console.print(
+            f"{self._label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
+            f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f} in {self._duration(self.clock() - self._started)}, {rate}",
+            soft_wrap=True,
+        )
+
+
+@dataclass
+class Budget:
+    """A spending limit. Calls already in flight are charged when they return, so a new call
+    starts only if the spend so far plus the expected cost of those in flight (the mean cost per
+    call so far) stays under the limit: overspend is at most about one call's cost."""
+
+    max_cost_usd: float | None
+    in_flight: int = 0
+    priced_calls: int = 0
+
+    def must_wait(self) -> bool:
+        """Under a limit, the first call goes alone: until one is priced there is no estimate."""
+        return self.max_cost_usd is not None and self.priced_calls == 0 and self.in_flight > 0
+
+    def exhausted(self, stats: RunStats) -> bool:
+        if self.max_cost_usd is None:
+            return False
+        mean = stats.cost_usd / self.priced_calls if self.priced_calls else 0.0
+        return stats.cost_usd + mean * (self.in_flight + 1) > self.max_cost_usd
+
+
+@dataclass
+class Execution:
+    responses: dict[str, Response] = field(default_factory=dict)
+    stats: RunStats = field(default_factory=RunStats)
+
+
+def from_store(stored: StoredResponse) -> Response:
+    """A stored answer as the run reads it."""
+    return Response(text=stored.text, finish_reason=stored.finish_reason, usage=stored.usage, cost_usd=stored.cost_usd or 0.0,
+                    logprobs=stored.logprobs, truncated=stored.truncated, served_model=stored.served_model,
+                    system_fingerprint=stored.system_fingerprint)
+
+
+def run_sync(execution: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(execute(...))``, quiet about what Ctrl-C leaves behind: it cancels calls
+    litellm had begun to create, and Python then reports their coroutines as never awaited."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            return asyncio.run(execution)
+    except KeyboardInterrupt:
+        caught = [w for w in caught if not (issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message))]
+        raise
+    finally:
+        for w in caught:  # every other warning, as if never caught
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+async def execute(
+    requests: Sequence[ModelRequest],
+    *,
+    store: ResponseStore,
+    model_name: str,
+    open_client: Callable[[], AbstractContextManager[ModelClient]],
+    concurrency: int = 32,
+    policy: RetryPolicy = RetryPolicy(),
+    budget: Budget | None = None,
+    progress: Progress = NoProgress(),
+    shared_errors: dict[str, str] | None = None,
+    offline: str | None = None,
+    label: str | None = None,
+    breaker: CircuitBreaker | None = None,
+) -> Execution:
+    """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by
+    calling; with ``offline`` (why no call may be made) a request missing from the store is that error."""
+    run = Execution()
+    stats = run.stats
+    budget = budget or Budget(None)
+    unique = list({r.key: r for r in requests}.values())
+    stats.requests = len(unique)
+    for key, stored in store.get_many(r.key for r in unique).items():
+        run.responses[key] = from_store(stored)
+    stats.cache_hits = len(run.responses)
+    wanted = {r.key for r in unique}
+    for key, error in (shared_errors or {}).items():
+        if key in wanted and key not in run.responses:
+            run.responses[key] = Response(text=None, error=error)
+            stats.errors += 1
+            if error.startswith(NOT_RUN):
+                stats.not_run += 1
+                stats.incomplete = error[len(NOT_RUN):]
+    # Answers made without a refused parameter say so in the store: a warm run reports it too.
+    # What stored answers were made without is reported again; new requests try every parameter,
+    # so a server that has since accepted one (or a refusal that was a one-off) is not held against it.
+    dropped_before: dict[str, str] = store.dropped_params(k for k in run.responses) if run.responses else {}
+    dropped: dict[str, str] = {}
+    pending = [r for r in unique if r.key not in run.responses]
+    if offline is not None:
+        for request in pending:
+            run.responses[request.key] = Response(text=None, error=offline)
+        stats.errors += len(pending)
+        _note_params(run, unique, {**dropped_before, **dropped}, model_name)
+        return run
+    if not pending:
+        _note_params(run, unique, {**dropped_before, **dropped}, model_name)
+        return run
+
+    progress.start(len(unique), stats, label)
+    done = len(run.responses)
+    queue: asyncio.Queue[ModelRequest] = asyncio.Queue()
+    for request in pending:
+        queue.put_nowait(request)
+    rng = random.Random(0)
+    breaker = CircuitBreaker() if breaker is None else breaker
+
+    def finish(request: ModelRequest, response: Response) -> None:
+        nonlocal done
+        run.responses[request.key] = response
+        if response.errored:
+            stats.errors += 1
+        done += 1
+        progress.update(done, stats)
+
+    async def answer(client: ModelClient, request: ModelRequest) -> Response:
+        retry = 0
+        while True:
+            # A parameter the server refused is left out from then on (the store key keeps the
+            # request as planned, so a re-run finds this answer); the row records what was left out.
+            params = {k: v for k, v in request.params.items() if k not in dropped}
+            while budget.must_wait() or breaker.must_wait(budget.in_flight):
+                await asyncio.sleep(0.005)
+            if stats.incomplete:
+                stats.not_run += 1
+                return Response(text=None, error=NOT_RUN + stats.incomplete)
+            if budget.exhausted(stats):
+                stats.incomplete = f"budget of ${budget.max_cost_usd:g} reached"
+                continue
+            stats.calls += 1
+            budget.in_flight += 1
+            try:
+                completion = await client.complete(request.messages, params, request.sample)
+            except CallError as exc:
+                budget.in_flight -= 1
+                if not exc.unreachable:
+                    breaker.reply()
+                elif breaker.trips(str(exc), time.monotonic()):
+                    stats.incomplete = FATAL + breaker.reason(str(exc))
+                    return Response(text=None, error=str(exc))
+                droppable = [p for p in exc.rejected if p in params and p not in KEPT_PARAMS]
+                if droppable:
+                    # Not a retry: the next attempt is another request, without what was refused.
+                    who = "litellm for this provider" if "UnsupportedParamsError" in str(exc) else "the server"
+                    for name in droppable:
+                        dropped.setdefault(name, f"refused by {who}, not sent: {exc}")
+                    continue
+                if exc.fatal:
+                    stats.incomplete = FATAL + str(exc)
+                    return Response(text=None, error=str(exc))
+                too_long = exc.retry_after is not None and exc.retry_after > policy.max_retry_after
+                if not exc.retryable or retry >= policy.max_retries or too_long:
+                    attempts = retry + 1
+                    why = ""
+                    if too_long and exc.retryable and retry < policy.max_retries:
+                        # Given up at once: retrying early would only meet the same refusal.
+                        asked = math.ceil(exc.retry_after * 10) / 10
+                        why = f"the server asked to wait {asked:g} s, more than the {policy.max_retry_after:g} s cap; "
+                    return Response(text=None, error=f"{exc} ({why}after {attempts} attempt{'s' if attempts > 1 else ''})")
+                await asyncio.sleep(policy.delay(retry, exc.retry_after, rng))
+                retry += 1
+                stats.retries += 1
+                continue
+            budget.in_flight -= 1
+            breaker.reply()
+            if completion.cost_usd is None:
+                stats.unpriced_calls += 1
+            else:
+                stats.cost_usd += completion.cost_usd
+                budget.priced_calls += 1
+            stored = StoredResponse(completion.text, completion.finish_reason, completion.usage, completion.cost_usd,
+                                    completion.logprobs, completion.truncated, completion.served_model, completion.system_fingerprint)
+            row = {"messages": request.messages, "params": request.params, "sample": request.sample}
+            left_out = {k: dropped[k] for k in request.params if k not in params}
+            if left_out:
+                row["params_dropped"] = left_out
+            try:
+                store.put(request.key, model_name, row, stored)
+            except StoreWriteError as exc:
+                # What is stored stays; this answer is asked again when the run resumes.
+                stats.incomplete = stats.incomplete or STORE_FAILURE + str(exc)
+                return Response(text=None, error=str(exc))
+            return from_store(stored)
+
+    async def worker(client: ModelClient) -> None:
+        while True:
+            try:
+                request = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            finish(request, await answer(client, request))
+
+    try:
+        with open_client() as client, warnings.catch_warnings():
+            # pydantic's remarks on litellm's response types (serializer warnings on an odd reply,
+            # schema notes on first use) are litellm's business, not the user's.
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\.")
+            try:
+                await asyncio.gather(*(worker(client) for _ in range(min(concurrency, len(pending)))))
+            finally:
+                await client.aclose()
+    finally:
+        progress.stop(stats)
+    _note_params(run, unique, {**dropped_before, **dropped}, model_name)
+    return run
+
+
+def _note_params(run: Execution, requests: Sequence[ModelRequest], dropped: dict[str, str], model_name: str) -> None:
+    """Record the run's refused parameters, and those a provider visibly ignored."""
+    used = {name for r in requests for name in r.params}
+    notes = {name: reason for name, reason in dropped.items() if name in used}
+    if notes:
+        run.stats.params_dropped[model_name] = notes
+    asked = [run.responses[r.key] for r in requests if r.params.get("logprobs") and "logprobs" not in dropped]
+    answered = [r for r in asked if not r.errored and r.finish_reason != "content_filter"]
+    if answered and all(r.logprobs is None for r in answered):
+        run.stats.params_ignored[model_name] = {"logprobs": f"accepted, but none of {len(answered)} replies carried log-probabilities"}

@@ -1,0 +1,409 @@
+"""The response store: SQLite in WAL mode, one row per request, committed as each answer arrives.
+
+The key is the sha256 of the canonical JSON of everything that determines an answer (model,
+endpoint, messages, sampling parameters, sample index), so a warm store answers a re-run without a
+single call and a run killed with SIGKILL loses at most the calls that were in flight. Errors are
+never stored as answers; ``run_errors`` only lets the pytest-xdist workers of one run share the
+errors the first worker met, so the others neither repeat nor disagree.
+No API key or header value is part of a key or a row. A file is written to only once it is known
+to be a biascheck store (``PRAGMA application_id``), one of an earlier biascheck, or empty.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import sqlite3
+import time
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biascheck.config.manifest import canonical_json, sha256_text
+from biascheck.core.errors import BiascheckError
+
+STORE_VERSION = "1"  # meta.version: what a key and a row mean; unchanged by added columns
+KEY_VERSION = 1
+# PRAGMA application_id of every biascheck store ("BIAS" in ASCII): a file without it is only
+# written to when it is empty or a store of an earlier biascheck (which did not mark its files).
+APPLICATION_ID = 0x42494153
+# PRAGMA user_version: the layout. Unmarked stores of earlier releases are schema 1 (logprobs may be
+# missing); 2 adds responses.truncated; 3 what the provider said it served (served_model,
+# system_fingerprint).
+SCHEMA_VERSION = 3
+FIX_OTHER_FILE = "point --biascheck-cache at another file"
+# What to do about a write that failed, by SQLite's primary result code; then the run resumes.
+_CAUSES = {
+    sqlite3.SQLITE_FULL: "free disk space",
+    sqlite3.SQLITE_READONLY: "make it writable (or point --biascheck-cache at a writable path)",
+    sqlite3.SQLITE_PERM: "make it writable (or point --biascheck-cache at a writable path)",
+    sqlite3.SQLITE_CANTOPEN: "make it writable (or point --biascheck-cache at a writable path)",
+    sqlite3.SQLITE_IOERR: "check the disk",
+    sqlite3.SQLITE_BUSY: "let the process that holds it finish",
+    sqlite3.SQLITE_LOCKED: "let the process that holds it finish",
+}
+_BUSY_WAIT_S = 60.0
+
+
+def request_key(model: str, endpoint: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0,
+                revision: str | None = None) -> str:
+    """``revision``: what the user says is served under ``model`` (--biascheck-model-revision), so a
+    model redeployed under the same name is asked again; absent from the key when not given, so
+    the stores of runs without one keep answering."""
+    material = {"v": KEY_VERSION, "model": model, "endpoint": endpoint, "messages": messages, "params": params, "sample": sample}
+    if revision is not None:
+        material["revision"] = revision
+    return sha256_text(canonical_json(material))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponse:
+    text: str | None
+    finish_reason: str | None
+    usage: dict[str, int]
+    cost_usd: float | None
+    logprobs: dict[str, float] | None = None
+    truncated: bool = False
+    # What the provider said answered: its reply's ``model`` (e.g. a dated snapshot) and
+    # ``system_fingerprint``, when it sends them.
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+
+
+class StoreWarning(UserWarning):
+    """The store has damaged rows: they are read as missing, asked again and replaced."""
+
+
+class StoreWriteError(BiascheckError):
+    """A write to the store failed (disk full, read-only): what is stored stays; the run can resume."""
+
+
+# The layout, by table; the columns a store of an earlier biascheck may lack come last.
+_TABLES = {
+    "meta": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
+    "responses": "key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT, finish_reason TEXT, "
+                 "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
+                 "served_model TEXT, system_fingerprint TEXT",
+    "run_errors": "run_id TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (run_id, key)",
+}
+_ADDED_COLUMNS = {"logprobs": "TEXT", "truncated": "INTEGER NOT NULL DEFAULT 0", "served_model": "TEXT", "system_fingerprint": "TEXT"}
+_COLUMNS = {
+    "meta": ("name", "value"),
+    "responses": ("key", "model", "request", "text", "finish_reason", "usage", "cost_usd", "created_at", *_ADDED_COLUMNS),
+    "run_errors": ("run_id", "key", "error"),
+}
+# What earlier releases wrote to responses: without, then with, log-probabilities.
+_LEGACY_RESPONSES = (_COLUMNS["responses"][:8], _COLUMNS["responses"][:9])
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What a database file holds, read without writing to it."""
+
+    application_id: int
+    user_version: int
+    tables: dict[str, tuple[str, ...]]  # name -> columns; SQLite's own tables left out
+    others: tuple[str, ...]  # views and triggers
+    meta_version: str | None
+
+    def is_empty(self) -> bool:
+        return self.application_id == 0 and self.user_version == 0 and not self.tables and not self.others
+
+    def is_legacy(self) -> bool:
+        """Written by a biascheck that did not yet mark its stores."""
+        return (self.application_id == 0 and self.user_version == 0 and not self.others
+                and self.tables.keys() == _COLUMNS.keys() and self.tables["responses"] in _LEGACY_RESPONSES
+                and all(self.tables[t] == _COLUMNS[t] for t in ("meta", "run_errors"))
+                and self.meta_version in (None, STORE_VERSION))
+
+    def is_current(self) -> bool:
+        return (self.application_id == APPLICATION_ID and self.user_version == SCHEMA_VERSION
+                and all(set(columns) <= set(self.tables.get(t, ())) for t, columns in _COLUMNS.items())
+                and self.meta_version is not None)
+
+    def found(self) -> str:
+        """What makes it someone else's file, for the error."""
+        if self.application_id not in (0, APPLICATION_ID):
+            return f"application_id {self.application_id:#010x}"
+        if self.user_version:
+            return f"application_id 0, user_version {self.user_version}"
+        if self.tables.keys() != _COLUMNS.keys() or self.others:
+            return "tables: " + _listed([*self.tables, *self.others])
+        for table, columns in self.tables.items():
+            expected = _LEGACY_RESPONSES if table == "responses" else (_COLUMNS[table],)
+            if columns not in expected:
+                return f"{table} columns: {_listed(columns)}"
+        return f"meta version {self.meta_version!r}, not {STORE_VERSION!r}"
+
+
+def _listed(names: Iterable[object], shown: int = 6) -> str:
+    """Names for a one-line message: another application's database may have hundreds of tables."""
+    names = [str(name) for name in names]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _read_layout(db: sqlite3.Connection) -> _Layout:
+    if not db.in_transaction:  # one snapshot: another process may be initialising the file meanwhile
+        db.execute("BEGIN")
+        try:
+            layout = _read_layout(db)
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")  # of reads only: writes nothing
+        return layout
+    objects = db.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') "
+                         "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").fetchall()
+    tables = {name: tuple(c for (c,) in db.execute("SELECT name FROM pragma_table_info(?)", (name,)))
+              for kind, name in objects if kind == "table"}
+    meta_version = None
+    if tables.get("meta") == _COLUMNS["meta"]:
+        row = db.execute("SELECT value FROM meta WHERE name = 'version'").fetchone()
+        meta_version = row[0] if row else None
+    return _Layout(db.execute("PRAGMA application_id").fetchone()[0], db.execute("PRAGMA user_version").fetchone()[0],
+                   tables, tuple(name for kind, name in objects if kind != "table"), meta_version)
+
+
+class _Undecodable(bytes):
+    """A TEXT value that is not UTF-8: a damaged row, read as missing instead of failing the query."""
+
+
+def _decode(raw: bytes) -> str | _Undecodable:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return _Undecodable(raw)
+
+
+def _json(value: object) -> Any:
+    """A JSON column's value; ValueError or TypeError if it is damaged."""
+    if not isinstance(value, str):
+        raise TypeError(f"not JSON text: {type(value).__name__}")
+    return json.loads(value)
+
+
+def _response(text: object, finish: object, usage: object, cost: object, logprobs: object, truncated: object,
+              served_model: object, system_fingerprint: object) -> StoredResponse | None:
+    """The row as a StoredResponse, or None when it is damaged."""
+    try:
+        usage = _json(usage)
+        logprobs = None if logprobs is None else _json(logprobs)
+    except (ValueError, TypeError):
+        return None
+    if not (isinstance(text, str | None) and isinstance(finish, str | None) and isinstance(usage, dict)
+            and isinstance(logprobs, dict | None) and isinstance(cost, float | int | None) and truncated in (0, 1)
+            and isinstance(served_model, str | None) and isinstance(system_fingerprint, str | None)):
+        return None
+    return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint)
+
+
+def _errorcode(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF  # the primary code of an extended one
+
+
+class ResponseStore:
+    def __init__(self, path: Path | str):
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BiascheckError(path, None, f"cannot open the response store ({exc.strerror})", "point --biascheck-cache at a writable path") from None
+        # One name for one store, however it is reached (symlinks): SQLite names the -wal and -shm
+        # files after the path it opens, and exclusive() locks a file next to it.
+        self.path = path.resolve()
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=_BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise BiascheckError(self.path, None, f"cannot open the response store ({exc})", "point --biascheck-cache at a writable path") from None
+        self._db.text_factory = _decode
+        try:
+            self._open()
+        except sqlite3.Error as exc:
+            self._db.close()
+            if _errorcode(exc) == sqlite3.SQLITE_NOTADB:  # maybe a file of the user's: never "delete it"
+                raise BiascheckError(self.path, None, f"not a usable response store (not an SQLite database: {exc})", FIX_OTHER_FILE) from None
+            if _errorcode(exc) == sqlite3.SQLITE_CORRUPT:
+                raise BiascheckError(self.path, None, f"not a usable response store ({exc})",
+                                     "delete it (its answers are asked again) or " + FIX_OTHER_FILE) from None
+            raise self._write_error(exc, "cannot initialise the response store") from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        """Check what the file is, then make it a current store: nothing is written to a file that
+        is not empty, not a store of ours and not one of an earlier biascheck."""
+        layout = _read_layout(self._db)
+        self._check(layout)
+        if not layout.is_current():
+            # Re-read under the write lock: another process (an xdist worker) may have got here first.
+            with self._transaction():
+                layout = _read_layout(self._db)
+                self._check(layout)
+                if not layout.is_current():
+                    self._initialise(layout)
+        self._use_wal()
+        self._db.execute("PRAGMA synchronous=NORMAL")
+
+    def _check(self, layout: _Layout) -> None:
+        if layout.application_id == APPLICATION_ID:
+            if layout.user_version > SCHEMA_VERSION:
+                raise BiascheckError(self.path, None, f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
+                                     "upgrade biascheck or " + FIX_OTHER_FILE)
+            if layout.meta_version not in (None, STORE_VERSION):
+                raise BiascheckError(self.path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", FIX_OTHER_FILE)
+        elif not (layout.is_empty() or layout.is_legacy()):
+            raise BiascheckError(self.path, None, f"not a biascheck response store ({layout.found()})", FIX_OTHER_FILE)
+
+    def _initialise(self, layout: _Layout) -> None:
+        """Create what is missing and mark the file as ours, in the caller's transaction."""
+        for table, columns in _TABLES.items():
+            if table not in layout.tables:
+                self._db.execute(f"CREATE TABLE {table} ({columns})")
+        for column, definition in _ADDED_COLUMNS.items():
+            if "responses" in layout.tables and column not in layout.tables["responses"]:
+                try:
+                    self._db.execute(f"ALTER TABLE responses ADD COLUMN {column} {definition}")
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):  # an earlier biascheck migrated it first
+                        raise
+        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('version', ?)", (STORE_VERSION,))
+        self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _use_wal(self) -> None:
+        """Switch the store to WAL once. SQLite does not wait for other connections' locks before that
+        switch (no busy handler), so a worker opening a new store with others retries it."""
+        deadline = time.monotonic() + _BUSY_WAIT_S
+        while self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as exc:
+                if _errorcode(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _write_error(self, exc: sqlite3.Error, problem: str) -> StoreWriteError:
+        fix = _CAUSES.get(_errorcode(exc), "fix the cause")
+        return StoreWriteError(self.path, None, f"{problem} ({exc}); the answers already stored are kept",
+                               f"{fix}, then run again: answered requests are not asked again")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ResponseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _rows(self, columns: str, keys: Iterable[str], where: str = "") -> Iterator[tuple]:
+        """``columns`` of the rows of ``keys``, queried 500 keys at a time (SQLite's variable limit)."""
+        keys = list(keys)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            yield from self._db.execute(f"SELECT {columns} FROM responses WHERE key IN ({marks}){where}", chunk)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, StoredResponse]:
+        """The stored answers of ``keys``. A damaged row is left out (asked again, then replaced by
+        ``put``), with one StoreWarning per call."""
+        found: dict[str, StoredResponse] = {}
+        damaged = 0
+        for key, *row in self._rows("key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint", keys):
+            response = _response(*row)
+            if response is None:
+                damaged += 1
+            else:
+                found[key] = response
+        if damaged:
+            warnings.warn(f"{self.path}: {damaged} damaged stored answer{'s' if damaged > 1 else ''} read as missing: "
+                          "asked again and replaced", StoreWarning, stacklevel=2)
+        return found
+
+    def dropped_params(self, keys: Iterable[str]) -> dict[str, str]:
+        """Parameters left out of the stored answers of ``keys`` (the server refused them), with why."""
+        found: dict[str, str] = {}
+        # instr() first: only the rare rows that record a dropped parameter are parsed.
+        for (request,) in self._rows("request", keys, " AND instr(request, '\"params_dropped\"') > 0"):
+            try:
+                dropped = _json(request).get("params_dropped")
+            except (ValueError, TypeError, AttributeError):  # damaged: get_many asks its key again anyway
+                continue
+            if isinstance(dropped, dict):
+                for name, reason in dropped.items():
+                    if isinstance(reason, str):
+                        found.setdefault(name, reason)
+        return found
+
+    def put(self, key: str, model: str, request: dict[str, Any], response: StoredResponse) -> None:
+        # One transaction per answer: what was answered is never lost to a kill.
+        row = (key, model, canonical_json(request), response.text, response.finish_reason,
+               json.dumps(response.usage, sort_keys=True), response.cost_usd, time.time(),
+               json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None, int(response.truncated),
+               response.served_model, response.system_fingerprint)
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
+                "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.Error as exc:
+            raise self._write_error(exc, "cannot store an answer") from None
+
+    def count(self, keys: Iterable[str] | None = None) -> int:
+        """How many answers are stored: all, or those of ``keys`` (without reading them)."""
+        if keys is None:
+            return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
+        return sum(1 for _ in self._rows("1", keys))
+
+    def stored_keys(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` have an answer stored (without reading them): what a dry run subtracts."""
+        return {key for (key,) in self._rows("key", keys)}
+
+    def record_run_errors(self, run_id: str, errors: dict[str, str]) -> None:
+        try:
+            with self._transaction():
+                self._db.executemany("INSERT OR REPLACE INTO run_errors VALUES (?, ?, ?)", [(run_id, k, e) for k, e in errors.items()])
+        except sqlite3.Error as exc:
+            raise self._write_error(exc, "cannot record the run's errors") from None
+
+    def run_errors(self, run_id: str) -> dict[str, str]:
+        rows = self._db.execute("SELECT key, error FROM run_errors WHERE run_id = ?", (run_id,))
+        return {key: error for key, error in rows if isinstance(key, str) and isinstance(error, str)}
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self._db.in_transaction:  # SQLite rolls some failures (a full disk) back itself
+                self._db.execute("ROLLBACK")
+            raise
+        try:
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the store's call lock: one process of a run makes the calls, the others wait and read."""
+        try:
+            handle = open(self._lock_path, "a")  # noqa: SIM115 - closed by the with below
+        except OSError as exc:
+            raise StoreWriteError(self._lock_path, None, f"cannot create the store's lock file ({exc.strerror})",
+                                  "point --biascheck-cache at a writable path") from None
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)

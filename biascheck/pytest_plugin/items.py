@@ -1,0 +1,224 @@
+"""pytest nodes for a suite: one item per case, one per gated metric and scope, one per regression
+check and scope (with a baseline), one for completeness.
+
+Node ids read as ``suites/kobbq/suite.toml::cases::age::age-001a-002-amb-bsd[p1-o0]`` and
+``suites/kobbq/suite.toml::metrics::age::diff_bias_amb``, so ``-k age`` selects a category's
+cases and its metric items together.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from biascheck.core.errors import BiascheckError
+from biascheck.evaluation.verdicts import OVERALL
+
+if TYPE_CHECKING:
+    from biascheck.pytest_plugin.hooks import BiascheckState
+
+STATUS_PROPERTY = "biascheck_status"
+
+
+class BiascheckFailure(Exception):
+    """A failed check whose message is the whole story (no traceback is shown)."""
+
+
+class OneLineFailures:
+    """Items whose failures are one line of text, not a traceback into biascheck's internals."""
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, BiascheckFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+def state_of(node: pytest.Item | pytest.Collector) -> BiascheckState:
+    return node.config.stash[STATE_KEY]
+
+
+class SuiteFile(pytest.File):
+    def collect(self):
+        state = state_of(self)
+        suite = state.load_suite(self.path)
+        self.suite = suite
+        yield CasesCollector.from_parent(self, name="cases")
+        yield MetricsCollector.from_parent(self, name="metrics")
+        if state.baseline.compare:
+            # A missing, damaged or incomparable baseline, or a rule naming no metric of this
+            # benchmark, is one collection error naming the file or option.
+            state.baseline_for(suite)
+            state.regression_rules(suite)
+            yield RegressionCollector.from_parent(self, name="regression")
+        yield RunCompleteItem.from_parent(self, name="run-complete")
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, BiascheckError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class CasesCollector(pytest.Collector):
+    def collect(self):
+        suite = self.parent.suite
+        by_category: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for name, category, case_ids in suite.benchmark.items(suite.cases):
+            by_category.setdefault(category, []).append((name, case_ids))
+        for category in sorted(set(by_category) | set(suite.skipped_categories)):
+            yield CategoryCollector.from_parent(self, name=category, items=by_category.get(category, []))
+
+
+class CategoryCollector(pytest.Collector):
+    def __init__(self, *, items: list[tuple[str, tuple[str, ...]]], **kwargs):
+        super().__init__(**kwargs)
+        self.items = items
+
+    def collect(self):
+        suite = self.parent.parent.suite
+        reason = suite.skipped_categories.get(self.name)
+        if reason is not None:
+            yield SkippedCategoryItem.from_parent(self, name="skipped", reason=reason)
+            return
+        for name, case_ids in self.items:
+            # The node id is given as text so that pytest parses "[p1-o0]" as parameters, exactly as
+            # it parses ids read back from its cache: otherwise --lf cannot find failed cases.
+            yield CaseItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}", case_ids=case_ids)
+
+
+class CaseItem(OneLineFailures, pytest.Item):
+    """One case (an HBB instance: two). Passes unless a model call errored after retries; its
+    report status says what the model did (biased, out of choice, flagged, ...)."""
+
+    def __init__(self, *, case_ids: tuple[str, ...], **kwargs):
+        super().__init__(**kwargs)
+        self.case_ids = case_ids
+
+    @property
+    def suite_file(self) -> SuiteFile:
+        return self.parent.parent.parent
+
+    def runtest(self) -> None:
+        state = state_of(self)
+        suite = self.suite_file.suite
+        outcomes = [state.outcome(self.suite_file, case_id) for case_id in self.case_ids]
+        status, error = suite.benchmark.item_status(outcomes, [suite.case(case_id) for case_id in self.case_ids], suite.manifest)
+        self.user_properties.append((STATUS_PROPERTY, status))
+        if error:
+            raise BiascheckFailure(f"model call failed: {error}")
+
+    def reportinfo(self):
+        return self.path, None, f"{self.parent.name}::{self.name}"
+
+
+class SkippedCategoryItem(pytest.Item):
+    def __init__(self, *, reason: str, **kwargs):
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self) -> None:
+        pytest.skip(self.reason)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.parent.name}: skipped"
+
+
+class MetricsCollector(pytest.Collector):
+    def collect(self):
+        suite = self.parent.suite
+        for scope in [OVERALL, *suite.categories]:
+            yield ScopeCollector.from_parent(self, name=scope)
+
+
+class ScopeCollector(pytest.Collector):
+    def collect(self):
+        manifest = self.parent.parent.suite.manifest
+        for metric in manifest.gated_metrics(None if self.name == OVERALL else self.name):
+            yield MetricItem.from_parent(self, name=metric)
+
+
+class ScopedItem(OneLineFailures, pytest.Item):
+    """An item about every case of its scope (overall or one category): selecting it runs them all."""
+
+    @property
+    def suite_file(self) -> SuiteFile:
+        return self.parent.parent.parent
+
+    @property
+    def scope(self) -> str:
+        return self.parent.name
+
+
+class MetricItem(ScopedItem):
+    """A gated aggregate over the cases of its scope (overall or one category)."""
+
+    def runtest(self) -> None:
+        verdict = state_of(self).verdict(self.suite_file, self.scope, self.name)
+        if verdict is None:
+            pytest.skip(f"no selected cases in {self.scope}")
+        self.user_properties.append(("biascheck_metric", verdict.explain()))
+        if not verdict.passed:
+            raise BiascheckFailure(verdict.explain())
+        if verdict.status == "inconclusive":
+            self.user_properties.append((STATUS_PROPERTY, verdict.status))
+
+    def reportinfo(self):
+        return self.path, None, f"{self.scope}::{self.name}"
+
+
+class RegressionCollector(pytest.Collector):
+    def collect(self):
+        suite = self.parent.suite
+        for scope in [OVERALL, *suite.categories]:
+            yield RegressionScope.from_parent(self, name=scope)
+
+
+class RegressionScope(pytest.Collector):
+    def collect(self):
+        suite_file = self.parent.parent
+        for metric in state_of(self).regression_rules(suite_file.suite):
+            yield RegressionItem.from_parent(self, name=metric)
+
+
+class RegressionItem(ScopedItem):
+    """A metric of one scope compared with the baseline: fails when it credibly got worse by more
+    than its rule's margin (and, with --biascheck-fail-inconclusive, when that cannot be told)."""
+
+    def runtest(self) -> None:
+        state = state_of(self)
+        check = state.check(self.suite_file, self.scope, self.name)
+        if check is None:
+            pytest.skip(f"no selected cases in {self.scope}")
+        self.user_properties.append(("biascheck_regression", check["explanation"]))
+        verdict = check["verdict"]
+        strict = state.baseline.fail_inconclusive
+        if verdict == "regressed" or (strict and verdict in ("inconclusive", "not compared")):
+            raise BiascheckFailure(check["explanation"])
+        if verdict == "not compared":
+            pytest.skip(check["explanation"])
+        if verdict in ("inconclusive", "improved"):
+            self.user_properties.append((STATUS_PROPERTY, verdict))
+
+    def reportinfo(self):
+        return self.path, None, f"regression::{self.scope}::{self.name}"
+
+
+class RunCompleteItem(OneLineFailures, pytest.Item):
+    """Fails when the run stopped early (budget, fatal model error) or a case of this suite has no
+    answer after retries: metrics over the answered cases alone are not evidence of a pass."""
+
+    def runtest(self) -> None:
+        reason = state_of(self).incomplete_reason()
+        if reason:
+            raise BiascheckFailure(f"the run is incomplete: {reason}")
+        errors = state_of(self).case_errors(self.parent)
+        if errors is None:
+            pytest.skip("no case of this suite was selected")
+        if errors:
+            raise BiascheckFailure(f"the run is incomplete: {errors} case(s) errored after retries (see the case items and error_ratio)")
+
+    def reportinfo(self):
+        return self.path, None, "run-complete"
+
+
+STATE_KEY: pytest.StashKey[BiascheckState] = pytest.StashKey()
