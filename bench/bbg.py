@@ -30,8 +30,7 @@ def expected(suite, persona: str) -> tuple[float, float]:
         for kind, p in expected_pair_distribution(parse_persona(persona), first.truth, second.truth).items():
             mean[kind] = mean.get(kind, 0.0) + p / len(pairs)
     ntr = mean.get("uu", 0) + mean.get("bc", 0) + mean.get("cb", 0)
-    bias = (mean.get("bb", 0) + (mean.get("bu", 0) + mean.get("ub", 0)) / 2
-            - mean.get("cc", 0) - (mean.get("cu", 0) + mean.get("uc", 0)) / 2)
+    bias = mean.get("bb", 0) + (mean.get("bu", 0) + mean.get("ub", 0)) / 2 - mean.get("cc", 0) - (mean.get("cu", 0) + mean.get("uc", 0)) / 2
     return ntr, bias
 
 
@@ -40,8 +39,12 @@ def main() -> None:
     parser.add_argument("--persona", default="fair")
     parser.add_argument("--judge", default="judge")
     parser.add_argument("--suites", nargs="+", default=["kobbg", "enbbg"])
-    parser.add_argument("--unscorable", choices=("exclude", "unknown"), default=None,
-                        help="how pairs without a reading are scored (default: the suite's [bbg] unscorable)")
+    parser.add_argument(
+        "--unscorable",
+        choices=("exclude", "unknown"),
+        default=None,
+        help="how pairs without a reading are scored (default: the suite's [bbg] unscorable)",
+    )
     args = parser.parse_args()
 
     from biascheck.config.suite import load_suite
@@ -54,17 +57,24 @@ def main() -> None:
         suite = load_suite(ROOT / "suites" / name)
         ntr, bias = expected(suite, args.persona)
         with tempfile.TemporaryDirectory() as tmp:
-            config = RunConfig(model=ModelConfig(f"sim/{args.persona}"), judge=f"sim/{args.judge}",
-                               store_path=Path(tmp) / "store.sqlite", concurrency=64, bbg_unscorable=args.unscorable)
+            config = RunConfig(
+                model=ModelConfig(f"sim/{args.persona}"),
+                judge=f"sim/{args.judge}",
+                store_path=Path(tmp) / "store.sqlite",
+                concurrency=64,
+                bbg_unscorable=args.unscorable,
+            )
             for store in ("cold", "warm"):
                 start = time.perf_counter()
                 result = run([(suite, suite.cases)], config)
                 seconds = time.perf_counter() - start
                 overall = result.suites[0].metrics.overall
                 judge_calls = result.judge_stats.calls
-                print(f"{name:8} {store:5} {len(suite.cases):>6} {result.stats.calls - judge_calls:>10} {judge_calls:>6} "
-                      f"{seconds:>8.1f} {overall['ntr_gen'].value:>8.4f} {overall['bias_gen'].value:>+9.4f}  {ntr:.4f} / {bias:+.4f}"
-                      f"  (u by convention {overall['u_by_convention_ratio'].value:.4f})")
+                print(
+                    f"{name:8} {store:5} {len(suite.cases):>6} {result.stats.calls - judge_calls:>10} {judge_calls:>6} "
+                    f"{seconds:>8.1f} {overall['ntr_gen'].value:>8.4f} {overall['bias_gen'].value:>+9.4f}  {ntr:.4f} / {bias:+.4f}"
+                    f"  (u by convention {overall['u_by_convention_ratio'].value:.4f})"
+                )
 
 
 if __name__ == "__main__":

@@ -41,15 +41,23 @@ def main() -> None:
     start = time.perf_counter()
     prepared = PreparedSuite.of(load_suite(args.suite))
     settings = settings_from(simulated_results(prepared, "fair", resamples=0))
-    print(f"suite {prepared.suite.name}: {len(prepared.suite.cases)} cases; rules "
-          + ", ".join(r.describe() for r in settings.rules.values())
-          + f"; alpha {settings.alpha}, {settings.n_boot} resamples; loaded in {time.perf_counter() - start:.1f} s")
+    print(
+        f"suite {prepared.suite.name}: {len(prepared.suite.cases)} cases; rules "
+        + ", ".join(r.describe() for r in settings.rules.values())
+        + f"; alpha {settings.alpha}, {settings.n_boot} resamples; loaded in {time.perf_counter() - start:.1f} s"
+    )
     experiments = {
-        "false regression (self vs self)": ([(f"stereotyped?p={args.p}&seed={2 * r}", f"stereotyped?p={args.p}&seed={2 * r + 1}")
-                                             for r in range(args.repetitions)], None),
-        f"power (diff_bias_amb +{args.worse_by})": ([(f"stereotyped?p={args.p}&seed={2 * r}",
-                                                      f"stereotyped?p={round(args.p + args.worse_by, 6)}&seed={2 * r + 1}")
-                                                     for r in range(args.repetitions)], "diff_bias_amb (overall)"),
+        "false regression (self vs self)": (
+            [(f"stereotyped?p={args.p}&seed={2 * r}", f"stereotyped?p={args.p}&seed={2 * r + 1}") for r in range(args.repetitions)],
+            None,
+        ),
+        f"power (diff_bias_amb +{args.worse_by})": (
+            [
+                (f"stereotyped?p={args.p}&seed={2 * r}", f"stereotyped?p={round(args.p + args.worse_by, 6)}&seed={2 * r + 1}")
+                for r in range(args.repetitions)
+            ],
+            "diff_bias_amb (overall)",
+        ),
     }
     for label, (pairs, watch) in experiments.items():
         start = time.perf_counter()
@@ -57,8 +65,7 @@ def main() -> None:
         share = measured["watched_regressed"] if watch else measured["any_regressed"]
         lo, hi = wilson(share, len(pairs))
         extra = f"; any check regressed in {measured['any_regressed']:.1%}" if watch else ""
-        print(f"{label}: {share:.1%} of {len(pairs)} repetitions (95% CI {lo:.1%}-{hi:.1%}){extra}; "
-              f"{time.perf_counter() - start:.0f} s")
+        print(f"{label}: {share:.1%} of {len(pairs)} repetitions (95% CI {lo:.1%}-{hi:.1%}){extra}; {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -45,16 +45,21 @@ from biascheck.session import RunConfig, run  # noqa: E402
 def reply_server(chars: int, byte_every_s: float = 0.0):
     """A loopback OpenAI-compatible server answering every request with ``chars`` characters,
     sent at once or one byte every ``byte_every_s`` seconds."""
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
-            reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "x",
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "A" + " x" * (chars // 2)},
-                                  "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+            reply = {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "x",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "A" + " x" * (chars // 2)}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            }
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
@@ -93,13 +98,17 @@ def measure(name: str, data: Path, cases: int, model: ModelConfig, policy: Retry
     write_reports(build_results(result), folder / "report")
     stats = result.stats
     store = sum(p.stat().st_size for p in folder.glob("store.sqlite*"))
-    print(f"{name}: {cases} cases, {stats.calls} calls, {stats.retries} retries, {stats.errors} errors in {elapsed:.2f} s; "
-          f"ended {'incomplete: ' + stats.incomplete if stats.incomplete else 'complete'}")
+    print(
+        f"{name}: {cases} cases, {stats.calls} calls, {stats.retries} retries, {stats.errors} errors in {elapsed:.2f} s; "
+        f"ended {'incomplete: ' + stats.incomplete if stats.incomplete else 'complete'}"
+    )
     errors = sorted({o.error for o in result.suites[0].outcomes.values() if o.error and not o.error.startswith("not run")})
     if errors:
         print(f"  error: {errors[0]}")
-    print(f"  results.json {(folder / 'report' / 'results.json').stat().st_size / 1e6:.2f} MB, store {store / 1e6:.2f} MB, "
-          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(
+        f"  results.json {(folder / 'report' / 'results.json').stat().st_size / 1e6:.2f} MB, store {store / 1e6:.2f} MB, "
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
 
 
 def main() -> None:
@@ -118,10 +127,31 @@ def main() -> None:
         elif what == "bad-provider":
             env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
             started = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "--biascheck",
-                                   "suites/kobbq", "--biascheck-model", "opneai/gpt-4o-mini", "--biascheck-data", str(args.data),
-                                   "--biascheck-cache", str(Path(tempfile.mkdtemp()) / "store.sqlite")],
-                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "no:randomly",
+                    "-q",
+                    "--biascheck",
+                    "suites/kobbq",
+                    "--biascheck-model",
+                    "opneai/gpt-4o-mini",
+                    "--biascheck-data",
+                    str(args.data),
+                    "--biascheck-cache",
+                    str(Path(tempfile.mkdtemp()) / "store.sqlite"),
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
             last = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-1]
             print(f"{what}: exit {done.returncode} in {time.monotonic() - started:.2f} s: {last}")
         elif what == "closed-port":

@@ -62,8 +62,10 @@ def truth(suite, persona: str, temperature: float) -> list[bool]:
     from biascheck.sim.personas import expected_p_a
 
     threshold = suite.manifest.hbb["flag_threshold"]
-    return [round(abs(expected_p_a(persona, f, temperature) - expected_p_a(persona, s, temperature)) * 100, 10) >= threshold
-            for _, f, s in HBB.instances(suite.cases)]
+    return [
+        round(abs(expected_p_a(persona, f, temperature) - expected_p_a(persona, s, temperature)) * 100, 10) >= threshold
+        for _, f, s in HBB.instances(suite.cases)
+    ]
 
 
 def agreement(x: list, y: list) -> tuple[float, float, int]:
@@ -86,16 +88,20 @@ def compare_estimators(persona: str) -> None:
             suite, result, seconds = run_suite(ROOT / "suites" / "hbb", persona, estimator, Path(tmp) / f"{estimator}.sqlite")
             metrics = result.suites[0].metrics.overall
             measured[estimator] = flagged(suite, result)
-            print(f"{estimator:8s}: {result.stats.calls} calls for {len(suite.cases)} questions, {seconds:.1f} s; "
-                  f"flagged rate {metrics['hbb_flagged_rate'].value:.4f} {tuple(round(v, 4) for v in metrics['hbb_flagged_rate'].ci)}, "
-                  f"mean score {metrics['hbb_mean_score'].value:.2f}")
+            print(
+                f"{estimator:8s}: {result.stats.calls} calls for {len(suite.cases)} questions, {seconds:.1f} s; "
+                f"flagged rate {metrics['hbb_flagged_rate'].value:.4f} {tuple(round(v, 4) for v in metrics['hbb_flagged_rate'].ci)}, "
+                f"mean score {metrics['hbb_mean_score'].value:.2f}"
+            )
         from biascheck.benchmarks.hbb.benchmark import LOGPROB_PARAMS
 
         sampled_at = suite.manifest.sampling.get("temperature", 1.0)
         read_at = LOGPROB_PARAMS["temperature"]
         share, kappa, _ = agreement(measured["sampling"], measured["logprob"])
-        print(f"flagged sets, sampling (T = {sampled_at:g}) vs logprob (T = {read_at:g}): agree on {share:.1%} of "
-              f"{len(measured['logprob'])} instances, Cohen's kappa {kappa:.3f}")
+        print(
+            f"flagged sets, sampling (T = {sampled_at:g}) vs logprob (T = {read_at:g}): agree on {share:.1%} of "
+            f"{len(measured['logprob'])} instances, Cohen's kappa {kappa:.3f}"
+        )
         for estimator, own in (("sampling", sampled_at), ("logprob", read_at)):
             for temperature in dict.fromkeys((own, sampled_at)):
                 share, kappa, _ = agreement(measured[estimator], truth(suite, persona, temperature))
@@ -106,8 +112,17 @@ def warm_pass(store: str) -> None:
     """In a fresh process: build and score the full suite from the warm store; print JSON."""
     suite, result, seconds = run_suite(ROOT / "suites" / "hbb-full", "stereotyped?p=0.5", "logprob", Path(store))
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "calls": result.stats.calls, "cache_hits": result.stats.cache_hits,
-                      "instances": result.suites[0].metrics.counts["n_instances"], "peak_rss_mib": peak_mib}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "calls": result.stats.calls,
+                "cache_hits": result.stats.cache_hits,
+                "instances": result.suites[0].metrics.counts["n_instances"],
+                "peak_rss_mib": peak_mib,
+            }
+        )
+    )
 
 
 def full_memory() -> None:
@@ -117,8 +132,10 @@ def full_memory() -> None:
         print(f"cold full suite (logprob): {result.stats.calls} calls in {seconds:.0f} s")
         out = subprocess.run([sys.executable, __file__, "--warm-pass", str(store)], capture_output=True, text=True, check=True)
         figures = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"warm full suite: {figures['instances']} instances, {figures['calls']} calls, {figures['cache_hits']} cache hits, "
-              f"{figures['seconds']:.1f} s, peak RSS {figures['peak_rss_mib']:.0f} MiB")
+        print(
+            f"warm full suite: {figures['instances']} instances, {figures['calls']} calls, {figures['cache_hits']} cache hits, "
+            f"{figures['seconds']:.1f} s, peak RSS {figures['peak_rss_mib']:.0f} MiB"
+        )
 
 
 def main() -> None:

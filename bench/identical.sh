@@ -43,6 +43,7 @@ rm -rf "$out/masked"; mkdir -p "$out/masked"
           s/("(duration_s|wall_s|elapsed_s|seconds)": )[0-9.e-]+/\1<s>/g;
           s/("git_commit": )"[0-9a-f]*"/\1"<commit>"/g;
           s/("run_id": )"[0-9a-f]*"/\1"<run id>"/g;
+          s/\b[0-9a-f]{40}\b/<commit>/g; s/at commit [0-9a-f]{12}/at commit <commit>/g;
           s/("digest": )"[0-9a-f]*"/\1"<digest of the unmasked file>"/g;
           s/sha256:[0-9a-f]{64}/sha256:<hash of the unmasked file>/g;
           s/[0-9.]+ s (wall|elapsed)/<s> \1/g' "$out/$f" > "$out/masked/$f"

@@ -28,8 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hbb import agreement, flagged  # noqa: E402  (bench/hbb.py: the same flags and agreement as for the simulator)
 
-KOBBQ_CATEGORIES = ["age", "disability_status", "gender_identity", "physical_appearance", "race_ethnicity_nationality",
-                    "religion", "ses", "sexual_orientation"]
+KOBBQ_CATEGORIES = [
+    "age",
+    "disability_status",
+    "gender_identity",
+    "physical_appearance",
+    "race_ethnicity_nationality",
+    "religion",
+    "ses",
+    "sexual_orientation",
+]
 
 
 def subset_suite(folder: Path, base: str, subset: str, *, prompts: str | None = None, hbb: dict | None = None) -> Path:
@@ -75,15 +83,19 @@ def hbb(args, server, tmp: Path) -> None:
         suite, result, seconds = run_suite(suite_dir, server, store, estimator=estimator, max_tokens=args.max_tokens)
         s = result.suites[0]
         measured[estimator] = (suite, result)
-        print(f"{estimator:9s}: {len(suite.cases)} cases, {result.stats.calls} calls, {seconds:.0f} s; "
-              f"estimator {s.estimator}{' (' + s.estimator_note + ')' if s.estimator_note else ''}; "
-              f"flagged rate {metric(result, 'hbb_flagged_rate'):.3f}, refusal rate {metric(result, 'refusal_rate'):.3f}, "
-              f"unscorable ratio {metric(result, 'unscorable_ratio'):.3f}")
+        print(
+            f"{estimator:9s}: {len(suite.cases)} cases, {result.stats.calls} calls, {seconds:.0f} s; "
+            f"estimator {s.estimator}{' (' + s.estimator_note + ')' if s.estimator_note else ''}; "
+            f"flagged rate {metric(result, 'hbb_flagged_rate'):.3f}, refusal rate {metric(result, 'refusal_rate'):.3f}, "
+            f"unscorable ratio {metric(result, 'unscorable_ratio'):.3f}"
+        )
     (suite, logprob), (_, sampling) = measured["logprob"], measured["sampling"]
     by_logprob, by_sampling = flagged(suite, logprob), flagged(suite, sampling)
     observed, kappa, n = agreement(by_logprob, by_sampling)
-    scored = (f"scorable: {sum(f is not None for f in by_logprob)} of {len(by_logprob)} instances by logprob, "
-              f"{sum(f is not None for f in by_sampling)} by sampling")
+    scored = (
+        f"scorable: {sum(f is not None for f in by_logprob)} of {len(by_logprob)} instances by logprob, "
+        f"{sum(f is not None for f in by_sampling)} by sampling"
+    )
     if n:
         print(f"agreement on flags: {observed:.3f} (Cohen's kappa {kappa:.3f}) over the {n} instances scored by both; {scored}")
     else:
@@ -91,8 +103,12 @@ def hbb(args, server, tmp: Path) -> None:
 
 
 def kobbq(args, server, tmp: Path) -> None:
-    suite_dir = subset_suite(tmp / "kobbq", "kobbq", f'categories = {json.dumps(KOBBQ_CATEGORIES)}\ntemplates_per_category = 1\n'
-                             'seed = 7\nchoice_orders = "original"', prompts=f'from_data = "prompts"\nuse = ["{args.prompt}"]')
+    suite_dir = subset_suite(
+        tmp / "kobbq",
+        "kobbq",
+        f'categories = {json.dumps(KOBBQ_CATEGORIES)}\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts=f'from_data = "prompts"\nuse = ["{args.prompt}"]',
+    )
     from biascheck.config.manifest import parse_sampling_overrides
 
     params = parse_sampling_overrides(args.param, where="--param")
@@ -107,8 +123,10 @@ def kobbq(args, server, tmp: Path) -> None:
             row["letters"] = row["letters"] or letters[case["case_id"]]  # the option labels the prompt showed
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     statuses = [case["outcome"] for case in document["cases"]]
-    print(f"kobbq: {len(statuses)} cases, {result.stats.calls} calls, {seconds:.0f} s; ooc_ratio {metric(result, 'ooc_ratio'):.3f}; "
-          f"replies -> {args.kobbq_replies}")
+    print(
+        f"kobbq: {len(statuses)} cases, {result.stats.calls} calls, {seconds:.0f} s; ooc_ratio {metric(result, 'ooc_ratio'):.3f}; "
+        f"replies -> {args.kobbq_replies}"
+    )
 
 
 def main() -> int:
@@ -118,8 +136,13 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=24, help="max_tokens of a sampled answer (default 24)")
     parser.add_argument("--kobbq-replies", type=Path, help="run the KoBBQ subset instead and write its raw replies here")
     parser.add_argument("--prompt", default="1", help="KoBBQ: which of the 5 prompts (default 1)")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="KoBBQ: a sampling parameter over the manifest's (temperature 0, max_tokens 30)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="KoBBQ: a sampling parameter over the manifest's (temperature 0, max_tokens 30)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")

@@ -50,8 +50,15 @@ def narrowed(suite_dir: Path, templates_per_category: int, prompts: tuple[str, .
     """The suite with its subset replaced by ``templates_per_category`` templates (subset seed 0,
     cyclic choice orders) and ``prompts``: what write_subset_suite writes, without a file."""
     full = load_suite(suite_dir)
-    manifest = replace(full.manifest, templates_per_category=templates_per_category, prompt_ids=prompts,
-                       subset_seed=0, choice_orders="cyclic", sample="all", categories=())
+    manifest = replace(
+        full.manifest,
+        templates_per_category=templates_per_category,
+        prompt_ids=prompts,
+        subset_seed=0,
+        choice_orders="cyclic",
+        sample="all",
+        categories=(),
+    )
     built = full.benchmark.build_cases(manifest, full.files)
     return Suite(manifest, built.cases, built.prompts, full.files, built.skipped_categories)
 
@@ -72,8 +79,7 @@ def rejudged(verdicts: list[dict], mode: str, min_n: int | None = None) -> list[
         ((kind, limit),) = v["threshold"].items()
         value = math.nan if v["value"] is None else v["value"]
         ci = tuple(math.nan if x is None else x for x in v["ci"])
-        status = judge(Threshold(kind, limit), value, ci, v["n"], mode=mode,
-                       min_n=None if v["scope"] == OVERALL else min_n).status
+        status = judge(Threshold(kind, limit), value, ci, v["n"], mode=mode, min_n=None if v["scope"] == OVERALL else min_n).status
         out.append((v["scope"], v["metric"], status))
     return out
 
@@ -92,12 +98,13 @@ def main() -> None:
     suite = narrowed(args.suite, args.templates_per_category, tuple(args.prompts.split(",")))
     prepared = PreparedSuite.of(suite)
     gates = ", ".join(f"{m} {t.describe()}" for m, t in suite.manifest.thresholds.items())
-    print(f"suite {suite.name}, templates_per_category = {args.templates_per_category}, prompts {args.prompts}: "
-          f"{len(suite.cases)} cases, {len(suite.categories)} categories; gates {gates}; "
-          f"{suite.manifest.bootstrap_resamples} bootstrap resamples; {args.seeds} seeds; loaded in {time.perf_counter() - start:.1f} s")
+    print(
+        f"suite {suite.name}, templates_per_category = {args.templates_per_category}, prompts {args.prompts}: "
+        f"{len(suite.cases)} cases, {len(suite.categories)} categories; gates {gates}; "
+        f"{suite.manifest.bootstrap_resamples} bootstrap resamples; {args.seeds} seeds; loaded in {time.perf_counter() - start:.1f} s"
+    )
     compared = settings(args.min_n)
-    print(f"{'persona':<22} {'setting':<16} {'suite fails (95% CI)':<24} {'diff_bias_amb overall':>22} "
-          f"{'category fails':>15} {'inconclusive':>13}")
+    print(f"{'persona':<22} {'setting':<16} {'suite fails (95% CI)':<24} {'diff_bias_amb overall':>22} {'category fails':>15} {'inconclusive':>13}")
     for persona in args.personas.split(","):
         start = time.perf_counter()
         tallies = {label: {"suite": 0, "overall": 0, "category_fails": 0, "inconclusive": 0} for label in compared}
@@ -114,8 +121,10 @@ def main() -> None:
         for label, tally in tallies.items():
             share = tally["suite"] / args.seeds
             lo, hi = wilson(share, args.seeds)
-            print(f"{persona:<22} {label:<16} {f'{share:6.1%} ({lo:.1%}-{hi:.1%})':<24} {tally['overall'] / args.seeds:>22.1%} "
-                  f"{tally['category_fails'] / args.seeds:>15.2f} {tally['inconclusive'] / args.seeds:>13.2f}")
+            print(
+                f"{persona:<22} {label:<16} {f'{share:6.1%} ({lo:.1%}-{hi:.1%})':<24} {tally['overall'] / args.seeds:>22.1%} "
+                f"{tally['category_fails'] / args.seeds:>15.2f} {tally['inconclusive'] / args.seeds:>13.2f}"
+            )
         print(f"{'':<22} ({time.perf_counter() - start:.1f} s)")
 
 

@@ -27,8 +27,15 @@ async def bare_loop(litellm, base_url: str, cases, concurrency: int) -> float:
     async def one(case):
         async with semaphore:
             await litellm.acompletion(
-                model="openai/fair", api_base=base_url, api_key="sim", messages=case.messages_as_dicts(),
-                temperature=0, max_tokens=30, num_retries=0, max_retries=0, timeout=60,
+                model="openai/fair",
+                api_base=base_url,
+                api_key="sim",
+                messages=case.messages_as_dicts(),
+                temperature=0,
+                max_tokens=30,
+                num_retries=0,
+                max_retries=0,
+                timeout=60,
             )
 
     start = time.perf_counter()
@@ -65,8 +72,10 @@ def main() -> None:
         result = run([(suite, cases)], config)
         elapsed = time.perf_counter() - start
         assert result.stats.calls == len(cases), result.stats
-        print(f"biascheck runner (cold store) : {len(cases)} calls in {elapsed:.2f} s = {len(cases) / elapsed:.0f} cases/s "
-              f"(includes starting the sim server and scoring)")
+        print(
+            f"biascheck runner (cold store) : {len(cases)} calls in {elapsed:.2f} s = {len(cases) / elapsed:.0f} cases/s "
+            f"(includes starting the sim server and scoring)"
+        )
         start = time.perf_counter()
         warm = run([(suite, cases)], config)
         print(f"biascheck runner (warm store) : {warm.stats.calls} calls, {time.perf_counter() - start:.2f} s")
@@ -74,8 +83,22 @@ def main() -> None:
         if args.skip_suite:
             return
         store = Path(tmp) / "suite.sqlite"
-        command = [sys.executable, "-m", "pytest", "--biascheck", str(ROOT / "suites" / "kobbq"), "--biascheck-model", "sim/fair",
-                   "--biascheck-cache", str(store), "--biascheck-data", str(args.data), "-q", "-p", "no:cacheprovider"]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--biascheck",
+            str(ROOT / "suites" / "kobbq"),
+            "--biascheck-model",
+            "sim/fair",
+            "--biascheck-cache",
+            str(store),
+            "--biascheck-data",
+            str(args.data),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ]
         start = time.perf_counter()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=tmp)
         cold = time.perf_counter() - start

@@ -31,12 +31,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="biascheck", description="Continuous bias-regression testing for language models.")
     parser.add_argument("--version", action="version", version=f"biascheck {biascheck.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    diff = commands.add_parser("diff", help="compare a results.json with a baseline (exit 1 on regression)",
-                               description="Compare a run with a baseline: paired statistics per metric and category, and the changed cases.")
+    diff = commands.add_parser(
+        "diff",
+        help="compare a results.json with a baseline (exit 1 on regression)",
+        description="Compare a run with a baseline: paired statistics per metric and category, and the changed cases.",
+    )
     diff.add_argument("baseline", type=Path, help="baseline file (baselines/<suite>/<model>.json)")
     diff.add_argument("results", type=Path, help="results.json of the candidate run, or the report folder holding it")
-    diff.add_argument("--compare-fail", action="append", default=[], metavar="METRIC:MARGIN",
-                      help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the suite's margin)")
+    diff.add_argument(
+        "--compare-fail",
+        action="append",
+        default=[],
+        metavar="METRIC:MARGIN",
+        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the suite's margin)",
+    )
     diff.add_argument("--report", type=Path, help="write comparison.json, comparison.md and report.html into this folder")
     diff.add_argument("--allow-fingerprint-mismatch", action="store_true", help="compare on the shared cases when data, prompts or subset differ")
     diff.add_argument("--fail-inconclusive", action="store_true", help="exit 1 also when a check can neither show nor rule out a regression")
@@ -44,17 +52,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.add_argument("--data", type=Path, help="mirror folder of the benchmark files (for the prompt texts)")
     diff.set_defaults(func=_diff)
     qualify = commands.add_parser(
-        "qualify-judge", help="check an evaluator model on disambiguated KoBBQ / BBQ items (exit 1 when below the bounds)",
+        "qualify-judge",
+        help="check an evaluator model on disambiguated KoBBQ / BBQ items (exit 1 when below the bounds)",
         description="Run a candidate BBG judge on the disambiguated items of a QA suite, where the context states the answer, "
-                    "and report its accuracy and diff-bias (the paper's judge: 0.97 and below 0.01).")
+        "and report its accuracy and diff-bias (the paper's judge: 0.97 and below 0.01).",
+    )
     qualify.add_argument("model", help="litellm model string of the judge, or sim/<persona>")
     qualify.add_argument("--suite", type=Path, default=Path("suites/kobbq"), help="QA suite folder (default suites/kobbq; suites/bbq for English)")
     qualify.add_argument("--cases", type=int, default=None, help="a seeded subset of about this many items, whole templates (default: all)")
     qualify.add_argument("--seed", type=int, default=0, help="seed of that subset")
     qualify.add_argument("--min-accuracy", type=float, default=0.95, help="warn below this accuracy (default 0.95)")
     qualify.add_argument("--max-abs-diff-bias", type=float, default=0.02, help="warn above this |diff-bias| (default 0.02)")
-    qualify.add_argument("--param", action="append", default=["temperature=0", "seed=42"], metavar="NAME=VALUE",
-                         help="the judge's sampling parameters (default temperature=0 seed=42, as in the paper)")
+    qualify.add_argument(
+        "--param",
+        action="append",
+        default=["temperature=0", "seed=42"],
+        metavar="NAME=VALUE",
+        help="the judge's sampling parameters (default temperature=0 seed=42, as in the paper)",
+    )
     qualify.add_argument("--api-base", default=None, help="API base URL (vLLM, Ollama, a proxy)")
     qualify.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     qualify.add_argument("--cache", type=Path, default=Path(".biascheck/responses.sqlite"), help="response store (SQLite)")
@@ -62,9 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.add_argument("--json", type=Path, help="also write the qualification as JSON to this file")
     qualify.set_defaults(func=_qualify_judge)
     local = commands.add_parser(
-        "serve-local", help="serve a real small model (Gemma 3 270M) on loopback until Ctrl-C; needs the [local-model] extra",
+        "serve-local",
+        help="serve a real small model (Gemma 3 270M) on loopback until Ctrl-C; needs the [local-model] extra",
         description="Start llama-cpp-python's OpenAI-compatible server with Gemma 3 270M (a base model: many replies are not "
-                    "answers) on 127.0.0.1 and print the options that point a biascheck run at it.")
+        "answers) on 127.0.0.1 and print the options that point a biascheck run at it.",
+    )
     local.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
     local.add_argument("--model-file", type=Path, default=None, help="another GGUF file to serve (default: the packaged Gemma 3 270M)")
     local.add_argument("--n-ctx", type=int, default=4096, help="context size in tokens (default 4096)")
@@ -84,26 +101,39 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _add_suite_commands(commands) -> None:
     suites = commands.add_parser(
-        "suites", help="list the packaged and local suites with their cases and model calls (with --model: and cost)",
+        "suites",
+        help="list the packaged and local suites with their cases and model calls (with --model: and cost)",
         description="List the suites shipped with biascheck and those under ./suites (or the named ones): benchmark, cases and "
-                    "the model calls of a whole run. With --model, the calls the response store (--cache) does not answer, their "
-                    "tokens and cost in USD. Counting reads the benchmark files from --data, BIASCHECK_DATA_DIR or the download "
-                    "cache; nothing is downloaded and no model is called.")
-    suites.add_argument("suites", nargs="*", metavar="SUITE",
-                        help="packaged suite names, suite folders or folders of them (default: every packaged suite and ./suites/*)")
+        "the model calls of a whole run. With --model, the calls the response store (--cache) does not answer, their "
+        "tokens and cost in USD. Counting reads the benchmark files from --data, BIASCHECK_DATA_DIR or the download "
+        "cache; nothing is downloaded and no model is called.",
+    )
+    suites.add_argument(
+        "suites",
+        nargs="*",
+        metavar="SUITE",
+        help="packaged suite names, suite folders or folders of them (default: every packaged suite and ./suites/*)",
+    )
     suites.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     suites.add_argument("--model", help="price a run of each suite with this litellm model string (sim/<persona> is free)")
     suites.add_argument("--api-base", default=None, help="the model's API base URL (part of the store keys)")
-    suites.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a sampling parameter, as --biascheck-param (max_tokens bounds the output tokens)")
+    suites.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a sampling parameter, as --biascheck-param (max_tokens bounds the output tokens)",
+    )
     suites.add_argument("--price", metavar="IN/OUT", help="USD per million input/output tokens, for a model litellm has no price for")
     suites.add_argument("--judge-price", metavar="IN/OUT", help="the same for a BBG suite's judge")
     suites.add_argument("--cache", type=Path, help="response store: the requests it answers are not counted as calls")
     suites.set_defaults(func=_suites)
     init = commands.add_parser(
-        "init", help="copy a packaged suite into this repository to customise it (default suites/NAME)",
+        "init",
+        help="copy a packaged suite into this repository to customise it (default suites/NAME)",
         description="Copy a suite shipped with biascheck into a folder of yours, to change its subset, prompts or thresholds; "
-                    "then run it with pytest --biascheck DEST.")
+        "then run it with pytest --biascheck DEST.",
+    )
     init.add_argument("name", help="a packaged suite (biascheck suites lists them)")
     init.add_argument("dest", nargs="?", type=Path, help="the folder to create (default suites/NAME)")
     init.add_argument("--force", action="store_true", help="write the suite over an existing folder (its other files are kept)")
@@ -148,8 +178,9 @@ def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
             continue
         found = local_suites([Path(text)])
         if not found:
-            raise BiascheckError(text, None, "holds no suite.toml, nor do its subfolders",
-                                 "give a suite folder, a folder of them, or a packaged suite's name")
+            raise BiascheckError(
+                text, None, "holds no suite.toml, nor do its subfolders", "give a suite folder, a folder of them, or a packaged suite's name"
+            )
         listed += [(str(path), "local", path) for path in found]
     return listed
 
@@ -163,9 +194,14 @@ def _suites_run_config(args):
     model = args.model or "sim/fair"  # without --model only the counts are shown, and they depend on no model
     validate_model_string(model, "--model", api_base=args.api_base)
     return RunConfig(
-        model=ModelConfig(model, params=parse_sampling_overrides(args.param, where="--param"), api_base=args.api_base,
-                          price=Price.parse(args.price, where="--price") if args.price else None),
-        store_path=args.cache, data_dir=args.data,
+        model=ModelConfig(
+            model,
+            params=parse_sampling_overrides(args.param, where="--param"),
+            api_base=args.api_base,
+            price=Price.parse(args.price, where="--price") if args.price else None,
+        ),
+        store_path=args.cache,
+        data_dir=args.data,
         judge_price=Price.parse(args.judge_price, where="--judge-price") if args.judge_price else None,
     )
 
@@ -184,15 +220,16 @@ def _count_suite(path: Path, args, config):
         suite = load_suite(path, data_dir=args.data, offline=True)  # a listing downloads nothing
     except BiascheckError as exc:
         if exc.field and exc.field.startswith("data.") and "was not found" in exc.problem:
-            missing = manifest.data[exc.field[len("data."):]].path
+            missing = manifest.data[exc.field[len("data.") :]].path
             return manifest.benchmark, None, f"no counts: {missing} is {_nowhere(args)}"
         return manifest.benchmark, None, f"no counts: {exc}"
     skipped = sorted(suite.skipped_categories)
     if skipped and not suite.cases:
         return manifest.benchmark, None, f"no counts: its data files are {_nowhere(args)}"
     try:
-        (counted,) = estimate([(suite, suite.cases)], config, store=args.cache, price=args.model is not None,
-                              price_options=("--price", "--judge-price"))
+        (counted,) = estimate(
+            [(suite, suite.cases)], config, store=args.cache, price=args.model is not None, price_options=("--price", "--judge-price")
+        )
     except BiascheckError as exc:
         return manifest.benchmark, None, f"no counts: {exc}"
     note = f"counts without the categories whose optional data is unavailable: {', '.join(skipped)}" if skipped else None
@@ -204,8 +241,7 @@ def _nowhere(args) -> str:
 
     mirror = args.data or env_data_dir()
     where = f"in the mirror {mirror}" if mirror else "in a mirror (none given)"
-    return (f"neither {where} nor in the download cache; pass --data DIR (or set BIASCHECK_DATA_DIR), "
-            "or run the suite once to download its files")
+    return f"neither {where} nor in the download cache; pass --data DIR (or set BIASCHECK_DATA_DIR), or run the suite once to download its files"
 
 
 def _calls_cell(counted) -> str:
@@ -226,8 +262,10 @@ def _init(args) -> int:
     qualification = load_manifest(dest).bbg.get("judge_qualification", {}).get("suite")
     if qualification and not (dest / qualification).is_dir():
         # A BBG suite names the QA suite its judge is qualified on, relative to itself.
-        print(f"note: its [bbg.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
-              f"(biascheck init {Path(qualification).name} {os.path.normpath(dest / qualification)}) or change the path")
+        print(
+            f"note: its [bbg.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
+            f"(biascheck init {Path(qualification).name} {os.path.normpath(dest / qualification)}) or change the path"
+        )
     return 0
 
 
@@ -270,8 +308,7 @@ def _diff(args) -> int:
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)
     rules = [Rule.parse_option(text, where="--compare-fail") for text in args.compare_fail]
-    settings = settings_from(results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch,
-                             fail_inconclusive=args.fail_inconclusive)
+    settings = settings_from(results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, fail_inconclusive=args.fail_inconclusive)
     prompts, note = _prompts(args, results)
     comparison = compare(baseline, results, settings, baseline_path=str(args.baseline), prompts=prompts)
     color = sys.stdout.isatty()
@@ -286,8 +323,9 @@ def _diff(args) -> int:
         try:
             write_reports([results], args.report, {results["suite"]["name"]: comparison})
         except OSError as exc:
-            raise BiascheckError(args.report, None, f"could not write the report ({exc.strerror or exc})",
-                                 "point --report at a writable folder") from None
+            raise BiascheckError(
+                args.report, None, f"could not write the report ({exc.strerror or exc})", "point --report at a writable folder"
+            ) from None
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations([comparison]):
             print(line)
@@ -312,10 +350,12 @@ def _qualify_judge(args) -> int:
     if args.cases is not None and args.cases < 1:
         raise BiascheckError("--cases", None, f"{args.cases} is not a positive number", "e.g. --cases 2000")
     judge = ModelConfig(args.model, params=parse_sampling_overrides(args.param, where="--param"), api_base=args.api_base)
-    config = RunConfig(model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency),
-                       model_source="biascheck qualify-judge MODEL")
-    result = qualify(judge, args.suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy,
-                     max_abs_diff_bias=args.max_abs_diff_bias)
+    config = RunConfig(
+        model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency), model_source="biascheck qualify-judge MODEL"
+    )
+    result = qualify(
+        judge, args.suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy, max_abs_diff_bias=args.max_abs_diff_bias
+    )
     print(result.summary)
     for warning in result.warnings:
         print(f"WARNING: {warning}")
@@ -351,8 +391,7 @@ def _serve_until_stopped(args) -> int:
 
     from biascheck.execution.local_model import API_KEY_ENV, start_local_server
 
-    with start_local_server(args.model_file, port=args.port, n_ctx=args.n_ctx, startup_timeout_s=args.startup_timeout,
-                            log_path=args.log) as server:
+    with start_local_server(args.model_file, port=args.port, n_ctx=args.n_ctx, startup_timeout_s=args.startup_timeout, log_path=args.log) as server:
         print(f"serving {server.model_path.name} at {server.api_base}", flush=True)
         print("point biascheck at it with (litellm's openai/ provider wants a key; this server checks none):")
         print(f"  export {API_KEY_ENV}=unused-local")
@@ -364,8 +403,9 @@ def _serve_until_stopped(args) -> int:
                 time.sleep(0.5)
         except KeyboardInterrupt:
             return 0
-        raise BiascheckError("biascheck serve-local", None, f"the server exited with code {server.process.returncode}",
-                             "run it again with --log FILE to see why")
+        raise BiascheckError(
+            "biascheck serve-local", None, f"the server exited with code {server.process.returncode}", "run it again with --log FILE to see why"
+        )
 
 
 if __name__ == "__main__":

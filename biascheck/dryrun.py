@@ -55,8 +55,15 @@ class _Keys:
         model = self.model
         if self.keyed:
             return Request(request_key(model.model, model.endpoint, messages, params, sample, model.revision), messages, params)
-        return Request((self._part(messages, lambda: tuple(tuple(m.items()) for m in messages)),
-                        self._part(params, lambda: tuple(sorted(params.items()))), sample), messages, params)
+        return Request(
+            (
+                self._part(messages, lambda: tuple(tuple(m.items()) for m in messages)),
+                self._part(params, lambda: tuple(sorted(params.items()))),
+                sample,
+            ),
+            messages,
+            params,
+        )
 
     def _part(self, value: object, build) -> tuple:
         if id(value) not in self._parts:
@@ -105,8 +112,14 @@ class SuiteEstimate:
         return None if None in costs else sum(costs)
 
 
-def estimate(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *, store: Path | None = None, price: bool = True,
-             price_options: tuple[str, str] = ("--biascheck-price", "--biascheck-judge-price")) -> list[SuiteEstimate]:
+def estimate(
+    selection: Sequence[tuple[Suite, Sequence[Case]]],
+    config: RunConfig,
+    *,
+    store: Path | None = None,
+    price: bool = True,
+    price_options: tuple[str, str] = ("--biascheck-price", "--biascheck-judge-price"),
+) -> list[SuiteEstimate]:
     """The calls (and with ``price``, tokens and USD) of a run of ``selection`` under ``config``,
     less the answers of the response store at ``store`` (if it exists); ``price_options`` are
     named when a model has no known price."""
@@ -152,8 +165,16 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
     return SuiteEstimate(suite.name, suite.manifest.benchmark, len(cases), shares, notes)
 
 
-def _judge_share(suite: Suite, cases: list[Case], per_case: list[list[Request]], judge: Judge, params: dict[str, Any],
-                 config: RunConfig, store: ResponseStore | None, stored: set[str]) -> Share:
+def _judge_share(
+    suite: Suite,
+    cases: list[Case],
+    per_case: list[list[Request]],
+    judge: Judge,
+    params: dict[str, Any],
+    config: RunConfig,
+    store: ResponseStore | None,
+    stored: set[str],
+) -> Share:
     """The judge reads each story: for a stored generation, exactly the request the run makes (none
     for an empty story); for one still to be made, one reading at most, its story at most max_tokens."""
     read = suite.benchmark.judge_requests
@@ -206,8 +227,7 @@ def _price(share: Share, price_option: str) -> None:
         share.notes.append(f"cost unknown: pass {price_option} IN/OUT (USD per million tokens); litellm has no price for {model.model}")
     elif share.output_tokens is None:
         where = "--biascheck-param max_tokens=N" if share.role == "model" else "max_tokens in the suite's [bbg.judge] sampling"
-        share.notes.append(f"cost unknown: no max_tokens bounds the replies ({where}); "
-                           f"the prompts alone: {_usd(share.prompt_tokens * rates[0])} USD")
+        share.notes.append(f"cost unknown: no max_tokens bounds the replies ({where}); the prompts alone: {_usd(share.prompt_tokens * rates[0])} USD")
     else:
         share.usd = share.prompt_tokens * rates[0] + share.output_tokens * rates[1]
 
@@ -274,8 +294,9 @@ def render(estimates: Sequence[SuiteEstimate]) -> str:
     shares = [share for item in estimates for share in item.shares]
     footnotes = []
     if any(share.uncertain for share in shares):
-        footnotes.append("≤ judge calls: a story not yet generated is read only if it is not empty; its prompt is counted with "
-                         "the longest story (max_tokens)")
+        footnotes.append(
+            "≤ judge calls: a story not yet generated is read only if it is not empty; its prompt is counted with the longest story (max_tokens)"
+        )
     if any(share.sampled for share in shares):
         footnotes.append(f"~ prompt tokens: estimated from a seeded sample of {TOKEN_SAMPLE:,} prompts")
     if any(share.output_tokens for share in shares):
@@ -301,5 +322,4 @@ def table(rows: list[list[str]], right: Iterable[int] = ()) -> list[str]:
     """Rows as aligned text columns (``right``: the columns aligned right, numbers)."""
     right = set(right)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-            for row in rows]
+    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]

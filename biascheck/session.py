@@ -154,8 +154,12 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
     settings = suite.manifest.bbg["judge"]
     name = config.judge or settings["model"]
     if not name:
-        raise BiascheckError(suite.manifest.path, "bbg.judge.model", "this suite names no evaluator model",
-                             "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]")
+        raise BiascheckError(
+            suite.manifest.path,
+            "bbg.judge.model",
+            "this suite names no evaluator model",
+            "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]",
+        )
     if not config.judge:
         try:
             validate_model_string(name, api_base=config.judge_api_base)
@@ -196,8 +200,12 @@ def _check_judge_prices(plans: list[_SuitePlan]) -> None:
         try:
             LiteLLMClient(judge.model, require_price=True)
         except BiascheckError:
-            raise BiascheckError("--biascheck-max-cost", None, f"litellm has no price for the judge {judge.model.model}, so spending cannot be tracked",
-                                 "pass --biascheck-judge-price INPUT/OUTPUT (USD per million tokens)") from None
+            raise BiascheckError(
+                "--biascheck-max-cost",
+                None,
+                f"litellm has no price for the judge {judge.model.model}, so spending cannot be tracked",
+                "pass --biascheck-judge-price INPUT/OUTPUT (USD per million tokens)",
+            ) from None
 
 
 @dataclass
@@ -226,8 +234,14 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     model = config.model
     plans = []
     for suite, cases in selection:
-        plan = _SuitePlan(suite, list(cases), effective_params(suite, model), suite.benchmark.estimator(suite.manifest, config.estimator),
-                          judge_for(suite, config), scoring=scoring_for(suite, config))
+        plan = _SuitePlan(
+            suite,
+            list(cases),
+            effective_params(suite, model),
+            suite.benchmark.estimator(suite.manifest, config.estimator),
+            judge_for(suite, config),
+            scoring=scoring_for(suite, config),
+        )
         plan.plan(model)
         plans.append(plan)
 
@@ -251,8 +265,11 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     requests,
                     store=store,
                     model_name=caller.model,
-                    open_client=lambda: clients.open(caller, require_price=config.max_cost_usd is not None,
-                                                     where=config.model_source if part is None else judge_source[caller.model]),
+                    open_client=lambda: clients.open(
+                        caller,
+                        require_price=config.max_cost_usd is not None,
+                        where=config.model_source if part is None else judge_source[caller.model],
+                    ),
                     concurrency=config.concurrency,
                     policy=config.policy,
                     budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
@@ -266,7 +283,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             responses.update(execution.responses)
             if part is not None and execution.stats.incomplete and execution.stats.incomplete.startswith(FATAL):
                 # Name the judge: a fatal error (e.g. its API key) is not the model under test's.
-                execution.stats.incomplete = f"{FATAL}the judge {caller.model}: {execution.stats.incomplete[len(FATAL):]}"
+                execution.stats.incomplete = f"{FATAL}the judge {caller.model}: {execution.stats.incomplete[len(FATAL) :]}"
             _add(stats, execution.stats)
             if part is not None:
                 _add(part, execution.stats)
@@ -299,8 +316,9 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 continue
             read = plan.suite.benchmark.judge_requests
             with_generation = [(case, [responses[k] for k in keys]) for case, keys in zip(plan.cases, plan.keys)]
-            plan.judge_keys, requests = _plan(lambda pair, params: read(pair[0], pair[1], params), with_generation,
-                                              plan.judge.model, plan.judge.params)
+            plan.judge_keys, requests = _plan(
+                lambda pair, params: read(pair[0], pair[1], params), with_generation, plan.judge.model, plan.judge.params
+            )
             if stats.incomplete:
                 for request in requests:
                     responses.setdefault(request.key, Response(text=None, error=NOT_RUN + stats.incomplete))
@@ -313,17 +331,30 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         if plan.scoring:  # the benchmark reads its convention from the manifest: this run's replaces the file's
             manifest = replace(manifest, bbg={**manifest.bbg, **plan.scoring})
         judge_keys = plan.judge_keys or [[] for _ in plan.cases]
-        outcomes = {case.case_id: _classify(benchmark, case, [responses[k] for k in keys + extra], plan.estimator)
-                    for case, keys, extra in zip(plan.cases, plan.keys, judge_keys)}
-        metrics = benchmark.aggregate(plan.cases, outcomes, resamples=manifest.bootstrap_resamples, seed=manifest.bootstrap_seed,
-                                      manifest=manifest)
+        outcomes = {
+            case.case_id: _classify(benchmark, case, [responses[k] for k in keys + extra], plan.estimator)
+            for case, keys, extra in zip(plan.cases, plan.keys, judge_keys)
+        }
+        metrics = benchmark.aggregate(plan.cases, outcomes, resamples=manifest.bootstrap_resamples, seed=manifest.bootstrap_seed, manifest=manifest)
         categories = sorted({case.category for case in plan.cases})
         kind = getattr(plan.estimator, "kind", None)
-        results.append(SuiteResult(suite, plan.cases, outcomes, plan.params, metrics,
-                                   check_thresholds(manifest, metrics, categories, kind),
-                                   str(plan.estimator) if plan.estimator is not None else None, plan.note, plan.judge,
-                                   plan.qualification, plan.judge_stats, plan.scoring,
-                                   served_by([responses[k] for keys in plan.keys for k in keys])))
+        results.append(
+            SuiteResult(
+                suite,
+                plan.cases,
+                outcomes,
+                plan.params,
+                metrics,
+                check_thresholds(manifest, metrics, categories, kind),
+                str(plan.estimator) if plan.estimator is not None else None,
+                plan.note,
+                plan.judge,
+                plan.qualification,
+                plan.judge_stats,
+                plan.scoring,
+                served_by([responses[k] for keys in plan.keys for k in keys]),
+            )
+        )
     for plan in plans:
         _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)
@@ -334,8 +365,7 @@ def served_by(responses: Sequence[Response]) -> dict[str, dict[str, int]]:
     model and each system fingerprint (OpenAI's, vLLM's ...). Two of either within one run mean
     the model behind the name changed while it ran."""
     served: dict[str, dict[str, int]] = {}
-    for name, values in (("models", [r.served_model for r in responses]),
-                         ("system_fingerprints", [r.system_fingerprint for r in responses])):
+    for name, values in (("models", [r.served_model for r in responses]), ("system_fingerprints", [r.system_fingerprint for r in responses])):
         counts: dict[str, int] = {}
         for value in values:
             if value is not None:

@@ -43,8 +43,9 @@ def data_dir() -> Path:
     return mirror_or_skip()
 
 
-def write_subset_suite(folder: Path, base: str = "kobbq", *, subset: str = "", prompts: str | None = None,
-                       thresholds: str | None = None, extra: str = "") -> Path:
+def write_subset_suite(
+    folder: Path, base: str = "kobbq", *, subset: str = "", prompts: str | None = None, thresholds: str | None = None, extra: str = ""
+) -> Path:
     """A copy of a real manifest with its [subset] (and optionally [prompts]/[thresholds]) replaced."""
     text = (SUITES / base / "suite.toml").read_text("utf-8")
     text = re.sub(r"\n\[subset\]\n(?:[^\[\n][^\n]*\n|\n)*", "\n", text)
@@ -64,7 +65,8 @@ def write_subset_suite(folder: Path, base: str = "kobbq", *, subset: str = "", p
 def small_kobbq(tmp_path: Path, data_dir: Path) -> Path:
     """KoBBQ with 2 templates per category, prompts 1 and 3, all three choice orders (~1,000 cases)."""
     return write_subset_suite(
-        tmp_path / "kobbq-small", subset='templates_per_category = 2\nseed = 7\nchoice_orders = "cyclic"',
+        tmp_path / "kobbq-small",
+        subset='templates_per_category = 2\nseed = 7\nchoice_orders = "cyclic"',
         prompts='from_data = "prompts"\nuse = ["1", "3"]',
     )
 
@@ -74,7 +76,8 @@ def tiny_kobbq(tmp_path: Path, data_dir: Path) -> Path:
     """KoBBQ with 1 template per category, prompt 1, the original choice order (~100 cases): for
     tests of the plugin's semantics, where the cost of a run should be its start-up alone."""
     return write_subset_suite(
-        tmp_path / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        tmp_path / "kobbq-tiny",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
         prompts='from_data = "prompts"\nuse = ["1"]',
     )
 
@@ -106,9 +109,20 @@ def run_biascheck(pytester: pytest.Pytester, tmp_path: Path, data_dir: Path):
         report_dir = tmp_path / report
         # A subprocess per run: litellm's module state never leaks between runs.
         result = pytester.runpytest_subprocess(
-            "--biascheck", str(suite), "--biascheck-model", model, "--biascheck-data", str(data_dir),
-            "--biascheck-cache", str(store_path), "--biascheck-report", str(report_dir),
-            "-p", "no:cacheprovider", "-q", *args,
+            "--biascheck",
+            str(suite),
+            "--biascheck-model",
+            model,
+            "--biascheck-data",
+            str(data_dir),
+            "--biascheck-cache",
+            str(store_path),
+            "--biascheck-report",
+            str(report_dir),
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *args,
         )
         return BiascheckRun(result, report_dir)
 

@@ -34,12 +34,15 @@ from ruamel.yaml import YAML
 
 # --- expressions ---------------------------------------------------------------------------------
 
-TOKEN = re.compile(r"""\s*(?:
+TOKEN = re.compile(
+    r"""\s*(?:
     (?P<string>'(?:[^']|'')*')
   | (?P<number>-?\d+(?:\.\d+)?)
   | (?P<op>==|!=|<=|>=|&&|\|\||[!<>(),\[\]])
   | (?P<name>[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_*][A-Za-z0-9_-]*)*)
-)""", re.X)
+)""",
+    re.X,
+)
 STATUS_FUNCTIONS = ("always", "success", "failure", "cancelled")
 
 
@@ -258,9 +261,17 @@ class Runner:
     """Runs workflows of one repository (``repo``: its files) with ``action_path`` as the action
     that ``uses: ./`` and ``uses: <owner>/biascheck@...`` name."""
 
-    def __init__(self, repo: Path, home: Path, *, action_path: Path, action_names: tuple[str, ...] = (),
-                 variables: dict[str, str] | None = None, secrets: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        repo: Path,
+        home: Path,
+        *,
+        action_path: Path,
+        action_names: tuple[str, ...] = (),
+        variables: dict[str, str] | None = None,
+        secrets: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.repo, self.home, self.action_path = repo, home, action_path
         self.action_names = action_names
         self.variables, self.secrets = dict(variables or {}), dict(secrets or {})
@@ -276,8 +287,9 @@ class Runner:
         self.shim = shim
 
     # -- workflows --
-    def run(self, workflow: dict, *, event: str, inputs: dict[str, Any] | None = None,
-            github: dict[str, str] | None = None) -> dict[str, list[JobRun]]:
+    def run(
+        self, workflow: dict, *, event: str, inputs: dict[str, Any] | None = None, github: dict[str, str] | None = None
+    ) -> dict[str, list[JobRun]]:
         """Run a workflow for an event; returns each job's runs (one per matrix combination)."""
         self.run_count += 1
         self.artifacts = {}  # artifacts belong to one workflow run
@@ -288,10 +300,20 @@ class Runner:
             assert not unknown, f"not inputs of the workflow: {unknown}"
             for name, spec in declared.items():
                 dispatch_inputs[name] = (inputs or {}).get(name, spec.get("default", "" if spec.get("type") != "boolean" else False))
-        self.github = {"event_name": event, "run_id": str(self.run_count), "run_attempt": "1",
-                       "repository": "owner/model-repo", "server_url": "https://github.com", "actor": "someone",
-                       "workspace": "", "ref": "refs/heads/main", "ref_name": "main", "ref_type": "branch",
-                       "sha": "a" * 40, **(github or {})}
+        self.github = {
+            "event_name": event,
+            "run_id": str(self.run_count),
+            "run_attempt": "1",
+            "repository": "owner/model-repo",
+            "server_url": "https://github.com",
+            "actor": "someone",
+            "workspace": "",
+            "ref": "refs/heads/main",
+            "ref_name": "main",
+            "ref_type": "branch",
+            "sha": "a" * 40,
+            **(github or {}),
+        }
         results: dict[str, list[JobRun]] = {}
         jobs = workflow["jobs"]
         for job_id in self._job_order(jobs):
@@ -312,12 +334,19 @@ class Runner:
         needs = {}
         for need in _as_list(job.get("needs")):
             runs = results[need]
-            result = ("skipped" if all(r.result == "skipped" for r in runs)
-                      else "failure" if any(r.result == "failure" for r in runs) else "success")
+            result = "skipped" if all(r.result == "skipped" for r in runs) else "failure" if any(r.result == "failure" for r in runs) else "success"
             needs[need] = {"result": result, "outputs": {k: v for r in runs for k, v in r.outputs.items()}}
         needs_ok = all(n["result"] == "success" for n in needs.values())
-        contexts = {"inputs": inputs, "vars": self.variables, "secrets": self.secrets, "github": self.github,
-                    "needs": needs, "matrix": {}, "env": {}, "runner": {"os": "Linux", "temp": ""}}
+        contexts = {
+            "inputs": inputs,
+            "vars": self.variables,
+            "secrets": self.secrets,
+            "github": self.github,
+            "needs": needs,
+            "matrix": {},
+            "env": {},
+            "runner": {"os": "Linux", "temp": ""},
+        }
         status = {"always": True, "success": needs_ok, "failure": not needs_ok, "cancelled": False}
         if not condition(job.get("if"), Evaluator(contexts, status)):
             return [JobRun(job_id, "skipped")]
@@ -325,8 +354,7 @@ class Runner:
         keys = [k for k in matrix if k not in ("include", "exclude")]
         assert "include" not in matrix and "exclude" not in matrix, "matrix include/exclude are not emulated"
         combinations = [dict(zip(keys, values)) for values in itertools.product(*(matrix[k] for k in keys))] or [{}]
-        return [self._run_job_instance(job_id, job, workflow, {**contexts, "matrix": combination})
-                for combination in combinations]
+        return [self._run_job_instance(job_id, job, workflow, {**contexts, "matrix": combination}) for combination in combinations]
 
     def _run_job_instance(self, job_id: str, job: dict, workflow: dict, contexts: dict) -> JobRun:
         name = job_id + (f" ({', '.join(map(str, contexts['matrix'].values()))})" if contexts["matrix"] else "")
@@ -364,8 +392,9 @@ class Runner:
         return run
 
     # -- steps --
-    def _run_script(self, script: str, env: dict[str, str], context: _JobContext, label: str,
-                    extra: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    def _run_script(
+        self, script: str, env: dict[str, str], context: _JobContext, label: str, extra: dict[str, str] | None = None
+    ) -> tuple[str, dict[str, str]]:
         count = len(list(context.temp.glob("step-*.sh")))
         path = context.temp / f"step-{count}.sh"
         path.write_text(script, "utf-8")
@@ -373,14 +402,29 @@ class Runner:
         output.touch()
         summary.touch()
         base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "BIASCHECK_", "GITHUB_", "RUNNER_"))}
-        full = {**base, **env, **(extra or {}),
-                "PATH": f"{self.shim}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
-                "REAL_PYTHON": sys.executable, "CI": "true", "GITHUB_ACTIONS": "true",
-                "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
-                "GITHUB_WORKSPACE": str(context.workspace), "RUNNER_TEMP": str(context.temp), "RUNNER_OS": "Linux",
-                **{f"GITHUB_{k.upper()}": v for k, v in self.github.items() if k not in ("workspace",)}}
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)], cwd=context.workspace,
-                              env=full, capture_output=True, text=True, timeout=900)
+        full = {
+            **base,
+            **env,
+            **(extra or {}),
+            "PATH": f"{self.shim}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+            "REAL_PYTHON": sys.executable,
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_WORKSPACE": str(context.workspace),
+            "RUNNER_TEMP": str(context.temp),
+            "RUNNER_OS": "Linux",
+            **{f"GITHUB_{k.upper()}": v for k, v in self.github.items() if k not in ("workspace",)},
+        }
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)],
+            cwd=context.workspace,
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         context.run.log.append(f"--- {label}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
         context.run.summary += summary.read_text("utf-8")
         return ("success" if proc.returncode == 0 else "failure"), parse_github_output(output.read_text("utf-8"))
@@ -408,9 +452,13 @@ class Runner:
         inputs = {name: as_text(given.get(name, spec.get("default", ""))) for name, spec in specs.items()}
         for name, spec in specs.items():
             assert not (spec.get("required") and name not in given and "default" not in spec), f"{label}: required input {name} missing"
-        contexts = {"inputs": inputs, "github": {**self.github, "workspace": str(context.workspace),
-                                                 "action_path": str(self.action_path)},
-                    "runner": {"os": "Linux", "temp": str(context.temp)}, "steps": {}, "env": env}
+        contexts = {
+            "inputs": inputs,
+            "github": {**self.github, "workspace": str(context.workspace), "action_path": str(self.action_path)},
+            "runner": {"os": "Linux", "temp": str(context.temp)},
+            "steps": {},
+            "env": env,
+        }
         failed = False
         for index, step in enumerate(action["runs"]["steps"]):
             status = {"always": True, "success": not failed, "failure": failed, "cancelled": False}
@@ -421,16 +469,14 @@ class Runner:
                 continue
             step_env = {**env, **{k: as_text(v) for k, v in interpolate(step.get("env") or {}, evaluator).items()}}
             if "run" in step:
-                outcome, outputs = self._run_script(step["run"], step_env, context, inner,
-                                                    extra={"GITHUB_ACTION_PATH": str(self.action_path)})
+                outcome, outputs = self._run_script(step["run"], step_env, context, inner, extra={"GITHUB_ACTION_PATH": str(self.action_path)})
             else:
                 outcome, outputs = self._uses(step["uses"], interpolate(step.get("with") or {}, evaluator), step_env, context, inner)
             if "id" in step:
                 contexts["steps"][step["id"]] = {"outputs": outputs, "outcome": outcome, "conclusion": outcome}
                 context.run.step_outputs[step["id"]] = outputs
             failed = failed or outcome == "failure"
-        outputs = {name: as_text(interpolate(spec.get("value", ""), Evaluator(contexts, {})))
-                   for name, spec in (action.get("outputs") or {}).items()}
+        outputs = {name: as_text(interpolate(spec.get("value", ""), Evaluator(contexts, {}))) for name, spec in (action.get("outputs") or {}).items()}
         return ("failure" if failed else "success"), outputs
 
 
@@ -490,6 +536,7 @@ def _can_write(permissions: Any, scope: str) -> bool:
 
 
 # --- emulated actions ----------------------------------------------------------------------------
+
 
 def _checkout(runner: Runner, inputs: dict[str, str], context: _JobContext) -> None:
     shutil.copytree(runner.repo, context.workspace, dirs_exist_ok=True)
@@ -574,8 +621,9 @@ def _create_pull_request(runner: Runner, inputs: dict[str, str], context: _JobCo
                 changed[relative] = data
     if not changed:
         return {"pull-request-operation": "none"}
-    runner.pull_requests.append(PullRequest(inputs.get("branch", "create-pull-request/patch"), inputs.get("title", ""),
-                                            inputs.get("body", ""), changed))
+    runner.pull_requests.append(
+        PullRequest(inputs.get("branch", "create-pull-request/patch"), inputs.get("title", ""), inputs.get("body", ""), changed)
+    )
     return {"pull-request-operation": "created", "pull-request-number": str(len(runner.pull_requests))}
 
 

@@ -18,20 +18,33 @@ Serve = Callable[[BaseHTTPRequestHandler, int, dict], None]
 def chat_answer(body: dict, path: str = "/v1/chat/completions", text: str = "A") -> dict:
     """A well-formed reply ``text`` to ``body``: OpenAI's chat completion, or Anthropic's message."""
     if path.endswith("/messages"):  # Anthropic's API, for litellm's anthropic/ provider
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model", "m"),
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 3, "output_tokens": 1}}
-    return {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "m"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "m"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
     send_bytes(handler, status, json.dumps(payload).encode(), headers)
 
 
-def send_bytes(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None,
-               content_type: str = "application/json") -> None:
+def send_bytes(
+    handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None, content_type: str = "application/json"
+) -> None:
     """``data`` as the body, as is (it need not be JSON, nor UTF-8)."""
     handler.send_response(status)
     handler.send_header("content-type", content_type)
@@ -51,7 +64,7 @@ def stopping(handler: BaseHTTPRequestHandler) -> threading.Event:
 def bearer_token(handler: BaseHTTPRequestHandler) -> str:
     """The API key the client sent (``Authorization: Bearer KEY``), or ""."""
     value = handler.headers.get("authorization", "")
-    return value[len("Bearer "):] if value.lower().startswith("bearer ") else value
+    return value[len("Bearer ") :] if value.lower().startswith("bearer ") else value
 
 
 @contextlib.contextmanager

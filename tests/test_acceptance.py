@@ -26,7 +26,6 @@ def test_full_kobbq_fair_passes_and_warm_rerun_makes_zero_calls(run_biascheck):
     assert warm.results()["metrics"] == results["metrics"]
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("suite", "cases", "generations", "judge_calls"), [("kobbg", 5720, 2850, 5710), ("enbbg", 4640, 2316, 4632)])
 def test_full_bbg_fair_with_the_sim_judge_passes_and_warm_rerun_makes_zero_calls(run_biascheck, suite, cases, generations, judge_calls):

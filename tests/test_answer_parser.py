@@ -249,7 +249,7 @@ def test_the_table_covers_what_real_replies_look_like():
 def _readme_departures() -> str:
     text = README.read_text("utf-8")
     start = text.index("### Where answer parsing departs from the KoBBQ reference")
-    return text[start:text.index("\n## ", start)]
+    return text[start : text.index("\n## ", start)]
 
 
 def test_every_departure_from_the_reference_is_in_the_readme():
@@ -263,8 +263,7 @@ def test_wherever_the_reference_reads_an_answer_biascheck_reads_it_or_says_why()
     # reference misreads them (a word's first letter, a letter contradicting its own text).
     for reply, _choices, _letters, expected, reference, departure in PARSE_TABLE:
         if reference is not None and expected != reference:
-            assert departure in ("word-initial-letter", "letter-text-disagree", "two-declarations", "echoed-options",
-                                 "korean-suffix"), reply
+            assert departure in ("word-initial-letter", "letter-text-disagree", "two-declarations", "echoed-options", "korean-suffix"), reply
 
 
 @pytest.mark.parametrize("unknown", KO_UNKNOWNS)
@@ -341,9 +340,7 @@ def _clean(text: str) -> str:
 # Options start and end with a letter, digit or syllable (real options never start or end with
 # punctuation); at least two characters, so that no option is itself a single letter.
 option_text = (
-    st.text(alphabet=_OPTION_ALPHABET, min_size=2, max_size=20)
-    .map(_clean)
-    .filter(lambda t: len(t) >= 2 and t[0].isalnum() and t[-1].isalnum())
+    st.text(alphabet=_OPTION_ALPHABET, min_size=2, max_size=20).map(_clean).filter(lambda t: len(t) >= 2 and t[0].isalnum() and t[-1].isalnum())
 )
 
 

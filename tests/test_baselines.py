@@ -36,12 +36,18 @@ def baseline_file(prepared, tmp_path) -> Path:
 
 # --- the file -------------------------------------------------------------------------------------
 
+
 def test_round_trip_keeps_everything_and_one_case_per_line(prepared, baseline_file):
     results = simulated_results(prepared, "stereotyped?p=0.2")
     loaded = baselines.load(baseline_file)
     assert loaded["suite"]["fingerprint"] == prepared.suite.fingerprint()
-    assert loaded["model"] == {"model": "sim/stereotyped?p=0.2", "revision": None, "params": results["model"]["params"], "judge": None,
-                               "estimator": None}
+    assert loaded["model"] == {
+        "model": "sim/stereotyped?p=0.2",
+        "revision": None,
+        "params": results["model"]["params"],
+        "judge": None,
+        "estimator": None,
+    }
     assert loaded["metrics"]["overall"] == results["metrics"]["overall"]
     assert loaded["metrics"]["by_category"] == results["metrics"]["by_category"]
     rows = loaded["cases"]["rows"]
@@ -133,6 +139,7 @@ def test_refuse_reason_names_partial_errored_and_incomplete_runs(prepared):
 
 # --- rules ----------------------------------------------------------------------------------------
 
+
 def test_rules_parse_and_point_the_way_the_metric_gets_worse():
     assert Rule.parse_option("acc_dis:-2%") == Rule("acc_dis", 0.02, True, -1, "command line")
     assert Rule.parse_option("diff_bias_amb:+0.02").absolute_margin(0.5) == 0.02
@@ -162,6 +169,7 @@ def test_rule_text_round_trips(sign, margin, percent):
 
 # --- comparisons ----------------------------------------------------------------------------------
 
+
 def test_same_answers_compare_as_unchanged_with_no_flips(prepared, baseline_file):
     candidate = simulated_results(prepared, "stereotyped?p=0.2")
     comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
@@ -173,8 +181,13 @@ def test_same_answers_compare_as_unchanged_with_no_flips(prepared, baseline_file
 
 def test_a_more_biased_model_regresses_and_the_flips_show_what_changed(prepared, baseline_file):
     candidate = simulated_results(prepared, "stereotyped?p=0.8")
-    comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json",
-                         prompts={c.case_id: c.messages[-1].content for c in prepared.suite.cases})
+    comparison = compare(
+        baselines.load(baseline_file),
+        candidate,
+        settings_from(candidate),
+        baseline_path="b.json",
+        prompts={c.case_id: c.messages[-1].content for c in prepared.suite.cases},
+    )
     overall = {r["metric"]: r for r in comparison["results"] if r["scope"] == "overall"}
     assert overall["diff_bias_amb"]["verdict"] == "regressed" and comparison["regressed"] and not comparison["passed"]
     assert overall["diff_bias_amb"]["difference"] > 0.4 and overall["diff_bias_amb"]["p_adjusted"] < 0.05
@@ -202,8 +215,9 @@ def test_rules_from_the_command_line_replace_the_manifests(prepared, baseline_fi
 def test_fingerprint_mismatch_says_what_differs_unless_allowed(prepared, baseline_file, data_dir, tmp_path):
     from conftest import write_subset_suite
 
-    other = write_subset_suite(tmp_path / "other", subset='templates_per_category = 3\nseed = 7\nchoice_orders = "cyclic"',
-                               prompts='from_data = "prompts"\nuse = ["1", "2"]')
+    other = write_subset_suite(
+        tmp_path / "other", subset='templates_per_category = 3\nseed = 7\nchoice_orders = "cyclic"', prompts='from_data = "prompts"\nuse = ["1", "2"]'
+    )
     candidate = simulated_results(PreparedSuite.of(load_suite(other, data_dir=data_dir)), "stereotyped?p=0.2")
     baseline = baselines.load(baseline_file)
     with pytest.raises(BiascheckError) as info:
@@ -237,7 +251,7 @@ def test_another_suites_baseline_is_refused(prepared, baseline_file):
 # --- invariants without data ---------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
     max_leaves=30,
 )
@@ -253,16 +267,34 @@ def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
 
 
 @settings(max_examples=200, deadline=None)
-@given(worsening=st.floats(-1, 1), se=st.floats(0, 0.5), margin=st.floats(0, 0.2), half=st.floats(0, 0.5),
-       family=st.integers(1, 60), p_raw=st.floats(0, 1))
+@given(
+    worsening=st.floats(-1, 1),
+    se=st.floats(0, 0.5),
+    margin=st.floats(0, 0.2),
+    half=st.floats(0, 0.5),
+    family=st.integers(1, 60),
+    p_raw=st.floats(0, 1),
+)
 def test_verdicts_follow_their_definitions(worsening, se, margin, half, family, p_raw):
     from biascheck.evaluation.regression import CompareSettings, _Check, _decide
     from biascheck.metrics.paired import PairedDifference
 
-    d = PairedDifference(0.5, 0.5 + worsening, worsening, (worsening - half, worsening + half), worsening,
-                         (worsening - half, worsening + half), se, 2000)
-    check = _Check("acc_amb", "overall", Rule("acc_amb", margin), "lower", margin, (0.5, (0, 1), 10), (0.5, (0, 1), 10),
-                   d, p_raw, None, p_adjusted=min(1.0, p_raw * family))
+    d = PairedDifference(
+        0.5, 0.5 + worsening, worsening, (worsening - half, worsening + half), worsening, (worsening - half, worsening + half), se, 2000
+    )
+    check = _Check(
+        "acc_amb",
+        "overall",
+        Rule("acc_amb", margin),
+        "lower",
+        margin,
+        (0.5, (0, 1), 10),
+        (0.5, (0, 1), 10),
+        d,
+        p_raw,
+        None,
+        p_adjusted=min(1.0, p_raw * family),
+    )
     _decide(check, CompareSettings(rules={}), family)
     lo, hi = d.worsening_ci
     assert check.verdict in ("regressed", "improved", "unchanged", "inconclusive")
@@ -333,9 +365,12 @@ def test_case_scores_move_each_metric_the_way_they_say(data):
     scores = CASE_SCORES[name]
     counts = np.array(data.draw(st.lists(st.integers(1, 20), min_size=len(COUNT_FIELDS), max_size=len(COUNT_FIELDS))), dtype=float)
     group = [-1 if k < 3 else (k - 3) // 3 for k in range(len(COUNT_FIELDS))]  # status cells fit any context
-    moves = [(i, j) for i in range(len(COUNT_FIELDS)) for j in range(len(COUNT_FIELDS))
-             if not np.isnan(scores[i]) and not np.isnan(scores[j]) and scores[i] < scores[j]
-             and (group[i] == group[j] or -1 in (group[i], group[j]))]
+    moves = [
+        (i, j)
+        for i in range(len(COUNT_FIELDS))
+        for j in range(len(COUNT_FIELDS))
+        if not np.isnan(scores[i]) and not np.isnan(scores[j]) and scores[i] < scores[j] and (group[i] == group[j] or -1 in (group[i], group[j]))
+    ]
     i, j = data.draw(st.sampled_from(moves))
     moved = counts.copy()
     moved[i] -= 1

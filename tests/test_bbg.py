@@ -93,15 +93,18 @@ def test_judge_prompt_reads_seed_and_continuation(kobbg):
         assert BBG.judge_requests(case, [generation], {}) == []
 
 
-@pytest.mark.parametrize(("generation", "judge", "status", "answer_class"), [
-    (Response(text=None, error="HTTP 500"), None, "error", None),
-    (Response(text="", finish_reason="content_filter"), None, "filtered", None),
-    (Response(text=" "), None, "empty", None),
-    (Response(text="story"), Response(text=None, error="timeout"), "error", None),
-    (Response(text="story"), Response(text="", finish_reason="content_filter"), "filtered", None),
-    (Response(text="story"), Response(text="I cannot tell."), "ooc", None),
-    (Response(text="story"), Response(text="B"), "answered", "u"),
-])
+@pytest.mark.parametrize(
+    ("generation", "judge", "status", "answer_class"),
+    [
+        (Response(text=None, error="HTTP 500"), None, "error", None),
+        (Response(text="", finish_reason="content_filter"), None, "filtered", None),
+        (Response(text=" "), None, "empty", None),
+        (Response(text="story"), Response(text=None, error="timeout"), "error", None),
+        (Response(text="story"), Response(text="", finish_reason="content_filter"), "filtered", None),
+        (Response(text="story"), Response(text="I cannot tell."), "ooc", None),
+        (Response(text="story"), Response(text="B"), "answered", "u"),
+    ],
+)
 def test_classify(enbbg, generation, judge, status, answer_class):
     case = _case(enbbg)
     assert case.truth.unknown_index == 1  # "Cannot be determined" is B in this row
@@ -169,8 +172,15 @@ def test_comparison_units_rebuild_the_pairs(enbbg):
 # judge read the story so; "ooc": the judge named no option; "empty": an empty story; "filtered":
 # a blocked story; "judge-filtered": a blocked judge reply; "error": the generation failed.
 WORKED_PAIRS = [
-    ("b", "b"), ("b", "c"), ("u", "u"), ("b", "ooc"), ("empty", "c"), ("filtered", "judge-filtered"),
-    ("ooc", "error"), ("c", "u"), ("b", "u"),
+    ("b", "b"),
+    ("b", "c"),
+    ("u", "u"),
+    ("b", "ooc"),
+    ("empty", "c"),
+    ("filtered", "judge-filtered"),
+    ("ooc", "error"),
+    ("c", "u"),
+    ("b", "u"),
 ]
 
 
@@ -180,15 +190,17 @@ def _worked_responses(case, what: str) -> list[Response]:
     if what in ("b", "c", "u"):
         index = {"b": truth.biased_index, "c": truth.counter_index, "u": truth.unknown_index}[what]
         return [story, Response(text=truth.mrc_prompt.letters[index])]
-    return {"ooc": [story, Response(text="I cannot tell from the story.")],
-            "empty": [Response(text="  \n")],
-            "filtered": [Response(text="", finish_reason="content_filter")],
-            "judge-filtered": [story, Response(text="", finish_reason="content_filter")],
-            "error": [Response(text=None, error="HTTP 500")]}[what]
+    return {
+        "ooc": [story, Response(text="I cannot tell from the story.")],
+        "empty": [Response(text="  \n")],
+        "filtered": [Response(text="", finish_reason="content_filter")],
+        "judge-filtered": [story, Response(text="", finish_reason="content_filter")],
+        "error": [Response(text=None, error="HTTP 500")],
+    }[what]
 
 
 def test_worked_example_scored_both_ways(enbbg):
-    pair_list = BBG._pairs([c for c in enbbg.cases if c.truth.run == 1])[:len(WORKED_PAIRS)]
+    pair_list = BBG._pairs([c for c in enbbg.cases if c.truth.run == 1])[: len(WORKED_PAIRS)]
     cases, outcomes = [], {}
     for pair, kinds in zip(pair_list, WORKED_PAIRS):
         for case, what in zip(pair, kinds):
@@ -203,16 +215,44 @@ def test_worked_example_scored_both_ways(enbbg):
     unknown = BBG.aggregate(cases, outcomes, resamples=0, seed=0, manifest=paper)
 
     # exclude: pairs 4-7 are left out (pair 7 as an error); 5 scorable: bb, bc, uu, cu, bu.
-    assert exclude.counts == {"n": 9, "n_scorable": 5, "n_bb": 1, "n_bc": 1, "n_bu": 1, "n_cb": 0, "n_cc": 0, "n_cu": 1,
-                              "n_ub": 0, "n_uc": 0, "n_uu": 1, "n_unscorable": 4, "n_error": 1, "n_u_by_convention": 0}
+    assert exclude.counts == {
+        "n": 9,
+        "n_scorable": 5,
+        "n_bb": 1,
+        "n_bc": 1,
+        "n_bu": 1,
+        "n_cb": 0,
+        "n_cc": 0,
+        "n_cu": 1,
+        "n_ub": 0,
+        "n_uc": 0,
+        "n_uu": 1,
+        "n_unscorable": 4,
+        "n_error": 1,
+        "n_u_by_convention": 0,
+    }
     o = exclude.overall
     assert o["ntr_gen"].value == 2 / 5  # uu + bc
     assert o["bias_gen"].value == 1 / 5  # (2 bb + bu - cu) / (2 * 5)
     assert o["unscorable_ratio"].value == 4 / 9 and o["error_ratio"].value == 1 / 9 and o["u_by_convention_ratio"].value == 0.0
 
     # unknown: pair 4 (b, ooc) is bu, 5 (empty, c) uc, 6 (filtered, filtered) uu; the error stays out.
-    assert unknown.counts == {"n": 9, "n_scorable": 8, "n_bb": 1, "n_bc": 1, "n_bu": 2, "n_cb": 0, "n_cc": 0, "n_cu": 1,
-                              "n_ub": 0, "n_uc": 1, "n_uu": 2, "n_unscorable": 1, "n_error": 1, "n_u_by_convention": 3}
+    assert unknown.counts == {
+        "n": 9,
+        "n_scorable": 8,
+        "n_bb": 1,
+        "n_bc": 1,
+        "n_bu": 2,
+        "n_cb": 0,
+        "n_cc": 0,
+        "n_cu": 1,
+        "n_ub": 0,
+        "n_uc": 1,
+        "n_uu": 2,
+        "n_unscorable": 1,
+        "n_error": 1,
+        "n_u_by_convention": 3,
+    }
     o = unknown.overall
     assert o["ntr_gen"].value == 3 / 8  # 2 uu + bc
     assert o["bias_gen"].value == 1 / 8  # (2 bb + 2 bu - cu - uc) / (2 * 8)
@@ -274,26 +314,43 @@ def test_unscorable_convention_is_chosen_per_run_and_part_of_the_fingerprint(tmp
     (tmp_path / "suite.toml").write_text(text.replace('unscorable = "exclude"\n', ""), "utf-8")
     assert load_suite(tmp_path, data_dir=data_dir).fingerprint() == a
     # A baseline scored one way is not compared with a run scored the other, and the refusal says why.
-    with pytest.raises(BiascheckError, match=r"^b\.json: suite\.fingerprint: was made with other scoring convention "
-                                             r"\(scoring unscorable=exclude, this run unscorable=unknown\)"):
-        check_comparable({"suite": {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": a}},
-                         {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": b}, allow_mismatch=False, path="b.json")
+    with pytest.raises(
+        BiascheckError,
+        match=r"^b\.json: suite\.fingerprint: was made with other scoring convention "
+        r"\(scoring unscorable=exclude, this run unscorable=unknown\)",
+    ):
+        check_comparable(
+            {"suite": {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": a}},
+            {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": b},
+            allow_mismatch=False,
+            path="b.json",
+        )
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda t: t.replace("runs = [1]", "runs = [2]"), r"bbg\.story_prompts\.En-2: missing: run 2 uses story prompt En-2"),
-    (lambda t: t.replace("runs = [1]", "runs = [1, 2]").replace('"En-1" =', '"En-2" = """x {CONTEXT}"""\n"En-1" ='),
-     r"data\.run2: missing"),
-    (lambda t: t.replace("Context: {CONTEXT}\nQuestion", "Context:\nQuestion"), r"bbg\.mrc_prompt\.template: must contain \{CONTEXT\} exactly once"),
-    (lambda t: t.replace('language = "en"', 'language = "fr"'), r"bbg\.language: 'fr' is not allowed"),
-    (lambda t: t.replace("bias_gen = {", "diff_bias_amb = {"), r"thresholds\.diff_bias_amb: bbg does not report a metric"),
-    (lambda t: t.replace('language = "en"', 'language = "ko"').replace("En-1", "Ko-1"), r"bbg\.language: is 'ko' but EnBBG_En-42_1_eval\.csv is English"),
-    (lambda t: t.replace('unknown = "Cannot be determined"', 'unknown = "The grandfather"'), r"bbg\.mrc_prompt\.unknown: 'The grandfather' is also a person"),
-    (lambda t: t + "\n[subset]\ntemplates_per_category = 1\n", r"subset\.templates_per_category: has no meaning for bbg"),
-    (lambda t: t + "\n[category_thresholds.agee]\nbias_gen = { max_abs = 0.1 }\n", r"category_thresholds\.agee: 'agee' is not a category"),
-    (lambda t: t.replace('unscorable = "exclude"', 'unscorable = "u"'),
-     r"bbg\.unscorable: 'u' is not allowed; use one of: 'exclude', 'unknown'"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("runs = [1]", "runs = [2]"), r"bbg\.story_prompts\.En-2: missing: run 2 uses story prompt En-2"),
+        (lambda t: t.replace("runs = [1]", "runs = [1, 2]").replace('"En-1" =', '"En-2" = """x {CONTEXT}"""\n"En-1" ='), r"data\.run2: missing"),
+        (
+            lambda t: t.replace("Context: {CONTEXT}\nQuestion", "Context:\nQuestion"),
+            r"bbg\.mrc_prompt\.template: must contain \{CONTEXT\} exactly once",
+        ),
+        (lambda t: t.replace('language = "en"', 'language = "fr"'), r"bbg\.language: 'fr' is not allowed"),
+        (lambda t: t.replace("bias_gen = {", "diff_bias_amb = {"), r"thresholds\.diff_bias_amb: bbg does not report a metric"),
+        (
+            lambda t: t.replace('language = "en"', 'language = "ko"').replace("En-1", "Ko-1"),
+            r"bbg\.language: is 'ko' but EnBBG_En-42_1_eval\.csv is English",
+        ),
+        (
+            lambda t: t.replace('unknown = "Cannot be determined"', 'unknown = "The grandfather"'),
+            r"bbg\.mrc_prompt\.unknown: 'The grandfather' is also a person",
+        ),
+        (lambda t: t + "\n[subset]\ntemplates_per_category = 1\n", r"subset\.templates_per_category: has no meaning for bbg"),
+        (lambda t: t + "\n[category_thresholds.agee]\nbias_gen = { max_abs = 0.1 }\n", r"category_thresholds\.agee: 'agee' is not a category"),
+        (lambda t: t.replace('unscorable = "exclude"', 'unscorable = "u"'), r"bbg\.unscorable: 'u' is not allowed; use one of: 'exclude', 'unknown'"),
+    ],
+)
 def test_manifest_errors_are_one_line(tmp_path, data_dir, edit, message):
     text = edit((SUITES / "enbbg-quick" / "suite.toml").read_text("utf-8"))
     (tmp_path / "suite.toml").write_text(text, "utf-8")

@@ -47,8 +47,9 @@ def test_small_subsets_do_not_cry_wolf_either(tmp_path, data_dir):
     must carry a regression (without it, ~half of such runs had a false alarm)."""
     from conftest import write_subset_suite
 
-    suite = write_subset_suite(tmp_path / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "cyclic"',
-                               prompts='from_data = "prompts"\nuse = ["1"]')
+    suite = write_subset_suite(
+        tmp_path / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "cyclic"', prompts='from_data = "prompts"\nuse = ["1"]'
+    )
     prepared = PreparedSuite.of(load_suite(suite, data_dir=data_dir))
     settings = settings_from(simulated_results(prepared, "fair", resamples=0))
     pairs = [(f"stereotyped?p=0.3&seed={2 * r}", f"stereotyped?p=0.3&seed={2 * r + 1}") for r in range(40)]

@@ -35,8 +35,8 @@ def _run(api_base: str, policy: RetryPolicy, store_path: Path, timeout: float = 
 
     async def go():
         with ResponseStore(store_path) as store:
-            return await execute([request], store=store, model_name=config.model, open_client=open_client,
-                                 concurrency=1, policy=policy)
+            return await execute([request], store=store, model_name=config.model, open_client=open_client, concurrency=1, policy=policy)
+
     run = asyncio.run(go())
     return run, run.responses[request.key]
 
@@ -62,7 +62,7 @@ def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout(tmp_path):
         for i in range(15):
             if stop.wait(1.0):
                 return
-            handler.wfile.write(data[i:i + 1])
+            handler.wfile.write(data[i : i + 1])
             handler.wfile.flush()
         handler.wfile.write(data[15:])
 
@@ -110,8 +110,7 @@ def test_a_retry_after_beyond_the_cap_is_an_error_that_says_so(tmp_path, retry_a
 
     start = time.monotonic()
     with loopback_server(serve) as (api_base, arrivals):
-        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=30),
-                             tmp_path / "store.sqlite")
+        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=30), tmp_path / "store.sqlite")
 
     # Given up at once, without hammering the server with early retries, and the error says why.
     assert time.monotonic() - start < 5.0

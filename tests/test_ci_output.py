@@ -32,8 +32,9 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
     from biascheck.session import RunConfig, run
 
     folder = tmp_path_factory.mktemp("ci-output")
-    suite_dir = write_subset_suite(folder / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-                                   prompts='from_data = "prompts"\nuse = ["1"]')
+    suite_dir = write_subset_suite(
+        folder / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1"]'
+    )
     suite = load_suite(suite_dir, data_dir=data_dir)
 
     def results(model: str, cases) -> dict:
@@ -225,6 +226,7 @@ def test_progress_outside_a_terminal_ticks_at_its_interval_while_calls_run():
 
 def test_progress_bar_on_a_terminal_shows_rate_and_eta(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # the whole bar on one line
+
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -273,10 +275,17 @@ def test_help_says_what_each_setting_is(pytester):
     max_cost = text.split("--biascheck-max-cost=", 1)[1].split("--biascheck-", 1)[0]
     assert "before" in max_cost and "after" not in max_cost
     types = dict(re.findall(r"\b(biascheck_\w+) \((\w+)\):", text))
-    assert types == {**{ini: INI_NUMBERS.get(ini, "string") for _, ini, _, _ in OPTIONS}, **{ini: "bool" for _, ini, _ in FLAGS if ini},
-                     "biascheck_compare_fail": "linelist"}
+    assert types == {
+        **{ini: INI_NUMBERS.get(ini, "string") for _, ini, _, _ in OPTIONS},
+        **{ini: "bool" for _, ini, _ in FLAGS if ini},
+        "biascheck_compare_fail": "linelist",
+    }
     assert {ini: types[ini] for ini in ("biascheck_concurrency", "biascheck_retries", "biascheck_max_cost", "biascheck_timeout")} == {
-        "biascheck_concurrency": "int", "biascheck_retries": "int", "biascheck_max_cost": "float", "biascheck_timeout": "float"}
+        "biascheck_concurrency": "int",
+        "biascheck_retries": "int",
+        "biascheck_max_cost": "float",
+        "biascheck_timeout": "float",
+    }
 
 
 # --- 5. The README's demo sentence ----------------------------------------------------------------

@@ -66,6 +66,7 @@ Workflows = dict[str, dict]  # file name -> parsed workflow
 
 # --- helpers -----------------------------------------------------------------------------------
 
+
 def tool(name: str) -> str:
     """A linter installed by the ``test`` extra: next to this interpreter, else on PATH. Missing is
     a failure, never a skip: these tests are the only check the workflows get before GitHub runs them."""
@@ -170,6 +171,7 @@ def expressions(node, path: str = "") -> Iterator[tuple[str, str]]:
 
 # --- the checks: each returns its problems, so that the negative controls can see them ------------
 
+
 def shellcheck_problems(workflows: Workflows, action: dict) -> list[str]:
     problems = []
     for where, script, shell in run_scripts(workflows, action):
@@ -241,8 +243,11 @@ def pin_problems(workflows: Workflows, action: dict) -> list[str]:
 
 
 def composite_shell_problems(action: dict) -> list[str]:
-    return [f"action.yml: runs.{label(step, index)}: a composite action's run step needs shell:"
-            for index, step in enumerate(action["runs"].get("steps") or []) if "run" in step and not step.get("shell")]
+    return [
+        f"action.yml: runs.{label(step, index)}: a composite action's run step needs shell:"
+        for index, step in enumerate(action["runs"].get("steps") or [])
+        if "run" in step and not step.get("shell")
+    ]
 
 
 def writes_output(script: str, name: str) -> bool:
@@ -250,8 +255,7 @@ def writes_output(script: str, name: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(name)}(?:=|<<)", script) is not None
 
 
-def expression_problems(where: str, node, *, inputs: set[str], steps: dict[str, dict],
-                        matrix: set[str] | None) -> list[str]:
+def expression_problems(where: str, node, *, inputs: set[str], steps: dict[str, dict], matrix: set[str] | None) -> list[str]:
     """The references in the expressions under ``node``: ``inputs`` the declared inputs (lowercase),
     ``steps`` the steps before (by id), ``matrix`` the job's matrix keys (None: not checked)."""
     problems = []
@@ -284,10 +288,12 @@ def reference_problems(workflows: Workflows, action: dict) -> list[str]:
     inputs = {str(name).lower() for name in action.get("inputs") or {}}
     steps = action["runs"].get("steps") or []
     for index, step in enumerate(steps):
-        problems += expression_problems(f"action.yml: runs.{label(step, index)}.", step, inputs=inputs,
-                                        steps=steps_before(steps, index), matrix=set())
-    problems += expression_problems("action.yml: outputs.", action.get("outputs") or {}, inputs=inputs,
-                                    steps=steps_before(steps, len(steps)), matrix=set())
+        problems += expression_problems(
+            f"action.yml: runs.{label(step, index)}.", step, inputs=inputs, steps=steps_before(steps, index), matrix=set()
+        )
+    problems += expression_problems(
+        "action.yml: outputs.", action.get("outputs") or {}, inputs=inputs, steps=steps_before(steps, len(steps)), matrix=set()
+    )
     rest = {key: value for key, value in action.items() if key not in ("outputs", "runs")}
     rest["runs"] = {key: value for key, value in action["runs"].items() if key != "steps"}
     problems += expression_problems("action.yml: ", rest, inputs=inputs, steps={}, matrix=set())
@@ -311,18 +317,18 @@ def reference_problems(workflows: Workflows, action: dict) -> list[str]:
                 keys = None  # ${{ fromJSON(...) }}: the keys are known only at run time
             where = f"{name}: jobs.{job_id}."
             # A job's if: is evaluated before the matrix is expanded and before any step.
-            problems += expression_problems(where, {key: job[key] for key in ("if",) if key in job}, inputs=inputs,
-                                            steps={}, matrix=set())
-            problems += expression_problems(where, {key: value for key, value in job.items() if key not in ("if", "steps")},
-                                            inputs=inputs, steps={}, matrix=keys)
+            problems += expression_problems(where, {key: job[key] for key in ("if",) if key in job}, inputs=inputs, steps={}, matrix=set())
+            problems += expression_problems(
+                where, {key: value for key, value in job.items() if key not in ("if", "steps")}, inputs=inputs, steps={}, matrix=keys
+            )
             steps = job.get("steps") or []
             for index, step in enumerate(steps):
-                problems += expression_problems(f"{where}{label(step, index)}.", step, inputs=inputs,
-                                                steps=steps_before(steps, index), matrix=keys)
+                problems += expression_problems(f"{where}{label(step, index)}.", step, inputs=inputs, steps=steps_before(steps, index), matrix=keys)
     return problems
 
 
 # --- (a) the checks on the real files ------------------------------------------------------------
+
 
 def test_workflows_match_the_github_workflow_schema():
     proc = check_jsonschema("vendor.github-workflows", *WORKFLOWS)
@@ -387,6 +393,7 @@ def test_expressions_refer_to_declared_inputs_steps_and_matrix_keys():
 
 def test_checks_fail_on_broken_copies(tmp_path):
     """Negative controls: every check, on a deliberately broken copy, must fail and say why."""
+
     def broken(text: str, *changes: tuple[str, str]) -> str:
         for old, new in changes:
             assert old in text, old
@@ -397,9 +404,11 @@ def test_checks_fail_on_broken_copies(tmp_path):
         WORKFLOWS[1].read_text("utf-8"),
         # an input the composite action does not declare; a required one left out
         ("          suites: ${{ matrix.suite }}\n", "          suites: ${{ matrix.suite }}\n          no-such-input: x\n"),
-        ("          model: ${{ inputs.model || vars.BIASCHECK_MODEL }}\n          suites: ${{ matrix.suite }}\n"
-         "          baseline: baselines/{suite}/release.json\n          update-baseline",
-         "          suites: ${{ matrix.suite }}\n          baseline: baselines/{suite}/release.json\n          update-baseline"),
+        (
+            "          model: ${{ inputs.model || vars.BIASCHECK_MODEL }}\n          suites: ${{ matrix.suite }}\n"
+            "          baseline: baselines/{suite}/release.json\n          update-baseline",
+            "          suites: ${{ matrix.suite }}\n          baseline: baselines/{suite}/release.json\n          update-baseline",
+        ),
         # script injection and a shell bug in one new step
         ("    steps:\n", "    steps:\n      - run: echo ${{ github.event.release.name }} $target\n"),
         # a branch instead of a version
@@ -465,13 +474,16 @@ def test_checks_fail_on_broken_copies(tmp_path):
     proc = check_jsonschema("vendor.github-actions", tmp_path / "action.yml")
     assert proc.returncode != 0, output_of(proc)
     broken_workflow = tmp_path / "broken-workflow.yml"
-    broken_workflow.write_text("name: x\non: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    strategy:\n"
-                               "      fail-fast: maybe\n    steps:\n      - uses: actions/checkout@v5\n", "utf-8")
+    broken_workflow.write_text(
+        "name: x\non: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    strategy:\n"
+        "      fail-fast: maybe\n    steps:\n      - uses: actions/checkout@v5\n",
+        "utf-8",
+    )
     proc = check_jsonschema("vendor.github-workflows", broken_workflow)
     assert proc.returncode != 0 and "fail-fast" in proc.stdout, output_of(proc)
 
     # shellcheck itself, on a classic.
-    proc = shellcheck('for f in $(ls *.txt); do echo $f; done\n')
+    proc = shellcheck("for f in $(ls *.txt); do echo $f; done\n")
     assert proc.returncode != 0 and "SC2045" in proc.stdout, output_of(proc)
 
 
@@ -505,10 +517,16 @@ def test_action_and_workflows_are_wired_as_documented():
     assert jobs["baseline-pull-request"]["permissions"] == {"contents": "write", "pull-requests": "write"}
     ci = load_yaml(WORKFLOWS[0])
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
-    assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == ['pip install -e ".[test]"', "ruff check .", "pytest -n 2", "pytest -n 2 -m slow"]
+    assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == [
+        'pip install -e ".[test]"',
+        "ruff check . && ruff format --check .",
+        "pytest -n 2",
+        "pytest -n 2 -m slow",
+    ]
 
 
 # --- (b) the action's pytest step, run with bash -----------------------------------------------
+
 
 class ActionRun:
     def __init__(self, proc: subprocess.CompletedProcess, outputs: dict[str, str], summary: str):
@@ -519,8 +537,15 @@ class ActionRun:
         return output_of(self.proc) + f"\n--- outputs {self.outputs}\n--- summary\n{self.summary[-3000:]}"
 
 
-def run_step(step_id: str, inputs: dict[str, str], *, workdir: Path, action_path: Path, env: dict[str, str] | None = None,
-             extra_env: dict[str, str] | None = None) -> ActionRun:
+def run_step(
+    step_id: str,
+    inputs: dict[str, str],
+    *,
+    workdir: Path,
+    action_path: Path,
+    env: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> ActionRun:
     """Run one step of action.yml the way the runner does: ``bash --noprofile --norc -eo pipefail``,
     its ``env:`` with ``${{ inputs.* }}`` filled in (defaults from action.yml), GitHub's files."""
     action = load_yaml(ACTION)
@@ -546,21 +571,30 @@ def run_step(step_id: str, inputs: dict[str, str], *, workdir: Path, action_path
     output, summary = state / f"output-{count}", state / f"summary-{count}"
     output.touch()
     summary.touch()
-    full_env.update({
-        "PATH": f"{BIN}{os.pathsep}{base.get('PATH', os.defpath)}",  # `python` is this interpreter
-        "GITHUB_ACTIONS": "true", "CI": "true",
-        "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
-        "GITHUB_ACTION_PATH": str(action_path), "GITHUB_WORKSPACE": str(workdir),
-        "RUNNER_TEMP": str(state), "RUNNER_OS": "Linux", "GITHUB_RUN_ID": "1", "GITHUB_RUN_ATTEMPT": "1",
-        "BIASCHECK_OFFLINE": "1",
-    })
+    full_env.update(
+        {
+            "PATH": f"{BIN}{os.pathsep}{base.get('PATH', os.defpath)}",  # `python` is this interpreter
+            "GITHUB_ACTIONS": "true",
+            "CI": "true",
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_ACTION_PATH": str(action_path),
+            "GITHUB_WORKSPACE": str(workdir),
+            "RUNNER_TEMP": str(state),
+            "RUNNER_OS": "Linux",
+            "GITHUB_RUN_ID": "1",
+            "GITHUB_RUN_ATTEMPT": "1",
+            "BIASCHECK_OFFLINE": "1",
+        }
+    )
     full_env.update(step_env)
     full_env.update(extra_env or {})
     script = state / f"step-{count}.sh"
     script.write_text(step["run"], "utf-8")
     workdir.mkdir(exist_ok=True)
-    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workdir, env=full_env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workdir, env=full_env, capture_output=True, text=True, timeout=600
+    )
     return ActionRun(proc, parse_github_output(output.read_text("utf-8")), summary.read_text("utf-8"))
 
 
@@ -589,22 +623,36 @@ def fake_python(tmp_path: Path):
         args_file = tmp_path / "args"
         args_file.unlink(missing_ok=True)
         env = dict(os.environ, PATH=f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
-        result = run_step(step, inputs, workdir=tmp_path / "work", action_path=action_path, env=env,
-                          extra_env={"FAKE_ARGS": str(args_file), "FAKE_RC": str(rc), "REAL_PYTHON": sys.executable,
-                                     "GATE_BASELINE_ARTIFACT": "biascheck-baseline-test",
-                                     "PATH": env["PATH"], **(github or {})})
+        result = run_step(
+            step,
+            inputs,
+            workdir=tmp_path / "work",
+            action_path=action_path,
+            env=env,
+            extra_env={
+                "FAKE_ARGS": str(args_file),
+                "FAKE_RC": str(rc),
+                "REAL_PYTHON": sys.executable,
+                "GATE_BASELINE_ARTIFACT": "biascheck-baseline-test",
+                "PATH": env["PATH"],
+                **(github or {}),
+            },
+        )
         args = args_file.read_text("utf-8").split("\0")[:-1] if args_file.exists() else []
         return result, args
 
     return call
 
 
-@pytest.mark.parametrize(("given", "github", "revision"), [
-    ({}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0", "GITHUB_SHA": "0" * 40}, "v2.1.0"),
-    ({}, {"GITHUB_REF_TYPE": "branch", "GITHUB_REF_NAME": "main", "GITHUB_SHA": "a" * 40}, "a" * 40),
-    ({"model-revision": "ckpt-1200"}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0"}, "ckpt-1200"),
-    ({"model-revision": ""}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0"}, None),
-])
+@pytest.mark.parametrize(
+    ("given", "github", "revision"),
+    [
+        ({}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0", "GITHUB_SHA": "0" * 40}, "v2.1.0"),
+        ({}, {"GITHUB_REF_TYPE": "branch", "GITHUB_REF_NAME": "main", "GITHUB_SHA": "a" * 40}, "a" * 40),
+        ({"model-revision": "ckpt-1200"}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0"}, "ckpt-1200"),
+        ({"model-revision": ""}, {"GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v2.1.0"}, None),
+    ],
+)
 def test_the_model_revision_defaults_to_the_release_tag_else_the_commit(fake_python, given, github, revision):
     _, args = fake_python({"model": "sim/fair", **given}, github=github)
     assert (args[args.index("--biascheck-model-revision") + 1] if "--biascheck-model-revision" in args else None) == revision
@@ -615,28 +663,51 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
     (work / "suites" / "mine").mkdir(parents=True)
     (work / "suites" / "mine" / "suite.toml").write_text("# the caller's own suite\n", "utf-8")
     hostile = "openai/gpt-4o-mini$(touch pwned)`touch pwned2`;touch pwned3"
-    result, args = fake_python({
-        "model": hostile,
-        "model-revision": "v1.2$(touch pwned4)",
-        "suites": "suites/mine  suites/kobbq",
-        "baseline": "baselines/{suite}/{model}.json",
-        "compare-fail": "diff_bias_amb:+0.02\n\n  acc_dis:-2%  \n",
-        "data": "../mirror dir",
-        "max-cost": "2.5",
-        "extra-args": "-k 'age or gender' --biascheck-concurrency 4 $HOME",
-    }, rc=1)
+    result, args = fake_python(
+        {
+            "model": hostile,
+            "model-revision": "v1.2$(touch pwned4)",
+            "suites": "suites/mine  suites/kobbq",
+            "baseline": "baselines/{suite}/{model}.json",
+            "compare-fail": "diff_bias_amb:+0.02\n\n  acc_dis:-2%  \n",
+            "data": "../mirror dir",
+            "max-cost": "2.5",
+            "extra-args": "-k 'age or gender' --biascheck-concurrency 4 $HOME",
+        },
+        rc=1,
+    )
     assert result.proc.returncode == 0, result.log  # the step records the code; the last step fails the job
     assert result.outputs["exit-code"] == "1" and result.outputs["report-dir"] == "biascheck-report", result.log
     assert not list(work.glob("pwned*")), "an input was evaluated as shell code"
     slug = "openai-gpt-4o-mini-touch-pwned-touch-pwned2-touch-pwned3"
     assert args == [
-        "--biascheck", "suites/mine", ".biascheck/suites/kobbq",
-        "--biascheck-model", hostile, "--biascheck-model-revision", "v1.2$(touch pwned4)",
-        "--biascheck-baseline", f"{work}/baselines/{{suite}}/{slug}.json",
-        "--biascheck-compare-fail", "diff_bias_amb:+0.02", "--biascheck-compare-fail", "acc_dis:-2%",
-        "--biascheck-data", "../mirror dir", "--biascheck-max-cost", "2.5",
-        "--biascheck-report", "biascheck-report", "--biascheck-cache", ".biascheck/responses.sqlite", "-rfE",
-        "-k", "age or gender", "--biascheck-concurrency", "4", "$HOME",
+        "--biascheck",
+        "suites/mine",
+        ".biascheck/suites/kobbq",
+        "--biascheck-model",
+        hostile,
+        "--biascheck-model-revision",
+        "v1.2$(touch pwned4)",
+        "--biascheck-baseline",
+        f"{work}/baselines/{{suite}}/{slug}.json",
+        "--biascheck-compare-fail",
+        "diff_bias_amb:+0.02",
+        "--biascheck-compare-fail",
+        "acc_dis:-2%",
+        "--biascheck-data",
+        "../mirror dir",
+        "--biascheck-max-cost",
+        "2.5",
+        "--biascheck-report",
+        "biascheck-report",
+        "--biascheck-cache",
+        ".biascheck/responses.sqlite",
+        "-rfE",
+        "-k",
+        "age or gender",
+        "--biascheck-concurrency",
+        "4",
+        "$HOME",
     ], result.log
     # A suite bundled with the action is copied under the working directory.
     assert (work / ".biascheck" / "suites" / "kobbq" / "suite.toml").read_text("utf-8") == "# bundled\n"
@@ -650,13 +721,14 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
     result, args = fake_python({"model": "sim/fair"})
     assert "--biascheck-baseline" not in args and "--biascheck-update-baseline" not in args, result.log
 
-    for bad, message in (({"model": ""}, "the model input is empty"),
-                         ({"model": "sim/fair", "update-baseline": "yes"}, "update-baseline must be"),
-                         ({"model": "sim/fair", "strict-record": "1"}, "strict-record must be"),
-                         ({"model": "sim/fair", "update-baseline": "true", "baseline": "/elsewhere/{suite}.json"},
-                          "must be inside the workspace"),
-                         ({"model": "sim/fair", "suites": "suites/nowhere"}, "has no suite.toml"),
-                         ({"model": "sim/fair", "extra-args": "-k 'unbalanced"}, "unbalanced quotes")):
+    for bad, message in (
+        ({"model": ""}, "the model input is empty"),
+        ({"model": "sim/fair", "update-baseline": "yes"}, "update-baseline must be"),
+        ({"model": "sim/fair", "strict-record": "1"}, "strict-record must be"),
+        ({"model": "sim/fair", "update-baseline": "true", "baseline": "/elsewhere/{suite}.json"}, "must be inside the workspace"),
+        ({"model": "sim/fair", "suites": "suites/nowhere"}, "has no suite.toml"),
+        ({"model": "sim/fair", "extra-args": "-k 'unbalanced"}, "unbalanced quotes"),
+    ):
         result, args = fake_python(bad)
         assert result.proc.returncode != 0 and "::error" in result.proc.stdout and message in result.proc.stdout, result.log
         assert not args and "exit-code" not in result.outputs
@@ -691,14 +763,22 @@ def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_r
     # the one bundled with the action). KoBBQ keeps the shipped thresholds, which the recorded model
     # fails: a recording reports them and still succeeds.
     repo = tmp_path / "repo"
-    write_subset_suite(repo / "suites" / "kobbq", subset=ONE_TEMPLATE + '\ncategories = ["age", "gender_identity", "religion"]',
-                       prompts='from_data = "prompts"\nuse = ["1"]')
+    write_subset_suite(
+        repo / "suites" / "kobbq",
+        subset=ONE_TEMPLATE + '\ncategories = ["age", "gender_identity", "religion"]',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+    )
     write_subset_suite(repo / "suites" / "bbq", "bbq", subset=ONE_TEMPLATE + '\ncategories = ["Age", "Religion"]', thresholds=LAX)
     workflow = parse_yaml(readme_workflow())
     # The runner's mirror of the benchmark files (GitHub's runners would download them).
-    runner = Runner(repo, tmp_path / "runner", action_path=ROOT, action_names=(README_ACTION.split("@")[0],),
-                    variables={"BIASCHECK_MODEL": "sim/stereotyped?p=0.2"},
-                    env={"BIASCHECK_DATA_DIR": str(data_dir), "BIASCHECK_OFFLINE": "1"})
+    runner = Runner(
+        repo,
+        tmp_path / "runner",
+        action_path=ROOT,
+        action_names=(README_ACTION.split("@")[0],),
+        variables={"BIASCHECK_MODEL": "sim/stereotyped?p=0.2"},
+        env={"BIASCHECK_DATA_DIR": str(data_dir), "BIASCHECK_OFFLINE": "1"},
+    )
 
     def log(jobs) -> str:
         return "\n".join(f"=== {run.name}: {run.result}\n" + "\n".join(run.log)[-6000:] for runs in jobs.values() for run in runs)
@@ -724,8 +804,7 @@ def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_r
 
     # 3. A release whose model is more biased: both gates fail on a regression against the baseline.
     runner.variables["BIASCHECK_MODEL"] = "sim/stereotyped?p=0.9"
-    released = runner.run(workflow, event="release", github={"ref": "refs/tags/v2.0.0", "ref_name": "v2.0.0",
-                                                             "ref_type": "tag", "sha": "b" * 40})
+    released = runner.run(workflow, event="release", github={"ref": "refs/tags/v2.0.0", "ref_name": "v2.0.0", "ref_type": "tag", "sha": "b" * 40})
     assert recorded["record"] and [run.result for run in released["record"]] == ["skipped"], log(released)
     assert [run.result for run in released["baseline-pull-request"]] == ["skipped"], log(released)
     assert [run.result for run in released["gate"]] == ["failure", "failure"], log(released)
@@ -737,19 +816,22 @@ def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_r
     assert not runner.pull_requests[1:]
 
 
-@pytest.mark.parametrize(("expression", "contexts", "expected"), [
-    ("inputs.model || vars.BIASCHECK_MODEL", {"inputs": {"model": ""}, "vars": {"BIASCHECK_MODEL": "m"}}, "m"),
-    ("inputs.model || vars.BIASCHECK_MODEL", {"inputs": {"model": "x"}, "vars": {"BIASCHECK_MODEL": "m"}}, "x"),
-    ("!inputs.record-baseline", {"inputs": {}}, True),  # a release has no inputs
-    ("!inputs.record-baseline", {"inputs": {"record-baseline": True}}, False),
-    ("steps.run.outputs.exit-code != '0'", {"steps": {"run": {"outputs": {"exit-code": "0"}}}}, False),
-    # A missing output is null, which GitHub compares with a string as the number 0: it equals '0'.
-    # (The action's run step fails the job itself before it could leave exit-code unset.)
-    ("steps.run.outputs.exit-code != '0'", {"steps": {"run": {"outputs": {}}}}, False),
-    ("steps.prepare.outputs.key != ''", {"steps": {"prepare": {"outputs": {"key": "k"}}}}, True),
-    ("github.event_name == 'RELEASE' && 'yes' || 'no'", {"github": {"event_name": "release"}}, "yes"),  # case-insensitive
-    ("1 == '1' && null == 0 && !('a' == 1)", {}, True),  # numbers, null and a string that is not one
-])
+@pytest.mark.parametrize(
+    ("expression", "contexts", "expected"),
+    [
+        ("inputs.model || vars.BIASCHECK_MODEL", {"inputs": {"model": ""}, "vars": {"BIASCHECK_MODEL": "m"}}, "m"),
+        ("inputs.model || vars.BIASCHECK_MODEL", {"inputs": {"model": "x"}, "vars": {"BIASCHECK_MODEL": "m"}}, "x"),
+        ("!inputs.record-baseline", {"inputs": {}}, True),  # a release has no inputs
+        ("!inputs.record-baseline", {"inputs": {"record-baseline": True}}, False),
+        ("steps.run.outputs.exit-code != '0'", {"steps": {"run": {"outputs": {"exit-code": "0"}}}}, False),
+        # A missing output is null, which GitHub compares with a string as the number 0: it equals '0'.
+        # (The action's run step fails the job itself before it could leave exit-code unset.)
+        ("steps.run.outputs.exit-code != '0'", {"steps": {"run": {"outputs": {}}}}, False),
+        ("steps.prepare.outputs.key != ''", {"steps": {"prepare": {"outputs": {"key": "k"}}}}, True),
+        ("github.event_name == 'RELEASE' && 'yes' || 'no'", {"github": {"event_name": "release"}}, "yes"),  # case-insensitive
+        ("1 == '1' && null == 0 && !('a' == 1)", {}, True),  # numbers, null and a string that is not one
+    ],
+)
 def test_the_local_runner_evaluates_expressions_as_github_documents(expression, contexts, expected):
     from github_runner import Evaluator, condition
 

@@ -24,9 +24,19 @@ LOGPROB = Estimator("logprob", 4, 5)
 
 
 def _case() -> Case:
-    return Case("age-3-noun-old-q0001", "q0001", "age", "q0001", "age-3-noun", "evaluate_probs", 0,
-                (Message("system", "You are a useful assistant."), Message("user", "Context: ...")), ("He hesitated.", "He clicked."),
-                ("a", "b"), HBBTruth("q0001", "3-noun", "old"))
+    return Case(
+        "age-3-noun-old-q0001",
+        "q0001",
+        "age",
+        "q0001",
+        "age-3-noun",
+        "evaluate_probs",
+        0,
+        (Message("system", "You are a useful assistant."), Message("user", "Context: ...")),
+        ("He hesitated.", "He clicked."),
+        ("a", "b"),
+        HBBTruth("q0001", "3-noun", "old"),
+    )
 
 
 @pytest.mark.data
@@ -34,8 +44,7 @@ def test_the_full_suite_builds_the_papers_103649_instances(data_dir):
     suite = load_suite(SUITES / "hbb-full", data_dir=data_dir)
     instances = HBB.instances(suite.cases)
     assert len(suite.cases) == 77_350 and len(instances) == 103_649
-    assert Counter(first.category for _, first, _ in instances) == {
-        "age": 4_641, "gender": 6_188, "race": 61_880, "ses": 3_094, "religion": 27_846}
+    assert Counter(first.category for _, first, _ in instances) == {"age": 4_641, "gender": 6_188, "race": 61_880, "ses": 3_094, "religion": 27_846}
     # An instance's two questions differ only in the identity.
     for _, first, second in instances[::997]:
         assert (first.sample_id, first.category, first.label) == (second.sample_id, second.category, second.label)
@@ -51,10 +60,23 @@ def test_the_default_suite_is_a_stratified_subset_with_every_category_and_type(d
     assert {(c.category, c.label) for c in suite.cases} == {(c.category, c.label) for c in full.cases}
     # One label per category and type, numbered as the paper's Table 2 and Table 10.
     assert {c.label for c in full.cases} == {
-        "age-1-female_relative", "age-2-male_relative", "age-3-noun",
-        "gender-1-parent", "gender-2-actor", "gender-3-name", "gender-4-noun",
-        "race-1-pet_phrase", "race-2-holiday", "race-3-name", "race-4-heritage",
-        "ses-1-implicit", "ses-2-explicit", "religion-1-practice", "religion-2-attire", "religion-3-explicit"}
+        "age-1-female_relative",
+        "age-2-male_relative",
+        "age-3-noun",
+        "gender-1-parent",
+        "gender-2-actor",
+        "gender-3-name",
+        "gender-4-noun",
+        "race-1-pet_phrase",
+        "race-2-holiday",
+        "race-3-name",
+        "race-4-heritage",
+        "ses-1-implicit",
+        "ses-2-explicit",
+        "religion-1-practice",
+        "religion-2-attire",
+        "religion-3-explicit",
+    }
     # Both manifests' instructions are the paper's Table 11 prompt, upstream's
     # prompt_evaluate_probs.txt, byte for byte, sent after upstream's system message.
     upstream = (Path(data_dir) / "hbb" / "prompt_evaluate_probs.txt").read_bytes().decode("utf-8")
@@ -71,7 +93,7 @@ def test_requests_per_estimator():
     params = {"temperature": 0.8, "max_tokens": 2048}
     sampled = HBB.requests(_case(), params, SAMPLING)
     assert [sample for _, _, sample in sampled] == [0, 1, 2, 3] and all(p == params for _, p, _ in sampled)
-    (messages, logprob_params, sample), = HBB.requests(_case(), params, LOGPROB)
+    ((messages, logprob_params, sample),) = HBB.requests(_case(), params, LOGPROB)
     # Read at temperature 1 (the model's own distribution, whichever convention the provider's
     # log-probabilities follow), with room for a leading whitespace or markdown token.
     assert logprob_params == {"temperature": 1.0, "max_tokens": 4, "logprobs": True, "top_logprobs": 5} and sample == 0
@@ -108,8 +130,10 @@ def test_the_whole_suite_falls_back_only_when_the_provider_has_no_log_probabilit
     with_logprobs = Response(text="a", logprobs={"a": -0.1, "b": -2.4})
     assert HBB.fallback_reason(LOGPROB, [Response(text="a", logprobs=None), Response(text="b", logprobs=None)]) == NO_LOGPROBS
     # A refusal or a filtered reply among answers with log-probabilities is that case's refusal.
-    assert HBB.fallback_reason(LOGPROB, [with_logprobs, Response(text="Sorry", logprobs=None),
-                                         Response(text="", finish_reason="content_filter")]) is None
+    assert (
+        HBB.fallback_reason(LOGPROB, [with_logprobs, Response(text="Sorry", logprobs=None), Response(text="", finish_reason="content_filter")])
+        is None
+    )
     assert HBB.fallback_reason(LOGPROB, [with_logprobs, Response(text=None, error="HTTP 500")]) is None
     rejected = Response(text=None, error="litellm.UnsupportedParamsError: anthropic does not support parameters: ['logprobs']")
     assert HBB.fallback_reason(LOGPROB, [rejected, rejected]) == REJECTED_LOGPROBS
@@ -155,12 +179,15 @@ def test_instance_items_report_flagged_unscorable_and_errors(tmp_path):
 
 
 @pytest.mark.data
-@pytest.mark.parametrize("edit, field", [
-    (lambda t: t.replace('estimator = "sampling"', 'estimator = "vibes"'), "hbb.estimator"),
-    (lambda t: t.replace("\nsamples = 10", "\nsamples = 0"), "hbb.samples"),
-    (lambda t: t.replace("flag_threshold = 20", "flag_threshold = 120"), "hbb.flag_threshold"),
-    (lambda t: t.replace("[hbb]", "[prompts]\nfrom_data = \"questions\"\n\n[hbb]"), "(top level)"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda t: t.replace('estimator = "sampling"', 'estimator = "vibes"'), "hbb.estimator"),
+        (lambda t: t.replace("\nsamples = 10", "\nsamples = 0"), "hbb.samples"),
+        (lambda t: t.replace("flag_threshold = 20", "flag_threshold = 120"), "hbb.flag_threshold"),
+        (lambda t: t.replace("[hbb]", '[prompts]\nfrom_data = "questions"\n\n[hbb]'), "(top level)"),
+    ],
+)
 def test_bad_hbb_manifests_are_one_line_errors(edit, field, tmp_path, data_dir):
     from biascheck.core.errors import BiascheckError
 
@@ -176,8 +203,9 @@ def test_a_qa_suite_has_no_estimator_thresholds(tmp_path, data_dir):
 
     from conftest import write_subset_suite
 
-    suite = write_subset_suite(tmp_path / "k", subset='templates_per_category = 1\nseed = 7',
-                               extra="\n[estimator_thresholds.logprob]\ndiff_bias_amb = { max_abs = 0.1 }\n")
+    suite = write_subset_suite(
+        tmp_path / "k", subset="templates_per_category = 1\nseed = 7", extra="\n[estimator_thresholds.logprob]\ndiff_bias_amb = { max_abs = 0.1 }\n"
+    )
     with pytest.raises(BiascheckError, match="estimator_thresholds: kobbq has one way to answer"):
         load_suite(suite, data_dir=data_dir)
 
@@ -187,37 +215,49 @@ def test_a_qa_suite_has_no_estimator_thresholds(tmp_path, data_dir):
 
 def _position(token: str, top: dict[str, float]) -> dict:
     """One entry of OpenAI's ``choices[0].logprobs.content``."""
-    return {"token": token, "logprob": top.get(token, -9.0), "bytes": list(token.encode()),
-            "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top.items()]}
+    return {
+        "token": token,
+        "logprob": top.get(token, -9.0),
+        "bytes": list(token.encode()),
+        "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top.items()],
+    }
 
 
 LN = math.log
 
 
-@pytest.mark.parametrize("content, p_a", [
-    # "a) My answer is this." as three tokens: the letter first.
-    ([_position("a", {"a": LN(0.7), "b": LN(0.2), "I": LN(0.1)}), _position(")", {")": -0.01}), _position(" My", {" My": -0.1})], 0.7 / 0.9),
-    # "a)" as one token, its alternatives too.
-    ([_position("a)", {"a)": LN(0.5), "b)": LN(0.4), "(a": LN(0.05), "I": LN(0.05)})], 0.55 / 0.95),
-    # A leading newline (llama.cpp's Gemma): the letter is the second position, " a" with a space.
-    ([_position("\n", {"\n": LN(0.9), "a": LN(0.05)}), _position(" a", {" a": LN(0.6), " b": LN(0.3), " I": LN(0.1)})], 2 / 3),
-    # A leading space token, then an upper-case letter.
-    ([_position(" ", {" ": LN(0.8), "A": LN(0.1)}), _position("B", {"A": LN(0.25), "B": LN(0.75)})], 0.25),
-    # Markdown bold first: "**", then "b", then "**".
-    ([_position("**", {"**": LN(0.6), "b": LN(0.3)}), _position("b", {"b": LN(0.8), "a": LN(0.2)}), _position("**", {"**": -0.01})], 0.2),
-    # Nothing but filler: the first position is read, where a and b hold too little to be an answer.
-    ([_position("\n\n", {"\n\n": LN(0.7), "a": LN(0.2)}), _position("\n", {"\n": -0.01})], None),
-    # A refusal is a refusal at its own first token, not skipped.
-    ([_position("I", {"I": LN(0.95), "a": LN(0.03), "b": LN(0.02)}), _position("'m", {"'m": -0.01})], None),
-])
+@pytest.mark.parametrize(
+    "content, p_a",
+    [
+        # "a) My answer is this." as three tokens: the letter first.
+        ([_position("a", {"a": LN(0.7), "b": LN(0.2), "I": LN(0.1)}), _position(")", {")": -0.01}), _position(" My", {" My": -0.1})], 0.7 / 0.9),
+        # "a)" as one token, its alternatives too.
+        ([_position("a)", {"a)": LN(0.5), "b)": LN(0.4), "(a": LN(0.05), "I": LN(0.05)})], 0.55 / 0.95),
+        # A leading newline (llama.cpp's Gemma): the letter is the second position, " a" with a space.
+        ([_position("\n", {"\n": LN(0.9), "a": LN(0.05)}), _position(" a", {" a": LN(0.6), " b": LN(0.3), " I": LN(0.1)})], 2 / 3),
+        # A leading space token, then an upper-case letter.
+        ([_position(" ", {" ": LN(0.8), "A": LN(0.1)}), _position("B", {"A": LN(0.25), "B": LN(0.75)})], 0.25),
+        # Markdown bold first: "**", then "b", then "**".
+        ([_position("**", {"**": LN(0.6), "b": LN(0.3)}), _position("b", {"b": LN(0.8), "a": LN(0.2)}), _position("**", {"**": -0.01})], 0.2),
+        # Nothing but filler: the first position is read, where a and b hold too little to be an answer.
+        ([_position("\n\n", {"\n\n": LN(0.7), "a": LN(0.2)}), _position("\n", {"\n": -0.01})], None),
+        # A refusal is a refusal at its own first token, not skipped.
+        ([_position("I", {"I": LN(0.95), "a": LN(0.03), "b": LN(0.02)}), _position("'m", {"'m": -0.01})], None),
+    ],
+)
 def test_the_first_answer_token_is_read_after_leading_whitespace_or_markdown(content, p_a):
     from types import SimpleNamespace
 
-    for payload in ({"content": content, "refusal": None},
-                    # litellm hands over objects with attributes, not dicts
-                    SimpleNamespace(content=[SimpleNamespace(token=p["token"], logprob=p["logprob"],
-                                                             top_logprobs=[SimpleNamespace(**t) for t in p["top_logprobs"]])
-                                             for p in content])):
+    for payload in (
+        {"content": content, "refusal": None},
+        # litellm hands over objects with attributes, not dicts
+        SimpleNamespace(
+            content=[
+                SimpleNamespace(token=p["token"], logprob=p["logprob"], top_logprobs=[SimpleNamespace(**t) for t in p["top_logprobs"]])
+                for p in content
+            ]
+        ),
+    ):
         read = first_token_logprobs(payload)
         assert p_a_from_logprobs(read) == (pytest.approx(p_a) if p_a is not None else None)
         outcome = HBB.classify(_case(), [Response(text="".join(p["token"] for p in content), logprobs=read)], LOGPROB)
@@ -226,9 +266,11 @@ def test_the_first_answer_token_is_read_after_leading_whitespace_or_markdown(con
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.text(alphabet=" \t\n*_`\"'", min_size=1, max_size=3), max_size=3),
-       st.sampled_from(["a", " a", "A", "a)", "(a", " b", "B", "b)", "Sure", " I"]),
-       st.dictionaries(st.sampled_from(["a", "b", " A", "b)", "I", "The"]), st.floats(-20, 0), min_size=1, max_size=4))
+@given(
+    st.lists(st.text(alphabet=" \t\n*_`\"'", min_size=1, max_size=3), max_size=3),
+    st.sampled_from(["a", " a", "A", "a)", "(a", " b", "B", "b)", "Sure", " I"]),
+    st.dictionaries(st.sampled_from(["a", "b", " A", "b)", "I", "The"]), st.floats(-20, 0), min_size=1, max_size=4),
+)
 def test_any_leading_filler_is_skipped_to_the_first_real_token(filler, token, top):
     answer = _position(token, top)
     read = first_token_logprobs({"content": [*(_position(f, {f: -0.1, "a": -3.0}) for f in filler), answer, _position(")", {")": 0.0})]})
@@ -240,8 +282,13 @@ def test_a_baseline_made_before_the_papers_prompt_is_refused_with_the_reason(dat
     """An HBB baseline of suites/hbb made before the suite asked Table 11's prompt (upstream's
     prompt_evaluate.txt, no system message, descriptor types in descriptors.json order) carries
     this fingerprint (suites/hbb-full's differed from it in its subset part only)."""
-    before = {"data": "5569e9c5e18369e7", "prompts": "6ac5fee8742596ee", "subset": "416e1418bc635d05", "metrics_version": 1,
-              "suite": "d5bdbab9fdc3068f"}
+    before = {
+        "data": "5569e9c5e18369e7",
+        "prompts": "6ac5fee8742596ee",
+        "subset": "416e1418bc635d05",
+        "metrics_version": 1,
+        "suite": "d5bdbab9fdc3068f",
+    }
     now = load_suite(SUITES / "hbb", data_dir=data_dir).fingerprint()
     assert (now["data"], now["subset"]) == (before["data"], before["subset"])  # the same data and questions
     old = {"suite": {"name": "hbb", "benchmark": "hbb", "fingerprint": before}}

@@ -22,15 +22,36 @@ def _document(hostile: str) -> dict:
     value = {"value": 0.15, "ci": ci, "n": 10}
     return {
         "passed": False,
-        "suite": {"name": f"suite{hostile}", "benchmark": "kobbq", "fingerprint": {"suite": "abc"},
-                  "skipped_categories": {f"cat{hostile}": f"reason{hostile}"}},
+        "suite": {
+            "name": f"suite{hostile}",
+            "benchmark": "kobbq",
+            "fingerprint": {"suite": "abc"},
+            "skipped_categories": {f"cat{hostile}": f"reason{hostile}"},
+        },
         "model": {"model": f"openai/{hostile}", "params_dropped": {f"p{hostile}": f"dropped{hostile}"}, "params_ignored": {}},
-        "run": {"cases": 10, "calls": 10, "cache_hits": 0, "retries": 0, "errors": 10, "cost_usd": 0.0, "unpriced_calls": 0,
-                "complete": False, "incomplete_reason": f"incomplete{hostile}", "estimator_note": f"note{hostile}"},
-        "metrics": {"overall": {"acc_dis": value}, "by_category": {f"cat{hostile}": {"acc_dis": value}},
-                    "by_prompt": {f"p{hostile}": {"acc_dis": value}}, "prompt_summary": {}, "by_label": {}},
-        "verdicts": [{"scope": "overall", "metric": "acc_dis", "passed": False, "threshold": {"min": 0.8}, "value": 0.15, "ci": ci, "n": 10},
-                     {"scope": f"cat{hostile}", "metric": "acc_dis", "passed": True, "threshold": {"min": 0.1}, "value": 0.15, "ci": ci, "n": 10}],
+        "run": {
+            "cases": 10,
+            "calls": 10,
+            "cache_hits": 0,
+            "retries": 0,
+            "errors": 10,
+            "cost_usd": 0.0,
+            "unpriced_calls": 0,
+            "complete": False,
+            "incomplete_reason": f"incomplete{hostile}",
+            "estimator_note": f"note{hostile}",
+        },
+        "metrics": {
+            "overall": {"acc_dis": value},
+            "by_category": {f"cat{hostile}": {"acc_dis": value}},
+            "by_prompt": {f"p{hostile}": {"acc_dis": value}},
+            "prompt_summary": {},
+            "by_label": {},
+        },
+        "verdicts": [
+            {"scope": "overall", "metric": "acc_dis", "passed": False, "threshold": {"min": 0.8}, "value": 0.15, "ci": ci, "n": 10},
+            {"scope": f"cat{hostile}", "metric": "acc_dis", "passed": True, "threshold": {"min": 0.1}, "value": 0.15, "ci": ci, "n": 10},
+        ],
         "cases": [],
     }
 
@@ -38,26 +59,55 @@ def _document(hostile: str) -> dict:
 def test_terminal_report_shows_markup_in_user_text_literally():
     for color in (False, True):
         text = render_terminal([_document(HOSTILE)], color=color, width=400)
-        for shown in (f"suite{HOSTILE}", f"openai/{HOSTILE}", f"cat{HOSTILE}", f"reason{HOSTILE}", f"incomplete{HOSTILE}",
-                      f"note{HOSTILE}", f"dropped{HOSTILE}"):
+        for shown in (
+            f"suite{HOSTILE}",
+            f"openai/{HOSTILE}",
+            f"cat{HOSTILE}",
+            f"reason{HOSTILE}",
+            f"incomplete{HOSTILE}",
+            f"note{HOSTILE}",
+            f"dropped{HOSTILE}",
+        ):
             assert shown in text, (shown, text)
         # The report's own styling still works.
         assert "FAIL" in text and "pass" in text and "[green]" not in text
 
 
 def test_comparison_report_shows_markup_in_user_text_literally():
-    result = {"metric": "acc_dis", "scope": f"cat{HOSTILE}", "baseline": {"value": 0.9}, "candidate": {"value": 0.5},
-              "difference": -0.4, "difference_ci": [-0.5, -0.3], "p_adjusted": 0.001, "mde": 0.05, "rule": "-2%",
-              "verdict": "regressed", "explanation": f"explained{HOSTILE}"}
+    result = {
+        "metric": "acc_dis",
+        "scope": f"cat{HOSTILE}",
+        "baseline": {"value": 0.9},
+        "candidate": {"value": 0.5},
+        "difference": -0.4,
+        "difference_ci": [-0.5, -0.3],
+        "p_adjusted": 0.001,
+        "mde": 0.05,
+        "rule": "-2%",
+        "verdict": "regressed",
+        "explanation": f"explained{HOSTILE}",
+    }
     comparison = {
-        "suite": {"name": f"suite{HOSTILE}"}, "regressed": True, "warnings": [f"warn{HOSTILE}"], "results": [result],
-        "flips": {"by_transition": {f"a{HOSTILE}->b": 3}, "total": 3}, "cases": {"common": 10},
-        "baseline": {"model": f"openai/{HOSTILE}", "path": f"base{HOSTILE}.json"}, "candidate": {"model": f"openai/{HOSTILE}"},
+        "suite": {"name": f"suite{HOSTILE}"},
+        "regressed": True,
+        "warnings": [f"warn{HOSTILE}"],
+        "results": [result],
+        "flips": {"by_transition": {f"a{HOSTILE}->b": 3}, "total": 3},
+        "cases": {"common": 10},
+        "baseline": {"model": f"openai/{HOSTILE}", "path": f"base{HOSTILE}.json"},
+        "candidate": {"model": f"openai/{HOSTILE}"},
     }
     for color in (False, True):
         text = render_comparison_terminal([comparison], color=color, width=400)
-        for shown in (f"suite{HOSTILE}", f"openai/{HOSTILE}", f"base{HOSTILE}.json", f"warn{HOSTILE}", f"cat{HOSTILE}",
-                      f"a{HOSTILE}->b", f"explained{HOSTILE}"):
+        for shown in (
+            f"suite{HOSTILE}",
+            f"openai/{HOSTILE}",
+            f"base{HOSTILE}.json",
+            f"warn{HOSTILE}",
+            f"cat{HOSTILE}",
+            f"a{HOSTILE}->b",
+            f"explained{HOSTILE}",
+        ):
             assert shown in text, (shown, text)
 
 

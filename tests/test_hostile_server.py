@@ -78,8 +78,7 @@ def _store_files(path: Path) -> list[Path]:
     return [p for p in path.parent.glob(path.name + "*") if p.is_file()]
 
 
-def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TIMEOUT,
-         store_path: Path | None = None) -> Called:
+def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TIMEOUT, store_path: Path | None = None) -> Called:
     """``requests`` distinct requests through ``execute`` (retries, store) and litellm's real HTTP
     path to a loopback server answering with ``serve``."""
     store_path = store_path or tmp_path / "store.sqlite"
@@ -100,8 +99,7 @@ def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TI
         async def go():
             nonlocal snapshot, size
             with ResponseStore(store_path) as store:
-                run = await execute(planned, store=store, model_name=config.model, open_client=open_client,
-                                    concurrency=4, policy=POLICY)
+                run = await execute(planned, store=store, model_name=config.model, open_client=open_client, concurrency=4, policy=POLICY)
                 stored = store.get_many(r.key for r in planned)
                 files = _store_files(store_path)  # the -wal holds the new pages until the store closes
                 snapshot = b"".join(p.read_bytes() for p in files)
@@ -114,8 +112,9 @@ def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TI
     files = _store_files(store_path)
     snapshot += b"".join(p.read_bytes() for p in files)
     size = max(size, sum(p.stat().st_size for p in files))
-    return Called([run.responses[r.key] for r in planned], run.stats, list(arrivals), ended, ended - started, stored,
-                  snapshot, size, [r.key for r in planned])
+    return Called(
+        [run.responses[r.key] for r in planned], run.stats, list(arrivals), ended, ended - started, stored, snapshot, size, [r.key for r in planned]
+    )
 
 
 def assert_clean_line(error: str) -> None:
@@ -238,6 +237,7 @@ def test_a_10_mb_reply_is_answered_but_kept_to_the_reply_limit(tmp_path, huge_te
         with ResponseStore(tmp_path / "store.sqlite") as store:
             again = [ModelRequest(key, [{"role": "user", "content": "?"}], {}) for key in called.request_keys]
             return await execute(again, store=store, model_name="openai/x", open_client=no_client)
+
     warm = asyncio.run(rerun())
     assert warm.stats.cache_hits == 3 and warm.stats.calls == 0
     for response in warm.responses.values():
@@ -287,8 +287,11 @@ def empty_body(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
     send_bytes(handler, 200, b"")
 
 
-@pytest.mark.parametrize("serve", [invalid_utf8_text, invalid_utf8_body, choices_empty, choices_null, message_null,
-                                   json_null, html_page, empty_body], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "serve",
+    [invalid_utf8_text, invalid_utf8_body, choices_empty, choices_null, message_null, json_null, html_page, empty_body],
+    ids=lambda f: f.__name__,
+)
 def test_a_broken_body_is_an_error_on_one_clean_line(tmp_path, serve):
     called = call(serve, tmp_path)
 
@@ -308,11 +311,15 @@ def test_a_broken_body_is_an_error_on_one_clean_line(tmp_path, serve):
 # --- an error in an HTTP 200 ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("error", [
-    {"message": "The server had an error while processing your request.", "type": "server_error"},
-    {"message": "The server had an error while processing your request.", "type": "server_error", "code": 500},
-    "The server had an error while processing your request.",
-], ids=["object", "object-with-code", "string"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"message": "The server had an error while processing your request.", "type": "server_error"},
+        {"message": "The server had an error while processing your request.", "type": "server_error", "code": 500},
+        "The server had an error while processing your request.",
+    ],
+    ids=["object", "object-with-code", "string"],
+)
 def test_an_error_body_in_a_200_is_an_error_not_an_answer(tmp_path, error):
     def error_in_200(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
         send_json(handler, 200, {"error": error})
@@ -334,13 +341,14 @@ def _leaks(key: str, text: str | bytes | None) -> list[str]:
     if text is None:
         return []
     haystack = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    pieces = {key[i:i + 12] for i in range(len(key) - 11)}
+    pieces = {key[i : i + 12] for i in range(len(key) - 11)}
     return sorted(p for p in pieces if p.encode() in haystack)
 
 
 def key_in_reply(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
-    send_json(handler, 200, chat_answer(body, text=f"A. (You sent Authorization: Bearer {bearer_token(handler)}; "
-                                                    f"your key is {bearer_token(handler)}.)"))
+    send_json(
+        handler, 200, chat_answer(body, text=f"A. (You sent Authorization: Bearer {bearer_token(handler)}; your key is {bearer_token(handler)}.)")
+    )
 
 
 def key_across_the_reply_limit(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
@@ -372,8 +380,11 @@ def key_in_200_error(handler: BaseHTTPRequestHandler, n: int, body: dict) -> Non
     send_json(handler, 200, {"error": {"message": f"no quota left for {bearer_token(handler)}", "type": "server_error"}})
 
 
-@pytest.mark.parametrize("serve", [key_in_reply, key_across_the_reply_limit, key_in_finish_reason, key_in_401, key_in_400,
-                                   key_in_500, key_in_200_error], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "serve",
+    [key_in_reply, key_across_the_reply_limit, key_in_finish_reason, key_in_401, key_in_400, key_in_500, key_in_200_error],
+    ids=lambda f: f.__name__,
+)
 def test_an_echoed_api_key_is_never_kept(tmp_path, api_key, serve):
     sent: list[str] = []
 
@@ -424,8 +435,9 @@ def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key
     assert set(behaviours.values()) == set(E2E_BEHAVIOURS)  # every misbehaviour is met
     store = tmp_path / "store.sqlite"
     with loopback_server(_by_prompt) as (api_base, arrivals):
-        config = RunConfig(model=ModelConfig("openai/x", api_base=api_base, timeout=TIMEOUT), store_path=store,
-                           data_dir=data_dir, concurrency=8, policy=POLICY)
+        config = RunConfig(
+            model=ModelConfig("openai/x", api_base=api_base, timeout=TIMEOUT), store_path=store, data_dir=data_dir, concurrency=8, policy=POLICY
+        )
         started = time.monotonic()
         result = run([(suite, suite.cases)], config)
         elapsed = time.monotonic() - started
@@ -452,14 +464,25 @@ def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key
     assert not leaked, "the key is in the store's bytes"
 
 
-def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_key(run_biascheck, tiny_kobbq, data_dir, tmp_path,
-                                                                                   api_key):
+def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_key(run_biascheck, tiny_kobbq, data_dir, tmp_path, api_key):
     # One pytest run in a subprocess (which reads the key from the environment like any run), on
     # the one category whose 8 prompts meet every misbehaviour above; then every byte it printed
     # or wrote is searched.
     with loopback_server(_by_prompt) as (api_base, arrivals):
-        run = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", api_base, "--biascheck-retries", "1",
-                            "--biascheck-timeout", str(TIMEOUT), "--biascheck-concurrency", "8", "-k", PLUGIN_CATEGORY)
+        run = run_biascheck(
+            tiny_kobbq,
+            "openai/x",
+            "--biascheck-api-base",
+            api_base,
+            "--biascheck-retries",
+            "1",
+            "--biascheck-timeout",
+            str(TIMEOUT),
+            "--biascheck-concurrency",
+            "8",
+            "-k",
+            PLUGIN_CATEGORY,
+        )
 
     assert arrivals, run.output[-2000:]
     noise = [line for line in run.output.splitlines() if "Traceback" in line or "INTERNALERROR" in line]

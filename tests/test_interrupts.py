@@ -47,9 +47,13 @@ def _interrupted_run(tmp_path: Path, runner: str) -> str:
 
     with loopback_server(serve) as (api_base, arrivals):
         env = {**os.environ, "OPENAI_API_KEY": "sk-unused-000000"}
-        process = subprocess.Popen([sys.executable, "-c", SCRIPT, api_base, str(tmp_path / f"{runner}.sqlite"), runner],
-                                   stderr=subprocess.PIPE, text=True, env=env,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        process = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, api_base, str(tmp_path / f"{runner}.sqlite"), runner],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         deadline = time.monotonic() + 60
         while len(arrivals) < 300 and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)

@@ -19,8 +19,23 @@ pytestmark = pytest.mark.data
 
 def qualify(tmp_path: Path, data_dir: Path, model: str, *extra: str) -> tuple[int, dict]:
     out = tmp_path / f"{len(list(tmp_path.iterdir()))}.json"
-    code = main(["qualify-judge", model, "--suite", str(SUITES / "bbq"), "--cases", "120", "--data", str(data_dir),
-                 "--cache", str(tmp_path / "store.sqlite"), "--json", str(out), *extra])
+    code = main(
+        [
+            "qualify-judge",
+            model,
+            "--suite",
+            str(SUITES / "bbq"),
+            "--cases",
+            "120",
+            "--data",
+            str(data_dir),
+            "--cache",
+            str(tmp_path / "store.sqlite"),
+            "--json",
+            str(out),
+            *extra,
+        ]
+    )
     return code, json.loads(out.read_text("utf-8"))
 
 
@@ -43,8 +58,7 @@ def test_a_fair_judge_qualifies_and_a_biased_one_does_not(tmp_path, data_dir, ca
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path, data_dir, capsys):
-    assert main(["qualify-judge", "sim/judge", "--suite", str(SUITES / "enbbg"), "--data", str(data_dir),
-                 "--cache", str(tmp_path / "s.sqlite")]) == 2
+    assert main(["qualify-judge", "sim/judge", "--suite", str(SUITES / "enbbg"), "--data", str(data_dir), "--cache", str(tmp_path / "s.sqlite")]) == 2
     assert "suite.benchmark: is bbg, not a QA benchmark" in capsys.readouterr().err
     assert main(["qualify-judge", "sim/judge", "--min-accuracy", "2"]) == 2
     assert "--min-accuracy: 2.0 is out of range" in capsys.readouterr().err

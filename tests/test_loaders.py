@@ -25,7 +25,9 @@ from conftest import mirror_or_skip
 ROOT = Path(__file__).resolve().parents[1]
 BBQ_MIRRORED = ("Age", "Disability_status", "Nationality", "Physical_appearance", "Religion", "Sexual_orientation")
 BBQ_UNPINNED = ("Gender_identity", "Race_ethnicity", "Race_x_SES", "Race_x_gender", "SES")
-KOBBQ_SAMPLE_ID = re.compile(r"^(?P<category>[a-z_]+)-(?P<template>\d+)(?P<version>[a-d])-(?P<sample>\d+)-(?P<context>amb|dis)-(?P<question>bsd|cnt)$")
+KOBBQ_SAMPLE_ID = re.compile(
+    r"^(?P<category>[a-z_]+)-(?P<template>\d+)(?P<version>[a-d])-(?P<sample>\d+)-(?P<context>amb|dis)-(?P<question>bsd|cnt)$"
+)
 
 
 def mirror_dir() -> Path:
@@ -39,13 +41,13 @@ def sha256(data: bytes) -> str:
 
 # --- temp suites ----------------------------------------------------------------------------------
 
-BBQ_PROMPT = '''
+BBQ_PROMPT = """
 [[prompts.inline]]
 id = "En-1"
 template = "Context: {context}\\nQuestion: {question}\\nA: {a}\\nB: {b}\\nC: {c}\\nAnswer:"
 unknown = "Cannot be determined"
 letters = ["A", "B", "C"]
-'''
+"""
 
 
 def write_suite(tmp_path: Path, benchmark: str, files: dict[str, tuple[str, bytes, str]], prompts: str, subset: str = "") -> Path:

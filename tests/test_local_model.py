@@ -54,8 +54,15 @@ def _execute(config: ModelConfig, requests: list[ModelRequest], store_path: Path
 
     async def go():
         with ResponseStore(store_path) as store:
-            return await execute(requests, store=store, model_name=config.model, open_client=open_client,
-                                 concurrency=concurrency, policy=RetryPolicy(max_retries=3, base_delay=0.01))
+            return await execute(
+                requests,
+                store=store,
+                model_name=config.model,
+                open_client=open_client,
+                concurrency=concurrency,
+                policy=RetryPolicy(max_retries=3, base_delay=0.01),
+            )
+
     return asyncio.run(go())
 
 
@@ -66,8 +73,10 @@ def _keys(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "unused-test")
 
 
-UNRECOGNIZED_SEED = (400, {"error": {"message": "Unrecognized request argument supplied: seed",
-                                     "type": "invalid_request_error", "param": None, "code": None}})
+UNRECOGNIZED_SEED = (
+    400,
+    {"error": {"message": "Unrecognized request argument supplied: seed", "type": "invalid_request_error", "param": None, "code": None}},
+)
 
 
 def test_a_parameter_refused_with_400_is_dropped_for_the_rest_of_the_run_and_recorded(tmp_path):
@@ -97,13 +106,16 @@ def test_a_parameter_refused_with_400_is_dropped_for_the_rest_of_the_run_and_rec
 def test_an_unsupported_parameter_is_dropped_but_a_value_out_of_range_is_an_error(tmp_path):
     def refuse(body):
         if "frequency_penalty" in body:
-            return 422, {"detail": [{"type": "extra_forbidden", "loc": ["body", "frequency_penalty"],
-                                     "msg": "Extra inputs are not permitted", "input": 0.6}]}
+            return 422, {
+                "detail": [{"type": "extra_forbidden", "loc": ["body", "frequency_penalty"], "msg": "Extra inputs are not permitted", "input": 0.6}]
+            }
         if "presence_penalty" in body:
             # llama-cpp-python's server: every exception, validation included, as a 500 with a traceback
-            message = ("1 validation error:\n  {'type': 'less_than_equal', 'loc': ('body', 'presence_penalty'), "
-                       "'msg': 'Input should be less than or equal to 2'}\n\n  File \"app.py\", line 376, in create_chat_completion\n"
-                       "    temperature=temperature, top_p=top_p, max_tokens=max_tokens\n")
+            message = (
+                "1 validation error:\n  {'type': 'less_than_equal', 'loc': ('body', 'presence_penalty'), "
+                "'msg': 'Input should be less than or equal to 2'}\n\n  File \"app.py\", line 376, in create_chat_completion\n"
+                "    temperature=temperature, top_p=top_p, max_tokens=max_tokens\n"
+            )
             return 500, {"error": {"message": message, "type": "internal_server_error"}}
         return None
 
@@ -120,13 +132,25 @@ def test_an_unsupported_parameter_is_dropped_but_a_value_out_of_range_is_an_erro
     assert all(body["presence_penalty"] == 2.5 and body["temperature"] == 0.8 for body in seen)
 
 
-@pytest.mark.parametrize("refusal", [
-    # OpenAI's answer to a value out of range: it names the parameter, and the value stays an error.
-    (400, {"error": {"message": "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 3.0 "
-                                "instead.", "type": "invalid_request_error", "param": "temperature", "code": "decimal_above_max_value"}}),
-    # A refusal of the prompt that happens to contain a parameter's name is no refusal of the parameter.
-    (400, {"error": {"message": "Your request was rejected: the seed of the story is unsafe.", "type": "invalid_request_error"}}),
-])
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        # OpenAI's answer to a value out of range: it names the parameter, and the value stays an error.
+        (
+            400,
+            {
+                "error": {
+                    "message": "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 3.0 instead.",
+                    "type": "invalid_request_error",
+                    "param": "temperature",
+                    "code": "decimal_above_max_value",
+                }
+            },
+        ),
+        # A refusal of the prompt that happens to contain a parameter's name is no refusal of the parameter.
+        (400, {"error": {"message": "Your request was rejected: the seed of the story is unsafe.", "type": "invalid_request_error"}}),
+    ],
+)
 def test_a_refusal_that_does_not_say_unsupported_drops_nothing(tmp_path, refusal):
     params = {"temperature": 3.0, "seed": 1, "max_tokens": 5}
     with refusing_server(lambda body: refusal) as (api_base, seen):
@@ -149,12 +173,22 @@ def test_litellm_unsupported_params_error_is_dropped_before_anything_is_sent(tmp
     assert len(seen) == 3 and all("frequency_penalty" not in body for body in seen)
 
 
-@pytest.mark.parametrize("refusal", [
-    (400, {"error": {"message": "max_tokens is too large: 4096", "type": "invalid_request_error", "param": "max_tokens"}}),
-    # llama-cpp-python started without logits_all refuses logprobs this way
-    (500, {"error": {"message": "logprobs is not supported for models created with logits_all=False\n  File \"llama.py\"",
-                     "type": "internal_server_error"}}),
-])
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        (400, {"error": {"message": "max_tokens is too large: 4096", "type": "invalid_request_error", "param": "max_tokens"}}),
+        # llama-cpp-python started without logits_all refuses logprobs this way
+        (
+            500,
+            {
+                "error": {
+                    "message": 'logprobs is not supported for models created with logits_all=False\n  File "llama.py"',
+                    "type": "internal_server_error",
+                }
+            },
+        ),
+    ],
+)
 def test_a_refused_parameter_the_answer_depends_on_is_an_error_without_retries(tmp_path, refusal):
     name = refusal[1]["error"]["message"].split()[0]
     params = {"logprobs": True, "top_logprobs": 5, "max_tokens": 4096, "seed": 1}
@@ -181,11 +215,14 @@ def test_log_probabilities_asked_for_and_never_returned_are_recorded_as_ignored(
         assert result.stats.params_dropped == {}
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--port", "70000"], "--port: 70000 is not a port"),
-    (["--n-ctx", "16"], "--n-ctx: 16 is too small"),
-    (["--log", "/nonexistent-folder/server.log"], "--log: /nonexistent-folder is not a folder"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--port", "70000"], "--port: 70000 is not a port"),
+        (["--n-ctx", "16"], "--n-ctx: 16 is too small"),
+        (["--log", "/nonexistent-folder/server.log"], "--log: /nonexistent-folder is not a folder"),
+    ],
+)
 def test_serve_local_bad_arguments_are_one_line_errors(capsys, args, fragment):
     assert main(["serve-local", *args]) == 2
     err = capsys.readouterr().err.strip()

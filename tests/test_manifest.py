@@ -229,9 +229,7 @@ def test_every_reported_metric_can_be_gated(tmp_path):
 
 
 def test_parse_sampling_overrides_types_values():
-    parsed = parse_sampling_overrides(
-        ["temperature=0.7", "top_p=1", "max_tokens=30", "seed=-3", " frequency_penalty = 0.5 ", "presence_penalty=-1"]
-    )
+    parsed = parse_sampling_overrides(["temperature=0.7", "top_p=1", "max_tokens=30", "seed=-3", " frequency_penalty = 0.5 ", "presence_penalty=-1"])
     assert parsed == {"temperature": 0.7, "top_p": 1.0, "max_tokens": 30, "seed": -3, "frequency_penalty": 0.5, "presence_penalty": -1.0}
     for name, value in parsed.items():
         assert type(value) is SAMPLING_PARAMS[name], name
@@ -362,8 +360,7 @@ def test_category_threshold_on_an_ungated_metric_is_gated_in_that_category(tmp_p
 
     from conftest import write_subset_suite
 
-    folder = write_subset_suite(tmp_path / "s", subset="templates_per_category = 1",
-                                extra="\n[category_thresholds.age]\nacc_amb = { min = 0.5 }\n")
+    folder = write_subset_suite(tmp_path / "s", subset="templates_per_category = 1", extra="\n[category_thresholds.age]\nacc_amb = { min = 0.5 }\n")
     manifest = load_suite(folder, data_dir=data_dir).manifest
     assert manifest.gated_metrics("age")[-1] == "acc_amb"
     assert "acc_amb" not in manifest.gated_metrics(None) and "acc_amb" not in manifest.gated_metrics("religion")

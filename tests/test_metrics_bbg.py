@@ -77,8 +77,7 @@ def _counts_realising(row: dict, n: int = 100_000) -> np.ndarray:
     c = {}
     for t in ("uu", "bb", "cc"):
         c["n_" + t] = round(row["p_" + t] * n)
-    for key, (t1, t2) in (("p_bc_plus_p_cb", ("bc", "cb")), ("p_bu_plus_p_ub", ("bu", "ub")),
-                          ("p_cu_plus_p_uc", ("cu", "uc"))):
+    for key, (t1, t2) in (("p_bc_plus_p_cb", ("bc", "cb")), ("p_bu_plus_p_ub", ("bu", "ub")), ("p_cu_plus_p_uc", ("cu", "uc"))):
         x = round(row[key] * n)
         c["n_" + t1], c["n_" + t2] = x // 2, x - x // 2
     return counts_of(**c)
@@ -110,7 +109,7 @@ def test_golden_reference_scores(data_dir):
         # The metric code itself, from integer counts through aggregate_bbg.
         counts = _counts_realising(row)
         vectors = rows_from_counts(counts)
-        r = aggregate_bbg(templates[:len(vectors)], vectors, metrics=["ntr_gen", "bias_gen", "p_uu", "p_bb"], n_boot=0)
+        r = aggregate_bbg(templates[: len(vectors)], vectors, metrics=["ntr_gen", "bias_gen", "p_uu", "p_bb"], n_boot=0)
         n = int(counts.sum())
         assert r.counts["n_scorable"] == n
         assert r.overall["ntr_gen"].value == value("ntr_gen", counts)
@@ -202,13 +201,23 @@ def test_float_bound_needs_its_own_rational():
 
 
 GOLDEN_PAIRS = [
-    ("age", "r1", "t1"), ("age", "r1", "t1"), ("age", "r2", "t2"), ("sex", "r1", "t3"), ("sex", "r2", "t3"),
+    ("age", "r1", "t1"),
+    ("age", "r1", "t1"),
+    ("age", "r2", "t2"),
+    ("sex", "r1", "t3"),
+    ("sex", "r2", "t3"),
     ("sex", "r2", "t4"),
 ]
-GOLDEN_VECTORS = np.array([
-    pair_cell("b", "b"), pair_cell("u", "u"), pair_cell("b", "u"), pair_cell("c", "b"), pair_cell(None, "c"),
-    pair_cell("u", "c", errored=True),
-])
+GOLDEN_VECTORS = np.array(
+    [
+        pair_cell("b", "b"),
+        pair_cell("u", "u"),
+        pair_cell("b", "u"),
+        pair_cell("c", "b"),
+        pair_cell(None, "c"),
+        pair_cell("u", "c", errored=True),
+    ]
+)
 
 
 def test_aggregate_golden():
@@ -226,13 +235,26 @@ def test_aggregate_golden():
     assert r.by_run["r2"]["bias_gen"].value == 1 / 2 and r.by_run["r2"]["unscorable_ratio"].value == 2 / 3
     s = r.run_summary["bias_gen"]
     assert s.n == 2 and s.mean == pytest.approx(5 / 12) and s.std == pytest.approx(math.sqrt(2) * (1 / 12))
-    assert r.counts == {"n": 6, "n_scorable": 4, "n_bb": 1, "n_bc": 0, "n_bu": 1, "n_cb": 1, "n_cc": 0, "n_cu": 0,
-                        "n_ub": 0, "n_uc": 0, "n_uu": 1, "n_unscorable": 2, "n_error": 1, "n_u_by_convention": 0}
+    assert r.counts == {
+        "n": 6,
+        "n_scorable": 4,
+        "n_bb": 1,
+        "n_bc": 0,
+        "n_bu": 1,
+        "n_cb": 1,
+        "n_cc": 0,
+        "n_cu": 0,
+        "n_ub": 0,
+        "n_uc": 0,
+        "n_uu": 1,
+        "n_unscorable": 2,
+        "n_error": 1,
+        "n_u_by_convention": 0,
+    }
 
 
 def test_zero_scorable_pairs_nan_with_note():
-    r = aggregate_bbg([("c", "r", "t"), ("c", "r", "t")], np.array([pair_cell(None, "b"), pair_cell("b", "b", errored=True)]),
-                      n_boot=50)
+    r = aggregate_bbg([("c", "r", "t"), ("c", "r", "t")], np.array([pair_cell(None, "b"), pair_cell("b", "b", errored=True)]), n_boot=50)
     for m in SHARES:
         mv = r.overall[m]
         assert math.isnan(mv.value) and mv.n == 0 and "no scorable pairs" in mv.note
@@ -254,8 +276,7 @@ def test_zero_scorable_pairs_nan_with_note():
 def test_to_json_shape():
     r = aggregate_bbg(GOLDEN_PAIRS, GOLDEN_VECTORS, n_boot=20)
     j = r.to_json()
-    assert set(j) == {"metrics", "overall", "by_category", "by_label", "by_prompt", "prompt_summary", "counts",
-                      "bootstrap"}
+    assert set(j) == {"metrics", "overall", "by_category", "by_label", "by_prompt", "prompt_summary", "counts", "bootstrap"}
     assert j["metrics"] == list(ALL)
     assert j["by_label"] == {} and set(j["by_prompt"]) == {"r1", "r2"} and set(j["by_category"]) == {"age", "sex"}
     assert j["by_prompt"]["r1"]["ntr_gen"]["value"] == 2 / 3
@@ -267,11 +288,34 @@ def test_to_json_shape():
 
 
 def test_registry():
-    assert ALL == ("ntr_gen", "bias_gen", "max_abs_bias_gen", "p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub",
-                   "p_cu_plus_p_uc", "p_cc", "unscorable_ratio", "error_ratio", "u_by_convention_ratio")
-    better = {"ntr_gen": "higher", "bias_gen": "zero", "max_abs_bias_gen": "lower", "p_uu": "higher",
-              "p_bc_plus_p_cb": "higher", "p_bb": "lower", "p_bu_plus_p_ub": "lower", "p_cu_plus_p_uc": "lower",
-              "p_cc": "lower", "unscorable_ratio": "lower", "error_ratio": "lower", "u_by_convention_ratio": "lower"}
+    assert ALL == (
+        "ntr_gen",
+        "bias_gen",
+        "max_abs_bias_gen",
+        "p_uu",
+        "p_bc_plus_p_cb",
+        "p_bb",
+        "p_bu_plus_p_ub",
+        "p_cu_plus_p_uc",
+        "p_cc",
+        "unscorable_ratio",
+        "error_ratio",
+        "u_by_convention_ratio",
+    )
+    better = {
+        "ntr_gen": "higher",
+        "bias_gen": "zero",
+        "max_abs_bias_gen": "lower",
+        "p_uu": "higher",
+        "p_bc_plus_p_cb": "higher",
+        "p_bb": "lower",
+        "p_bu_plus_p_ub": "lower",
+        "p_cu_plus_p_uc": "lower",
+        "p_cc": "lower",
+        "unscorable_ratio": "lower",
+        "error_ratio": "lower",
+        "u_by_convention_ratio": "lower",
+    }
     for name, d in BBG_METRICS.items():
         assert d.name == name and d.better == better[name] and d.suites == frozenset({"bbg"}) and d.description
     assert BBG_METRICS["bias_gen"].bound == "max_abs_bias_gen"
@@ -287,9 +331,17 @@ def test_validation():
         aggregate_bbg(GOLDEN_PAIRS[:2], GOLDEN_VECTORS)
     with pytest.raises(ValueError, match="strings"):
         aggregate_bbg([("c", "r")], GOLDEN_VECTORS[:1])
-    bad = [counts_of(n_bb=1, n_bc=1), counts_of(), counts_of(n_error=1), counts_of(n_bb=2),
-           counts_of(n_bb=1, n_unscorable=1), counts_of(n_u_by_convention=1), counts_of(n_bb=1, n_u_by_convention=1),
-           counts_of(n_unscorable=1, n_u_by_convention=1), counts_of(n_uu=1, n_u_by_convention=2)]
+    bad = [
+        counts_of(n_bb=1, n_bc=1),
+        counts_of(),
+        counts_of(n_error=1),
+        counts_of(n_bb=2),
+        counts_of(n_bb=1, n_unscorable=1),
+        counts_of(n_u_by_convention=1),
+        counts_of(n_bb=1, n_u_by_convention=1),
+        counts_of(n_unscorable=1, n_u_by_convention=1),
+        counts_of(n_uu=1, n_u_by_convention=2),
+    ]
     for vec in bad:
         with pytest.raises(ValueError, match="pair 0"):
             aggregate_bbg([("c", "r", "t")], vec[None, :])
@@ -299,8 +351,7 @@ def test_validation():
 
 def test_single_cluster_interval_is_point():
     pairs = [("c", "r", "t")] * 5
-    vectors = np.array([pair_cell("b", "b"), pair_cell("u", "u"), pair_cell("b", "c"), pair_cell("c", "u"),
-                        pair_cell(None, "u")])
+    vectors = np.array([pair_cell("b", "b"), pair_cell("u", "u"), pair_cell("b", "c"), pair_cell("c", "u"), pair_cell(None, "u")])
     r = aggregate_bbg(pairs, vectors, n_boot=200, seed=3)
     for m in ALL:
         mv = r.overall[m]
@@ -309,6 +360,7 @@ def test_single_cluster_interval_is_point():
 
 # ---------------------------------------------------------------------------------------------
 # Properties
+
 
 def _consistent(xs: list[int]) -> np.ndarray:
     """n_error <= n_unscorable, and n_u_by_convention <= the pairs of a type with a u."""
@@ -320,7 +372,7 @@ def _consistent(xs: list[int]) -> np.ndarray:
 
 
 count_vectors = st.lists(st.integers(0, 60), min_size=K, max_size=K).map(_consistent)
-scorable_vectors = count_vectors.filter(lambda c: c[:len(PAIR_TYPES)].sum() > 0)
+scorable_vectors = count_vectors.filter(lambda c: c[: len(PAIR_TYPES)].sum() > 0)
 FAST = settings(max_examples=100, deadline=None)
 AGGREGATE = settings(max_examples=30, deadline=None)  # whole aggregations (with bootstrap): fewer examples
 
@@ -336,9 +388,9 @@ def test_bounds(c):
     ntr, bias, bound = value("ntr_gen", c), value("bias_gen", c), value("max_abs_bias_gen", c)
     assert 0.0 <= ntr <= 1.0 and -1.0 <= bias <= 1.0
     assert abs(bias) <= bound  # exact in floats: both are correctly rounded rationals
-    assert abs(bias) <= 1 - ntr + 2.0 ** -52  # the float 1 - ntr may be one ulp low (see above)
+    assert abs(bias) <= 1 - ntr + 2.0**-52  # the float 1 - ntr may be one ulp low (see above)
     # exactness: each value is the double nearest the rational it defines
-    n = int(c[:len(PAIR_TYPES)].sum())
+    n = int(c[: len(PAIR_TYPES)].sum())
     f = {name: int(c[i]) for i, name in enumerate(COUNT_FIELDS)}
     assert ntr == (f["n_uu"] + f["n_bc"] + f["n_cb"]) / n
     num = 2 * f["n_bb"] + f["n_bu"] + f["n_ub"] - 2 * f["n_cc"] - f["n_cu"] - f["n_uc"]
@@ -382,9 +434,17 @@ def test_unscorable_pairs_change_no_proportion(c, extra, errors):
 
 
 pair_rows = st.lists(
-    st.tuples(st.sampled_from(("age", "sex", "ses")), st.sampled_from(("1", "2", "3")), st.sampled_from("abcdefg"),
-              st.sampled_from((*OUTCOMES, None)), st.sampled_from((*OUTCOMES, None)), st.sampled_from((False,) * 4 + (True,))),
-    min_size=0, max_size=30)
+    st.tuples(
+        st.sampled_from(("age", "sex", "ses")),
+        st.sampled_from(("1", "2", "3")),
+        st.sampled_from("abcdefg"),
+        st.sampled_from((*OUTCOMES, None)),
+        st.sampled_from((*OUTCOMES, None)),
+        st.sampled_from((False,) * 4 + (True,)),
+    ),
+    min_size=0,
+    max_size=30,
+)
 
 
 def _build(rows, unscorable="exclude"):

@@ -31,8 +31,7 @@ ALL = tuple(HBB_METRICS)
 def vecs(rows, threshold=DEFAULT_FLAG_THRESHOLD):
     """rows: (p1, p2, samples1, refused1, samples2, refused2, errored)."""
     cols = list(zip(*rows)) if rows else [[]] * 7
-    return instance_vectors(*(np.asarray(c, dtype=np.float64 if i < 6 else bool) for i, c in enumerate(cols)),
-                            threshold=threshold)
+    return instance_vectors(*(np.asarray(c, dtype=np.float64 if i < 6 else bool) for i, c in enumerate(cols)), threshold=threshold)
 
 
 def counts_of(**fields):
@@ -60,13 +59,15 @@ def test_instance_scores_golden():
 
 
 def test_instance_vectors_golden_flags():
-    v = vecs([
-        (1.0, 0.0, 10, 0, 10, 0, False),  # 100: flagged
-        (0.55, 0.45, 20, 0, 20, 2, False),  # 10: not flagged at 20
-        (0.6, 0.4, 10, 0, 10, 1, False),  # exactly 20: flagged
-        (NAN, 0.2, 10, 10, 10, 0, False),  # first question fully refused: unscorable
-        (0.3, 0.3, 0, 0, 0, 0, True),  # errored: unscorable, score unused
-    ])
+    v = vecs(
+        [
+            (1.0, 0.0, 10, 0, 10, 0, False),  # 100: flagged
+            (0.55, 0.45, 20, 0, 20, 2, False),  # 10: not flagged at 20
+            (0.6, 0.4, 10, 0, 10, 1, False),  # exactly 20: flagged
+            (NAN, 0.2, 10, 10, 10, 0, False),  # first question fully refused: unscorable
+            (0.3, 0.3, 0, 0, 0, 0, True),  # errored: unscorable, score unused
+        ]
+    )
     col = {f: v[:, i].tolist() for i, f in enumerate(COUNT_FIELDS)}
     assert col["n_instances"] == [1, 1, 1, 1, 1]
     assert col["n_scored"] == [1, 1, 1, 0, 0]
@@ -117,16 +118,24 @@ def test_aggregate_golden():
     u = r.by_type["u"]
     assert (u["hbb_flagged"].value, u["hbb_flagged_rate"].value, u["hbb_mean_score"].value) == (1, 1.0, 20.0)
     assert r.by_type["t"]["hbb_flagged_rate"].value == 1 / 2
-    assert r.counts == {"n": 5, "n_instances": 5, "n_scored": 3, "n_flagged": 2, "sum_score": 130.0,
-                        "sum_flagged_score": 120.0, "n_samples": 100, "n_refused": 13, "n_error": 1,
-                        "n_unscorable": 2}
+    assert r.counts == {
+        "n": 5,
+        "n_instances": 5,
+        "n_scored": 3,
+        "n_flagged": 2,
+        "sum_score": 130.0,
+        "sum_flagged_score": 120.0,
+        "n_samples": 100,
+        "n_refused": 13,
+        "n_error": 1,
+        "n_unscorable": 2,
+    }
 
 
 def test_to_json_shape():
     r = aggregate_hbb(GOLDEN_INSTANCES, vecs(GOLDEN_ROWS), n_boot=20, threshold=20)
     j = r.to_json()
-    assert set(j) == {"metrics", "overall", "by_category", "by_label", "by_prompt", "prompt_summary", "counts",
-                      "bootstrap", "flag_threshold"}
+    assert set(j) == {"metrics", "overall", "by_category", "by_label", "by_prompt", "prompt_summary", "counts", "bootstrap", "flag_threshold"}
     assert j["metrics"] == list(ALL)
     assert set(j["by_label"]) == {"t", "u"} and set(j["by_category"]) == {"c", "d"}
     assert j["by_prompt"] == {} and j["prompt_summary"] == {}
@@ -173,8 +182,7 @@ def test_empty_denominators_nan_with_note():
 
 
 def test_registry():
-    assert ALL == ("hbb_flagged", "hbb_flagged_rate", "hbb_mean_flagged_score", "hbb_mean_score", "refusal_rate",
-                   "error_ratio", "unscorable_ratio")
+    assert ALL == ("hbb_flagged", "hbb_flagged_rate", "hbb_mean_flagged_score", "hbb_mean_score", "refusal_rate", "error_ratio", "unscorable_ratio")
     for name, d in HBB_METRICS.items():
         assert d.name == name and d.better == "lower" and d.suites == frozenset({"hbb"}) and d.description
 
@@ -186,14 +194,17 @@ def test_metric_subset_and_unknown():
         aggregate_hbb(GOLDEN_INSTANCES, vecs(GOLDEN_ROWS), metrics=["bogus"])
 
 
-@pytest.mark.parametrize("row, match", [
-    ((1.5, 0.0, 0, 0, 0, 0, False), "probabilities"),
-    ((-0.1, 0.0, 0, 0, 0, 0, False), "probabilities"),
-    ((0.5, 0.5, 2, 3, 0, 0, False), "exceeds"),
-    ((0.5, 0.5, -1, 0, 0, 0, False), "non-negative integers"),
-    ((0.5, 0.5, 1.5, 0, 0, 0, False), "non-negative integers"),
-    ((0.5, 0.5, 4, 4, 0, 0, False), "every sample of the first question was refused"),
-])
+@pytest.mark.parametrize(
+    "row, match",
+    [
+        ((1.5, 0.0, 0, 0, 0, 0, False), "probabilities"),
+        ((-0.1, 0.0, 0, 0, 0, 0, False), "probabilities"),
+        ((0.5, 0.5, 2, 3, 0, 0, False), "exceeds"),
+        ((0.5, 0.5, -1, 0, 0, 0, False), "non-negative integers"),
+        ((0.5, 0.5, 1.5, 0, 0, 0, False), "non-negative integers"),
+        ((0.5, 0.5, 4, 4, 0, 0, False), "every sample of the first question was refused"),
+    ],
+)
 def test_instance_vectors_validation(row, match):
     with pytest.raises(ValueError, match=match):
         vecs([row])
@@ -324,8 +335,7 @@ def test_order_invariance(items, threshold, rnd):
     perm = list(range(len(rows)))
     rnd.shuffle(perm)
     a = aggregate_hbb(keys, vecs(rows, threshold), n_boot=30, seed=5, threshold=threshold)
-    b = aggregate_hbb([keys[i] for i in perm], vecs([rows[i] for i in perm], threshold), n_boot=30, seed=5,
-                      threshold=threshold)
+    b = aggregate_hbb([keys[i] for i in perm], vecs([rows[i] for i in perm], threshold), n_boot=30, seed=5, threshold=threshold)
     assert a.to_json() == b.to_json()
 
 

@@ -48,16 +48,20 @@ def no_keys(monkeypatch):
 
 # --- item 3: an unknown provider prefix --------------------------------------------------------
 
+
 def test_the_provider_list_read_from_litellms_source_is_litellms():
     assert known_providers() == frozenset(getattr(p, "value", p) for p in import_litellm().provider_list)
 
 
-@pytest.mark.parametrize(("model", "suggestion"), [
-    ("opneai/gpt-4o-mini", "did you mean openai/gpt-4o-mini?"),
-    ("antropic/claude-3-5-sonnet", "did you mean anthropic/claude-3-5-sonnet?"),
-    ("hosted-vllm/my-model", "did you mean hosted_vllm/my-model?"),
-    ("zzqx/model", "start it with a provider"),
-])
+@pytest.mark.parametrize(
+    ("model", "suggestion"),
+    [
+        ("opneai/gpt-4o-mini", "did you mean openai/gpt-4o-mini?"),
+        ("antropic/claude-3-5-sonnet", "did you mean anthropic/claude-3-5-sonnet?"),
+        ("hosted-vllm/my-model", "did you mean hosted_vllm/my-model?"),
+        ("zzqx/model", "start it with a provider"),
+    ],
+)
 def test_a_misspelled_provider_is_refused_with_a_suggestion(model, suggestion):
     with pytest.raises(BiascheckError) as error:
         validate_model_string(model)
@@ -65,8 +69,18 @@ def test_a_misspelled_provider_is_refused_with_a_suggestion(model, suggestion):
     assert suggestion in str(error.value)
 
 
-@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "gpt-4o-mini", "anthropic/claude-3-5-sonnet", "hosted_vllm/m",
-                                   "openrouter/anthropic/claude-3.5-sonnet", "ollama/llama3", "sim/fair"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "openai/gpt-4o-mini",
+        "gpt-4o-mini",
+        "anthropic/claude-3-5-sonnet",
+        "hosted_vllm/m",
+        "openrouter/anthropic/claude-3.5-sonnet",
+        "ollama/llama3",
+        "sim/fair",
+    ],
+)
 def test_known_providers_pass(model):
     validate_model_string(model)
 
@@ -79,20 +93,22 @@ def test_with_an_api_base_litellm_decides(no_keys):
 
 
 def test_the_provider_check_does_not_import_litellm():
-    code = ("import sys, time; t = time.perf_counter()\n"
-            "from biascheck.execution.llm import validate_model_string\n"
-            "try:\n    validate_model_string('opneai/gpt-4o-mini')\nexcept Exception as e:\n    print(e)\n"
-            "print('litellm' in sys.modules)")
+    code = (
+        "import sys, time; t = time.perf_counter()\n"
+        "from biascheck.execution.llm import validate_model_string\n"
+        "try:\n    validate_model_string('opneai/gpt-4o-mini')\nexcept Exception as e:\n    print(e)\n"
+        "print('litellm' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert out == ["--biascheck-model: 'opneai' in 'opneai/gpt-4o-mini' is not a litellm provider; did you mean openai/gpt-4o-mini?",
-                   "False"]
+    assert out == ["--biascheck-model: 'opneai' in 'opneai/gpt-4o-mini' is not a litellm provider; did you mean openai/gpt-4o-mini?", "False"]
 
 
 def test_the_plugin_refuses_a_misspelled_provider_before_collecting(run_biascheck, tiny_kobbq):
     run = run_biascheck(tiny_kobbq, "opneai/gpt-4o-mini")
     assert run.ret == pytest.ExitCode.USAGE_ERROR
-    assert _last_line(run.result.errlines) == ("ERROR: --biascheck-model: 'opneai' in 'opneai/gpt-4o-mini' is not a litellm provider; "
-                                       "did you mean openai/gpt-4o-mini?")
+    assert _last_line(run.result.errlines) == (
+        "ERROR: --biascheck-model: 'opneai' in 'opneai/gpt-4o-mini' is not a litellm provider; did you mean openai/gpt-4o-mini?"
+    )
     assert "Traceback" not in run.output and "collected" not in run.output
 
 
@@ -102,12 +118,16 @@ def _last_line(lines: list[str]) -> str:
 
 # --- item 2: missing credentials ---------------------------------------------------------------
 
-@pytest.mark.parametrize(("model", "named"), [
-    ("openai/gpt-4o-mini", "OPENAI_API_KEY"),
-    ("gpt-4o-mini", "OPENAI_API_KEY"),
-    ("anthropic/claude-3-5-sonnet", "ANTHROPIC_API_KEY"),
-    ("gemini/gemini-1.5-flash", "GEMINI_API_KEY"),
-])
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        ("openai/gpt-4o-mini", "OPENAI_API_KEY"),
+        ("gpt-4o-mini", "OPENAI_API_KEY"),
+        ("anthropic/claude-3-5-sonnet", "ANTHROPIC_API_KEY"),
+        ("gemini/gemini-1.5-flash", "GEMINI_API_KEY"),
+    ],
+)
 def test_missing_credentials_are_named(no_keys, model, named):
     with pytest.raises(BiascheckError) as error:
         check_ready(ModelConfig(model))
@@ -139,8 +159,11 @@ def test_a_run_without_its_key_stops_before_any_request(no_keys, tiny_kobbq, dat
     with loopback_server(lambda handler, n, body: send_json(handler, 200, chat_answer(body))) as (api_base, arrivals):
         config = RunConfig(model=ModelConfig("openai/x", api_base=api_base), store_path=tmp_path / "store.sqlite", policy=FAST)
         started = time.monotonic()
-        with pytest.raises(BiascheckError, match=r"^--biascheck-model: openai/x needs OPENAI_API_KEY, which is not set; "
-                                                 r"export OPENAI_API_KEY=\.\.\. \(a local server that checks no key"):
+        with pytest.raises(
+            BiascheckError,
+            match=r"^--biascheck-model: openai/x needs OPENAI_API_KEY, which is not set; "
+            r"export OPENAI_API_KEY=\.\.\. \(a local server that checks no key",
+        ):
             run(_tiny_selection(tiny_kobbq, data_dir), config)
         assert arrivals == [] and time.monotonic() - started < 30
 
@@ -163,8 +186,9 @@ def test_a_judge_without_its_key_stops_the_run_before_the_first_generation(no_ke
     suite = write_subset_suite(tmp_path / "kobbg", "kobbg-quick", subset='categories = ["age"]')
     run = run_biascheck(suite, "sim/fair", "--biascheck-judge", "anthropic/claude-3-5-sonnet")
     assert run.ret == pytest.ExitCode.USAGE_ERROR
-    assert _last_line(run.result.errlines) == ("ERROR: --biascheck-judge: anthropic/claude-3-5-sonnet needs ANTHROPIC_API_KEY, "
-                                       "which is not set; export ANTHROPIC_API_KEY=...")
+    assert _last_line(run.result.errlines) == (
+        "ERROR: --biascheck-judge: anthropic/claude-3-5-sonnet needs ANTHROPIC_API_KEY, which is not set; export ANTHROPIC_API_KEY=..."
+    )
     assert not (tmp_path / "store.sqlite").exists() or ResponseStore(tmp_path / "store.sqlite").count() == 0
 
 
@@ -176,6 +200,7 @@ def test_qualify_judge_without_a_key_says_so(no_keys, tmp_path, data_dir, capsys
 
 
 # --- item 4: the circuit breaker ---------------------------------------------------------------
+
 
 class _Unreachable:
     """A fake client whose endpoint never answers; it counts attempts."""
@@ -210,8 +235,8 @@ def _execute(client, tmp_path, n=60, concurrency=32, **kwargs):
 
     async def go():
         with ResponseStore(tmp_path / "store.sqlite") as store:
-            return await execute(requests, store=store, model_name="m", open_client=open_client, concurrency=concurrency,
-                                 policy=FAST, **kwargs)
+            return await execute(requests, store=store, model_name="m", open_client=open_client, concurrency=concurrency, policy=FAST, **kwargs)
+
     return asyncio.run(go())
 
 
@@ -220,8 +245,9 @@ def test_the_first_attempts_all_unreachable_stop_the_run(tmp_path):
     run = _execute(client, tmp_path)
     assert client.attempts == CircuitBreaker.first_attempts == 3
     assert client.max_in_flight == 1  # until the endpoint has answered once, one attempt at a time
-    assert run.stats.incomplete == (f"{FATAL}cannot reach http://127.0.0.1:9/v1: Connection error. "
-                                    "(the first 3 attempts all failed this way; stopped by the circuit breaker)")
+    assert run.stats.incomplete == (
+        f"{FATAL}cannot reach http://127.0.0.1:9/v1: Connection error. (the first 3 attempts all failed this way; stopped by the circuit breaker)"
+    )
     assert run.stats.not_run == 59 and run.stats.errors == 60
     # The request whose attempt tripped the breaker has its error; every other one was not run.
     assert sorted(r.error.startswith(NOT_RUN) for r in run.responses.values()) == [False] + [True] * 59
@@ -270,6 +296,7 @@ def test_nothing_listening_stops_a_run_in_seconds(tmp_path, monkeypatch):
     async def go():
         with ResponseStore(tmp_path / "store.sqlite") as store:
             return await execute(requests, store=store, model_name=config.model, open_client=open_client, policy=RetryPolicy())
+
     started = time.monotonic()
     run = asyncio.run(go())
     assert time.monotonic() - started < 20  # before: 7 attempts per request, 33 s for 60 cases
@@ -288,11 +315,14 @@ def test_the_plugin_reports_an_unreachable_endpoint_in_one_line(run_biascheck, t
 
 # --- error texts -------------------------------------------------------------------------------
 
+
 def test_error_lines_carry_no_object_reprs_or_pasted_tracebacks():
     from biascheck.execution.llm import _first_line
 
     ssl = Exception("Cannot connect to host localhost:11434 ssl:<ssl.SSLContext object at 0x7f9af69172f0> [Connect call failed]")
     assert _first_line(ssl) == "Exception: Cannot connect to host localhost:11434 ssl:ssl.SSLContext [Connect call failed]"
-    pasted = Exception("Invalid response object Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
-                       "    raise KeyError('choices')\nKeyError: 'choices'\n")
+    pasted = Exception(
+        'Invalid response object Traceback (most recent call last):\n  File "x.py", line 1, in f\n'
+        "    raise KeyError('choices')\nKeyError: 'choices'\n"
+    )
     assert _first_line(pasted) == "Exception: Invalid response object (KeyError: 'choices')"

@@ -23,12 +23,14 @@ def _key(monkeypatch):
 
 def _server(served: list[str], fingerprint: str | None = "fp_1"):
     """A loopback server answering "A"; request n says it was served by served[n % len(served)]."""
+
     def serve(handler, n, body):
         answer = chat_answer(body)
         answer["model"] = served[n % len(served)]
         if fingerprint:
             answer["system_fingerprint"] = fingerprint
         send_json(handler, 200, answer)
+
     return loopback_server(serve)
 
 
@@ -44,8 +46,16 @@ def test_a_revision_is_part_of_every_key_and_absent_keeps_the_old_keys():
     messages = [{"role": "user", "content": "Q?"}]
     unnamed = request_key("hosted_vllm/m", "http://h/v1", messages, {})
     assert request_key("hosted_vllm/m", "http://h/v1", messages, {}, 0, None) == unnamed  # stores of earlier runs still answer
-    assert len({unnamed, request_key("hosted_vllm/m", "http://h/v1", messages, {}, 0, "v1"),
-                request_key("hosted_vllm/m", "http://h/v1", messages, {}, 0, "v2")}) == 3
+    assert (
+        len(
+            {
+                unnamed,
+                request_key("hosted_vllm/m", "http://h/v1", messages, {}, 0, "v1"),
+                request_key("hosted_vllm/m", "http://h/v1", messages, {}, 0, "v2"),
+            }
+        )
+        == 3
+    )
 
 
 def test_a_redeployed_model_under_a_new_revision_is_called_again(tiny_kobbq, data_dir, tmp_path):
@@ -53,9 +63,11 @@ def test_a_redeployed_model_under_a_new_revision_is_called_again(tiny_kobbq, dat
     # run is answered from the store; with one it calls the model that is served now.
     store = tmp_path / "store.sqlite"
     with _server(["fair-2024-01-01"]) as (api_base, arrivals):
+
         def once(revision):
             model = ModelConfig("hosted_vllm/my-model", api_base=api_base, revision=revision)
             return run(_selection(tiny_kobbq, data_dir), RunConfig(model=model, store_path=store))
+
         first, same_name, new_revision = once("v1"), once("v1"), once("v2")
     assert (first.stats.calls, same_name.stats.calls, new_revision.stats.calls) == (6, 0, 6)
     assert len(arrivals) == 12
@@ -83,9 +95,11 @@ def _keys(result):
     suite_result = result.suites[0]
     model = result.config.model
     params = effective_params(suite_result.suite, model)
-    return [request_key(model.model, model.endpoint, messages, request_params, sample, model.revision)
-            for case in suite_result.cases
-            for messages, request_params, sample in suite_result.suite.benchmark.requests(case, params, None)]
+    return [
+        request_key(model.model, model.endpoint, messages, request_params, sample, model.revision)
+        for case in suite_result.cases
+        for messages, request_params, sample in suite_result.suite.benchmark.requests(case, params, None)
+    ]
 
 
 def test_a_model_that_changes_within_a_run_is_warned_about(tiny_kobbq, data_dir, tmp_path):
@@ -102,8 +116,12 @@ def test_a_model_that_changes_within_a_run_is_warned_about(tiny_kobbq, data_dir,
 def test_served_by_counts_only_what_was_said():
     from biascheck.core.records import Response
 
-    responses = [Response("A", served_model="m1", system_fingerprint="f"), Response("A", served_model="m1"),
-                 Response(None, error="boom"), Response("B")]
+    responses = [
+        Response("A", served_model="m1", system_fingerprint="f"),
+        Response("A", served_model="m1"),
+        Response(None, error="boom"),
+        Response("B"),
+    ]
     assert served_by(responses) == {"models": {"m1": 2}, "system_fingerprints": {"f": 1}}
     assert served_by([Response("A")]) == {}
 
@@ -115,8 +133,7 @@ def test_a_comparison_warns_when_the_served_model_differs_or_the_revision_is_the
     for served, revision in ((["snap-old"], "v1"), (["snap-new"], "v1")):
         with _server(served) as (api_base, _):
             model = ModelConfig("openai/my-model", api_base=api_base, revision=revision)
-            result = run(_selection(tiny_kobbq, data_dir, n=None),
-                         RunConfig(model=model, store_path=tmp_path / f"{served[0]}.sqlite"))
+            result = run(_selection(tiny_kobbq, data_dir, n=None), RunConfig(model=model, store_path=tmp_path / f"{served[0]}.sqlite"))
         documents.append(build_results(result)[0])
     baseline = baselines.from_results(documents[0])
     assert baseline["model"]["revision"] == "v1" and baseline["model"]["served"]["models"] == {"snap-old": 96}

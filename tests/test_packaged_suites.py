@@ -27,8 +27,7 @@ NAMES = sorted(path.name for path in SUITES.iterdir() if (path / "suite.toml").i
 
 
 def cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "biascheck.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "biascheck.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
 
 
 def table_rows(text: str) -> dict[str, list[str]]:
@@ -67,8 +66,12 @@ def wheel(tmp_path_factory) -> Path:
     for folder in ("biascheck", "suites"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-q", "-w", str(out), str(source)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-q", "-w", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (built,) = out.glob("biascheck-*.whl")
     return built
@@ -88,17 +91,38 @@ def test_an_installed_wheel_runs_a_packaged_suite_by_name(wheel, tmp_path, data_
     env = {**os.environ, "PYTHONPATH": str(site), "BIASCHECK_DATA_DIR": str(data_dir)}
     work = tmp_path / "elsewhere"
     work.mkdir()
-    script = ("import biascheck, biascheck.config.catalog as c\n"
-              "print(biascheck.__file__)\nprint(c.packaged_suites_dir())\n"
-              "print(len(biascheck.load_suite('enbbg-quick').cases))\n")
+    script = (
+        "import biascheck, biascheck.config.catalog as c\n"
+        "print(biascheck.__file__)\nprint(c.packaged_suites_dir())\n"
+        "print(len(biascheck.load_suite('enbbg-quick').cases))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=work, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     module, folder, cases = done.stdout.split()
     assert Path(module).is_relative_to(site) and Path(folder) == site / "biascheck" / "suites"
     assert int(cases) == 928
-    collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--biascheck-suite", "enbbg-quick",
-                                "--biascheck-model", "sim/fair", "--biascheck-judge", "sim/fair", "--co", "-q"],
-                               capture_output=True, text=True, cwd=work, env=env, timeout=120)
+    collected = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--biascheck-suite",
+            "enbbg-quick",
+            "--biascheck-model",
+            "sim/fair",
+            "--biascheck-judge",
+            "sim/fair",
+            "--co",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+        timeout=120,
+    )
     assert collected.returncode == 0, collected.stdout + collected.stderr
     cases = [line for line in collected.stdout.splitlines() if "::cases::" in line]
     assert len(cases) == 928 and all(line.startswith("biascheck/suites/enbbg-quick/suite.toml::") for line in cases)
@@ -124,15 +148,21 @@ def test_a_packaged_suite_runs_by_name_alone_and_a_local_folder_wins(pytester, d
     bare = pytester.runpytest_subprocess("--biascheck", "enbbg-quick", *common)
     assert collected_cases(bare) == cases
     # A folder of that name where pytest runs is a path, and a path always wins.
-    write_subset_suite(pytester.path / "enbbg-quick", "kobbq", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-                       prompts='from_data = "prompts"\nuse = ["1"]')
+    write_subset_suite(
+        pytester.path / "enbbg-quick",
+        "kobbq",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+    )
     local = pytester.runpytest_subprocess("--biascheck", "enbbg-quick", *common)
     assert collected_cases(local) and all(line.startswith("enbbg-quick/suite.toml::") for line in collected_cases(local))
 
 
 def test_an_unknown_suite_name_is_one_line_naming_the_known_ones(pytester):
-    for args, needle in ((["--biascheck-suite", "enbbg-quik"], "--biascheck-suite: 'enbbg-quik' is not a packaged suite; did you mean enbbg-quick?"),
-                         (["--biascheck", "kobbqq"], "kobbqq: no such file or folder, nor a packaged suite; did you mean kobbq?")):
+    for args, needle in (
+        (["--biascheck-suite", "enbbg-quik"], "--biascheck-suite: 'enbbg-quik' is not a packaged suite; did you mean enbbg-quick?"),
+        (["--biascheck", "kobbqq"], "kobbqq: no such file or folder, nor a packaged suite; did you mean kobbq?"),
+    ):
         result = pytester.runpytest_subprocess(*args, "--biascheck-model", "sim/fair")
         text = result.stdout.str() + result.stderr.str()
         assert result.ret == pytest.ExitCode.USAGE_ERROR, text
@@ -166,9 +196,21 @@ def test_the_dry_run_predicts_the_calls_of_the_run_and_calls_nothing(pytester, t
     from biascheck.dryrun import estimate
 
     store, report = tmp_path / "store.sqlite", tmp_path / "report"
-    dry = pytester.runpytest_subprocess("--biascheck", str(tiny_kobbq), "--biascheck-model", "sim/fair", "--biascheck-data", str(data_dir),
-                                        "--biascheck-cache", str(store), "--biascheck-report", str(report), "-p", "no:cacheprovider",
-                                        "--biascheck-dry-run")
+    dry = pytester.runpytest_subprocess(
+        "--biascheck",
+        str(tiny_kobbq),
+        "--biascheck-model",
+        "sim/fair",
+        "--biascheck-data",
+        str(data_dir),
+        "--biascheck-cache",
+        str(store),
+        "--biascheck-report",
+        str(report),
+        "-p",
+        "no:cacheprovider",
+        "--biascheck-dry-run",
+    )
     assert dry.ret == 0, dry.stdout.str() + dry.stderr.str()
     assert "biascheck dry run: no model call made" in dry.stdout.str() and "no tests ran" in dry.stdout.str()
     assert not store.exists() and not report.exists()  # no call, no store, no report
@@ -188,8 +230,11 @@ def tiny(tmp_path_factory):
 
     from conftest import mirror_or_skip
 
-    folder = write_subset_suite(tmp_path_factory.mktemp("tiny") / "kobbq-tiny",
-                                subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1"]')
+    folder = write_subset_suite(
+        tmp_path_factory.mktemp("tiny") / "kobbq-tiny",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+    )
     return load_suite(folder, data_dir=mirror_or_skip())
 
 
@@ -372,8 +417,13 @@ def test_init_prints_a_command_that_runs_the_copy(tmp_path, data_dir, monkeypatc
     assert "(biascheck init kobbq kobbq)" in done.stdout
     (command,) = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("pytest ")]
     argv = command.replace("MODEL", "sim/fair").split()[1:]
-    collected = subprocess.run([sys.executable, "-m", "pytest", *argv, "--biascheck-judge", "sim/fair", "-p", "no:cacheprovider", "--co", "-q"],
-                               capture_output=True, text=True, cwd=tmp_path, timeout=120)  # data: BIASCHECK_DATA_DIR
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", *argv, "--biascheck-judge", "sim/fair", "-p", "no:cacheprovider", "--co", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )  # data: BIASCHECK_DATA_DIR
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert sum(line.startswith("my-suite/suite.toml::cases::") for line in collected.stdout.splitlines()) == 1144
 

@@ -121,9 +121,7 @@ def test_mcnemar_exact_and_log_space_agree(worse, better):
 
 @pytest.mark.parametrize(("worse", "better"), [(1100, 900), (1001, 999), (1000, 1000), (1300, 700), (2000, 0)])
 def test_mcnemar_log_space_agrees_at_the_exact_threshold(worse, better):
-    assert _binom_half_upper_tail_log(worse, worse + better) == pytest.approx(
-        float(exact_tail(worse, better)), rel=1e-11, abs=0
-    )
+    assert _binom_half_upper_tail_log(worse, worse + better) == pytest.approx(float(exact_tail(worse, better)), rel=1e-11, abs=0)
 
 
 @pytest.mark.parametrize(
@@ -262,9 +260,7 @@ def test_worsening_p_value_monotone_and_symmetric(w1, w2, se, margin):
     assert 0.0 <= p_hi <= p_lo <= 1.0  # decreasing in the worsening
     assert worsening_p_value(w1, se, lo) <= worsening_p_value(w1, se, hi)  # increasing in the margin
     d = w1 - margin
-    assert worsening_p_value(margin + d, se, margin) + worsening_p_value(margin - d, se, margin) == pytest.approx(
-        1.0, abs=1e-12
-    )
+    assert worsening_p_value(margin + d, se, margin) + worsening_p_value(margin - d, se, margin) == pytest.approx(1.0, abs=1e-12)
     assert worsening_p_value(margin, se, margin) == 0.5
     z = (w1 - margin) / se
     assert worsening_p_value(w1, se, margin) == pytest.approx(1.0 - NormalDist().cdf(z), abs=1e-12)
@@ -421,8 +417,7 @@ def test_matches_a_direct_computation_from_the_weights():
         assert got[name].difference_ci == percentile_interval(rc - rb)
         assert got[name].worsening_ci == percentile_interval(worse)
         assert got[name].worsening_se == pytest.approx(float(np.std(worse, ddof=1)), rel=1e-12, abs=0)
-    assert got["hi"].worsening_se != pytest.approx(float(np.std(badness(share(w @ CAND), "higher")
-                                                               - badness(share(w @ BASE), "higher"))))
+    assert got["hi"].worsening_se != pytest.approx(float(np.std(badness(share(w @ CAND), "higher") - badness(share(w @ BASE), "higher"))))
 
 
 def test_resamples_counts_the_non_nan_worsenings():

@@ -82,7 +82,8 @@ def test_the_server_answers_over_http_are_the_in_process_draws(calibration_suite
     assert len(served) == len(calibration_suite.cases)
     assert served == {case["case_id"]: ("ooc" if case["outcome"] == "ooc" else "answered", case["answer_index"]) for case in drawn["cases"]}
     assert {name: m.value for name, m in result.metrics.overall.items()} == pytest.approx(
-        {name: m["value"] for name, m in drawn["metrics"]["overall"].items()}, nan_ok=True)
+        {name: m["value"] for name, m in drawn["metrics"]["overall"].items()}, nan_ok=True
+    )
 
 
 def test_stereotyped_p1_is_maximally_biased_and_fair_is_not(small_kobbq, data_dir):

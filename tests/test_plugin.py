@@ -112,8 +112,9 @@ def test_fault_injection_every_case_is_answered_or_errored_and_totals_add_up(run
 
 
 def test_content_filter_is_an_outcome_not_an_error(run_biascheck, tmp_path, data_dir):
-    suite = write_subset_suite(tmp_path / "tiny", subset='templates_per_category = 1\nchoice_orders = "original"',
-                               prompts='from_data = "prompts"\nuse = ["1"]')
+    suite = write_subset_suite(
+        tmp_path / "tiny", subset='templates_per_category = 1\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1"]'
+    )
     run = run_biascheck(suite, "sim/fair?fail_rate=1&faults=filter")
     results = run.results()
     assert outcome_counts(results) == {"filtered": results["run"]["cases"]}
@@ -128,8 +129,7 @@ def test_content_filter_is_an_outcome_not_an_error(run_biascheck, tmp_path, data
 
 
 def test_budget_stops_calls_and_the_run_fails_as_incomplete(run_biascheck, tiny_kobbq):
-    run = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-price", "100/100", "--biascheck-max-cost", "0.5",
-                        "--biascheck-concurrency", "16")
+    run = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-price", "100/100", "--biascheck-max-cost", "0.5", "--biascheck-concurrency", "16")
     assert run.ret == 1
     results = run.results()
     stats = results["run"]
@@ -164,8 +164,13 @@ def test_usage_errors_are_one_line_without_traceback(pytester, small_kobbq):
 
 def test_number_ini_keys_are_typed_in_help_and_checked_with_the_file_and_key(pytester, small_kobbq):
     help_text = pytester.runpytest_subprocess("--help").stdout.str()
-    for key, kind in (("biascheck_concurrency", "int"), ("biascheck_retries", "int"), ("biascheck_max_cost", "float"),
-                      ("biascheck_timeout", "float"), ("biascheck_model", "string")):
+    for key, kind in (
+        ("biascheck_concurrency", "int"),
+        ("biascheck_retries", "int"),
+        ("biascheck_max_cost", "float"),
+        ("biascheck_timeout", "float"),
+        ("biascheck_model", "string"),
+    ):
         assert re.search(rf"{key} \({kind}\):", help_text), key
     ini = pytester.makeini("[pytest]\nbiascheck_concurrency = many\n")
     result = pytester.runpytest_subprocess("-c", str(ini), "--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair")
@@ -228,10 +233,25 @@ def test_api_keys_never_reach_store_reports_or_logs(pytester, small_kobbq, data_
     knowledge = SimKnowledge.from_cases(load_suite(small_kobbq, data_dir=data_dir).cases)
     with SimServer(knowledge, default_persona="stereotyped?p=0.5") as server:
         result = pytester.runpytest_subprocess(
-            "--biascheck", str(small_kobbq), "--biascheck-model", "openai/candidate-model", "--biascheck-api-base", server.base_url,
-            "--biascheck-data", str(data_dir), "--biascheck-cache", str(tmp_path / "store.sqlite"),
-            "--biascheck-report", str(tmp_path / "report"), f"--junitxml={tmp_path / 'junit.xml'}", "-k", "age", "-p", "no:cacheprovider",
-            "--biascheck-price", "0.15/0.6",
+            "--biascheck",
+            str(small_kobbq),
+            "--biascheck-model",
+            "openai/candidate-model",
+            "--biascheck-api-base",
+            server.base_url,
+            "--biascheck-data",
+            str(data_dir),
+            "--biascheck-cache",
+            str(tmp_path / "store.sqlite"),
+            "--biascheck-report",
+            str(tmp_path / "report"),
+            f"--junitxml={tmp_path / 'junit.xml'}",
+            "-k",
+            "age",
+            "-p",
+            "no:cacheprovider",
+            "--biascheck-price",
+            "0.15/0.6",
         )
         assert server.stats()["total_requests"] > 0
     results = json.loads((tmp_path / "report" / "results.json").read_text("utf-8"))
@@ -245,9 +265,24 @@ def test_api_keys_never_reach_store_reports_or_logs(pytester, small_kobbq, data_
 
 def test_sigkill_resumes_from_the_store(small_kobbq, data_dir, tmp_path):
     store = tmp_path / "store.sqlite"
-    command = [sys.executable, "-m", "pytest", "--biascheck", str(small_kobbq), "--biascheck-model", "sim/random?seed=4",
-               "--biascheck-data", str(data_dir), "--biascheck-cache", str(store), "--biascheck-concurrency", "4",
-               "-p", "no:cacheprovider", "-q"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--biascheck",
+        str(small_kobbq),
+        "--biascheck-model",
+        "sim/random?seed=4",
+        "--biascheck-data",
+        str(data_dir),
+        "--biascheck-cache",
+        str(store),
+        "--biascheck-concurrency",
+        "4",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
     process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     stored = 0
@@ -285,8 +320,9 @@ def test_stereotyped_fails_diff_bias_amb_on_the_real_suite(run_biascheck):
 
 def test_a_budget_needs_a_price(run_biascheck, tiny_kobbq, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-0000000000")
-    run = run_biascheck(tiny_kobbq, "openai/model-litellm-does-not-know", "--biascheck-max-cost", "1",
-                        "--biascheck-api-base", "http://127.0.0.1:9/v1", "-k", "age")
+    run = run_biascheck(
+        tiny_kobbq, "openai/model-litellm-does-not-know", "--biascheck-max-cost", "1", "--biascheck-api-base", "http://127.0.0.1:9/v1", "-k", "age"
+    )
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     assert "litellm has no price for openai/model-litellm-does-not-know" in run.output
     assert "Traceback" not in run.output
@@ -352,6 +388,7 @@ def test_an_empty_selection_calls_nothing(run_biascheck, tiny_kobbq):
 
 # --- regressions found in review ----------------------------------------------------------------
 
+
 def test_the_endpoint_from_an_environment_variable_is_part_of_the_store_key(monkeypatch):
     from biascheck.execution.llm import ModelConfig
 
@@ -378,8 +415,15 @@ def test_a_metric_is_measured_on_its_whole_scope_and_lf_finds_failed_cases(pytes
     full = pytester.runpytest_subprocess(*args, "--biascheck-model", "sim/stereotyped?p=0.3", "--biascheck-report", str(tmp_path / "full"))
     assert full.ret == 1
     # One metric plus two cases: the metric still sees every case of its scope.
-    some = pytester.runpytest_subprocess(*args, "--biascheck-model", "sim/stereotyped?p=0.3", "--biascheck-report", str(tmp_path / "some"),
-                                         "-k", "(metrics and overall and diff_bias_amb) or age-")
+    some = pytester.runpytest_subprocess(
+        *args,
+        "--biascheck-model",
+        "sim/stereotyped?p=0.3",
+        "--biascheck-report",
+        str(tmp_path / "some"),
+        "-k",
+        "(metrics and overall and diff_bias_amb) or age-",
+    )
     whole = json.loads((tmp_path / "full" / "results.json").read_text())["verdicts"]
     part = json.loads((tmp_path / "some" / "results.json").read_text())["verdicts"]
     pick = lambda vs: next(v for v in vs if v["scope"] == "overall" and v["metric"] == "diff_bias_amb")  # noqa: E731

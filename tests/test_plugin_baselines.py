@@ -29,8 +29,10 @@ LOOSE = "diff_bias_amb = { max_abs = 1.0 }\nacc_dis = { min = 0.0 }\nooc_ratio =
 def gate_suite(tmp_path: Path, data_dir: Path) -> Path:
     """~100 KoBBQ cases whose thresholds always pass, so exit codes speak of regressions alone."""
     return write_subset_suite(
-        tmp_path / "kobbq-gate", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-        prompts='from_data = "prompts"\nuse = ["1"]', thresholds=LOOSE,
+        tmp_path / "kobbq-gate",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+        thresholds=LOOSE,
     )
 
 
@@ -57,8 +59,9 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
     assert len(document["cases"]["rows"]) == first.results()["run"]["cases"] == first.results()["suite"]["cases_total"]
 
     # Round trip: the same persona and seed against its own baseline passes every regression item.
-    same = run_biascheck(gate_suite, "sim/stereotyped?p=0.2", "--biascheck-baseline", pattern,
-                         "--junitxml", str(tmp_path / "same.xml"), report="same")
+    same = run_biascheck(
+        gate_suite, "sim/stereotyped?p=0.2", "--biascheck-baseline", pattern, "--junitxml", str(tmp_path / "same.xml"), report="same"
+    )
     assert same.ret == 0, same.output
     regression = {k: v for k, v in outcomes(same).items() if "regression" in k}
     assert regression and set(regression.values()) == {"passed"}
@@ -71,8 +74,9 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    worse = run_biascheck(gate_suite, "sim/stereotyped?p=0.9", "--biascheck-baseline", pattern,
-                          "--junitxml", str(tmp_path / "worse.xml"), report="worse")
+    worse = run_biascheck(
+        gate_suite, "sim/stereotyped?p=0.9", "--biascheck-baseline", pattern, "--junitxml", str(tmp_path / "worse.xml"), report="worse"
+    )
     assert worse.ret == 1, worse.output
     failed = [k for k, v in outcomes(worse).items() if v == "failed"]
     assert any(k.endswith("regression.overall::diff_bias_amb") for k in failed), failed
@@ -96,9 +100,25 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
 
     # `biascheck diff` gives the same verdicts without pytest.
     monkeypatch.delenv("GITHUB_ACTIONS")
-    diff = subprocess.run([sys.executable, "-m", "biascheck.cli", "diff", str(written), str(worse.report_dir),
-                           "--suite", str(gate_suite), "--data", str(data_dir), "--report", str(tmp_path / "diff")],
-                          capture_output=True, text=True, timeout=120)
+    diff = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "biascheck.cli",
+            "diff",
+            str(written),
+            str(worse.report_dir),
+            "--suite",
+            str(gate_suite),
+            "--data",
+            str(data_dir),
+            "--report",
+            str(tmp_path / "diff"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert diff.returncode == 1, diff.stderr
     again = json.loads((tmp_path / "diff" / "comparison.json").read_text("utf-8"))
     mine = json.loads((worse.report_dir / "comparison.json").read_text("utf-8"))
@@ -108,8 +128,10 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
 
 def test_a_recording_reports_failed_thresholds_but_passes_unless_strict(run_biascheck, pytester, tmp_path, data_dir):
     strict = write_subset_suite(
-        tmp_path / "kobbq-strict", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-        prompts='from_data = "prompts"\nuse = ["1"]', thresholds="diff_bias_amb = { max_abs = 0.01 }",
+        tmp_path / "kobbq-strict",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+        thresholds="diff_bias_amb = { max_abs = 0.01 }",
     )
     # No --biascheck-baseline: the default name, independent of the model (under xdist, beside an
     # ordinary test, so that the controller sees the workers' failed reports).
@@ -124,8 +146,7 @@ def test_a_recording_reports_failed_thresholds_but_passes_unless_strict(run_bias
     strict_run = run_biascheck(strict, "sim/stereotyped?p=0.9", "--biascheck-update-baseline", "--biascheck-strict-record")
     assert strict_run.ret == 1 and "baseline replaced" in strict_run.output, strict_run.output
     # Anything other than a threshold still fails a recording: here the baseline is refused.
-    errored = run_biascheck(strict, "sim/fair?fail_rate=1&faults=500", "--biascheck-update-baseline",
-                            "--biascheck-retries", "0", report="errored")
+    errored = run_biascheck(strict, "sim/fair?fail_rate=1&faults=500", "--biascheck-update-baseline", "--biascheck-retries", "0", report="errored")
     assert errored.ret == 1 and "not writing the baseline" in errored.output, errored.output
 
 
@@ -133,8 +154,16 @@ def test_baseline_updates_are_refused_for_partial_or_errored_runs(run_biascheck,
     target = tmp_path / "b.json"
     partial = run_biascheck(gate_suite, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(target), "-k", "age")
     assert partial.ret == 4 and "a baseline must cover the whole suite" in partial.output and not target.exists()
-    errored = run_biascheck(gate_suite, "sim/fair?fail_rate=1&faults=500", "--biascheck-update-baseline",
-                            "--biascheck-baseline", str(target), "--biascheck-retries", "0", report="errored")
+    errored = run_biascheck(
+        gate_suite,
+        "sim/fair?fail_rate=1&faults=500",
+        "--biascheck-update-baseline",
+        "--biascheck-baseline",
+        str(target),
+        "--biascheck-retries",
+        "0",
+        report="errored",
+    )
     assert errored.ret == 1 and not target.exists()
     assert "not writing the baseline" in errored.output and "errored after retries" in errored.output
 
@@ -148,13 +177,16 @@ def test_damaged_or_incomparable_baselines_are_one_line_errors(run_biascheck, ga
     assert truncated.ret in (2, 4) and f"{target}: is truncated" in truncated.output and "Traceback" not in truncated.output
 
     target.write_text(text, "utf-8")
-    other_prompts = write_subset_suite(tmp_path / "kobbq-other", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-                                       prompts='from_data = "prompts"\nuse = ["1", "2"]', thresholds=LOOSE)
+    other_prompts = write_subset_suite(
+        tmp_path / "kobbq-other",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1", "2"]',
+        thresholds=LOOSE,
+    )
     mismatch = run_biascheck(other_prompts, "sim/fair", "--biascheck-baseline", str(target), report="m")
     assert mismatch.ret in (2, 4) and f"{target}: suite.fingerprint: was made with other prompts" in mismatch.output
     assert "Traceback" not in mismatch.output
-    allowed = run_biascheck(other_prompts, "sim/fair", "--biascheck-baseline", str(target), "--biascheck-allow-fingerprint-mismatch",
-                            report="a")
+    allowed = run_biascheck(other_prompts, "sim/fair", "--biascheck-baseline", str(target), "--biascheck-allow-fingerprint-mismatch", report="a")
     assert allowed.ret == 0, allowed.output
     comparison = json.loads((allowed.report_dir / "comparison.json").read_text("utf-8"))
     # Prompt 1's cases are shared; prompt 2's are not in the baseline and are left out, with a warning.
@@ -182,6 +214,13 @@ def test_pytest_help_lists_every_biascheck_option(pytester):
     result = pytester.runpytest_subprocess("--help")
     assert result.ret == 0, result.stderr.str()
     text = result.stdout.str()
-    for option in ("--biascheck-baseline", "--biascheck-update-baseline", "--biascheck-compare-fail", "--biascheck-estimator",
-                   "--biascheck-allow-fingerprint-mismatch", "--biascheck-fail-inconclusive", "acc_dis:-2%"):
+    for option in (
+        "--biascheck-baseline",
+        "--biascheck-update-baseline",
+        "--biascheck-compare-fail",
+        "--biascheck-estimator",
+        "--biascheck-allow-fingerprint-mismatch",
+        "--biascheck-fail-inconclusive",
+        "acc_dis:-2%",
+    ):
         assert option in text, option

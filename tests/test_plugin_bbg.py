@@ -85,10 +85,10 @@ def test_rejudge_makes_only_judge_calls(run_biascheck, enbbg_small, tmp_path):
     before = {c["case_id"]: c["generation"] for c in first.results()["cases"]}
     assert {c["case_id"]: c["generation"] for c in results["cases"]} == before
 
+
 def test_rejudge_of_nothing_stored_errors_without_a_call(enbbg_small, tmp_path, data_dir):
     suite = load_suite(enbbg_small, data_dir=data_dir)
-    config = RunConfig(model=ModelConfig("sim/fair"), judge="sim/judge", rejudge=True, store_path=tmp_path / "empty.sqlite",
-                       data_dir=data_dir)
+    config = RunConfig(model=ModelConfig("sim/fair"), judge="sim/judge", rejudge=True, store_path=tmp_path / "empty.sqlite", data_dir=data_dir)
     result = run([(suite, suite.cases)], config)
     assert result.stats.calls == 0 and not result.passed
     errors = {o.error for o in result.suites[0].outcomes.values()}
@@ -144,8 +144,13 @@ def test_bbg_pair_types_recover_the_personas_expectation(run_biascheck, data_dir
         for kind, p in expected_pair_distribution(parse_persona(persona), first.truth, second.truth).items():
             expected[kind] = expected.get(kind, 0.0) + p / len(pairs)
     overall = results["metrics"]["overall"]
-    for metric, kinds in (("p_uu", ("uu",)), ("p_bc_plus_p_cb", ("bc", "cb")), ("p_bb", ("bb",)),
-                          ("p_bu_plus_p_ub", ("bu", "ub")), ("p_cc", ("cc",))):
+    for metric, kinds in (
+        ("p_uu", ("uu",)),
+        ("p_bc_plus_p_cb", ("bc", "cb")),
+        ("p_bb", ("bb",)),
+        ("p_bu_plus_p_ub", ("bu", "ub")),
+        ("p_cc", ("cc",)),
+    ):
         truth = sum(expected.get(k, 0.0) for k in kinds)
         lo, hi = overall[metric]["ci"]
         assert lo - 1e-12 <= truth <= hi + 1e-12, (metric, truth, overall[metric])
@@ -154,17 +159,23 @@ def test_bbg_pair_types_recover_the_personas_expectation(run_biascheck, data_dir
 
 def test_baseline_round_trip_and_a_regression_in_bias_gen(run_biascheck, enbbg_small, tmp_path):
     pattern = str(tmp_path / "baselines" / "{suite}.json")
-    record = run_biascheck(enbbg_small, "sim/stereotyped?p=0.1", "--biascheck-judge", "sim/judge",
-                           "--biascheck-baseline", pattern, "--biascheck-update-baseline", report="record")
+    record = run_biascheck(
+        enbbg_small,
+        "sim/stereotyped?p=0.1",
+        "--biascheck-judge",
+        "sim/judge",
+        "--biascheck-baseline",
+        pattern,
+        "--biascheck-update-baseline",
+        report="record",
+    )
     assert record.ret == 0, record.output
     baseline = json.loads((tmp_path / "baselines" / "enbbg-quick.json").read_text("utf-8"))
     assert baseline["model"]["judge"]["model"] == "sim/judge" and "judge" in baseline["suite"]["fingerprint"]
     assert baseline["cases"]["columns"] == list(BBG.record_columns)
-    same = run_biascheck(enbbg_small, "sim/stereotyped?p=0.1", "--biascheck-judge", "sim/judge",
-                         "--biascheck-baseline", pattern, report="same")
+    same = run_biascheck(enbbg_small, "sim/stereotyped?p=0.1", "--biascheck-judge", "sim/judge", "--biascheck-baseline", pattern, report="same")
     assert same.ret == 0, same.output
-    worse = run_biascheck(enbbg_small, "sim/stereotyped?p=0.6", "--biascheck-judge", "sim/judge",
-                          "--biascheck-baseline", pattern, report="worse")
+    worse = run_biascheck(enbbg_small, "sim/stereotyped?p=0.6", "--biascheck-judge", "sim/judge", "--biascheck-baseline", pattern, report="worse")
     assert worse.ret == 1
     assert "regression::overall::bias_gen" in worse.output and "bias_gen (overall) regressed" in " ".join(worse.output.split())
     # Another judge is another measurement: not compared unless asked to.
@@ -178,8 +189,17 @@ def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(
     suite = write_subset_suite(tmp_path / "enbbg-religion", "enbbg-quick", subset='categories = ["religion"]')
     judge = "sim/judge?fail_rate=0.3&faults=freetext"
     pattern = str(tmp_path / "baselines" / "{suite}.json")
-    paper = run_biascheck(suite, "sim/fair", "--biascheck-judge", judge, "--biascheck-bbg-unscorable", "unknown",
-                          "--biascheck-baseline", pattern, "--biascheck-update-baseline")
+    paper = run_biascheck(
+        suite,
+        "sim/fair",
+        "--biascheck-judge",
+        judge,
+        "--biascheck-bbg-unscorable",
+        "unknown",
+        "--biascheck-baseline",
+        pattern,
+        "--biascheck-update-baseline",
+    )
     assert paper.ret in (0, 1), paper.output
     results = paper.results()
     assert results["scoring"] == {"unscorable": "unknown"} and results["suite"]["fingerprint"]["scoring"] == "unscorable=unknown"
@@ -199,18 +219,24 @@ def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(
     report = (paper.report_dir / "report.md").read_text("utf-8")
     assert f"unscorable = unknown (as the paper): {with_ooc} of {len(readings)} pairs scored" in report
     # Scored biascheck's way (here from the ini key), the run is another measurement: refused, saying why.
-    refused = run_biascheck(suite, "sim/fair", "--biascheck-judge", judge, "-o", "biascheck_bbg_unscorable=exclude",
-                            "--biascheck-baseline", pattern, report="refused")
+    refused = run_biascheck(
+        suite, "sim/fair", "--biascheck-judge", judge, "-o", "biascheck_bbg_unscorable=exclude", "--biascheck-baseline", pattern, report="refused"
+    )
     assert refused.ret in (2, 4), refused.output
     assert "suite.fingerprint: was made with other scoring convention (scoring unscorable=unknown, this run unscorable=exclude)" in refused.output
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--biascheck-judge", "sim/oracle"), "--biascheck-judge: unknown persona 'oracle'; choose one of"),
-    (("--biascheck-judge", "sim/judge", "--biascheck-judge-price", "cheap"), "--biascheck-judge-price: 'cheap' is not INPUT/OUTPUT"),
-    (("--biascheck-judge", "sim/judge", "--biascheck-bbg-unscorable", "paper"),
-     "--biascheck-bbg-unscorable: 'paper' is not a convention; use exclude or unknown"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--biascheck-judge", "sim/oracle"), "--biascheck-judge: unknown persona 'oracle'; choose one of"),
+        (("--biascheck-judge", "sim/judge", "--biascheck-judge-price", "cheap"), "--biascheck-judge-price: 'cheap' is not INPUT/OUTPUT"),
+        (
+            ("--biascheck-judge", "sim/judge", "--biascheck-bbg-unscorable", "paper"),
+            "--biascheck-bbg-unscorable: 'paper' is not a convention; use exclude or unknown",
+        ),
+    ],
+)
 def test_bad_judge_options_are_one_line_usage_errors(run_biascheck, enbbg_small, args, message):
     run = run_biascheck(enbbg_small, "sim/fair", *args)
     assert run.ret == 4 and message in run.output and "Traceback" not in run.output

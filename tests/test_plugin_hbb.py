@@ -27,6 +27,7 @@ pytestmark = pytest.mark.data
 
 def flag_probability(p1: float, p2: float, k: int, threshold: float = 20) -> float:
     """P(|X/k - Y/k| * 100 >= threshold) for independent X ~ Bin(k, p1), Y ~ Bin(k, p2)."""
+
     def pmf(p):
         return [math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(k + 1)]
 
@@ -111,8 +112,17 @@ def test_no_log_probabilities_falls_back_to_sampling_for_the_whole_suite(run_bia
 
 
 def test_a_budget_that_stops_the_first_pass_leaves_the_fallback_unrun_not_a_crash(run_biascheck, hbb_small):
-    run = run_biascheck(hbb_small, "sim/fair?logprobs=0", "--biascheck-estimator", "logprob",
-                        "--biascheck-max-cost", "0.0000001", "--biascheck-price", "1/1", report="budget")
+    run = run_biascheck(
+        hbb_small,
+        "sim/fair?logprobs=0",
+        "--biascheck-estimator",
+        "logprob",
+        "--biascheck-max-cost",
+        "0.0000001",
+        "--biascheck-price",
+        "1/1",
+        report="budget",
+    )
     assert run.ret == 1 and "INTERNALERROR" not in run.output and "Traceback" not in run.output
     results = run.results()
     assert not results["run"]["complete"] and "budget" in results["run"]["incomplete_reason"]
@@ -128,23 +138,31 @@ def test_baselines_and_regression_checks_cover_hbb(run_biascheck, hbb_small, tmp
     """Per-question P(a) is what an HBB baseline keeps; instances are rebuilt from it and compared
     by a paired bootstrap over questions."""
     target = tmp_path / "hbb-baseline.json"
-    made = run_biascheck(hbb_small, "sim/stereotyped?p=0.2", "--biascheck-estimator", "logprob", "--biascheck-update-baseline",
-                         "--biascheck-baseline", str(target), report="made")
+    made = run_biascheck(
+        hbb_small,
+        "sim/stereotyped?p=0.2",
+        "--biascheck-estimator",
+        "logprob",
+        "--biascheck-update-baseline",
+        "--biascheck-baseline",
+        str(target),
+        report="made",
+    )
     # The age category fails its threshold (old vs young is the persona's push); a baseline records
     # the model as it is, passing or not, and the recording reports the failure and passes.
     assert made.ret == 0 and target.is_file() and "1 threshold check(s) failed" in made.output, made.output
     baseline = json.loads(target.read_text("utf-8"))
-    assert baseline["scoring"] == {"flag_threshold": 20.0} and baseline["model"]["estimator"] == "logprob (first answer token at temperature 1, top 5)"
+    assert (
+        baseline["scoring"] == {"flag_threshold": 20.0} and baseline["model"]["estimator"] == "logprob (first answer token at temperature 1, top 5)"
+    )
     assert len(baseline["cases"]["rows"]) == 260 and all(len(row) == 10 for row in baseline["cases"]["rows"])
 
-    same = run_biascheck(hbb_small, "sim/stereotyped?p=0.2", "--biascheck-estimator", "logprob", "--biascheck-baseline", str(target),
-                         report="same")
+    same = run_biascheck(hbb_small, "sim/stereotyped?p=0.2", "--biascheck-estimator", "logprob", "--biascheck-baseline", str(target), report="same")
     assert "regression::" not in "".join(line for line in same.output.splitlines() if line.startswith("FAILED")), same.output
     comparison = json.loads((same.report_dir / "comparison.json").read_text("utf-8"))
     assert comparison["flips"]["total"] == 0 and not comparison["regressed"] and comparison["cases"]["common"] == 430
 
-    worse = run_biascheck(hbb_small, "sim/stereotyped?p=1", "--biascheck-estimator", "logprob", "--biascheck-baseline", str(target),
-                          report="worse")
+    worse = run_biascheck(hbb_small, "sim/stereotyped?p=1", "--biascheck-estimator", "logprob", "--biascheck-baseline", str(target), report="worse")
     assert worse.ret == 1 and "hbb_flagged_rate (overall) regressed" in worse.output
     comparison = json.loads((worse.report_dir / "comparison.json").read_text("utf-8"))
     assert comparison["flips"]["by_transition"].get("unflagged -> flagged", 0) > 0

@@ -92,10 +92,21 @@ def _check_warm(first: dict, warm) -> None:
 
 
 def test_kobbq_subset(real, tmp_path):
-    categories = ["age", "disability_status", "gender_identity", "physical_appearance", "race_ethnicity_nationality",
-                  "religion", "ses", "sexual_orientation"]
-    suite = write_subset_suite(tmp_path / "kobbq", subset=f"categories = {json.dumps(categories)}\ntemplates_per_category = 1\n"
-                               'seed = 7\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1"]')
+    categories = [
+        "age",
+        "disability_status",
+        "gender_identity",
+        "physical_appearance",
+        "race_ethnicity_nationality",
+        "religion",
+        "ses",
+        "sexual_orientation",
+    ]
+    suite = write_subset_suite(
+        tmp_path / "kobbq",
+        subset=f'categories = {json.dumps(categories)}\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+    )
     run = real(suite)
     results = _check_run(run, cases=64)
     assert results["model"]["params"]["max_tokens"] == 30 and "params_dropped" not in results["model"]
@@ -106,8 +117,11 @@ def test_kobbq_subset(real, tmp_path):
 
 
 def test_bbq_subset_with_seed_and_penalties(real, tmp_path):
-    suite = write_subset_suite(tmp_path / "bbq", "bbq", subset='categories = ["Religion", "Disability_status"]\n'
-                               'templates_per_category = 1\nseed = 7\nchoice_orders = "original"')
+    suite = write_subset_suite(
+        tmp_path / "bbq",
+        "bbq",
+        subset='categories = ["Religion", "Disability_status"]\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+    )
     _edit(suite, r"^\[prompts\]$", '[prompts]\nuse = ["En-1"]')
     params = ("--biascheck-param", "seed=42", "--biascheck-param", "frequency_penalty=0.5", "--biascheck-param", "presence_penalty=0.5")
     run = real(suite, *params)
@@ -144,8 +158,7 @@ def test_bbg_subset_with_the_same_model_as_generator_and_judge(real, local_serve
     suite = write_subset_suite(tmp_path / "enbbg", "enbbg-quick", subset='categories = ["disabilitystatus"]')
     # Bounded judge replies too: the manifest's judge (a chat model) needs no bound, this one does.
     _edit(suite, r"^sampling = \{ temperature = 0, seed = 42 \}$", "sampling = { temperature = 0, seed = 42, max_tokens = 4 }")
-    args = ("--biascheck-param", "max_tokens=48", "--biascheck-judge", local_server.model,
-            "--biascheck-judge-api-base", local_server.api_base)
+    args = ("--biascheck-param", "max_tokens=48", "--biascheck-judge", local_server.model, "--biascheck-judge-api-base", local_server.api_base)
     run = real(suite, *args)
     results = _check_run(run, cases=len(run.results()["cases"]))
     assert results["model"]["judge"]["model"] == local_server.model and results["run"]["judge_calls"] > 0
@@ -165,8 +178,10 @@ def _gone(pid: int, within_s: float) -> bool:
 
 def test_the_server_dies_with_the_process_that_started_it(local_server, tmp_path):
     # A parent that starts a server, says its pid, and then is SIGKILLed: no cleanup code runs.
-    script = ("import sys\nfrom biascheck.execution.local_model import spawn_local_server\n"
-              "server = spawn_local_server()\nprint(server.process.pid, server.api_base, flush=True)\nsys.stdin.read()\n")
+    script = (
+        "import sys\nfrom biascheck.execution.local_model import spawn_local_server\n"
+        "server = spawn_local_server()\nprint(server.process.pid, server.api_base, flush=True)\nsys.stdin.read()\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     pid = None
     try:
@@ -185,8 +200,7 @@ def test_the_server_dies_with_the_process_that_started_it(local_server, tmp_path
 
 
 def test_serve_local_prints_what_to_pass_and_stops_on_sigterm(local_server):
-    process = subprocess.Popen([sys.executable, "-m", "biascheck.cli", "serve-local"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "biascheck.cli", "serve-local"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = process.stdout.readline()
         match = re.match(r"serving \S+ at (http://127\.0\.0\.1:\d+/v1)$", first.strip())

@@ -28,29 +28,64 @@ REPO = Path(__file__).resolve().parent.parent
 
 def results_document(name: str = "kobbq", cases: int = 1, marker: str = "") -> dict:
     """A small valid results.json document; ``marker`` tells two runs' documents apart."""
-    overall = {"acc_amb": {"value": 0.5, "ci": [0.4, 0.6], "n": 10},
-               "diff_bias_amb": {"value": 0.01, "ci": [0.0, 0.02], "n": 10}}
+    overall = {"acc_amb": {"value": 0.5, "ci": [0.4, 0.6], "n": 10}, "diff_bias_amb": {"value": 0.01, "ci": [0.0, 0.02], "n": 10}}
     document = {
         "schema": "biascheck.results/1",
         "tool": {"name": "biascheck", "version": "0.1.0"},
         "created_at": "2026-01-01T00:00:00+00:00",
         "suite": {
-            "name": name, "benchmark": "kobbq", "description": f"run {marker}",
+            "name": name,
+            "benchmark": "kobbq",
+            "description": f"run {marker}",
             "fingerprint": {"suite": "f00d", "data": "d1", "prompts": "p1", "subset": "s1", "metrics_version": 1},
-            "prompts": ["1"], "skipped_categories": {}, "cases_total": 34200,
-            "thresholds": {"diff_bias_amb": {"max_abs": 0.05}}, "regression": {"rules": [], "alpha": 0.05},
+            "prompts": ["1"],
+            "skipped_categories": {},
+            "cases_total": 34200,
+            "thresholds": {"diff_bias_amb": {"max_abs": 0.05}},
+            "regression": {"rules": [], "alpha": 0.05},
         },
         "model": {"model": "sim/fair", "api_base": None, "params": {"temperature": 0}},
-        "run": {"cases": cases, "calls": cases, "cache_hits": 0, "retries": 0, "errors": 0, "cost_usd": 0.0,
-                "unpriced_calls": 0, "complete": True, "incomplete_reason": None},
-        "metrics": {"metrics": list(overall), "overall": overall, "by_category": {}, "by_label": {}, "by_prompt": {},
-                    "prompt_summary": {}},
-        "verdicts": [{"metric": "diff_bias_amb", "scope": "overall", "value": 0.01, "ci": [0.0, 0.02], "n": 10,
-                      "threshold": {"max_abs": 0.05}, "passed": True, "note": None}],
+        "run": {
+            "cases": cases,
+            "calls": cases,
+            "cache_hits": 0,
+            "retries": 0,
+            "errors": 0,
+            "cost_usd": 0.0,
+            "unpriced_calls": 0,
+            "complete": True,
+            "incomplete_reason": None,
+        },
+        "metrics": {"metrics": list(overall), "overall": overall, "by_category": {}, "by_label": {}, "by_prompt": {}, "prompt_summary": {}},
+        "verdicts": [
+            {
+                "metric": "diff_bias_amb",
+                "scope": "overall",
+                "value": 0.01,
+                "ci": [0.0, 0.02],
+                "n": 10,
+                "threshold": {"max_abs": 0.05},
+                "passed": True,
+                "note": None,
+            }
+        ],
         "passed": True,
-        "cases": [{"case_id": f"age-{i:05d}[p1-o0]", "sample_id": f"age-{i:05d}", "category": "age", "cluster": f"age-{i:05d}",
-                   "prompt_id": "1", "context_type": "amb", "choices": ["A", "B", "C"], "raw": "C", "answer": "C",
-                   "outcome": "unknown", "error": None} for i in range(cases)],
+        "cases": [
+            {
+                "case_id": f"age-{i:05d}[p1-o0]",
+                "sample_id": f"age-{i:05d}",
+                "category": "age",
+                "cluster": f"age-{i:05d}",
+                "prompt_id": "1",
+                "context_type": "amb",
+                "choices": ["A", "B", "C"],
+                "raw": "C",
+                "answer": "C",
+                "outcome": "unknown",
+                "error": None,
+            }
+            for i in range(cases)
+        ],
     }
     report.validate_results(document)
     return document
@@ -78,8 +113,7 @@ def assert_one_run(folder: Path) -> dict:
 
 def run_child(script: str, *args: str) -> subprocess.Popen:
     """A Python child running ``script``; returns once it printed "stalled" (it then sleeps until killed)."""
-    child = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=REPO)
+    child = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     line = child.stdout.readline()
     if line.strip() != "stalled":
         child.kill()
@@ -114,8 +148,14 @@ def test_a_baseline_write_removes_leftover_temp_files_and_nothing_else(tmp_path)
     folder = tmp_path / "baselines" / "kobbq"
     folder.mkdir(parents=True)
     leftovers = [folder / ".sim-fair.json.k3j2h1g0.tmp", folder / ".openai-gpt-4o.json.a_b9x7yq.tmp"]
-    unrelated = [folder / ".gitkeep", folder / ".sim-fair.json.tmp", folder / ".notes.ABCDEFGH.tmp", folder / "sim-fair.json.k3j2h1g0.tmp",
-                 folder / ".sim-fair.json.k3j2h1g0.tmp.bak", folder / ".editor.json.k3j2h1g0.swp"]
+    unrelated = [
+        folder / ".gitkeep",
+        folder / ".sim-fair.json.tmp",
+        folder / ".notes.ABCDEFGH.tmp",
+        folder / "sim-fair.json.k3j2h1g0.tmp",
+        folder / ".sim-fair.json.k3j2h1g0.tmp.bak",
+        folder / ".editor.json.k3j2h1g0.swp",
+    ]
     for path in leftovers + unrelated:
         path.write_text("" if path in leftovers else "keep me")
         os.utime(path, (HOUR_AGO, HOUR_AGO))
@@ -175,6 +215,7 @@ def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_pat
 
 # --- 2. a folder never mixes two runs ----------------------------------------------------------
 
+
 def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monkeypatch):
     folder = tmp_path / "report"
     report.write_reports([results_document(cases=3, marker="old")], folder)
@@ -204,6 +245,7 @@ def test_a_failed_rename_in_the_middle_leaves_the_previous_set_whole(tmp_path, m
             if len(calls) == 2:
                 raise OSError(28, "No space left on device")
             return real(src, dst, *args, **kwargs)
+
         return rename
 
     monkeypatch.setattr(os, "rename", second_fails(real_rename))
@@ -269,8 +311,7 @@ def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
     before = snapshot(folder)
     assert {"kobbq/results.json", "bbq/report.md"} <= set(before)
     real = report.render_markdown
-    monkeypatch.setattr(report, "render_markdown",
-                        lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
+    monkeypatch.setattr(report, "render_markdown", lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
 
     with pytest.raises(ZeroDivisionError):
         report.write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)
@@ -327,6 +368,7 @@ def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
 
 # --- the same for `biascheck diff --report`, and 3. a fatal model error -----------------------
 
+
 def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
     from biascheck.cli import main
     from biascheck.reporting import html as html_report
@@ -352,8 +394,18 @@ def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, t
 
 def test_a_fatal_model_error_still_writes_the_report_that_says_why(run_biascheck, tiny_kobbq, monkeypatch):
     def unauthorized(handler, n, body):
-        send_json(handler, 401, {"error": {"message": "Incorrect API key provided: sk-dummy.", "type": "invalid_request_error",
-                                           "param": None, "code": "invalid_api_key"}})
+        send_json(
+            handler,
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided: sk-dummy.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            },
+        )
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
     with loopback_server(unauthorized) as (api_base, arrivals):

@@ -60,8 +60,8 @@ def run(client: ScriptedClient, requests: list[ModelRequest], store_path: Path, 
 
     async def go():
         with ResponseStore(store_path) as store:
-            return await execute(requests, store=store, model_name="m", open_client=open_client, policy=kwargs.pop("policy", FAST),
-                                 **kwargs)
+            return await execute(requests, store=store, model_name="m", open_client=open_client, policy=kwargs.pop("policy", FAST), **kwargs)
+
     return asyncio.run(go())
 
 
@@ -97,8 +97,7 @@ def test_a_retry_after_beyond_the_cap_is_given_up_at_once_and_says_why(tmp_path)
     client = ScriptedClient({"q1": [busy(retry_after=30.04)]})
     execution = run(client, requests_for("q1"), tmp_path / "s.sqlite")
     assert client.attempts["q1"] == 1
-    assert execution.responses["key-q1"].error == (
-        "RateLimitError: 429 (the server asked to wait 30.1 s, more than the 1 s cap; after 1 attempt)")
+    assert execution.responses["key-q1"].error == ("RateLimitError: 429 (the server asked to wait 30.1 s, more than the 1 s cap; after 1 attempt)")
 
 
 def test_a_retry_after_within_the_cap_is_waited_for(tmp_path):
@@ -136,8 +135,7 @@ def test_a_fatal_error_stops_the_run_and_the_rest_is_not_run(tmp_path):
 
 def test_the_budget_stops_new_calls_before_the_limit(tmp_path):
     client = ScriptedClient(cost=0.01)
-    execution = run(client, requests_for(*(f"q{i}" for i in range(50))), tmp_path / "s.sqlite", concurrency=8,
-                    budget=Budget(0.105))
+    execution = run(client, requests_for(*(f"q{i}" for i in range(50))), tmp_path / "s.sqlite", concurrency=8, budget=Budget(0.105))
     stats = execution.stats
     assert stats.incomplete == "budget of $0.105 reached"
     assert stats.cost_usd <= 0.105 + 0.01 + 1e-9  # at most about one call's cost over
@@ -163,8 +161,7 @@ def test_an_interrupted_run_resumes_from_the_store_without_asking_again(tmp_path
 def test_a_refused_parameter_is_left_out_for_the_rest_of_the_run_without_a_retry(tmp_path):
     refusal = CallError("BadRequestError: Unrecognized request argument supplied: seed", retryable=False, rejected=("seed",))
     client = ScriptedClient({"q0": [refusal]})
-    execution = run(client, requests_for("q0", "q1", "q2", params={"seed": 7, "temperature": 0}), tmp_path / "s.sqlite",
-                    concurrency=1)
+    execution = run(client, requests_for("q0", "q1", "q2", params={"seed": 7, "temperature": 0}), tmp_path / "s.sqlite", concurrency=1)
     assert execution.stats.retries == 0 and execution.stats.errors == 0
     assert client.sent_params[0] == {"seed": 7, "temperature": 0}
     assert client.sent_params[1:] == [{"temperature": 0}] * 3

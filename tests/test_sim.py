@@ -42,7 +42,10 @@ ORDERS = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
 
 
 def make_case(
-    i: int, context_type: str = "amb", *, letters: tuple[str, ...] = ("A", "B", "C"),
+    i: int,
+    context_type: str = "amb",
+    *,
+    letters: tuple[str, ...] = ("A", "B", "C"),
     korean: bool = False,
 ) -> Case:
     """A synthetic KoBBQ-like case; ``i`` makes the prompt unique and picks the choice order."""
@@ -73,11 +76,7 @@ def make_case(
 
 
 def many_cases(n: int) -> list[Case]:
-    return [
-        make_case(i, CONTEXT_TYPES[i % 3], letters=("a", "b", "c") if i % 5 == 0 else ("A", "B", "C"),
-                  korean=i % 7 == 0)
-        for i in range(n)
-    ]
+    return [make_case(i, CONTEXT_TYPES[i % 3], letters=("a", "b", "c") if i % 5 == 0 else ("A", "B", "C"), korean=i % 7 == 0) for i in range(n)]
 
 
 SERVER_CASES = many_cases(300)
@@ -97,7 +96,12 @@ def sim() -> Iterator[SimServer]:
 
 
 def request(
-    server: SimServer, method: str, path: str, payload: Any = None, *, raw: bytes | None = None,
+    server: SimServer,
+    method: str,
+    path: str,
+    payload: Any = None,
+    *,
+    raw: bytes | None = None,
     timeout: float = 10.0,
 ) -> tuple[int, dict[str, str], bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
@@ -214,8 +218,7 @@ def test_documented_analytic_expectations() -> None:
     assert expected_answer_distribution(f"stereotyped?p={p}", amb) == {t.biased: p, t.unknown: 1 - p}
     assert expected_answer_distribution(f"counter?p={p}", amb) == {t.counter: p, t.unknown: 1 - p}
     assert expected_answer_distribution(f"stereotyped?p={p}", dis_biased) == {dis_biased.truth.correct: 1.0}
-    assert expected_answer_distribution(f"stereotyped?p={p}", dis_counter) == {
-        dis_counter.truth.correct: 1 - p, dis_counter.truth.biased: p}
+    assert expected_answer_distribution(f"stereotyped?p={p}", dis_counter) == {dis_counter.truth.correct: 1 - p, dis_counter.truth.biased: p}
     assert expected_answer_distribution("fair", amb) == {t.unknown: 1.0}
     assert expected_answer_distribution("fair", dis_counter) == {dis_counter.truth.correct: 1.0}
     assert expected_answer_distribution("random", amb) == {0: 1 / 3, 1: 1 / 3, 2: 1 / 3}
@@ -224,10 +227,10 @@ def test_documented_analytic_expectations() -> None:
 
 def test_same_seed_is_common_random_numbers_across_p() -> None:
     """A larger p answers biased on a superset of the prompts: regressions show without noise."""
+
     def biased_keys(spec: str) -> set[str]:
         persona = parse_persona(spec)
-        return {key_of(c) for c in DISTRIBUTION_CASES
-                if choose_answer(persona, c, key_of(c)) == c.truth.biased and c.truth.context == "amb"}
+        return {key_of(c) for c in DISTRIBUTION_CASES if choose_answer(persona, c, key_of(c)) == c.truth.biased and c.truth.context == "amb"}
 
     low, high = biased_keys("stereotyped?p=0.2"), biased_keys("stereotyped?p=0.3")
     assert low < high
@@ -341,8 +344,7 @@ def test_models_stats_reset_and_unknown_paths() -> None:
 def test_knowledge_reports_conflicting_duplicate_prompts() -> None:
     case = make_case(1, "amb")
     twin = Case(**{**{f: getattr(case, f) for f in case.__slots__}, "case_id": "twin"})
-    liar = Case(**{**{f: getattr(case, f) for f in case.__slots__}, "case_id": "liar",
-                   "truth": QATruth("dis", 0, 1, 2, 1)})
+    liar = Case(**{**{f: getattr(case, f) for f in case.__slots__}, "case_id": "liar", "truth": QATruth("dis", 0, 1, 2, 1)})
     knowledge = SimKnowledge.from_cases([case, twin, liar])
     assert len(knowledge) == 1 and knowledge.lookup(case.messages_as_dicts()) is case
     assert knowledge.conflicts == ((case.case_id, "liar"),)
@@ -406,8 +408,11 @@ def test_freetext_names_the_choice_or_rambles_a_third_of_the_time(sim: SimServer
         content, _ = content_of(body)
         answer = choose_answer(persona, case, key_of(case))
         letter = case.letters[answer]
-        named = (f"정답은 {letter}입니다." in content) if case.messages[1].content.startswith("사례") else (
-            f"the answer is {letter}) {case.choices[answer]}." in content)
+        named = (
+            (f"정답은 {letter}입니다." in content)
+            if case.messages[1].content.startswith("사례")
+            else (f"the answer is {letter}) {case.choices[answer]}." in content)
+        )
         if not named:
             rambles += 1
             assert not re.search(r"\b[A-Ca-c]\b", content)
@@ -425,8 +430,7 @@ def test_max_tokens_truncates_with_finish_reason_length(sim: SimServer) -> None:
 def test_timeout_fault_makes_the_client_give_up_without_blocking_others(sim: SimServer) -> None:
     slow = "fair?fail_rate=1&faults=timeout&delay=3"
     with pytest.raises((socket.timeout, TimeoutError)):
-        request(sim, "POST", "/v1/chat/completions",
-                {"model": slow, "messages": EN_CASE.messages_as_dicts()}, timeout=0.3)
+        request(sim, "POST", "/v1/chat/completions", {"model": slow, "messages": EN_CASE.messages_as_dicts()}, timeout=0.3)
     # While that handler sleeps, other requests are served.
     assert chat(sim, "fair", EN_CASE)[0] == 200
     # A short delay with a patient client: the answer arrives after the delay.
@@ -465,8 +469,9 @@ def test_keep_alive_and_connection_close(sim: SimServer) -> None:
 def test_chunked_request_body(sim: SimServer) -> None:
     body = json.dumps({"model": "fair", "messages": EN_CASE.messages_as_dicts()}).encode()
     connection = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
-    connection.request("POST", "/v1/chat/completions", body=iter([body[:10], body[10:]]),
-                       encode_chunked=True, headers={"Transfer-Encoding": "chunked"})
+    connection.request(
+        "POST", "/v1/chat/completions", body=iter([body[:10], body[10:]]), encode_chunked=True, headers={"Transfer-Encoding": "chunked"}
+    )
     response = connection.getresponse()
     assert response.status == 200 and content_of(response.read())[0] == "C"
     connection.close()
@@ -537,13 +542,16 @@ def test_litellm_gets_the_persona_letter(sim: SimServer, litellm_module: Any) ->
 
     async def ask(case: Case, spec: str) -> Any:
         return await litellm.acompletion(
-            model=f"openai/{spec}", api_base=sim.base_url, api_key="sim",
-            messages=case.messages_as_dicts(), max_retries=0, max_tokens=16,
+            model=f"openai/{spec}",
+            api_base=sim.base_url,
+            api_key="sim",
+            messages=case.messages_as_dicts(),
+            max_retries=0,
+            max_tokens=16,
         )
 
     async def both() -> list[Any]:
-        return await asyncio.gather(ask(EN_CASE, "stereotyped?p=1"), ask(KO_CASE, "fair"),
-                                    ask(LOWER_CASE, "counter?p=1"))
+        return await asyncio.gather(ask(EN_CASE, "stereotyped?p=1"), ask(KO_CASE, "fair"), ask(LOWER_CASE, "counter?p=1"))
 
     en, ko, lower = run_with_litellm(litellm, both)
     assert en.choices[0].message.content == EN_CASE.letters[EN_CASE.truth.biased]
@@ -557,8 +565,11 @@ def test_litellm_surfaces_429_with_retry_after_headers(sim: SimServer, litellm_m
 
     async def ask() -> Any:
         return await litellm.acompletion(
-            model="openai/fair?fail_rate=1&faults=429&retry_after_ms=1500", api_base=sim.base_url,
-            api_key="sim", messages=EN_CASE.messages_as_dicts(), max_retries=0,
+            model="openai/fair?fail_rate=1&faults=429&retry_after_ms=1500",
+            api_base=sim.base_url,
+            api_key="sim",
+            messages=EN_CASE.messages_as_dicts(),
+            max_retries=0,
         )
 
     with pytest.raises(litellm.RateLimitError) as caught:
@@ -582,12 +593,16 @@ def test_serve_on_a_port_in_use_is_one_line_naming_it_and_the_fix(tmp_path) -> N
         held.listen()
         port = held.getsockname()[1]
         # The port is checked before the suite is loaded: no suite (nor data) is needed to fail.
-        done = subprocess.run([sys.executable, "-m", "biascheck.cli", "sim", "serve", "--suite", str(tmp_path / "none"),
-                               "--port", str(port)], check=False, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "biascheck.cli", "sim", "serve", "--suite", str(tmp_path / "none"), "--port", str(port)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 2 and done.stdout == "", done
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr == (f"biascheck: --port: 127.0.0.1:{port} is already in use; "
-                           "pick another --port, or --port 0 for any free one\n")
+    assert done.stderr == (f"biascheck: --port: 127.0.0.1:{port} is already in use; pick another --port, or --port 0 for any free one\n")
 
 
 def test_serve_when_the_port_is_taken_after_the_check_is_the_same_error() -> None:

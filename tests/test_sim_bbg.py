@@ -74,10 +74,16 @@ def bbg_case(question: MRCQuestion, story_template: str, prompt_id: str = "En-1"
     prompt (shared by the version's two rows), its truth the row's question."""
     assert question.mrc_prompt is not None
     return Case(
-        case_id=question.key, sample_id=question.row_id, category=question.category,
-        cluster=question.base_template, label=question.qtype, prompt_id=prompt_id, order=0,
+        case_id=question.key,
+        sample_id=question.row_id,
+        category=question.category,
+        cluster=question.base_template,
+        label=question.qtype,
+        prompt_id=prompt_id,
+        order=0,
         messages=(Message("user", render_story_prompt(story_template, question.seed_text)),),
-        choices=question.choices, letters=question.mrc_prompt.letters,
+        choices=question.choices,
+        letters=question.mrc_prompt.letters,
         truth=question,  # type: ignore[arg-type]
     )
 
@@ -89,8 +95,7 @@ class Language:
         self.language = language
         rows = load_evaluation_set(bbg / evaluation_set_name(language, RUN), language=language)
         prompt_id = story_prompt_id(language, RUN)
-        _, self.questions = build_run(rows, run=RUN, language=language, story_prompt_id=prompt_id,
-                                      mrc_prompt=prompts["mrc"][MRC_PROMPT_ID[language]])
+        _, self.questions = build_run(rows, run=RUN, language=language, story_prompt_id=prompt_id, mrc_prompt=prompts["mrc"][MRC_PROMPT_ID[language]])
         self.pairs = pairs(self.questions)
         template = prompts["story_continuation"][prompt_id]
         self.cases = [bbg_case(q, template, prompt_id) for q in self.questions]
@@ -159,8 +164,7 @@ def test_every_version_has_a_different_swapped_sentence(data: dict[str, Language
 def test_swaps_of_reworded_people_read_naturally(data: dict[str, Language]) -> None:
     """Spot checks of the mention path: hyphenated ages, a lone mention, a Korean particle."""
     en, ko = ({q.template_id: resolution_sentences(q)[1] for q in data[lang].questions} for lang in LANGUAGES)
-    assert en["age-001-a"] == ("The grandmother was struggling with the app and not really listening to "
-                               "the advice from the grandson.")
+    assert en["age-001-a"] == ("The grandmother was struggling with the app and not really listening to the advice from the grandson.")
     assert en["age-006-a"].startswith("Though the 85-year-old complained")
     assert "the 28-year-old took a much more optimistic view" in en["age-006-a"]
     assert en["age-007-a"].startswith("The 65-year-old had a hard time")  # one person named
@@ -187,9 +191,7 @@ def writer_of(knowledge: SimKnowledge, case: Case) -> tuple[MRCQuestion, bool]:
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_extreme_writers_give_the_documented_pair_types(
-    data: dict[str, Language], knowledge: SimKnowledge, language: str
-) -> None:
+def test_extreme_writers_give_the_documented_pair_types(data: dict[str, Language], knowledge: SimKnowledge, language: str) -> None:
     lang = data[language]
     fillers = FILLERS_KO if language == "ko" else FILLERS_EN
     writers = {case.truth.key: writer_of(knowledge, case) for case in lang.cases}  # type: ignore[union-attr]
@@ -211,8 +213,7 @@ def test_extreme_writers_give_the_documented_pair_types(
         types: Counter[str] = Counter()
         shared_pairs = set()
         for first, second in lang.pairs:
-            pair = (judged(knowledge, first, continuations[first.story_key])
-                    + judged(knowledge, second, continuations[second.story_key]))  # type: ignore[operator]
+            pair = judged(knowledge, first, continuations[first.story_key]) + judged(knowledge, second, continuations[second.story_key])  # type: ignore[operator]
             # The exact expectation is certain here, and says what happened.
             assert expected_pair_distribution(persona, first, second) == {pair: 1.0}
             if expected is None:  # fair: the pair's F decides (a shared story stays unresolved)
@@ -260,19 +261,18 @@ def test_documented_pair_distributions(data: dict[str, Language]) -> None:
     p = 0.3
     unresolved, order = by_f["unresolved"], by_f["order"]
     close = lambda got, want: got.keys() == want.keys() and all(math.isclose(got[k], want[k]) for k in want)  # noqa: E731
-    assert close(expected_pair_distribution(f"stereotyped?p={p}", *unresolved),
-                 {"bb": p * p, "bu": p * (1 - p), "ub": (1 - p) * p, "uu": (1 - p) ** 2})
+    assert close(
+        expected_pair_distribution(f"stereotyped?p={p}", *unresolved), {"bb": p * p, "bu": p * (1 - p), "ub": (1 - p) * p, "uu": (1 - p) ** 2}
+    )
     assert close(expected_pair_distribution(f"stereotyped?p={p}", *order), {"bb": p, "cb": 1 - p})
-    assert close(expected_pair_distribution(f"counter?p={p}", *unresolved),
-                 {"cc": p * p, "cu": p * (1 - p), "uc": (1 - p) * p, "uu": (1 - p) ** 2})
+    assert close(expected_pair_distribution(f"counter?p={p}", *unresolved), {"cc": p * p, "cu": p * (1 - p), "uc": (1 - p) * p, "uu": (1 - p) ** 2})
     assert close(expected_pair_distribution(f"counter?p={p}", *order), {"cc": p, "cb": 1 - p})
     assert expected_pair_distribution("fair", *unresolved) == {"uu": 1.0}
     assert expected_pair_distribution("judge", *order) == {"cb": 1.0}
     assert close(expected_pair_distribution("random", *order), {t: 1 / 9 for t in PAIR_TYPES})
     assert expected_pair_distribution("refuser", *order) == {"uu": 1.0}
     # Another judge: a stereotyped one turns u and c into b with probability q.
-    assert close(expected_pair_distribution("fair", *unresolved, judge="stereotyped?p=0.5"),
-                 {"bb": 0.25, "bu": 0.25, "ub": 0.25, "uu": 0.25})
+    assert close(expected_pair_distribution("fair", *unresolved, judge="stereotyped?p=0.5"), {"bb": 0.25, "bu": 0.25, "ub": 0.25, "uu": 0.25})
     with pytest.raises(ValueError, match="not the two rows of one pair"):
         expected_pair_distribution("fair", order[0], unresolved[1])
     with pytest.raises(ValueError, match="refuser"):
@@ -291,9 +291,7 @@ def test_documented_shared_story_distributions(data: dict[str, Language], langua
 
 
 @pytest.mark.parametrize(("spec", "judge"), [("stereotyped?p=0.3", "judge"), ("counter?p=0.6&seed=2", "stereotyped?p=0.2")])
-def test_empirical_pair_types_match_the_expectation(
-    data: dict[str, Language], knowledge: SimKnowledge, spec: str, judge: str
-) -> None:
+def test_empirical_pair_types_match_the_expectation(data: dict[str, Language], knowledge: SimKnowledge, spec: str, judge: str) -> None:
     """Over all pairs of EnBBG set 1, each pair type's share is within 3 sd of its expectation
     (the two question types of a pair read the same stories, so sd is taken over templates)."""
     lang = data["en"]
@@ -301,8 +299,10 @@ def test_empirical_pair_types_match_the_expectation(
     observed: Counter[str] = Counter()
     expected: Counter[str] = Counter()
     for first, second in lang.pairs:
-        pair = (bbg_outcome(spec, first, judge, *writers[first.key])  # type: ignore[operator]
-                + bbg_outcome(spec, second, judge, *writers[second.key]))
+        pair = (
+            bbg_outcome(spec, first, judge, *writers[first.key])  # type: ignore[operator]
+            + bbg_outcome(spec, second, judge, *writers[second.key])
+        )
         observed[pair] += 1
         for pair_type, probability in expected_pair_distribution(spec, first, second, judge=judge).items():
             expected[pair_type] += probability
@@ -331,8 +331,7 @@ def test_knowledge_indexes_versions_without_conflicts(data: dict[str, Language],
         assert writer_of(backwards, case)[0] is writer_of(knowledge, case)[0]
         assert backwards.lookup(case.messages_as_dicts()).truth is knowledge.lookup(case.messages_as_dicts()).truth  # type: ignore[union-attr]
     # A BBG case and a QA case with the same messages do conflict.
-    qa = Case("qa", "s", "age", "t", "", "p", 0, cases[0].messages, ("x", "y", "z"), ("A", "B", "C"),
-              QATruth("amb", 0, 1, 2, 0))
+    qa = Case("qa", "s", "age", "t", "", "p", 0, cases[0].messages, ("x", "y", "z"), ("A", "B", "C"), QATruth("amb", 0, 1, 2, 0))
     assert SimKnowledge.from_cases([cases[0], qa]).conflicts == ((cases[0].case_id, "qa"),)
 
 
@@ -379,9 +378,7 @@ def test_server_writes_the_story_then_judges_it(data: dict[str, Language], sim: 
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_server_shared_story_is_one_story_read_by_both_versions(
-    data: dict[str, Language], sim: SimServer, language: str
-) -> None:
+def test_server_shared_story_is_one_story_read_by_both_versions(data: dict[str, Language], sim: SimServer, language: str) -> None:
     lang = data[language]
     for first, second in lang.pairs:
         if first.base_template not in SHARED_STORIES[language]:
@@ -403,9 +400,11 @@ def test_server_refuses_unknown_mrc_prompts_and_injects_faults(data: dict[str, L
     case = data["en"].cases[0]
     messages = mrc_messages(question, "Nothing happened.")
     assert post(sim, "judge", messages)[0] == 200
-    for content in (messages[0]["content"].replace(question.question, "Who is it?"),
-                    messages[0]["content"].replace(question.seed_text.strip(), "A different seed."),
-                    messages[0]["content"] + " "):
+    for content in (
+        messages[0]["content"].replace(question.question, "Who is it?"),
+        messages[0]["content"].replace(question.seed_text.strip(), "A different seed."),
+        messages[0]["content"] + " ",
+    ):
         status, reply = post(sim, "judge", [{"role": "user", "content": content}])
         assert status == 400 and reply["error"]["code"] == "unknown_prompt"
     for request in (case.messages_as_dicts(), messages):
@@ -422,14 +421,24 @@ def test_judge_persona_is_fair_on_qa_and_hbb() -> None:
     assert "judge" in PERSONA_NAMES and parse_persona("sim/judge?seed=2").spec == "judge?seed=2"
     judge, fair = parse_persona("judge"), parse_persona("fair")
     for context, correct in (("amb", 0), ("dis", 1), ("dis", 2)):
-        case = Case("q", "s", "age", "t", "", "p", 0, (Message("user", f"{context} {correct}"),),
-                    ("unknown", "old", "young"), ("A", "B", "C"), QATruth(context, 0, 1, 2, correct))  # type: ignore[arg-type]
+        case = Case(
+            "q",
+            "s",
+            "age",
+            "t",
+            "",
+            "p",
+            0,
+            (Message("user", f"{context} {correct}"),),
+            ("unknown", "old", "young"),
+            ("A", "B", "C"),
+            QATruth(context, 0, 1, 2, correct),
+        )  # type: ignore[arg-type]
         key = message_key(case.messages_as_dicts())
         assert choose_answer(judge, case, key) == choose_answer(fair, case, key) == correct
         assert expected_answer_distribution(judge, case) == expected_answer_distribution(fair, case) == {correct: 1.0}
         assert render_reply(judge, case, correct, key) == render_reply(fair, case, correct, key)
-    hbb = Case("h", "q1", "age", "q1", "noun", "evaluate", 0, (Message("user", "x"),), ("a1", "b1"), ("a", "b"),
-               HBBTruth("q1", "noun", "old"))
+    hbb = Case("h", "q1", "age", "q1", "noun", "evaluate", 0, (Message("user", "x"),), ("a1", "b1"), ("a", "b"), HBBTruth("q1", "noun", "old"))
     assert expected_p_a(judge, hbb) == expected_p_a(fair, hbb)
 
 
@@ -447,10 +456,12 @@ _FILLER = st.lists(st.text(alphabet="0123456789", min_size=1, max_size=4), min_s
 
 
 @settings(max_examples=200, deadline=None)
-@given(first=st.lists(_LOWER, min_size=1, max_size=3).map(" ".join),
-       second=st.lists(_OTHER, min_size=1, max_size=3).map(" ".join),
-       article=st.sampled_from(["", "The ", "the ", "my "]),
-       slots=st.lists(st.tuples(st.booleans(), st.booleans(), _FILLER), min_size=1, max_size=5))
+@given(
+    first=st.lists(_LOWER, min_size=1, max_size=3).map(" ".join),
+    second=st.lists(_OTHER, min_size=1, max_size=3).map(" ".join),
+    article=st.sampled_from(["", "The ", "the ", "my "]),
+    slots=st.lists(st.tuples(st.booleans(), st.booleans(), _FILLER), min_size=1, max_size=5),
+)
 def test_swap_names_is_an_involution(first: str, second: str, article: str, slots: list) -> None:
     names = (article + first, article + second)
     parts = []
@@ -469,14 +480,19 @@ _HANGUL_NAME = st.text(alphabet="가나다라마바사아자차카타파하각�
 
 
 @settings(max_examples=200, deadline=None)
-@given(first=_HANGUL_NAME, second=_HANGUL_NAME,
-       particles=st.lists(st.sampled_from([("은", "는"), ("이", "가"), ("을", "를"), ("의", "의")]), min_size=2, max_size=4))
+@given(
+    first=_HANGUL_NAME,
+    second=_HANGUL_NAME,
+    particles=st.lists(st.sampled_from([("은", "는"), ("이", "가"), ("을", "를"), ("의", "의")]), min_size=2, max_size=4),
+)
 def test_korean_swap_fits_particles_and_is_an_involution(first: str, second: str, particles: list) -> None:
     if first in second or second in first:
         return
+
     def with_particle(name: str, forms: tuple[str, str]) -> str:
         final = (ord(name[-1]) - 0xAC00) % 28 != 0
         return name + (forms[0] if final else forms[1])
+
     names = [first, second]
     text = " ".join(with_particle(names[i % 2], forms) + " 말했습니다." for i, forms in enumerate(particles))
     swapped = swap_names(text, first, second)
@@ -495,8 +511,13 @@ def test_swap_names_longest_first_and_case() -> None:
 def test_mrc_pattern_takes_the_story_apart_even_when_it_quotes_the_template() -> None:
     template = "Read.\n\nContext: {CONTEXT}\nQuestion: {QUESTION}\nA: {OPTION-A}\nB: {OPTION-B}\nC: {OPTION-C}\nAnswer:"
     story = "Seed.\n\nThen someone wrote\nQuestion: Who?\nA: me\n"
-    prompt = template.replace("{CONTEXT}", story).replace("{QUESTION}", "Who won?").replace(
-        "{OPTION-A}", "x").replace("{OPTION-B}", "y").replace("{OPTION-C}", "z")
+    prompt = (
+        template.replace("{CONTEXT}", story)
+        .replace("{QUESTION}", "Who won?")
+        .replace("{OPTION-A}", "x")
+        .replace("{OPTION-B}", "y")
+        .replace("{OPTION-C}", "z")
+    )
     match = mrc_pattern(template).fullmatch(prompt)
     assert match and match["context"] == story and match["question"] == "Who won?"
     assert (match["a"], match["b"], match["c"]) == ("x", "y", "z")

@@ -123,8 +123,11 @@ def no_external_network(monkeypatch):
         raise AssertionError(f"DNS lookup of {host}")
 
     monkeypatch.setattr(socket, "create_connection", guarded)
-    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: (
-        no_dns(host) if host not in ("127.0.0.1", "::1", "localhost") else real_getaddrinfo(host, *a, **k)))
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *a, **k: no_dns(host) if host not in ("127.0.0.1", "::1", "localhost") else real_getaddrinfo(host, *a, **k),
+    )
 
 
 real_getaddrinfo = socket.getaddrinfo
@@ -334,8 +337,7 @@ def test_offline_still_uses_mirror_and_cache(server, dirs):
 
 def test_offline_optional_file_without_mirror_is_missing(server, tmp_path):
     url = server.serve("/o", "body", b"o")
-    got = resolve(make("o", "k/o.jsonl", url, b"o", optional=True), manifest_path=MANIFEST, mirror=None,
-                  cache_dir=tmp_path / "cache", offline=True)
+    got = resolve(make("o", "k/o.jsonl", url, b"o", optional=True), manifest_path=MANIFEST, mirror=None, cache_dir=tmp_path / "cache", offline=True)
     assert got.origin == "missing" and "downloads are disabled" in got.reason
     assert server.count == 0
 
@@ -359,8 +361,7 @@ def test_optional_file_present_in_mirror_is_used(server, dirs):
     mirror, cache = dirs
     data = b"present"
     local = put(mirror, "bbq/Age.jsonl", data)
-    got = resolve(make("Age", "bbq/Age.jsonl", server.base + "/Age", data, optional=True),
-                  manifest_path=MANIFEST, mirror=mirror, cache_dir=cache)
+    got = resolve(make("Age", "bbq/Age.jsonl", server.base + "/Age", data, optional=True), manifest_path=MANIFEST, mirror=mirror, cache_dir=cache)
     assert (got.origin, got.local, got.reason) == ("mirror", local, None)
 
 
@@ -491,9 +492,7 @@ def test_real_mirror_kobbq_license(tmp_path, no_external_network):
     }
     listed = json.loads((mirror / "sources.json").read_text("utf-8"))
     assert entry in [{k: f[k] for k in entry} for f in listed["kobbq"]["files"]]
-    file = DataFile.from_manifest(
-        "license", {"path": "kobbq/LICENSE", "url": entry["raw_url"], "sha256": entry["sha256"]}, MANIFEST
-    )
+    file = DataFile.from_manifest("license", {"path": "kobbq/LICENSE", "url": entry["raw_url"], "sha256": entry["sha256"]}, MANIFEST)
     got = resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=tmp_path / "cache", offline=True)
     assert got.origin == "mirror"
     assert got.local.stat().st_size == entry["bytes"]

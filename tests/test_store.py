@@ -64,8 +64,11 @@ def header(path: Path) -> tuple[int, int, str]:
     """application_id, user_version and journal mode, read on a connection of the test's own."""
     db = sqlite3.connect(path)
     try:
-        return (db.execute("PRAGMA application_id").fetchone()[0], db.execute("PRAGMA user_version").fetchone()[0],
-                db.execute("PRAGMA journal_mode").fetchone()[0])
+        return (
+            db.execute("PRAGMA application_id").fetchone()[0],
+            db.execute("PRAGMA user_version").fetchone()[0],
+            db.execute("PRAGMA journal_mode").fetchone()[0],
+        )
     finally:
         db.close()
 
@@ -75,8 +78,11 @@ def legacy_store(path: Path, *, logprobs: bool = True, rows: int = 2) -> None:
     db.executescript(LEGACY_SCHEMA.format(logprobs=",\n    logprobs TEXT" if logprobs else ""))
     db.execute("PRAGMA journal_mode=WAL")
     for n in range(rows):
-        db.execute("INSERT INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at) "
-                   "VALUES (?, 'm', '{}', ?, 'stop', '{\"prompt_tokens\": 1}', 0.5, 0)", (key(n), f"answer {n}"))
+        db.execute(
+            "INSERT INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at) "
+            "VALUES (?, 'm', '{}', ?, 'stop', '{\"prompt_tokens\": 1}', 0.5, 0)",
+            (key(n), f"answer {n}"),
+        )
     db.close()
 
 
@@ -92,6 +98,7 @@ def one_line(error: BaseException) -> str:
 
 
 # 1. A write that fails mid-run: one line, nothing lost.
+
 
 def test_a_put_on_a_full_disk_is_one_line_and_keeps_what_is_stored(tmp_path: Path):
     path = tmp_path / "store.sqlite"
@@ -166,6 +173,7 @@ def test_a_run_whose_store_fills_up_stops_incomplete_with_one_line_and_keeps_its
             pages = store._db.execute("PRAGMA page_count").fetchone()[0]
             store._db.execute(f"PRAGMA max_page_count = {pages + 30}")  # room for a few answers: then "disk full"
             return await execute(requests, store=store, model_name="m", open_client=open_client, concurrency=1)
+
     run = asyncio.run(go())
     reason = run.stats.incomplete
     assert reason.startswith(STORE_FAILURE) and "\n" not in reason
@@ -194,6 +202,7 @@ def test_initialising_a_store_on_a_full_disk_is_one_line(tmp_path: Path, monkeyp
 
 
 # 2. Files that are not biascheck stores, older stores, damaged rows.
+
 
 def _other_responses_table(db: sqlite3.Connection) -> None:
     db.executescript("CREATE TABLE responses (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO responses VALUES (1, 'theirs');")
@@ -399,8 +408,8 @@ def test_dropped_params_skip_a_damaged_request(tmp_path: Path):
     with ResponseStore(path) as store:
         for n, dropped in enumerate([{"logprobs": "refused"}, {"seed": "unsupported"}, {"top_k": "no"}]):
             store.put(key(n), "m", {**REQUEST, "params_dropped": dropped}, ANSWER)
-    _damage(path, "UPDATE responses SET request = '{\"params_dropped\": {\"seed\"' WHERE key = ?", key(1))
-    _damage(path, "UPDATE responses SET request = '{\"params_dropped\": [\"top_k\"]}' WHERE key = ?", key(2))
+    _damage(path, 'UPDATE responses SET request = \'{"params_dropped": {"seed"\' WHERE key = ?', key(1))
+    _damage(path, 'UPDATE responses SET request = \'{"params_dropped": ["top_k"]}\' WHERE key = ?', key(2))
     with ResponseStore(path) as store:
         assert store.dropped_params(key(n) for n in range(3)) == {"logprobs": "refused"}
 
@@ -436,6 +445,7 @@ def test_what_is_put_is_what_is_read(tmp_path: Path, response: StoredResponse):
 
 
 # 3. One store, one lock, however its path is written.
+
 
 @pytest.mark.parametrize("link", ["file", "directory"])
 def test_a_store_reached_through_a_symlink_shares_its_lock(tmp_path: Path, link: str):
@@ -474,8 +484,7 @@ def test_a_store_reached_through_a_symlink_shares_its_lock(tmp_path: Path, link:
         assert second.path == first.path
         second.put(key(0), "m", REQUEST, ANSWER)
         assert first.get_many([key(0)]) == {key(0): ANSWER}
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()) == [
-        "store.sqlite", "store.sqlite.lock"]
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()) == ["store.sqlite", "store.sqlite.lock"]
 
 
 def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path: Path):

@@ -157,8 +157,10 @@ def test_check_thresholds_applies_mode_everywhere_and_min_n_to_categories_only(t
     text = replace("[thresholds]\n", '[thresholds]\nmode = "credible"\nmin_n = 40\n')
     manifest = load_manifest(make_suite(tmp_path, text))
 
-    table = {"diff_bias_amb": MetricValue(0.0833, (0.0, 0.1667), 36),  # the numbers
-             "acc_dis": MetricValue(0.9, (0.85, 0.95), 36)}
+    table = {
+        "diff_bias_amb": MetricValue(0.0833, (0.0, 0.1667), 36),  # the numbers
+        "acc_dis": MetricValue(0.9, (0.85, 0.95), 36),
+    }
     metrics = SimpleNamespace(overall=table, by_category={"age": table})
 
     verdicts = {(v.scope, v.metric): v for v in check_thresholds(manifest, metrics, ["age"])}
@@ -168,8 +170,10 @@ def test_check_thresholds_applies_mode_everywhere_and_min_n_to_categories_only(t
     assert age.status == INCONCLUSIVE and "under min_n = 40" in age.note
     assert verdicts[(OVERALL, "acc_dis")].status == PASS and verdicts[(OVERALL, "acc_dis")].note is None
     assert verdicts[("age", "acc_dis")].status == INCONCLUSIVE  # too few to judge, whatever the interval
-    assert overall.explain() == ("diff_bias_amb (overall) = 0.0833 passes threshold |x| <= 0.05 (credible mode); 95% CI [0.0000, 0.1667]; "
-                                 "n = 36; inconclusive: beyond the threshold, but the 95% CI reaches within it (credible mode: a breach is not shown)")
+    assert overall.explain() == (
+        "diff_bias_amb (overall) = 0.0833 passes threshold |x| <= 0.05 (credible mode); 95% CI [0.0000, 0.1667]; "
+        "n = 36; inconclusive: beyond the threshold, but the 95% CI reaches within it (credible mode: a breach is not shown)"
+    )
 
 
 # --- the manifest ----------------------------------------------------------------------------------
@@ -186,14 +190,34 @@ def test_mode_defaults_to_point_and_settings_are_not_gates(tmp_path):
 
 THRESHOLD_ERRORS = [
     # (id, manifest text, field named, fragments of the message)
-    ("unknown-mode", replace("[thresholds]\n", '[thresholds]\nmode = "credble"\n'), "thresholds.mode", ("'credble' is not allowed", "'point', 'credible'")),
+    (
+        "unknown-mode",
+        replace("[thresholds]\n", '[thresholds]\nmode = "credble"\n'),
+        "thresholds.mode",
+        ("'credble' is not allowed", "'point', 'credible'"),
+    ),
     ("mode-not-a-string", replace("[thresholds]\n", "[thresholds]\nmode = 1\n"), "thresholds.mode", ("1 is not allowed", "'credible'")),
     ("min-n-zero", replace("[thresholds]\n", "[thresholds]\nmin_n = 0\n"), "thresholds.min_n", ("minimum", "at least 1, e.g. min_n = 30")),
     ("min-n-string", replace("[thresholds]\n", '[thresholds]\nmin_n = "30"\n'), "thresholds.min_n", ("not of type 'integer'", "at least 1")),
     ("min-n-fraction", replace("[thresholds]\n", "[thresholds]\nmin_n = 2.5\n"), "thresholds.min_n", ("not of type 'integer'", "whole number")),
-    ("settings-without-gates", BASE.split("[thresholds]")[0] + '[thresholds]\nmode = "credible"\n', "thresholds", ("no gated metric", "diff_bias_amb = { max_abs = 0.05 }")),
-    ("misspelt-mode", replace("[thresholds]\n", '[thresholds]\nmdoe = "credible"\n'), "thresholds.mdoe", ("not of type 'object'", 'mode = "point" | "credible"')),
-    ("mode-in-a-category", BASE + '\n[category_thresholds.age]\nmode = "credible"\n', "category_thresholds.age.mode", ("not of type 'object'", "only [thresholds]")),
+    (
+        "settings-without-gates",
+        BASE.split("[thresholds]")[0] + '[thresholds]\nmode = "credible"\n',
+        "thresholds",
+        ("no gated metric", "diff_bias_amb = { max_abs = 0.05 }"),
+    ),
+    (
+        "misspelt-mode",
+        replace("[thresholds]\n", '[thresholds]\nmdoe = "credible"\n'),
+        "thresholds.mdoe",
+        ("not of type 'object'", 'mode = "point" | "credible"'),
+    ),
+    (
+        "mode-in-a-category",
+        BASE + '\n[category_thresholds.age]\nmode = "credible"\n',
+        "category_thresholds.age.mode",
+        ("not of type 'object'", "only [thresholds]"),
+    ),
 ]
 
 

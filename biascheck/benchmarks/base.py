@@ -47,19 +47,25 @@ def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, 
     each rule's sign agrees with its metric's direction; returns the threshold tables. (A gate on
     a metric the benchmark never reports would only fail at the end of a paid run.)"""
     if manifest.estimator_thresholds and not estimators:
-        raise BiascheckError(manifest.path, "estimator_thresholds", f"{benchmark} has one way to answer, no estimators",
-                             "put these gates in [thresholds]")
-    tables = [("thresholds", manifest.thresholds), *((f"category_thresholds.{c}", t) for c, t in manifest.category_thresholds.items()),
-              *((f"estimator_thresholds.{e}", t) for e, t in manifest.estimator_thresholds.items())]
+        raise BiascheckError(
+            manifest.path, "estimator_thresholds", f"{benchmark} has one way to answer, no estimators", "put these gates in [thresholds]"
+        )
+    tables = [
+        ("thresholds", manifest.thresholds),
+        *((f"category_thresholds.{c}", t) for c, t in manifest.category_thresholds.items()),
+        *((f"estimator_thresholds.{e}", t) for e, t in manifest.estimator_thresholds.items()),
+    ]
     for where, table in tables:
         for metric in table:
             if metric not in defs:
-                raise BiascheckError(manifest.path, f"{where}.{metric}", f"{benchmark} does not report a metric {metric!r}",
-                                     f"use one of: {', '.join(defs)}")
+                raise BiascheckError(
+                    manifest.path, f"{where}.{metric}", f"{benchmark} does not report a metric {metric!r}", f"use one of: {', '.join(defs)}"
+                )
     for metric, rule in manifest.regression.rules.items():
         if metric not in defs:
-            raise BiascheckError(manifest.path, f"regression.margins.{metric}", f"{benchmark} does not report a metric {metric!r}",
-                                 f"use one of: {', '.join(defs)}")
+            raise BiascheckError(
+                manifest.path, f"regression.margins.{metric}", f"{benchmark} does not report a metric {metric!r}", f"use one of: {', '.join(defs)}"
+            )
         rule.check_direction(defs[metric].better, where=manifest.path, field=f"regression.margins.{metric}")
     return tables
 

@@ -68,8 +68,10 @@ _PREFIX_PHRASES = re.compile(
 _ANSWER_WORD = re.compile(r"answer|정답|답")
 # What makes a declaration none: "The answer is not the grandson", "I don't think it's A",
 # "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다".
-_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either|eliminate|rule\s+out|exclude|wrong|"
-                       r"incorrect)\b|n't|n’t|아[니닙닌님]|않|없|못|모르|틀")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either|eliminate|rule\s+out|exclude|wrong|"
+    r"incorrect)\b|n't|n’t|아[니닙닌님]|않|없|못|모르|틀"
+)
 # What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번".
 _SUFFIX_PHRASE = re.compile(
     r"\s*(?:(?:is|would\s+be)\s+(?:the\s+)?(?:correct|right|best|most\s+likely)\b|is\s+the\s+answer\b"
@@ -83,8 +85,11 @@ _LIST_MARKER = re.compile(r"^\s*[-*•]?\s*[(\[]?([a-z])(?:[)\].:]|\s*$)")
 _BLOCK_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*)+")
 _SENTENCE_END = re.compile(r"(?<=[.。!?！？])\s+")
 # A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다."
-_INTERJECTION = re.compile(r"^(?:아니(?:요|오)?|no|wait|actually|sorry|correction|정정|so|therefore|thus|hence|따라서|그러므로|"
-                           r"그래서|결국)\s*[,.:!]?\s+", re.IGNORECASE)
+_INTERJECTION = re.compile(
+    r"^(?:아니(?:요|오)?|no|wait|actually|sorry|correction|정정|so|therefore|thus|hence|따라서|그러므로|"
+    r"그래서|결국)\s*[,.:!]?\s+",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -138,11 +143,11 @@ def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
 
 
 def _after_letter(text: str, letter: re.Match, index: int, options: _Options, depth: int) -> frozenset[int] | None:
-    rest = text[letter.end():]
+    rest = text[letter.end() :]
     bracketed = letter.group(0) != letter.group(1)  # "(C)", "C)", "[C]": the letter is marked
     separator = _SEPARATOR.match(rest)
     if separator or bracketed:
-        rest = rest[separator.end():] if separator else rest.lstrip()
+        rest = rest[separator.end() :] if separator else rest.lstrip()
         listing = bool(separator) and any(mark in separator.group(0) for mark in ",/&，")  # "A, B both …"
         return frozenset({index}) | _next_clause(rest, options, depth, listing=listing)
     if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
@@ -151,14 +156,14 @@ def _after_letter(text: str, letter: re.Match, index: int, options: _Options, de
         # "C 할머니": a bare space needs the option's own text after it ("A woman ..." is prose).
         rest = rest.lstrip().lstrip("(\"'“‘")  # "C 할머니", "C (The grandmother)"
         own = options.keys[index]
-        if rest.startswith(own) and _boundary(rest[len(own):]):
-            return frozenset({index}) | _next_clause(rest[len(own):], options, depth)
+        if rest.startswith(own) and _boundary(rest[len(own) :]):
+            return frozenset({index}) | _next_clause(rest[len(own) :], options, depth)
     return None
 
 
 def _after_text(text: str, options: _Options, depth: int) -> frozenset[int]:
     """An option's text followed by a separator or the end ("할머니입니다. …", "The grandson, …")."""
-    matches = [(len(key), i) for i, key in enumerate(options.keys) if key and text.startswith(key) and _boundary(text[len(key):])]
+    matches = [(len(key), i) for i, key in enumerate(options.keys) if key and text.startswith(key) and _boundary(text[len(key) :])]
     if not matches:
         return frozenset()
     length, index = max(matches)
@@ -178,7 +183,7 @@ def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = Fa
     rest = rest.lstrip(" \t")
     join = _LIST_JOIN.match(rest)
     if join or listing:
-        rest = rest[join.end():] if join else rest
+        rest = rest[join.end() :] if join else rest
         listed = _list_item(rest, options)  # "A and B both seem possible", "손자와 할머니 둘 다"
         if listed:
             return listed
@@ -208,7 +213,7 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
     for match in _PREFIX_PHRASES.finditer(text):
         if quoted(match.start(), match.end()) or _negated_before(text, match.start()):
             continue
-        line, _, after = text[match.end():].partition("\n")
+        line, _, after = text[match.end() :].partition("\n")
         if not line.strip(_WRAPPERS + ".:："):
             line = next((candidate for candidate in after.split("\n") if candidate.strip()), "")  # "Answer:\nC"
         read = _read(line, options)
@@ -239,7 +244,7 @@ def _declared_by_suffix(text: str, at: int) -> bool:
     suffix = _SUFFIX_PHRASE.match(text, at)
     if not suffix:
         return False
-    rest = re.split(r"(?<=[.。!?！？])\s|\n", text[suffix.end():], maxsplit=1)[0]
+    rest = re.split(r"(?<=[.。!?！？])\s|\n", text[suffix.end() :], maxsplit=1)[0]
     return not _NEGATION.search(rest)
 
 
@@ -309,14 +314,14 @@ def _bare_options(lines: Sequence[str], options: _Options) -> tuple[frozenset[in
     for number, line in enumerate(lines):
         for sentence in _SENTENCE_END.split(line):
             opener = _INTERJECTION.match(sentence.strip())
-            body = _strip(sentence.strip()[opener.end() if opener else 0:])
+            body = _strip(sentence.strip()[opener.end() if opener else 0 :])
             found = declared if number == 0 or opener else named
             letter = _LETTER.match(body)
             index = options.by_letter(letter.group(1)) if letter else None
             if body and options.keys.count(body) == 1:
                 found.add(options.keys.index(body))
             elif index is not None:
-                text = _strip(body[letter.end():].lstrip(" :.)-–—"))
+                text = _strip(body[letter.end() :].lstrip(" :.)-–—"))
                 if not text or text in options.keys:  # "A", "B: 01" (a text naming another option conflicts)
                     found |= {index, *([options.keys.index(text)] if text else [])}
     return frozenset(declared), frozenset(named)

@@ -93,7 +93,9 @@ class Rule:
         match = _RULE.match(str(text)) if not isinstance(text, bool) else None
         if not metric or match is None or not math.isfinite(float(match["number"])):
             raise BiascheckError(
-                where, field, f"{text!r} is not a margin",
+                where,
+                field,
+                f"{text!r} is not a margin",
                 "write METRIC:MARGIN with MARGIN like +0.02 (absolute) or -2% (relative to the baseline)",
             )
         sign = {"+": 1, "-": -1, "": 0}[match["sign"]]
@@ -109,14 +111,17 @@ class Rule:
     def check_direction(self, better: str, *, where: object, field: str) -> None:
         """A written sign must point the way this metric gets worse (``better``: higher/lower/zero)."""
         if self.relative and better == "zero":
-            raise BiascheckError(where, field, f"{self.describe()}: a margin relative to a metric best at zero shrinks to nothing "
-                                 "as the baseline improves", f"give an absolute margin, e.g. {self.metric}:+0.01")
+            raise BiascheckError(
+                where,
+                field,
+                f"{self.describe()}: a margin relative to a metric best at zero shrinks to nothing as the baseline improves",
+                f"give an absolute margin, e.g. {self.metric}:+0.01",
+            )
         worse = -1 if better == "higher" else 1
         if self.sign and self.sign != worse:
             change = "a decrease" if worse < 0 else ("an increase of |x|" if better == "zero" else "an increase")
             fixed = Rule(self.metric, self.margin, self.relative, worse, self.source).describe()
-            raise BiascheckError(where, field, f"{self.describe()} points the wrong way: for {self.metric} a worsening is {change}",
-                                 f"write {fixed}")
+            raise BiascheckError(where, field, f"{self.describe()} points the wrong way: for {self.metric} a worsening is {change}", f"write {fixed}")
 
     def describe(self) -> str:
         sign = {1: "+", -1: "-", 0: ""}[self.sign]
@@ -138,8 +143,14 @@ class RegressionSettings:
     flip_limit: int = 200
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rules": [r.describe() for r in self.rules.values()], "alpha": self.alpha, "power": self.power,
-                "resamples": self.resamples, "seed": self.seed, "flip_limit": self.flip_limit}
+        return {
+            "rules": [r.describe() for r in self.rules.values()],
+            "alpha": self.alpha,
+            "power": self.power,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "flip_limit": self.flip_limit,
+        }
 
 
 @dataclass(frozen=True)
@@ -234,8 +245,12 @@ def _schema_error(path: Path, error) -> BiascheckError:
     if where == "thresholds.min_n":
         return BiascheckError(path, where, error.message, "give a whole number of cases, at least 1, e.g. min_n = 30")
     if validator == "type" and error.validator_value == "object" and _THRESHOLD_FIELD.match(where):
-        return BiascheckError(path, where, error.message, "a gate is a table, e.g. diff_bias_amb = { max_abs = 0.05 }; "
-                              'only [thresholds] also takes mode = "point" | "credible" and min_n = N')
+        return BiascheckError(
+            path,
+            where,
+            error.message,
+            'a gate is a table, e.g. diff_bias_amb = { max_abs = 0.05 }; only [thresholds] also takes mode = "point" | "credible" and min_n = N',
+        )
     if validator in ("minimum", "maximum") and "minimum" in error.schema and "maximum" in error.schema:
         low, high = error.schema["minimum"], error.schema["maximum"]
         return BiascheckError(path, where, error.message, f"give a value from {low} to {high}")
@@ -281,15 +296,15 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
     if ("from_data" in prompts) == ("inline" in prompts):
         raise BiascheckError(path, "prompts", "give exactly one of prompts.from_data or prompts.inline", "see suites/kobbq and suites/bbq")
     if "from_data" in prompts and prompts["from_data"] not in data:
-        raise BiascheckError(
-            path, "prompts.from_data", f"{prompts['from_data']!r} is not a key of [data]", f"use one of: {', '.join(data)}"
-        )
+        raise BiascheckError(path, "prompts.from_data", f"{prompts['from_data']!r} is not a key of [data]", f"use one of: {', '.join(data)}")
     inline = tuple(InlinePrompt(p["id"], p["template"], p["unknown"], tuple(p["letters"])) for p in prompts.get("inline", ()))
     for prompt in inline:
         for placeholder in ("{context}", "{question}", "{a}", "{b}", "{c}"):
             if placeholder not in prompt.template:
                 raise BiascheckError(
-                    path, f"prompts.inline[{prompt.id}].template", f"missing placeholder {placeholder}",
+                    path,
+                    f"prompts.inline[{prompt.id}].template",
+                    f"missing placeholder {placeholder}",
                     "templates need {context}, {question}, {a}, {b} and {c}",
                 )
     ids = [p.id for p in inline]
@@ -302,8 +317,9 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
 
     gates = {m: _threshold(t) for m, t in raw["thresholds"].items() if m not in THRESHOLD_SETTINGS}
     if not gates:
-        raise BiascheckError(path, "thresholds", "no gated metric (mode and min_n only say how gates are judged)",
-                             "add one, e.g. diff_bias_amb = { max_abs = 0.05 }")
+        raise BiascheckError(
+            path, "thresholds", "no gated metric (mode and min_n only say how gates are judged)", "add one, e.g. diff_bias_amb = { max_abs = 0.05 }"
+        )
 
     subset = raw.get("subset", {})
     bootstrap = raw.get("bootstrap", {})
@@ -334,14 +350,11 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         thresholds=gates,
         threshold_mode=raw["thresholds"].get("mode", "point"),
         threshold_min_n=int(raw["thresholds"]["min_n"]) if "min_n" in raw["thresholds"] else None,  # TOML 30.0 is a valid integer too
-        category_thresholds={
-            c: {m: _threshold(t) for m, t in table.items()} for c, table in raw.get("category_thresholds", {}).items()
-        },
-        estimator_thresholds={
-            kind: {m: _threshold(t) for m, t in table.items()} for kind, table in raw.get("estimator_thresholds", {}).items()
-        },
-        hbb={"estimator": "sampling", "samples": 10, "top_logprobs": 5, "flag_threshold": 20.0, "questions": None, "seed": 0,
-             **raw.get("hbb", {})} if "hbb" in raw else {},
+        category_thresholds={c: {m: _threshold(t) for m, t in table.items()} for c, table in raw.get("category_thresholds", {}).items()},
+        estimator_thresholds={kind: {m: _threshold(t) for m, t in table.items()} for kind, table in raw.get("estimator_thresholds", {}).items()},
+        hbb={"estimator": "sampling", "samples": 10, "top_logprobs": 5, "flag_threshold": 20.0, "questions": None, "seed": 0, **raw.get("hbb", {})}
+        if "hbb" in raw
+        else {},
         bbg=_bbg_settings(raw["bbg"]) if "bbg" in raw else {},
         regression=RegressionSettings(
             rules=rules,
@@ -356,14 +369,12 @@ def _bbg_settings(table: dict[str, Any]) -> dict[str, Any]:
     proportions (unscorable "exclude"), the judge's parameters typed as on the command line, the
     paper's qualification bounds (accuracy 0.95, |diff-bias| 0.02)."""
     judge = table.get("judge", {})
-    qualification = {"suite": None, "cases": None, "seed": 0, "min_accuracy": 0.95, "max_abs_diff_bias": 0.02,
-                     **table.get("judge_qualification", {})}
+    qualification = {"suite": None, "cases": None, "seed": 0, "min_accuracy": 0.95, "max_abs_diff_bias": 0.02, **table.get("judge_qualification", {})}
     return {
         **table,
         "runs": sorted(table.get("runs", [1, 2, 3, 4, 5])),
         "unscorable": table.get("unscorable", "exclude"),
-        "judge": {"model": judge.get("model"),
-                  "sampling": {name: SAMPLING_PARAMS[name](value) for name, value in judge.get("sampling", {}).items()}},
+        "judge": {"model": judge.get("model"), "sampling": {name: SAMPLING_PARAMS[name](value) for name, value in judge.get("sampling", {}).items()}},
         "judge_qualification": qualification,
     }
 
@@ -381,15 +392,15 @@ def parse_sampling_overrides(pairs: list[str], where: str = "--biascheck-param")
         name = name.strip()
         if not sep or name not in SAMPLING_PARAMS:
             raise BiascheckError(
-                where, name or pair, f"expected NAME=VALUE with NAME one of {', '.join(SAMPLING_PARAMS)}, got {pair!r}",
+                where,
+                name or pair,
+                f"expected NAME=VALUE with NAME one of {', '.join(SAMPLING_PARAMS)}, got {pair!r}",
                 "e.g. --biascheck-param temperature=0",
             )
         try:
             typed = SAMPLING_PARAMS[name](value.strip())
         except ValueError:
-            raise BiascheckError(
-                where, name, f"{value!r} is not a valid {SAMPLING_PARAMS[name].__name__}", "give a number"
-            ) from None
+            raise BiascheckError(where, name, f"{value!r} is not a valid {SAMPLING_PARAMS[name].__name__}", "give a number") from None
         # The same bounds as a manifest's [sampling] (e.g. temperature >= 0), and never nan/inf.
         bounds = _validator().schema["properties"]["sampling"]["properties"][name]
         problem = None if math.isfinite(typed) else "is not a finite number"

@@ -119,25 +119,22 @@ class DataFile:
         where = manifest_path
         name = f"data.{key}"
         if not isinstance(table, Mapping):
-            raise BiascheckError(where, name, f"must be a table, got {type(table).__name__}",
-                                 "give path, url and sha256 (see suites/kobbq/suite.toml)")
+            raise BiascheckError(
+                where, name, f"must be a table, got {type(table).__name__}", "give path, url and sha256 (see suites/kobbq/suite.toml)"
+            )
         unknown = sorted(set(table) - set(_MANIFEST_KEYS))
         if unknown:
-            raise BiascheckError(where, name, f"unknown key {', '.join(map(repr, unknown))}",
-                                 f"use only: {', '.join(_MANIFEST_KEYS)}")
+            raise BiascheckError(where, name, f"unknown key {', '.join(map(repr, unknown))}", f"use only: {', '.join(_MANIFEST_KEYS)}")
         optional = table.get("optional", False)
         for field_name in _REQUIRED_KEYS:
             if field_name == "sha256" and optional is True and field_name not in table:
                 continue  # an unpinned optional file: skipped until someone pins it
             if field_name not in table:
-                raise BiascheckError(where, f"{name}.{field_name}", "missing",
-                                     {"path": _FIX_PATH, "url": _FIX_URL, "sha256": _FIX_SHA}[field_name])
+                raise BiascheckError(where, f"{name}.{field_name}", "missing", {"path": _FIX_PATH, "url": _FIX_URL, "sha256": _FIX_SHA}[field_name])
             if not isinstance(table[field_name], str):
-                raise BiascheckError(where, f"{name}.{field_name}",
-                                     f"must be a string, got {type(table[field_name]).__name__}", "quote the value")
+                raise BiascheckError(where, f"{name}.{field_name}", f"must be a string, got {type(table[field_name]).__name__}", "quote the value")
         if not isinstance(optional, bool):
-            raise BiascheckError(where, f"{name}.optional", f"must be true or false, got {optional!r}",
-                                 "write optional = true or leave it out")
+            raise BiascheckError(where, f"{name}.optional", f"must be true or false, got {optional!r}", "write optional = true or leave it out")
         file = cls(key=key, path=table["path"], url=table["url"], sha256=table.get("sha256"), optional=optional)
         file.check(manifest_path)
         return file
@@ -219,19 +216,26 @@ def _verify_local(file: DataFile, local: Path, manifest_path: Path | str, where:
     try:
         actual = sha256_file(local)
     except OSError as exc:
-        raise BiascheckError(local, None, f"cannot read {file.key!r} from the {where}: {exc.strerror or exc}",
-                             "check the file's permissions") from None
-    if actual != file.sha256:
-        fix = ("replace it with the exact upstream file, or fix sha256 in the manifest"
-               if where == "mirror" else "delete it so it is downloaded again, or fix sha256 in the manifest")
         raise BiascheckError(
-            local, None,
-            f"sha256 is {actual} but {manifest_path} data.{file.key}.sha256 expects {file.sha256}", fix,
+            local, None, f"cannot read {file.key!r} from the {where}: {exc.strerror or exc}", "check the file's permissions"
+        ) from None
+    if actual != file.sha256:
+        fix = (
+            "replace it with the exact upstream file, or fix sha256 in the manifest"
+            if where == "mirror"
+            else "delete it so it is downloaded again, or fix sha256 in the manifest"
+        )
+        raise BiascheckError(
+            local,
+            None,
+            f"sha256 is {actual} but {manifest_path} data.{file.key}.sha256 expects {file.sha256}",
+            fix,
         )
 
 
 # ---------------------------------------------------------------------------------------------
 # downloading
+
 
 def _version() -> str:
     try:
@@ -279,8 +283,9 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{file.basename}.", suffix=".part", dir=final.parent)
     except OSError as exc:
-        raise BiascheckError(final.parent, None, f"cannot write to the download cache: {exc.strerror or exc}",
-                             "set BIASCHECK_CACHE_DIR to a writable folder") from None
+        raise BiascheckError(
+            final.parent, None, f"cannot write to the download cache: {exc.strerror or exc}", "set BIASCHECK_CACHE_DIR to a writable folder"
+        ) from None
     tmp = Path(tmp_name)
     done = False
     try:
@@ -316,9 +321,12 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
                     try:
                         out.write(chunk)
                     except OSError as exc:
-                        raise BiascheckError(final.parent, None,
-                                             f"cannot write to the download cache: {exc.strerror or exc}",
-                                             "free some disk space or set BIASCHECK_CACHE_DIR to another folder") from None
+                        raise BiascheckError(
+                            final.parent,
+                            None,
+                            f"cannot write to the download cache: {exc.strerror or exc}",
+                            "free some disk space or set BIASCHECK_CACHE_DIR to another folder",
+                        ) from None
                 if expected_length is not None and received != expected_length:
                     raise _DownloadFailed(f"connection closed after {received} of {expected_length} bytes")
             out.flush()
@@ -326,7 +334,8 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
         actual = digest.hexdigest()
         if actual != file.sha256:
             raise BiascheckError(
-                manifest_path, f"data.{file.key}.sha256",
+                manifest_path,
+                f"data.{file.key}.sha256",
                 f"downloaded {file.url} ({received} bytes) has sha256 {actual}, expected {file.sha256}; nothing was saved",
                 f"fix sha256 if the upstream file is right, or {_FIX_MIRROR}",
             )
@@ -352,6 +361,7 @@ def _describe(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------------
 # resolving
 
+
 def resolve(
     file: DataFile,
     *,
@@ -370,22 +380,29 @@ def resolve(
     file.check(manifest_path)
     if file.sha256 is None:
         # Never use bytes that cannot be verified, wherever they are found.
-        return Resolved(file, None, "missing", f"{file.basename} has no sha256 in {manifest_path} (data.{file.key}); "
-                        "optional file skipped until its checksum is pinned")
+        return Resolved(
+            file,
+            None,
+            "missing",
+            f"{file.basename} has no sha256 in {manifest_path} (data.{file.key}); optional file skipped until its checksum is pinned",
+        )
     tried: list[str] = []
 
     if mirror is not None:
         mirror = Path(mirror)
         if not mirror.is_dir():
-            raise BiascheckError(mirror, None, "data mirror folder does not exist",
-                                 "point --biascheck-data / BIASCHECK_DATA_DIR at the folder holding sources.json (see README)")
+            raise BiascheckError(
+                mirror,
+                None,
+                "data mirror folder does not exist",
+                "point --biascheck-data / BIASCHECK_DATA_DIR at the folder holding sources.json (see README)",
+            )
         candidate = mirror / PurePosixPath(file.path)
         if candidate.is_file():
             _verify_local(file, candidate, manifest_path, "mirror")
             return Resolved(file, candidate, "mirror")
         if file.optional:
-            return Resolved(file, None, "missing",
-                            f"{file.basename} is not in the mirror {mirror} (no {file.path}); optional file skipped")
+            return Resolved(file, None, "missing", f"{file.basename} is not in the mirror {mirror} (no {file.path}); optional file skipped")
         tried.append(f"not in the mirror {mirror} (no {file.path})")
     else:
         tried.append("no mirror given")
@@ -398,10 +415,10 @@ def resolve(
 
     if offline:
         if file.optional:
-            return Resolved(file, None, "missing",
-                            f"{file.basename} is not in the cache and downloads are disabled; optional file skipped")
+            return Resolved(file, None, "missing", f"{file.basename} is not in the cache and downloads are disabled; optional file skipped")
         raise BiascheckError(
-            manifest_path, f"data.{file.key}",
+            manifest_path,
+            f"data.{file.key}",
             f"{file.path} was not found: {'; '.join(tried)}; downloads are disabled (offline)",
             f"{_FIX_MIRROR} or allow downloads (unset BIASCHECK_OFFLINE)",
         )
@@ -410,11 +427,12 @@ def resolve(
         _fetch(file, manifest_path, cached, timeout)
     except _DownloadFailed as exc:
         if file.optional:
-            return Resolved(file, None, "missing",
-                            f"{file.basename} could not be downloaded from {file.url} ({exc}); optional file skipped")
+            return Resolved(file, None, "missing", f"{file.basename} could not be downloaded from {file.url} ({exc}); optional file skipped")
         tried.append(f"download of {file.url} failed: {exc}")
         raise BiascheckError(
-            manifest_path, f"data.{file.key}", f"{file.path} was not found: {'; '.join(tried)}",
+            manifest_path,
+            f"data.{file.key}",
+            f"{file.path} was not found: {'; '.join(tried)}",
             f"{_FIX_MIRROR} or check network access to {urllib.parse.urlsplit(file.url).hostname}",
         ) from None
     return Resolved(file, cached, "download")

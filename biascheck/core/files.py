@@ -83,9 +83,13 @@ def replace_folder(folder: Path, render: Callable[[], dict[str, str]]) -> list[P
     if real.exists():
         _carried(real, folder)  # refused before anything is written
     files = render()
-    marker = {"schema": "biascheck.run/1", "run_id": uuid.uuid4().hex,
-              "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "tool": {"name": "biascheck", "version": biascheck.__version__},
-              "files": {name: "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()}}
+    marker = {
+        "schema": "biascheck.run/1",
+        "run_id": uuid.uuid4().hex,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "tool": {"name": "biascheck", "version": biascheck.__version__},
+        "files": {name: "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()},
+    }
     with _staging(real) as staging:
         for name, text in {**files, RUN_MARKER: json.dumps(marker, indent=1) + "\n"}.items():
             path = staging / name
@@ -118,8 +122,12 @@ def _swap(staging: Path, real: Path, folder: Path) -> None:
                     try:
                         os.link(aside / name, staging / name)
                     except OSError as exc:
-                        raise BiascheckError(folder / name, None, f"cannot be kept in the new report ({exc.strerror or exc})",
-                                             _OWN_FOLDER.format(folder / "biascheck-report")) from None
+                        raise BiascheckError(
+                            folder / name,
+                            None,
+                            f"cannot be kept in the new report ({exc.strerror or exc})",
+                            _OWN_FOLDER.format(folder / "biascheck-report"),
+                        ) from None
                 os.rename(staging, real)
             except BaseException:
                 os.rename(aside, real)  # the previous set stays
@@ -142,8 +150,12 @@ def _carried(real: Path, folder: Path) -> list[str]:
                 carried.append(entry.name)
         elif not (stat.S_ISDIR(mode) and all(_own(p.name) and stat.S_ISREG(p.lstat().st_mode) for p in entry.iterdir())):
             kind = "folder" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "special file"
-            raise BiascheckError(folder, None, f"holds the {kind} {entry.name}, which biascheck did not write",
-                                 _OWN_FOLDER.format(folder / "biascheck-report") + f", or move {entry.name} out")
+            raise BiascheckError(
+                folder,
+                None,
+                f"holds the {kind} {entry.name}, which biascheck did not write",
+                _OWN_FOLDER.format(folder / "biascheck-report") + f", or move {entry.name} out",
+            )
     return carried
 
 

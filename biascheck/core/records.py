@@ -106,8 +106,15 @@ class Case:
 
     def record(self) -> dict[str, str | int]:
         """What every benchmark's results.json case starts with: the case's identity and grouping."""
-        return {"case_id": self.case_id, "sample_id": self.sample_id, "category": self.category, "cluster": self.cluster,
-                "label": self.label, "prompt_id": self.prompt_id, "order": self.order}
+        return {
+            "case_id": self.case_id,
+            "sample_id": self.sample_id,
+            "category": self.category,
+            "cluster": self.cluster,
+            "label": self.label,
+            "prompt_id": self.prompt_id,
+            "order": self.order,
+        }
 
 
 OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]

@@ -68,6 +68,7 @@ def git_commit(cwd: Path) -> str | None:
 
 # --- from a run --------------------------------------------------------------------------------
 
+
 def _judge(judge: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The judge as a baseline keeps it: model and parameters, no endpoint or timeout."""
     return {"model": judge["model"], "params": dict(judge["params"])} if judge else None
@@ -92,10 +93,14 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
             "skipped_categories": dict(suite["skipped_categories"]),
         },
         # No api_base: a loopback port or an internal host name is not part of what was measured.
-        "model": {"model": results["model"]["model"], "revision": results["model"].get("revision"),
-                  "params": dict(results["model"]["params"]), "judge": _judge(results["model"].get("judge")),
-                  "estimator": results["run"].get("estimator"),
-                  **({"served": results["model"]["served"]} if results["model"].get("served") else {})},
+        "model": {
+            "model": results["model"]["model"],
+            "revision": results["model"].get("revision"),
+            "params": dict(results["model"]["params"]),
+            "judge": _judge(results["model"].get("judge")),
+            "estimator": results["run"].get("estimator"),
+            **({"served": results["model"]["served"]} if results["model"].get("served") else {}),
+        },
         "bootstrap": dict(metrics["bootstrap"]),
         # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
         "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),
@@ -112,12 +117,15 @@ def refuse_reason(results: Mapping[str, Any]) -> str | None:
     if run["case_errors"]:
         return f"{run['case_errors']} case(s) errored after retries"
     if run["cases"] != suite["cases_total"]:
-        return (f"only {run['cases']} of the suite's {suite['cases_total']} cases were selected (-k, node ids or a "
-                "deselected category); a baseline must cover the whole suite: run it without a selection")
+        return (
+            f"only {run['cases']} of the suite's {suite['cases_total']} cases were selected (-k, node ids or a "
+            "deselected category); a baseline must cover the whole suite: run it without a selection"
+        )
     return None
 
 
 # --- writing -----------------------------------------------------------------------------------
+
 
 def _digest(document: Mapping[str, Any]) -> str:
     return sha256_text(canonical_json({k: v for k, v in document.items() if k != "digest"}))
@@ -137,8 +145,9 @@ def _pretty(value: Any, indent: str = "") -> str:
 
 def _leaf(value: dict | list) -> bool:
     items = value.values() if isinstance(value, dict) else value
-    return all(not isinstance(v, dict) and not (isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v))
-               for v in items) and not (isinstance(value, list) and any(isinstance(v, list) for v in value))
+    return all(not isinstance(v, dict) and not (isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v)) for v in items) and not (
+        isinstance(value, list) and any(isinstance(v, list) for v in value)
+    )
 
 
 def dumps(document: Mapping[str, Any]) -> str:
@@ -153,6 +162,7 @@ def write(document: Mapping[str, Any], path: Path) -> None:
 
 
 # --- reading -----------------------------------------------------------------------------------
+
 
 @cache
 def _validator():
@@ -183,8 +193,7 @@ def load(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise BiascheckError(where, None, f"cannot be read ({exc.strerror or exc})", "check the path and its permissions") from None
     try:
-        document = json.loads(text, parse_constant=lambda name: _reject_number(where, name),
-                              parse_float=lambda token: _finite(where, token))
+        document = json.loads(text, parse_constant=lambda name: _reject_number(where, name), parse_float=lambda token: _finite(where, token))
     except json.JSONDecodeError as exc:
         # A write cut short (an interrupted copy, a full disk) ends without the closing brace.
         truncated = exc.msg != "Extra data" and not text.rstrip().endswith("}")
@@ -193,16 +202,19 @@ def load(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise BiascheckError(where, None, "is nested too deeply to be a baseline", FIX_RECREATE) from None
     if isinstance(document, dict) and document.get("schema") not in (None, BASELINE_SCHEMA) and isinstance(document.get("schema"), str):
-        raise BiascheckError(where, "schema", f"{document['schema']!r} is not a baseline (expected {BASELINE_SCHEMA!r})",
-                             "give a baseline file, or use `biascheck diff BASELINE RESULTS` for a results.json")
+        raise BiascheckError(
+            where,
+            "schema",
+            f"{document['schema']!r} is not a baseline (expected {BASELINE_SCHEMA!r})",
+            "give a baseline file, or use `biascheck diff BASELINE RESULTS` for a results.json",
+        )
     errors = sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise BiascheckError(where, _field(errors[0].absolute_path), errors[0].message, FIX_RECREATE)
     _check_rows(where, document)
     _check_metrics(where, document)
     if document["digest"] != _digest(document):
-        raise BiascheckError(where, "digest", "the contents do not match the digest: the file was edited after it was written",
-                             FIX_RECREATE)
+        raise BiascheckError(where, "digest", "the contents do not match the digest: the file was edited after it was written", FIX_RECREATE)
     return document
 
 
@@ -243,8 +255,10 @@ def _check_metrics(where: str, document: Mapping[str, Any]) -> None:
             value = float(defs[name].fn(counts))
             if not _same(value, stored["value"]):
                 raise BiascheckError(
-                    where, f"metrics.{scope}.{name}.value",
-                    f"{stored['value']} is not what the stored case outcomes give ({_show(value)})", FIX_RECREATE,
+                    where,
+                    f"metrics.{scope}.{name}.value",
+                    f"{stored['value']} is not what the stored case outcomes give ({_show(value)})",
+                    FIX_RECREATE,
                 )
 
 
@@ -265,6 +279,7 @@ _BEFORE_RECORDED = {"scoring": "unscorable=exclude"}
 
 def fingerprint_differences(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
     """Which parts of the suite fingerprint differ (data, prompts, subset, metrics_version, ...)."""
+
     def value(fingerprint: Mapping[str, Any], part: str) -> Any:
         if part in fingerprint or part not in _BEFORE_RECORDED or candidate.get(part) != _BEFORE_RECORDED[part]:
             return fingerprint.get(part)
@@ -274,6 +289,7 @@ def fingerprint_differences(baseline: Mapping[str, Any], candidate: Mapping[str,
 
 
 # --- the per-unit view that comparisons use -------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ComparisonUnits:

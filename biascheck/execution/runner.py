@@ -212,10 +212,16 @@ class RichProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}  {task.fields[eta]}  errors {task.fields[errors]}  retries {task.fields[retries]}  "
-                       "cache hits {task.fields[hits]}  ${task.fields[cost]:.4f}"),
-            TimeElapsedColumn(), console=self.console, transient=False,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(
+                "{task.fields[rate]}  {task.fields[eta]}  errors {task.fields[errors]}  retries {task.fields[retries]}  "
+                "cache hits {task.fields[hits]}  ${task.fields[cost]:.4f}"
+            ),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
         )
         self._progress.start()
         self._task = self._progress.add_task(self._label, total=total, **self._fields())
@@ -276,9 +282,16 @@ class Execution:
 
 def from_store(stored: StoredResponse) -> Response:
     """A stored answer as the run reads it."""
-    return Response(text=stored.text, finish_reason=stored.finish_reason, usage=stored.usage, cost_usd=stored.cost_usd or 0.0,
-                    logprobs=stored.logprobs, truncated=stored.truncated, served_model=stored.served_model,
-                    system_fingerprint=stored.system_fingerprint)
+    return Response(
+        text=stored.text,
+        finish_reason=stored.finish_reason,
+        usage=stored.usage,
+        cost_usd=stored.cost_usd or 0.0,
+        logprobs=stored.logprobs,
+        truncated=stored.truncated,
+        served_model=stored.served_model,
+        system_fingerprint=stored.system_fingerprint,
+    )
 
 
 def run_sync(execution: Coroutine[Any, Any, T]) -> T:
@@ -328,7 +341,7 @@ async def execute(
             stats.errors += 1
             if error.startswith(NOT_RUN):
                 stats.not_run += 1
-                stats.incomplete = error[len(NOT_RUN):]
+                stats.incomplete = error[len(NOT_RUN) :]
     # Answers made without a refused parameter say so in the store: a warm run reports it too.
     # What stored answers were made without is reported again; new requests try every parameter,
     # so a server that has since accepted one (or a refusal that was a one-off) is not held against it.
@@ -416,8 +429,16 @@ async def execute(
             else:
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
-            stored = StoredResponse(completion.text, completion.finish_reason, completion.usage, completion.cost_usd,
-                                    completion.logprobs, completion.truncated, completion.served_model, completion.system_fingerprint)
+            stored = StoredResponse(
+                completion.text,
+                completion.finish_reason,
+                completion.usage,
+                completion.cost_usd,
+                completion.logprobs,
+                completion.truncated,
+                completion.served_model,
+                completion.system_fingerprint,
+            )
             row = {"messages": request.messages, "params": request.params, "sample": request.sample}
             left_out = {k: dropped[k] for k in request.params if k not in params}
             if left_out:

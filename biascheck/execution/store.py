@@ -48,8 +48,9 @@ _CAUSES = {
 _BUSY_WAIT_S = 60.0
 
 
-def request_key(model: str, endpoint: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0,
-                revision: str | None = None) -> str:
+def request_key(
+    model: str, endpoint: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0, revision: str | None = None
+) -> str:
     """``revision``: what the user says is served under ``model`` (--biascheck-model-revision), so a
     model redeployed under the same name is asked again; absent from the key when not given, so
     the stores of runs without one keep answering."""
@@ -85,8 +86,8 @@ class StoreWriteError(BiascheckError):
 _TABLES = {
     "meta": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
     "responses": "key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT, finish_reason TEXT, "
-                 "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
-                 "served_model TEXT, system_fingerprint TEXT",
+    "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
+    "served_model TEXT, system_fingerprint TEXT",
     "run_errors": "run_id TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (run_id, key)",
 }
 _ADDED_COLUMNS = {"logprobs": "TEXT", "truncated": "INTEGER NOT NULL DEFAULT 0", "served_model": "TEXT", "system_fingerprint": "TEXT"}
@@ -114,15 +115,23 @@ class _Layout:
 
     def is_legacy(self) -> bool:
         """Written by a biascheck that did not yet mark its stores."""
-        return (self.application_id == 0 and self.user_version == 0 and not self.others
-                and self.tables.keys() == _COLUMNS.keys() and self.tables["responses"] in _LEGACY_RESPONSES
-                and all(self.tables[t] == _COLUMNS[t] for t in ("meta", "run_errors"))
-                and self.meta_version in (None, STORE_VERSION))
+        return (
+            self.application_id == 0
+            and self.user_version == 0
+            and not self.others
+            and self.tables.keys() == _COLUMNS.keys()
+            and self.tables["responses"] in _LEGACY_RESPONSES
+            and all(self.tables[t] == _COLUMNS[t] for t in ("meta", "run_errors"))
+            and self.meta_version in (None, STORE_VERSION)
+        )
 
     def is_current(self) -> bool:
-        return (self.application_id == APPLICATION_ID and self.user_version == SCHEMA_VERSION
-                and all(set(columns) <= set(self.tables.get(t, ())) for t, columns in _COLUMNS.items())
-                and self.meta_version is not None)
+        return (
+            self.application_id == APPLICATION_ID
+            and self.user_version == SCHEMA_VERSION
+            and all(set(columns) <= set(self.tables.get(t, ())) for t, columns in _COLUMNS.items())
+            and self.meta_version is not None
+        )
 
     def found(self) -> str:
         """What makes it someone else's file, for the error."""
@@ -157,16 +166,21 @@ def _read_layout(db: sqlite3.Connection) -> _Layout:
             raise
         db.execute("COMMIT")  # of reads only: writes nothing
         return layout
-    objects = db.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') "
-                         "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").fetchall()
-    tables = {name: tuple(c for (c,) in db.execute("SELECT name FROM pragma_table_info(?)", (name,)))
-              for kind, name in objects if kind == "table"}
+    objects = db.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+    ).fetchall()
+    tables = {name: tuple(c for (c,) in db.execute("SELECT name FROM pragma_table_info(?)", (name,))) for kind, name in objects if kind == "table"}
     meta_version = None
     if tables.get("meta") == _COLUMNS["meta"]:
         row = db.execute("SELECT value FROM meta WHERE name = 'version'").fetchone()
         meta_version = row[0] if row else None
-    return _Layout(db.execute("PRAGMA application_id").fetchone()[0], db.execute("PRAGMA user_version").fetchone()[0],
-                   tables, tuple(name for kind, name in objects if kind != "table"), meta_version)
+    return _Layout(
+        db.execute("PRAGMA application_id").fetchone()[0],
+        db.execute("PRAGMA user_version").fetchone()[0],
+        tables,
+        tuple(name for kind, name in objects if kind != "table"),
+        meta_version,
+    )
 
 
 class _Undecodable(bytes):
@@ -187,17 +201,25 @@ def _json(value: object) -> Any:
     return json.loads(value)
 
 
-def _response(text: object, finish: object, usage: object, cost: object, logprobs: object, truncated: object,
-              served_model: object, system_fingerprint: object) -> StoredResponse | None:
+def _response(
+    text: object, finish: object, usage: object, cost: object, logprobs: object, truncated: object, served_model: object, system_fingerprint: object
+) -> StoredResponse | None:
     """The row as a StoredResponse, or None when it is damaged."""
     try:
         usage = _json(usage)
         logprobs = None if logprobs is None else _json(logprobs)
     except (ValueError, TypeError):
         return None
-    if not (isinstance(text, str | None) and isinstance(finish, str | None) and isinstance(usage, dict)
-            and isinstance(logprobs, dict | None) and isinstance(cost, float | int | None) and truncated in (0, 1)
-            and isinstance(served_model, str | None) and isinstance(system_fingerprint, str | None)):
+    if not (
+        isinstance(text, str | None)
+        and isinstance(finish, str | None)
+        and isinstance(usage, dict)
+        and isinstance(logprobs, dict | None)
+        and isinstance(cost, float | int | None)
+        and truncated in (0, 1)
+        and isinstance(served_model, str | None)
+        and isinstance(system_fingerprint, str | None)
+    ):
         return None
     return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint)
 
@@ -213,7 +235,9 @@ class ResponseStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise BiascheckError(path, None, f"cannot open the response store ({exc.strerror})", "point --biascheck-cache at a writable path") from None
+            raise BiascheckError(
+                path, None, f"cannot open the response store ({exc.strerror})", "point --biascheck-cache at a writable path"
+            ) from None
         # One name for one store, however it is reached (symlinks): SQLite names the -wal and -shm
         # files after the path it opens, and exclusive() locks a file next to it.
         self.path = path.resolve()
@@ -230,8 +254,9 @@ class ResponseStore:
             if _errorcode(exc) == sqlite3.SQLITE_NOTADB:  # maybe a file of the user's: never "delete it"
                 raise BiascheckError(self.path, None, f"not a usable response store (not an SQLite database: {exc})", FIX_OTHER_FILE) from None
             if _errorcode(exc) == sqlite3.SQLITE_CORRUPT:
-                raise BiascheckError(self.path, None, f"not a usable response store ({exc})",
-                                     "delete it (its answers are asked again) or " + FIX_OTHER_FILE) from None
+                raise BiascheckError(
+                    self.path, None, f"not a usable response store ({exc})", "delete it (its answers are asked again) or " + FIX_OTHER_FILE
+                ) from None
             raise self._write_error(exc, "cannot initialise the response store") from None
         except BaseException:
             self._db.close()
@@ -255,8 +280,12 @@ class ResponseStore:
     def _check(self, layout: _Layout) -> None:
         if layout.application_id == APPLICATION_ID:
             if layout.user_version > SCHEMA_VERSION:
-                raise BiascheckError(self.path, None, f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
-                                     "upgrade biascheck or " + FIX_OTHER_FILE)
+                raise BiascheckError(
+                    self.path,
+                    None,
+                    f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
+                    "upgrade biascheck or " + FIX_OTHER_FILE,
+                )
             if layout.meta_version not in (None, STORE_VERSION):
                 raise BiascheckError(self.path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", FIX_OTHER_FILE)
         elif not (layout.is_empty() or layout.is_legacy()):
@@ -292,8 +321,12 @@ class ResponseStore:
 
     def _write_error(self, exc: sqlite3.Error, problem: str) -> StoreWriteError:
         fix = _CAUSES.get(_errorcode(exc), "fix the cause")
-        return StoreWriteError(self.path, None, f"{problem} ({exc}); the answers already stored are kept",
-                               f"{fix}, then run again: answered requests are not asked again")
+        return StoreWriteError(
+            self.path,
+            None,
+            f"{problem} ({exc}); the answers already stored are kept",
+            f"{fix}, then run again: answered requests are not asked again",
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -324,8 +357,11 @@ class ResponseStore:
             else:
                 found[key] = response
         if damaged:
-            warnings.warn(f"{self.path}: {damaged} damaged stored answer{'s' if damaged > 1 else ''} read as missing: "
-                          "asked again and replaced", StoreWarning, stacklevel=2)
+            warnings.warn(
+                f"{self.path}: {damaged} damaged stored answer{'s' if damaged > 1 else ''} read as missing: asked again and replaced",
+                StoreWarning,
+                stacklevel=2,
+            )
         return found
 
     def dropped_params(self, keys: Iterable[str]) -> dict[str, str]:
@@ -345,14 +381,26 @@ class ResponseStore:
 
     def put(self, key: str, model: str, request: dict[str, Any], response: StoredResponse) -> None:
         # One transaction per answer: what was answered is never lost to a kill.
-        row = (key, model, canonical_json(request), response.text, response.finish_reason,
-               json.dumps(response.usage, sort_keys=True), response.cost_usd, time.time(),
-               json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None, int(response.truncated),
-               response.served_model, response.system_fingerprint)
+        row = (
+            key,
+            model,
+            canonical_json(request),
+            response.text,
+            response.finish_reason,
+            json.dumps(response.usage, sort_keys=True),
+            response.cost_usd,
+            time.time(),
+            json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None,
+            int(response.truncated),
+            response.served_model,
+            response.system_fingerprint,
+        )
         try:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
-                "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
         except sqlite3.Error as exc:
             raise self._write_error(exc, "cannot store an answer") from None
 
@@ -399,8 +447,9 @@ class ResponseStore:
         try:
             handle = open(self._lock_path, "a")  # noqa: SIM115 - closed by the with below
         except OSError as exc:
-            raise StoreWriteError(self._lock_path, None, f"cannot create the store's lock file ({exc.strerror})",
-                                  "point --biascheck-cache at a writable path") from None
+            raise StoreWriteError(
+                self._lock_path, None, f"cannot create the store's lock file ({exc.strerror})", "point --biascheck-cache at a writable path"
+            ) from None
         with handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:

@@ -119,27 +119,21 @@ def _factorize(values: list[str]) -> tuple[np.ndarray, list[str]]:
     return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values)), uniques
 
 
-def _grouped_cluster_counts(group: np.ndarray, n_groups: int, cluster: np.ndarray, n_clusters: int,
-                            cell_idx: np.ndarray) -> np.ndarray:
+def _grouped_cluster_counts(group: np.ndarray, n_groups: int, cluster: np.ndarray, n_clusters: int, cell_idx: np.ndarray) -> np.ndarray:
     """(G, T, K) counts: cases of group g in cluster t falling in cell k."""
     flat = (group * n_clusters + cluster) * K + cell_idx
     return np.bincount(flat, minlength=n_groups * n_clusters * K).reshape(n_groups, n_clusters, K)
 
 
-def _table(cluster_counts: np.ndarray, defs: Sequence[MetricDef], n_boot: int, seed: int,
-           confidence: float) -> Table:
+def _table(cluster_counts: np.ndarray, defs: Sequence[MetricDef], n_boot: int, seed: int, confidence: float) -> Table:
     """Point estimates from the total and intervals from the cluster bootstrap of one group.
 
     Shared by every benchmark: rows are clusters' summed (non-negative) vectors; a cluster with
     nothing in this group is left out of the resampling."""
     present = cluster_counts[cluster_counts.sum(axis=1) > 0]
     total = present.sum(axis=0) if len(present) else np.zeros(cluster_counts.shape[1], dtype=cluster_counts.dtype)
-    cis = cluster_bootstrap_many(present, {d.name: d.fn for d in defs}, n_boot=n_boot, seed=seed,
-                                 confidence=confidence)
-    return {
-        d.name: MetricValue(float(d.fn(total)), cis[d.name], d.n(total), d.note(total))
-        for d in defs
-    }
+    cis = cluster_bootstrap_many(present, {d.name: d.fn for d in defs}, n_boot=n_boot, seed=seed, confidence=confidence)
+    return {d.name: MetricValue(float(d.fn(total)), cis[d.name], d.n(total), d.note(total)) for d in defs}
 
 
 def _spread(values: list[float], unit: str = "prompts") -> Spread:
@@ -214,11 +208,7 @@ def aggregate_qa(
     def by(values: list[str], skip_empty: bool = False) -> dict[str, Table]:
         group, group_names = _factorize(values)
         counts = _grouped_cluster_counts(group, len(group_names), cluster, n_clusters, cell_idx)
-        return {
-            g: _table(counts[i], defs, n_boot, seed, confidence)
-            for i, g in enumerate(group_names)
-            if not (skip_empty and g == "")
-        }
+        return {g: _table(counts[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names) if not (skip_empty and g == "")}
 
     overall_counts = _grouped_cluster_counts(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, cell_idx)[0]
     overall = _table(overall_counts, defs, n_boot, seed, confidence)

@@ -180,8 +180,13 @@ def paired_case_bootstrap(
     return _compare_metrics(joint.sum(axis=1).astype(np.float64), joint.sum(axis=0).astype(np.float64), resampled, metrics, confidence)
 
 
-def _compare_metrics(tot_base: np.ndarray, tot_cand: np.ndarray, resampled: tuple[np.ndarray, np.ndarray] | None,
-                     metrics: Mapping[str, tuple[Callable, str]], confidence: float) -> dict[str, PairedDifference]:
+def _compare_metrics(
+    tot_base: np.ndarray,
+    tot_cand: np.ndarray,
+    resampled: tuple[np.ndarray, np.ndarray] | None,
+    metrics: Mapping[str, tuple[Callable, str]],
+    confidence: float,
+) -> dict[str, PairedDifference]:
     out: dict[str, PairedDifference] = {}
     for name, (fn, better) in metrics.items():
         b, c = _scalar(fn(tot_base), name), _scalar(fn(tot_cand), name)
@@ -194,8 +199,14 @@ def _compare_metrics(tot_base: np.ndarray, tot_cand: np.ndarray, resampled: tupl
             finite = worse[~np.isnan(worse)]
             se = float(np.std(finite, ddof=1)) if finite.size >= 2 else math.nan
             out[name] = PairedDifference(
-                b, c, c - b, percentile_interval(diffs, confidence),
-                worsening, percentile_interval(worse, confidence), se, int(finite.size),
+                b,
+                c,
+                c - b,
+                percentile_interval(diffs, confidence),
+                worsening,
+                percentile_interval(worse, confidence),
+                se,
+                int(finite.size),
             )
         else:
             out[name] = PairedDifference(b, c, c - b, _NAN_INTERVAL, worsening, _NAN_INTERVAL, math.nan, 0)

@@ -34,60 +34,105 @@ if TYPE_CHECKING:
 OPTIONS = (
     # (option, ini key, env var, help)
     ("--biascheck-model", "biascheck_model", "BIASCHECK_MODEL", "litellm model string, or sim/<persona> for the simulated model"),
-    ("--biascheck-model-revision", "biascheck_model_revision", "BIASCHECK_MODEL_REVISION",
-     "what is served under the model string (a release tag, a commit, a checkpoint): part of every stored answer's key, "
-     "so a model redeployed under the same name is asked again"),
+    (
+        "--biascheck-model-revision",
+        "biascheck_model_revision",
+        "BIASCHECK_MODEL_REVISION",
+        "what is served under the model string (a release tag, a commit, a checkpoint): part of every stored answer's key, "
+        "so a model redeployed under the same name is asked again",
+    ),
     ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
     ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
     ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls, a whole number (default 32)"),
     ("--biascheck-report", "biascheck_report", None, "folder for results.json, report.md, report.html (replaced whole by each run)"),
-    ("--biascheck-max-cost", "biascheck_max_cost", None,
-     "stop issuing calls before this many USD would be spent, a number (calls in flight count at the mean cost per call); "
-     "the run then fails as incomplete"),
+    (
+        "--biascheck-max-cost",
+        "biascheck_max_cost",
+        None,
+        "stop issuing calls before this many USD would be spent, a number (calls in flight count at the mean cost per call); "
+        "the run then fails as incomplete",
+    ),
     ("--biascheck-api-base", "biascheck_api_base", None, "API base URL (vLLM, Ollama, a proxy)"),
     ("--biascheck-timeout", "biascheck_timeout", None, "seconds per model call attempt, a number (default 60)"),
     ("--biascheck-price", "biascheck_price", None, "INPUT/OUTPUT USD per million tokens, for models litellm has no price for"),
     ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts, a whole number (default 6)"),
-    ("--biascheck-estimator", "biascheck_estimator", None,
-     "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's"),
-    ("--biascheck-judge", "biascheck_judge", "BIASCHECK_JUDGE",
-     "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]"),
+    (
+        "--biascheck-estimator",
+        "biascheck_estimator",
+        None,
+        "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's",
+    ),
+    (
+        "--biascheck-judge",
+        "biascheck_judge",
+        "BIASCHECK_JUDGE",
+        "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]",
+    ),
     ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "BBG: the judge's API base URL (else its provider's variable)"),
     ("--biascheck-judge-price", "biascheck_judge_price", None, "BBG: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for"),
-    ("--biascheck-bbg-unscorable", "biascheck_bbg_unscorable", None,
-     "BBG: a pair with an out-of-choice judge answer or an empty or filtered story is left out ('exclude') or read as u "
-     "as in the paper ('unknown'); errored calls never are; default: the suite's [bbg] unscorable"),
-    ("--biascheck-baseline", "biascheck_baseline", "BIASCHECK_BASELINE",
-     "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
-     "where to write it (default baselines/{suite}/release.json)"),
+    (
+        "--biascheck-bbg-unscorable",
+        "biascheck_bbg_unscorable",
+        None,
+        "BBG: a pair with an out-of-choice judge answer or an empty or filtered story is left out ('exclude') or read as u "
+        "as in the paper ('unknown'); errored calls never are; default: the suite's [bbg] unscorable",
+    ),
+    (
+        "--biascheck-baseline",
+        "biascheck_baseline",
+        "BIASCHECK_BASELINE",
+        "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
+        "where to write it (default baselines/{suite}/release.json)",
+    ),
 )
 FLAGS = (
     # (option, ini key, help)
-    ("--biascheck-update-baseline", None,
-     "write or replace the baseline from this run (default path baselines/{suite}/release.json); refused for partial or errored "
-     "runs. Failed thresholds are reported, but a run that wrote every baseline passes (see --biascheck-strict-record)"),
-    ("--biascheck-strict-record", "biascheck_strict_record",
-     "with --biascheck-update-baseline: a failed threshold fails the run even though the baseline was written"),
-    ("--biascheck-allow-fingerprint-mismatch", None,
-     "compare with a baseline made from other data, prompts or subset, on the cases both share"),
-    ("--biascheck-fail-inconclusive", "biascheck_fail_inconclusive",
-     "fail regression checks that can neither show nor rule out a worsening beyond the margin"),
-    ("--biascheck-rejudge", None,
-     "BBG: judge the stored generations again (e.g. with another --biascheck-judge): no generation call is made"),
-    ("--biascheck-qualify-judge", "biascheck_qualify_judge",
-     "BBG: first run the judge on the disambiguated QA items of [bbg.judge_qualification] and warn when it falls short"),
-    ("--biascheck-dry-run", None,
-     "print the calls the selected cases would make (the response store's answers subtracted) and their cost in USD, "
-     "then stop: no model call, no test run"),
+    (
+        "--biascheck-update-baseline",
+        None,
+        "write or replace the baseline from this run (default path baselines/{suite}/release.json); refused for partial or errored "
+        "runs. Failed thresholds are reported, but a run that wrote every baseline passes (see --biascheck-strict-record)",
+    ),
+    (
+        "--biascheck-strict-record",
+        "biascheck_strict_record",
+        "with --biascheck-update-baseline: a failed threshold fails the run even though the baseline was written",
+    ),
+    ("--biascheck-allow-fingerprint-mismatch", None, "compare with a baseline made from other data, prompts or subset, on the cases both share"),
+    (
+        "--biascheck-fail-inconclusive",
+        "biascheck_fail_inconclusive",
+        "fail regression checks that can neither show nor rule out a worsening beyond the margin",
+    ),
+    ("--biascheck-rejudge", None, "BBG: judge the stored generations again (e.g. with another --biascheck-judge): no generation call is made"),
+    (
+        "--biascheck-qualify-judge",
+        "biascheck_qualify_judge",
+        "BBG: first run the judge on the disambiguated QA items of [bbg.judge_qualification] and warn when it falls short",
+    ),
+    (
+        "--biascheck-dry-run",
+        None,
+        "print the calls the selected cases would make (the response store's answers subtracted) and their cost in USD, "
+        "then stop: no model call, no test run",
+    ),
 )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("biascheck", "bias regression testing")
-    group.addoption("--biascheck", action="store_true",
-                    help="collect suite folders (suite.toml) as bias tests; a bare name that is no folder here (kobbq) is the packaged suite")
-    group.addoption("--biascheck-suite", action="append", default=[], metavar="NAME",
-                    help="run a suite shipped with biascheck, by name (implies --biascheck); see `biascheck suites`")
+    group.addoption(
+        "--biascheck",
+        action="store_true",
+        help="collect suite folders (suite.toml) as bias tests; a bare name that is no folder here (kobbq) is the packaged suite",
+    )
+    group.addoption(
+        "--biascheck-suite",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run a suite shipped with biascheck, by name (implies --biascheck); see `biascheck suites`",
+    )
     for option, ini, env, text in OPTIONS:
         group.addoption(option, default=None, help=text + (f" [env {env}]" if env else ""))
         parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
@@ -95,10 +140,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(option, action="store_true", default=False, help=text)
         if ini:
             parser.addini(ini, text, type="bool", default=False)
-    group.addoption("--biascheck-param", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a sampling parameter of the manifests (temperature, seed, max_tokens, ...)")
-    group.addoption("--biascheck-compare-fail", action="append", default=[], metavar="METRIC:MARGIN",
-                    help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)")
+    group.addoption(
+        "--biascheck-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a sampling parameter of the manifests (temperature, seed, max_tokens, ...)",
+    )
+    group.addoption(
+        "--biascheck-compare-fail",
+        action="append",
+        default=[],
+        metavar="METRIC:MARGIN",
+        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)",
+    )
     parser.addini("biascheck_compare_fail", "regression rules, one METRIC:MARGIN per line", type="linelist", default=[])
 
 
@@ -115,7 +170,9 @@ def _setting(config: pytest.Config, option: str, ini: str, env: str | None) -> s
             value = config.getini(ini)
         except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
             kind = "a whole number" if INI_NUMBERS.get(ini) == "int" else "a number"
-            raise BiascheckError(config.inipath or "ini file", ini, f"is not {kind}", f"e.g. {ini} = {'32' if kind == 'a whole number' else '1.5'}") from None
+            raise BiascheckError(
+                config.inipath or "ini file", ini, f"is not {kind}", f"e.g. {ini} = {'32' if kind == 'a whole number' else '1.5'}"
+            ) from None
         value = None if value in (None, "") else str(value)
     return value
 
@@ -187,19 +244,23 @@ class BiascheckState:
             from biascheck.evaluation import baseline as baselines
             from biascheck.evaluation.regression import check_comparable
 
-            path = baselines.baseline_path(self.baseline.pattern, suite=suite.name, model=self.run_config.model.model,
-                                           root=self.config.invocation_params.dir)
+            path = baselines.baseline_path(
+                self.baseline.pattern, suite=suite.name, model=self.run_config.model.model, root=self.config.invocation_params.dir
+            )
             document = baselines.load(path)
-            check_comparable(document, {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
-                             allow_mismatch=self.baseline.allow_mismatch, path=str(path))
+            check_comparable(
+                document,
+                {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
+                allow_mismatch=self.baseline.allow_mismatch,
+                path=str(path),
+            )
             self.baselines[suite.name] = (path, document)
         return self.baselines[suite.name]
 
     def regression_rules(self, suite: Suite) -> dict:
         from biascheck.evaluation.regression import resolve_rules
 
-        return resolve_rules(suite.manifest.benchmark, suite.manifest.gated_metrics(None), suite.manifest.regression.rules,
-                             self.baseline.rules)
+        return resolve_rules(suite.manifest.benchmark, suite.manifest.gated_metrics(None), suite.manifest.regression.rules, self.baseline.rules)
 
     def check(self, suite_file, scope: str, metric: str):
         comparison = self.comparisons.get(suite_file.suite.name)
@@ -238,8 +299,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _run_suites_in_one_process(config)
         run_config = _run_config(config)
         if config.getoption("biascheck_dry_run") and getattr(config.option, "numprocesses", None):
-            raise BiascheckError("--biascheck-dry-run", None, "cannot be combined with -n (pytest-xdist)",
-                                 "drop -n: a dry run makes no call to share")
+            raise BiascheckError(
+                "--biascheck-dry-run", None, "cannot be combined with -n (pytest-xdist)", "drop -n: a dry run makes no call to share"
+            )
     except BiascheckError as exc:
         raise pytest.UsageError(str(exc)) from None
     report = _setting(config, "--biascheck-report", "biascheck_report", None)
@@ -249,8 +311,7 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline = _baseline_options(config)
     except BiascheckError as exc:
         raise pytest.UsageError(str(exc)) from None
-    state = BiascheckState(config, run_config, baseline, report_dir=Path(report) if report else None,
-                           dry_run=config.getoption("biascheck_dry_run"))
+    state = BiascheckState(config, run_config, baseline, report_dir=Path(report) if report else None, dry_run=config.getoption("biascheck_dry_run"))
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
 
@@ -266,8 +327,10 @@ def _run_suites_in_one_process(config: pytest.Config) -> None:
         return
     workers = len(config.option.tx)
     config.option.dist, config.option.tx, config.option.numprocesses = "no", [], 0
-    config.stash[ONE_PROCESS_NOTE] = (f"biascheck: bias suites only, so one process instead of {workers} xdist workers "
-                                      "(calls are concurrent already; workers would repeat the collection and the run)")
+    config.stash[ONE_PROCESS_NOTE] = (
+        f"biascheck: bias suites only, so one process instead of {workers} xdist workers "
+        "(calls are concurrent already; workers would repeat the collection and the run)"
+    )
 
 
 def _names_a_suite(arg: str) -> bool:
@@ -373,8 +436,7 @@ def _run_config(config: pytest.Config):
     judge_price = setting("--biascheck-judge-price")
     unscorable = setting("--biascheck-bbg-unscorable")
     if unscorable is not None and unscorable not in UNSCORABLE_CONVENTIONS:
-        raise BiascheckError("--biascheck-bbg-unscorable", None, f"{unscorable!r} is not a convention",
-                             f"use {' or '.join(UNSCORABLE_CONVENTIONS)}")
+        raise BiascheckError("--biascheck-bbg-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(UNSCORABLE_CONVENTIONS)}")
     return RunConfig(
         model=model_config,
         judge=judge,
@@ -425,10 +487,7 @@ def _selection(items: list[pytest.Item]):
             chosen.setdefault(item.suite_file, set()).update(
                 c.case_id for c in item.suite_file.suite.cases if scope == OVERALL or c.category == scope
             )
-    return [
-        (suite_file, [c for c in suite_file.suite.cases if c.case_id in picked])
-        for suite_file, picked in chosen.items()
-    ]
+    return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -446,8 +505,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # Refused before any call; an xdist worker cannot raise a usage error cleanly, so there the
     # controller refuses the write at the end (baseline.refuse_reason sees the partial run).
     if state.baseline.update and len(selection) > 1 and state.baseline.pattern and "{suite}" not in state.baseline.pattern:
-        raise pytest.UsageError(f"--biascheck-baseline {state.baseline.pattern}: {len(selection)} suites would overwrite one file; "
-                                "put {suite} in the path, e.g. baselines/{suite}/release.json")
+        raise pytest.UsageError(
+            f"--biascheck-baseline {state.baseline.pattern}: {len(selection)} suites would overwrite one file; "
+            "put {suite} in the path, e.g. baselines/{suite}/release.json"
+        )
     if state.baseline.update and not hasattr(session.config, "workerinput"):
         partial = [(sf, len(cases)) for sf, cases in selection if len(cases) != len(sf.suite.cases)]
         if partial:
@@ -495,8 +556,7 @@ def _dry_run(session: pytest.Session, state: BiascheckState, selection) -> None:
     from biascheck.dryrun import estimate, render
 
     try:
-        estimates = estimate([(suite_file.suite, cases) for suite_file, cases in selection], state.run_config,
-                             store=state.run_config.store_path)
+        estimates = estimate([(suite_file.suite, cases) for suite_file, cases in selection], state.run_config, store=state.run_config.store_path)
     except BiascheckError as exc:
         raise pytest.UsageError(str(exc)) from None
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -521,8 +581,12 @@ def _compare(state: BiascheckState, selection) -> None:
     for document, (suite_file, cases) in zip(state.results_json, selection):
         suite = suite_file.suite
         path, baseline = state.baseline_for(suite)
-        settings = settings_from(document, state.baseline.rules, allow_fingerprint_mismatch=state.baseline.allow_mismatch,
-                                 fail_inconclusive=state.baseline.fail_inconclusive)
+        settings = settings_from(
+            document,
+            state.baseline.rules,
+            allow_fingerprint_mismatch=state.baseline.allow_mismatch,
+            fail_inconclusive=state.baseline.fail_inconclusive,
+        )
         prompts = {case.case_id: case.messages[-1].content for case in cases}
         try:
             state.comparisons[suite.name] = compare(baseline, document, settings, baseline_path=_shown_path(path, state.config), prompts=prompts)
@@ -665,7 +729,9 @@ def _update_baselines(session: pytest.Session, state: BiascheckState) -> None:
     written = 0
     for document in state.results_json:
         name = document["suite"]["name"]
-        path = baselines.baseline_path(state.baseline.pattern, suite=name, model=document["model"]["model"], root=session.config.invocation_params.dir)
+        path = baselines.baseline_path(
+            state.baseline.pattern, suite=name, model=document["model"]["model"], root=session.config.invocation_params.dir
+        )
         reason = baselines.refuse_reason(document)
         if reason:
             _say(session, f"biascheck: {name}: not writing the baseline {_shown_path(path, session.config)}: {reason}", red=True)
@@ -687,11 +753,20 @@ def _forgive_recorded_thresholds(session: pytest.Session, state: BiascheckState,
     """A recording run's job is the baseline: when it wrote every one, failed thresholds (still
     listed above, and in the report) do not fail it, unless --biascheck-strict-record. A release
     whose bias is over a threshold is the gate's to stop; the recording keeps the evidence."""
-    if (state.baseline.strict_record or not every_baseline_written or state.failed_other
-            or not state.failed_thresholds or session.exitstatus != pytest.ExitCode.TESTS_FAILED):
+    if (
+        state.baseline.strict_record
+        or not every_baseline_written
+        or state.failed_other
+        or not state.failed_thresholds
+        or session.exitstatus != pytest.ExitCode.TESTS_FAILED
+    ):
         return
-    _say(session, f"biascheck: {state.failed_thresholds} threshold check(s) failed (listed above); every baseline was recorded, "
-                  "so the run passes (--biascheck-strict-record makes it fail)", yellow=True)
+    _say(
+        session,
+        f"biascheck: {state.failed_thresholds} threshold check(s) failed (listed above); every baseline was recorded, "
+        "so the run passes (--biascheck-strict-record makes it fail)",
+        yellow=True,
+    )
     session.exitstatus = pytest.ExitCode.OK
 
 

@@ -12,8 +12,13 @@ from typing import Any
 
 from biascheck.reporting.results import fmt, md_row, print_table
 
-MARK = {"regressed": "**REGRESSED**", "improved": "improved", "unchanged": "unchanged", "inconclusive": "_inconclusive_",
-        "not compared": "not compared"}
+MARK = {
+    "regressed": "**REGRESSED**",
+    "improved": "improved",
+    "unchanged": "unchanged",
+    "inconclusive": "_inconclusive_",
+    "not compared": "not compared",
+}
 STYLE = {"regressed": "bold red", "improved": "green", "unchanged": "", "inconclusive": "yellow", "not compared": "dim"}
 
 
@@ -38,17 +43,28 @@ def headline(comparison: Mapping[str, Any]) -> str:
         counts[result["verdict"]] = counts.get(result["verdict"], 0) + 1
     verdicts = ", ".join(f"{counts[v]} {v}" for v in ("regressed", "inconclusive", "improved", "unchanged", "not compared") if v in counts)
     base, cand = comparison["baseline"], comparison["candidate"]
-    return (f"{comparison['suite']['name']}: {cand['model']} vs baseline {base['model']} ({base['path']}): {verdicts}; "
-            f"{comparison['flips']['total']} of {comparison['cases']['common']} cases changed outcome")
+    return (
+        f"{comparison['suite']['name']}: {cand['model']} vs baseline {base['model']} ({base['path']}): {verdicts}; "
+        f"{comparison['flips']['total']} of {comparison['cases']['common']} cases changed outcome"
+    )
 
 
 def _rows(comparison: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for r in comparison["results"]:
-        rows.append([
-            r["metric"], r["scope"], fmt(r["baseline"]["value"]), fmt(r["candidate"]["value"]),
-            f"{signed(r['difference'])} {signed_ci(r['difference_ci'])}", p_text(r["p_adjusted"]), fmt(r["mde"]), r["rule"], r["verdict"],
-        ])
+        rows.append(
+            [
+                r["metric"],
+                r["scope"],
+                fmt(r["baseline"]["value"]),
+                fmt(r["candidate"]["value"]),
+                f"{signed(r['difference'])} {signed_ci(r['difference_ci'])}",
+                p_text(r["p_adjusted"]),
+                fmt(r["mde"]),
+                r["rule"],
+                r["verdict"],
+            ]
+        )
     return rows
 
 
@@ -56,18 +72,24 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
     status = "REGRESSED" if comparison["regressed"] else ("passed" if comparison["passed"] else "FAILED (inconclusive checks)")
     settings = comparison["settings"]
     out = [
-        f"# biascheck diff: {comparison['suite']['name']} — {status}", "",
-        headline(comparison), "",
+        f"# biascheck diff: {comparison['suite']['name']} — {status}",
+        "",
+        headline(comparison),
+        "",
         f"Baseline made {comparison['baseline']['created_at']} with biascheck {comparison['baseline']['tool_version']}"
-        + (f" at commit {comparison['baseline']['git_commit'][:12]}" if comparison["baseline"]["git_commit"] else "") + ". "
+        + (f" at commit {comparison['baseline']['git_commit'][:12]}" if comparison["baseline"]["git_commit"] else "")
+        + ". "
         f"Paired bootstrap over templates ({settings['n_boot']} resamples), McNemar for paired proportions, "
         f"Holm over the {settings['family_size']} checks at alpha {settings['alpha']}; mde = the smallest worsening detected "
-        f"with {settings['power']:.0%} power.", "",
+        f"with {settings['power']:.0%} power.",
+        "",
     ]
     if comparison["warnings"]:
         out += [f"- warning: {w}" for w in comparison["warnings"]] + [""]
-    out += ["| metric | scope | baseline | candidate | difference [95% CI] | p (Holm) | mde | rule | verdict |",
-            "|---|---|---:|---:|---|---:|---:|---|---|"]
+    out += [
+        "| metric | scope | baseline | candidate | difference [95% CI] | p (Holm) | mde | rule | verdict |",
+        "|---|---|---:|---:|---|---:|---:|---|---|",
+    ]
     for r, row in zip(comparison["results"], _rows(comparison)):
         row[-1] = MARK[r["verdict"]]
         out.append(md_row(row))
@@ -84,7 +106,9 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
     for category, cases in flips["by_category"].items():
         out += ["", f"<details><summary>{_md(category)}: {len(cases)} listed</summary>", ""]
         for case in cases:
-            out.append(f"- `{case['case_id']}` ({case['context_type']}): {case['baseline']} -> **{case['candidate']}**; answer: {_md(case['answer'])}")
+            out.append(
+                f"- `{case['case_id']}` ({case['context_type']}): {case['baseline']} -> **{case['candidate']}**; answer: {_md(case['answer'])}"
+            )
             if case["prompt"]:
                 out.append("")
                 out.append("  ```text")
@@ -108,16 +132,31 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
     from rich.table import Table
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, color_system="standard" if color else None,
-                      width=max(width, 60), highlight=False, emoji=False)
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        width=max(width, 60),
+        highlight=False,
+        emoji=False,
+    )
     # User and model text (suite, model, category names, warnings) goes through esc(): rich reads "[/]" as markup.
     for comparison in comparisons:
         console.print(esc(headline(comparison)), style="bold red" if comparison["regressed"] else "bold")
         for warning in comparison["warnings"]:
             console.print(f"  warning: {esc(warning)}", style="yellow")
         table = Table(title=f"{esc(comparison['suite']['name'])}: regression checks", title_justify="left")
-        for header, justify in (("metric", "left"), ("scope", "left"), ("baseline", "right"), ("candidate", "right"),
-                                ("difference [95% CI]", "left"), ("p (Holm)", "right"), ("mde", "right"), ("verdict", "left")):
+        for header, justify in (
+            ("metric", "left"),
+            ("scope", "left"),
+            ("baseline", "right"),
+            ("candidate", "right"),
+            ("difference [95% CI]", "left"),
+            ("p (Holm)", "right"),
+            ("mde", "right"),
+            ("verdict", "left"),
+        ):
             # Names never wrap or get cut; the interval column wraps first on a narrow terminal.
             table.add_column(header, justify=justify, no_wrap=header in ("metric", "verdict"))
         quiet = 0
@@ -140,8 +179,11 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
                 console.print(f"  {esc(r['explanation'])}", style=STYLE[r["verdict"]])
         unresolved = sum(r["verdict"] == "inconclusive" and r["scope"] != "overall" for r in comparison["results"])
         if unresolved:
-            console.print(f"  {unresolved} category checks inconclusive: too few cases to show or rule out a worsening beyond "
-                          "their margins (the mde column is the smallest worsening each detects; details in comparison.md)", style="yellow")
+            console.print(
+                f"  {unresolved} category checks inconclusive: too few cases to show or rule out a worsening beyond "
+                "their margins (the mde column is the smallest worsening each detects; details in comparison.md)",
+                style="yellow",
+            )
     return buffer.getvalue()
 
 

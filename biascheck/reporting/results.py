@@ -23,9 +23,27 @@ from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.metrics.core import _num
 
 RESULTS_SCHEMA = "biascheck.results/1"
-HEADLINE = ("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio",
-            "hbb_flagged_rate", "hbb_mean_score", "hbb_mean_flagged_score", "hbb_flagged", "refusal_rate",
-            "ntr_gen", "bias_gen", "p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub", "p_cu_plus_p_uc", "p_cc", "unscorable_ratio")
+HEADLINE = (
+    "acc_amb",
+    "acc_dis",
+    "diff_bias_amb",
+    "diff_bias_dis",
+    "ooc_ratio",
+    "hbb_flagged_rate",
+    "hbb_mean_score",
+    "hbb_mean_flagged_score",
+    "hbb_flagged",
+    "refusal_rate",
+    "ntr_gen",
+    "bias_gen",
+    "p_uu",
+    "p_bc_plus_p_cb",
+    "p_bb",
+    "p_bu_plus_p_ub",
+    "p_cu_plus_p_uc",
+    "p_cc",
+    "unscorable_ratio",
+)
 # Shown per category whether gated or not: a benchmark's two headline scores (BBG).
 CATEGORY_HEADLINE = ("ntr_gen", "bias_gen")
 
@@ -39,65 +57,83 @@ def build_results(run) -> list[dict[str, Any]]:
         suite, manifest = result.suite, result.suite.manifest
         benchmark = suite.benchmark
         outcomes = [result.outcomes[case.case_id] for case in result.cases]
-        cases = [{**benchmark.case_record(case, outcome), **({"truncated": True} if outcome.truncated else {})}
-                 for case, outcome in zip(result.cases, outcomes)]
+        cases = [
+            {**benchmark.case_record(case, outcome), **({"truncated": True} if outcome.truncated else {})}
+            for case, outcome in zip(result.cases, outcomes)
+        ]
         n_errors = sum(outcome.status == "error" for outcome in outcomes)
         judge_stats = result.judge_stats.to_dict()
-        documents.append({
-            "schema": RESULTS_SCHEMA,
-            "tool": {"name": "biascheck", "version": biascheck.__version__},
-            "created_at": created,
-            "suite": {
-                "name": suite.name,
-                "benchmark": manifest.benchmark,
-                "description": manifest.description,
-                "manifest": manifest.path.as_posix(),
-                "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
-                "prompts": [p.id for p in suite.prompts],
-                "skipped_categories": dict(suite.skipped_categories),
-                "cases_total": len(suite.cases),
-                "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
-                "regression": manifest.regression.to_dict(),
-            },
-            "model": {**run.config.model.to_dict(), "params": result.params, **_params_notes(stats, run.config.model.model),
-                      **({"served": result.served} if result.served else {}),
-                      **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {})},
-            "run": {
-                "cases": len(result.cases),
-                "case_errors": n_errors,
-                "calls": stats["calls"],
-                "cache_hits": stats["cache_hits"],
-                "retries": stats["retries"],
-                "errors": stats["errors"],
-                # From the outcomes, not this run's calls: a run answered from the store counts them too.
-                "filtered": sum(outcome.status == "filtered" for outcome in outcomes),
-                "truncated": sum(outcome.truncated for outcome in outcomes),
-                "not_run": stats["not_run"],
-                "cost_usd": round(stats["cost_usd"], 10),
-                "unpriced_calls": stats["unpriced_calls"],
-                "requests": stats["requests"],
-                "complete": run.incomplete is None,
-                "incomplete_reason": run.incomplete,
-                "estimator": result.estimator,
-                "estimator_note": result.estimator_note,
-                **({"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"],
-                    "rejudge": run.config.rejudge} if result.judge else {}),
-            },
-            **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
-            **({"scoring": dict(result.scoring)} if result.scoring else {}),
-            "metrics": result.metrics.to_json(),
-            "verdicts": [
-                {
-                    "metric": v.metric, "scope": v.scope, "value": _num(v.value), "ci": [_num(v.ci[0]), _num(v.ci[1])],
-                    "n": v.n, "threshold": v.threshold.to_dict(), "passed": v.passed, "note": v.note,
-                    "mode": v.mode, "status": v.status,
-                }
-                for v in result.verdicts
-            ],
-            # Errored cases are missing evidence: the gate passes only with every case answered.
-            "passed": result.passed and run.incomplete is None and n_errors == 0,
-            "cases": cases,
-        })
+        documents.append(
+            {
+                "schema": RESULTS_SCHEMA,
+                "tool": {"name": "biascheck", "version": biascheck.__version__},
+                "created_at": created,
+                "suite": {
+                    "name": suite.name,
+                    "benchmark": manifest.benchmark,
+                    "description": manifest.description,
+                    "manifest": manifest.path.as_posix(),
+                    "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
+                    "prompts": [p.id for p in suite.prompts],
+                    "skipped_categories": dict(suite.skipped_categories),
+                    "cases_total": len(suite.cases),
+                    "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
+                    "regression": manifest.regression.to_dict(),
+                },
+                "model": {
+                    **run.config.model.to_dict(),
+                    "params": result.params,
+                    **_params_notes(stats, run.config.model.model),
+                    **({"served": result.served} if result.served else {}),
+                    **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {}),
+                },
+                "run": {
+                    "cases": len(result.cases),
+                    "case_errors": n_errors,
+                    "calls": stats["calls"],
+                    "cache_hits": stats["cache_hits"],
+                    "retries": stats["retries"],
+                    "errors": stats["errors"],
+                    # From the outcomes, not this run's calls: a run answered from the store counts them too.
+                    "filtered": sum(outcome.status == "filtered" for outcome in outcomes),
+                    "truncated": sum(outcome.truncated for outcome in outcomes),
+                    "not_run": stats["not_run"],
+                    "cost_usd": round(stats["cost_usd"], 10),
+                    "unpriced_calls": stats["unpriced_calls"],
+                    "requests": stats["requests"],
+                    "complete": run.incomplete is None,
+                    "incomplete_reason": run.incomplete,
+                    "estimator": result.estimator,
+                    "estimator_note": result.estimator_note,
+                    **(
+                        {"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"], "rejudge": run.config.rejudge}
+                        if result.judge
+                        else {}
+                    ),
+                },
+                **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
+                **({"scoring": dict(result.scoring)} if result.scoring else {}),
+                "metrics": result.metrics.to_json(),
+                "verdicts": [
+                    {
+                        "metric": v.metric,
+                        "scope": v.scope,
+                        "value": _num(v.value),
+                        "ci": [_num(v.ci[0]), _num(v.ci[1])],
+                        "n": v.n,
+                        "threshold": v.threshold.to_dict(),
+                        "passed": v.passed,
+                        "note": v.note,
+                        "mode": v.mode,
+                        "status": v.status,
+                    }
+                    for v in result.verdicts
+                ],
+                # Errored cases are missing evidence: the gate passes only with every case answered.
+                "passed": result.passed and run.incomplete is None and n_errors == 0,
+                "cases": cases,
+            }
+        )
     return documents
 
 
@@ -152,6 +188,7 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
 
 
 # --- formatting ---------------------------------------------------------------------------------
+
 
 def fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
@@ -210,8 +247,11 @@ def served_warning(document: dict[str, Any]) -> str | None:
     """Said when the provider named more than one served model or system fingerprint in one run:
     the model behind the name changed while it ran, and the run mixes two models' answers."""
     served = document["model"].get("served") or {}
-    changed = [f"{len(served[k])} {label} ({', '.join(served[k])})" for k, label in
-               (("models", "served models"), ("system_fingerprints", "system fingerprints")) if len(served.get(k, {})) > 1]
+    changed = [
+        f"{len(served[k])} {label} ({', '.join(served[k])})"
+        for k, label in (("models", "served models"), ("system_fingerprints", "system fingerprints"))
+        if len(served.get(k, {})) > 1
+    ]
     return f"the provider reported {' and '.join(changed)} within this run" if changed else None
 
 
@@ -222,16 +262,22 @@ def judge_lines(document: dict[str, Any]) -> list[str]:
         return []
     run = document["run"]
     params = ", ".join(f"{k}={v}" for k, v in judge["params"].items()) or "provider defaults"
-    lines = [f"judged by {judge['model']} ({params}): {run.get('judge_calls', 0)} judge calls, "
-             f"{run.get('judge_cache_hits', 0)} cache hits" + ("; re-judged stored generations" if run.get("rejudge") else "")]
+    lines = [
+        f"judged by {judge['model']} ({params}): {run.get('judge_calls', 0)} judge calls, "
+        f"{run.get('judge_cache_hits', 0)} cache hits" + ("; re-judged stored generations" if run.get("rejudge") else "")
+    ]
     convention = (document.get("scoring") or {}).get("unscorable")
     counts = document["metrics"].get("counts", {})
     if convention == "unknown":
-        lines.append(f"unscorable = unknown (as the paper): {counts.get('n_u_by_convention', 0)} of {counts.get('n', 0)} pairs scored "
-                     "with an out-of-choice judge answer or an empty or filtered story read as u; pairs with an errored call left out")
+        lines.append(
+            f"unscorable = unknown (as the paper): {counts.get('n_u_by_convention', 0)} of {counts.get('n', 0)} pairs scored "
+            "with an out-of-choice judge answer or an empty or filtered story read as u; pairs with an errored call left out"
+        )
     elif convention == "exclude":
-        lines.append(f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
-                     "with an out-of-choice judge answer or an empty or filtered story left out, never read as u")
+        lines.append(
+            f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
+            "with an out-of-choice judge answer or an empty or filtered story left out, never read as u"
+        )
     qualification = document.get("judge_qualification")
     if qualification:
         lines.append(qualification["summary"])
@@ -297,8 +343,17 @@ def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
         failed = sum(not v["passed"] for v in verdicts)
         overall = ", ".join(f"{v['metric']} {fmt(v['value'])}" for v in verdicts if v["scope"] == "overall")
         status = "INCOMPLETE" if not document["run"]["complete"] else "passed" if document["passed"] else "FAILED"
-        rows.append([document["suite"]["name"], document["suite"]["benchmark"], document["model"]["model"],
-                     str(document["run"]["cases"]), f"{len(verdicts) - failed} of {len(verdicts)}", overall, status])
+        rows.append(
+            [
+                document["suite"]["name"],
+                document["suite"]["benchmark"],
+                document["model"]["model"],
+                str(document["run"]["cases"]),
+                f"{len(verdicts) - failed} of {len(verdicts)}",
+                overall,
+                status,
+            ]
+        )
     return rows
 
 
@@ -322,7 +377,12 @@ def render_markdown(document: dict[str, Any]) -> str:
         out.append("Skipped categories:")
         out += [f"- {c}: {r}" for c, r in document["suite"]["skipped_categories"].items()]
         out.append("")
-    out += [f"## {scope_label(document, 'overall').capitalize()}", "", "| metric | value | 95% CI | n | threshold | verdict |", "|---|---:|---|---:|---|---|"]
+    out += [
+        f"## {scope_label(document, 'overall').capitalize()}",
+        "",
+        "| metric | value | 95% CI | n | threshold | verdict |",
+        "|---|---:|---|---:|---|---|",
+    ]
     for name, value in metrics["overall"].items():
         verdict = verdicts.get(("overall", name))
         threshold = _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else ""
@@ -346,8 +406,13 @@ def render_markdown(document: dict[str, Any]) -> str:
         out += [md_row(example) for example in examples]
     if metrics["prompt_summary"]:
         across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
-        out += ["", f"## Across {across} (mean ± sample std)", "", md_row(["metric", *metrics["by_prompt"], "mean ± std"]),
-                "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1)]
+        out += [
+            "",
+            f"## Across {across} (mean ± sample std)",
+            "",
+            md_row(["metric", *metrics["by_prompt"], "mean ± std"]),
+            "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1),
+        ]
         for name in HEADLINE:
             if name not in metrics["prompt_summary"]:
                 continue
@@ -363,7 +428,10 @@ def render_markdown(document: dict[str, Any]) -> str:
     failures = [v for v in document["verdicts"] if not v["passed"]]
     if failures:
         out += ["", "## Failed checks", ""]
-        out += [f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt(v['value'])}, threshold {_threshold_text(v['threshold'])}, 95% CI {fmt_ci(v['ci'])}, n = {v['n']}" for v in failures]
+        out += [
+            f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt(v['value'])}, threshold {_threshold_text(v['threshold'])}, 95% CI {fmt_ci(v['ci'])}, n = {v['n']}"
+            for v in failures
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -405,8 +473,15 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
     # goes through esc(): rich would read "[/]" in it as markup and fail, and eat "[red]".
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, color_system="standard" if color else None,
-                      width=max(width, 60), highlight=False, emoji=False)
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        width=max(width, 60),
+        highlight=False,
+        emoji=False,
+    )
     if len(documents) > 1:
         table = Table(title="every suite", title_justify="left")
         for header in SUMMARY_HEADERS:
@@ -424,26 +499,73 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         for category, reason in document["suite"]["skipped_categories"].items():
             console.print(f"  skipped {esc(category)}: {esc(reason)}", style="yellow")
         table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
-        for header, justify in (("metric", "left"), ("value", "right"), ("95% CI", "left"), ("n", "right"), ("threshold", "left"), ("verdict", "left")):
+        for header, justify in (
+            ("metric", "left"),
+            ("value", "right"),
+            ("95% CI", "left"),
+            ("n", "right"),
+            ("threshold", "left"),
+            ("verdict", "left"),
+        ):
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
             verdict = verdicts.get(("overall", name))
-            mark = "" if verdict is None else ("[yellow]pass (inconclusive)[/]" if verdict.get("status") == "inconclusive" else "[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
-            table.add_row(esc(name), fmt(value["value"]), fmt_ci(value["ci"]), str(value["n"]),
-                          _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else "", mark)
+            mark = (
+                ""
+                if verdict is None
+                else (
+                    "[yellow]pass (inconclusive)[/]"
+                    if verdict.get("status") == "inconclusive"
+                    else "[green]pass[/]"
+                    if verdict["passed"]
+                    else "[bold red]FAIL[/]"
+                )
+            )
+            table.add_row(
+                esc(name),
+                fmt(value["value"]),
+                fmt_ci(value["ci"]),
+                str(value["n"]),
+                _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else "",
+                mark,
+            )
         print_table(console, table)
         if metrics["by_category"]:
             # Long format (a row per category and gated metric) fits a narrow terminal.
             shown = _category_metrics(document)
             table = Table(title=f"{esc(document['suite']['name'])}: by category", title_justify="left")
-            for header, justify in (("category", "left"), ("metric", "left"), ("value", "right"), ("95% CI", "left"), ("n", "right"), ("verdict", "left")):
+            for header, justify in (
+                ("category", "left"),
+                ("metric", "left"),
+                ("value", "right"),
+                ("95% CI", "left"),
+                ("n", "right"),
+                ("verdict", "left"),
+            ):
                 table.add_column(header, justify=justify)
             for category, values in metrics["by_category"].items():
                 for i, name in enumerate(shown):
                     verdict = verdicts.get((category, name))
-                    mark = "" if verdict is None else ("[yellow]pass (inconclusive)[/]" if verdict.get("status") == "inconclusive" else "[green]pass[/]" if verdict["passed"] else "[bold red]FAIL[/]")
-                    table.add_row(esc(category) if i == 0 else "", esc(name), fmt(values[name]["value"]), fmt_ci(values[name]["ci"]),
-                                  str(values[name]["n"]), mark, end_section=i == len(shown) - 1)
+                    mark = (
+                        ""
+                        if verdict is None
+                        else (
+                            "[yellow]pass (inconclusive)[/]"
+                            if verdict.get("status") == "inconclusive"
+                            else "[green]pass[/]"
+                            if verdict["passed"]
+                            else "[bold red]FAIL[/]"
+                        )
+                    )
+                    table.add_row(
+                        esc(category) if i == 0 else "",
+                        esc(name),
+                        fmt(values[name]["value"]),
+                        fmt_ci(values[name]["ci"]),
+                        str(values[name]["n"]),
+                        mark,
+                        end_section=i == len(shown) - 1,
+                    )
             print_table(console, table)
         examples = bbg_examples(document)
         if examples:
@@ -465,7 +587,10 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                 spread = metrics["prompt_summary"].get(name)
                 if spread is None:
                     continue
-                table.add_row(name, *(fmt(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]),
-                              f"{fmt(spread['mean'])} ± {fmt(spread['std'])}")
+                table.add_row(
+                    name,
+                    *(fmt(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]),
+                    f"{fmt(spread['mean'])} ± {fmt(spread['std'])}",
+                )
             print_table(console, table)
     return buffer.getvalue()

@@ -48,14 +48,19 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
     for case, key in zip(suite.cases, prepared.keys):
         index = choose_answer(spec, case, key)
         outcomes[case.case_id] = (
-            Outcome(case.case_id, "ooc", raw="") if index is None
+            Outcome(case.case_id, "ooc", raw="")
+            if index is None
             else Outcome(case.case_id, "answered", answer=index, answer_class=case.truth.answer_class(index), raw=case.letters[index])
         )
-    metrics = suite.benchmark.aggregate(suite.cases, outcomes, resamples=manifest.bootstrap_resamples if resamples is None else resamples,
-                                        seed=manifest.bootstrap_seed, manifest=manifest)
+    metrics = suite.benchmark.aggregate(
+        suite.cases,
+        outcomes,
+        resamples=manifest.bootstrap_resamples if resamples is None else resamples,
+        seed=manifest.bootstrap_seed,
+        manifest=manifest,
+    )
     model = ModelConfig(model=f"sim/{spec.spec}")
-    result = SuiteResult(suite, list(suite.cases), outcomes, dict(manifest.sampling), metrics,
-                         check_thresholds(manifest, metrics, suite.categories))
+    result = SuiteResult(suite, list(suite.cases), outcomes, dict(manifest.sampling), metrics, check_thresholds(manifest, metrics, suite.categories))
     return build_results(RunResult(RunConfig(model=model, store_path=Path("(simulated)")), [result]))[0]
 
 

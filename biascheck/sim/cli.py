@@ -34,14 +34,11 @@ def add_sim_subcommands(subparsers: Any) -> None:
         help="run the simulated OpenAI-compatible model server for a suite",
         description="Serve personas with known bias over the suite's prompts (OpenAI API).",
     )
-    serve.add_argument("--suite", dest="suites", action="append", type=Path, required=True,
-                       metavar="DIR", help="suite directory (repeatable)")
-    serve.add_argument("--data", type=Path, default=None, metavar="DIR",
-                       help="benchmark data directory")
+    serve.add_argument("--suite", dest="suites", action="append", type=Path, required=True, metavar="DIR", help="suite directory (repeatable)")
+    serve.add_argument("--data", type=Path, default=None, metavar="DIR", help="benchmark data directory")
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     serve.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
-    serve.add_argument("--persona", default=None, metavar="SPEC",
-                       help="persona for requests whose model names none, e.g. fair")
+    serve.add_argument("--persona", default=None, metavar="SPEC", help="persona for requests whose model names none, e.g. fair")
     serve.set_defaults(func=run_serve)
 
 
@@ -53,8 +50,7 @@ def run_serve(args: argparse.Namespace) -> int:
     _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
     from biascheck.config.suite import load_suite  # lazy: the suite loader is heavier than the server
 
-    cases = [case for suite_dir in args.suites
-             for case in load_suite(suite_dir, data_dir=args.data).cases]
+    cases = [case for suite_dir in args.suites for case in load_suite(suite_dir, data_dir=args.data).cases]
     app = SimApp(SimKnowledge.from_cases(cases), default_persona=args.persona)
     asyncio.run(_serve_until_signalled(app, args.host, args.port))
     return 0
@@ -65,8 +61,9 @@ def _listen_error(host: str, port: int, exc: OSError) -> BiascheckError:
     address = f"{host}:{port}"
     fix = "pick another --port, or --port 0 for any free one"
     if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return BiascheckError("--host", None, f"cannot listen on {address}, {host} is not an address of this machine "
-                              f"({exc.strerror or exc})", "e.g. --host 127.0.0.1")
+        return BiascheckError(
+            "--host", None, f"cannot listen on {address}, {host} is not an address of this machine ({exc.strerror or exc})", "e.g. --host 127.0.0.1"
+        )
     if exc.errno == errno.EADDRINUSE:
         problem = f"{address} is already in use"
     elif exc.errno == errno.EACCES:

@@ -36,10 +36,8 @@ DEFAULT_FAULTS = ("429", "500", "503", "timeout", "garbage")
 # Error kinds answered with an HTTP error status and an OpenAI-style error body.
 _HTTP_ERRORS: dict[str, tuple[int, str, str, str]] = {
     "429": (429, "Rate limit reached (simulated).", "requests", "rate_limit_exceeded"),
-    "500": (500, "The server had an error while processing your request (simulated).",
-            "server_error", "internal_error"),
-    "503": (503, "The engine is currently overloaded, please try again later (simulated).",
-            "server_error", "service_unavailable"),
+    "500": (500, "The server had an error while processing your request (simulated).", "server_error", "internal_error"),
+    "503": (503, "The engine is currently overloaded, please try again later (simulated).", "server_error", "service_unavailable"),
 }
 
 FREETEXT_RAMBLE_SHARE = 1 / 3
@@ -83,9 +81,7 @@ def garbage_body(valid_body: dict[str, object]) -> bytes:
     return encoded[: max(1, len(encoded) // 2)]
 
 
-def freetext_reply(
-    persona: Persona, case: Case, index: int | None, key: str, attempt: int, korean: bool
-) -> str:
+def freetext_reply(persona: Persona, case: Case, index: int | None, key: str, attempt: int, korean: bool) -> str:
     """A chatty reply that names choice ``index`` explicitly, or (~1/3, or refusers) no option."""
     rambles = index is None or uniform("ramble", persona.seed, key, attempt) < FREETEXT_RAMBLE_SHARE
     if rambles:
@@ -93,7 +89,4 @@ def freetext_reply(
     letter = case.letters[index]
     if korean:
         return f"잠시 생각해 보겠습니다. 맥락을 주의 깊게 읽어 보면, 정답은 {letter}입니다."
-    return (
-        "Let me think. After reading the context carefully, "
-        f"the answer is {letter}) {case.choices[index]}."
-    )
+    return f"Let me think. After reading the context carefully, the answer is {letter}) {case.choices[index]}."

@@ -49,10 +49,15 @@ class SimKnowledge:
     keys.
     """
 
-    def __init__(self, by_key: dict[str, Case], conflicts: tuple[tuple[str, str], ...] = (),
-                 bbg_questions: Iterable[MRCQuestion] = (),
-                 shared_stories: tuple[tuple[str, str], ...] = (), shared_prompts: Iterable[str] = (),
-                 writers: Mapping[MRCQuestion, MRCQuestion] | None = None):
+    def __init__(
+        self,
+        by_key: dict[str, Case],
+        conflicts: tuple[tuple[str, str], ...] = (),
+        bbg_questions: Iterable[MRCQuestion] = (),
+        shared_stories: tuple[tuple[str, str], ...] = (),
+        shared_prompts: Iterable[str] = (),
+        writers: Mapping[MRCQuestion, MRCQuestion] | None = None,
+    ):
         self._by_key = by_key
         self.conflicts = conflicts
         self.shared_stories = shared_stories
@@ -87,7 +92,8 @@ class SimKnowledge:
                 conflicts.append((kept.case_id, case.case_id))
         shared = tuple(
             (by_key[key].truth.story_key, other)  # type: ignore[union-attr]
-            for key, keys in versions.items() if len(keys) > 1
+            for key, keys in versions.items()
+            if len(keys) > 1
             for other in sorted(keys - {by_key[key].truth.story_key})  # type: ignore[union-attr]
         )
         shared_prompts = [key for key, keys in versions.items() if len(keys) > 1]
@@ -100,8 +106,7 @@ class SimKnowledge:
         for key in shared_prompts:
             writer: MRCQuestion = by_key[key].truth  # type: ignore[assignment]
             for question in questions:
-                if (question.run, question.seed_text) == (writer.run, writer.seed_text) \
-                        and question.story_key != writer.story_key:
+                if (question.run, question.seed_text) == (writer.run, writer.seed_text) and question.story_key != writer.story_key:
                     writers[question] = rows.get((writer.story_key, writer.seed_text, question.qtype), writer)
         return cls(by_key, tuple(conflicts), questions, shared, shared_prompts, writers)
 

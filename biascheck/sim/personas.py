@@ -264,9 +264,7 @@ def parse_persona(spec: str) -> Persona:
     where = f"model {spec!r}"
     name = persona_name(spec)
     if name not in PERSONA_NAMES:
-        raise BiascheckError(
-            where, "persona", f"unknown persona {name!r}", "choose one of " + ", ".join(PERSONA_NAMES)
-        )
+        raise BiascheckError(where, "persona", f"unknown persona {name!r}", "choose one of " + ", ".join(PERSONA_NAMES))
     allowed = _PARAMS_BY_PERSONA[name]
     query = spec.removeprefix("sim/").split("?", 1)[1] if "?" in spec else ""
     values: dict[str, Any] = {}
@@ -287,9 +285,7 @@ def parse_persona(spec: str) -> Persona:
                 raise ValueError
             values[key] = allowed[key].parse(raw.strip())
         except ValueError:
-            raise BiascheckError(
-                where, key, f"bad value {raw!r}", f"{key} must be {allowed[key].valid}"
-            ) from None
+            raise BiascheckError(where, key, f"bad value {raw!r}", f"{key} must be {allowed[key].valid}") from None
     return Persona(name=name, spec=_canonical_spec(name, values), **values)
 
 
@@ -316,8 +312,7 @@ def _canonical_spec(name: str, values: dict[str, Any]) -> str:
 def _qa_truth(case: Case) -> QATruth:
     if not isinstance(case.truth, QATruth):
         raise ValueError(
-            f"{case.case_id} is not a QA case ({type(case.truth).__name__}): a BBG case is a story "
-            "to continue, see biascheck.sim.stories"
+            f"{case.case_id} is not a QA case ({type(case.truth).__name__}): a BBG case is a story to continue, see biascheck.sim.stories"
         )
     return case.truth
 
@@ -440,8 +435,7 @@ def answer_logprobs(persona: Persona, case: Case, index: int, top_logprobs: int,
     probabilities = {case.letters[0]: p_a, case.letters[1]: 1.0 - p_a}
 
     def entry(token: str) -> dict[str, Any]:
-        return {"token": token, "logprob": math.log(probabilities[token]),
-                "bytes": list(token.encode("utf-8"))}
+        return {"token": token, "logprob": math.log(probabilities[token]), "bytes": list(token.encode("utf-8"))}
 
     ranked = sorted(probabilities, key=lambda token: -probabilities[token])
     chosen = case.letters[index]

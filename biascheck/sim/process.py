@@ -83,8 +83,13 @@ def spawn_sim_server(
     # stderr goes to a file, not a pipe nobody reads, so a chatty child can never block on it.
     stderr_file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=stderr_file, stdin=subprocess.DEVNULL,
-        text=True, encoding="utf-8", env=env,
+        command,
+        stdout=subprocess.PIPE,
+        stderr=stderr_file,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        env=env,
     )
     sim = SimProcess(process, "", stderr_file)
     try:
@@ -95,8 +100,7 @@ def spawn_sim_server(
     return sim
 
 
-def _wait_for_listening_line(process: subprocess.Popen[str], timeout_s: float,
-                             stderr_file: IO[str]) -> str:
+def _wait_for_listening_line(process: subprocess.Popen[str], timeout_s: float, stderr_file: IO[str]) -> str:
     assert process.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
@@ -109,7 +113,7 @@ def _wait_for_listening_line(process: subprocess.Popen[str], timeout_s: float,
                 break
             continue
         if line.startswith(LISTENING_PREFIX):
-            return line[len(LISTENING_PREFIX):].strip()
+            return line[len(LISTENING_PREFIX) :].strip()
         # EOF or an unexpected line: the child is failing; let it finish writing stderr.
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=_TERMINATE_GRACE_S)
@@ -120,8 +124,7 @@ def _wait_for_listening_line(process: subprocess.Popen[str], timeout_s: float,
         problem = f"did not start listening within {timeout_s:g} s"
     else:
         problem = f"exited with code {process.returncode}: {_last_line(stderr_file) or 'no error output'}"
-    raise BiascheckError("biascheck sim serve", None, problem,
-                         "run `python -m biascheck.sim serve --suite DIR` to see the full error")
+    raise BiascheckError("biascheck sim serve", None, problem, "run `python -m biascheck.sim serve --suite DIR` to see the full error")
 
 
 def _last_line(stderr_file: IO[str]) -> str:

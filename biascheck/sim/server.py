@@ -80,8 +80,7 @@ def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None)
     return HttpReply(status, body, headers or {})
 
 
-def error_reply(status: int, message: str, error_type: str = "invalid_request_error",
-                code: str | None = None) -> HttpReply:
+def error_reply(status: int, message: str, error_type: str = "invalid_request_error", code: str | None = None) -> HttpReply:
     error = {"message": message, "type": error_type, "param": None, "code": code}
     return json_reply(status, {"error": error})
 
@@ -171,8 +170,7 @@ class SimApp:
 
     async def _models(self, body: bytes) -> HttpReply:
         created = int(time.time())
-        data = [{"id": n, "object": "model", "created": created, "owned_by": "biascheck-sim"}
-                for n in PERSONA_NAMES]
+        data = [{"id": n, "object": "model", "created": created, "owned_by": "biascheck-sim"} for n in PERSONA_NAMES]
         return json_reply(200, {"object": "list", "data": data})
 
     async def _stats(self, body: bytes) -> HttpReply:
@@ -198,8 +196,7 @@ class SimApp:
             key = message_key(messages)
         except (ValueError, KeyError, TypeError, AttributeError):
             self.stats.count(bad_requests=1)
-            return error_reply(400, "request body must be JSON with a string 'model' and a "
-                                    "list 'messages' of {role, content}")
+            return error_reply(400, "request body must be JSON with a string 'model' and a list 'messages' of {role, content}")
         sample = request.get("biascheck_sample")
         sample = 0 if sample is None else sample
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
@@ -208,14 +205,12 @@ class SimApp:
         want_logprobs = bool(request.get("logprobs"))
         top_logprobs = request.get("top_logprobs")
         top_logprobs = 0 if top_logprobs is None else top_logprobs
-        if (isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int)
-                or not 0 <= top_logprobs <= _MAX_TOP_LOGPROBS):
+        if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 0 <= top_logprobs <= _MAX_TOP_LOGPROBS:
             self.stats.count(bad_requests=1)
             return error_reply(400, f"'top_logprobs' must be an integer from 0 to {_MAX_TOP_LOGPROBS}")
         temperature = request.get("temperature")
         temperature = 1.0 if temperature is None else temperature
-        if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
-                or not 0.0 <= temperature <= _MAX_TEMPERATURE):
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= _MAX_TEMPERATURE:
             self.stats.count(bad_requests=1)
             return error_reply(400, f"'temperature' must be a number from 0 to {_MAX_TEMPERATURE:g}", code="invalid_temperature")
         temperature = float(temperature)
@@ -230,9 +225,9 @@ class SimApp:
         judged = self.knowledge.lookup_mrc(messages) if case is None else None
         if case is None and judged is None:
             self.stats.count(unknown_prompts=1)
-            return error_reply(400, "the prompt is not in the simulated model's suite "
-                                    "(biascheck-sim only answers the suite's cases)",
-                               code="unknown_prompt")
+            return error_reply(
+                400, "the prompt is not in the simulated model's suite (biascheck-sim only answers the suite's cases)", code="unknown_prompt"
+            )
 
         # Sample 0 draws exactly as a request without a sample index always has.
         draw_key = key if sample == 0 else f"{key}#sample={sample}"
@@ -264,10 +259,13 @@ class SimApp:
             # A story rambles (it resolves nothing); an answer names its choice, or rambles.
             content = faults.freetext_reply(persona, case, index, draw_key, attempt, is_korean(case))
         elif writes_story:
-            content = write_continuation(persona, case.truth, korean=is_korean(case),  # type: ignore[arg-type]
-                                         shared=self.knowledge.shares_prompt(key))
-        elif (want_logprobs and persona.logprobs and index is not None
-              and isinstance(case.truth, HBBTruth)):
+            content = write_continuation(
+                persona,
+                case.truth,
+                korean=is_korean(case),  # type: ignore[arg-type]
+                shared=self.knowledge.shares_prompt(key),
+            )
+        elif want_logprobs and persona.logprobs and index is not None and isinstance(case.truth, HBBTruth):
             content = case.letters[index]
             logprobs = answer_logprobs(persona, case, index, top_logprobs, temperature)
         else:
@@ -282,8 +280,9 @@ class SimApp:
         self.stats.count(completions=1)
         return json_reply(200, payload)
 
-    def _completion(self, model: str, messages: list[Any], content: str,
-                    finish_reason: str, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _completion(
+        self, model: str, messages: list[Any], content: str, finish_reason: str, logprobs: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         self._completion_ids += 1
         prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
         prompt_tokens = _approx_tokens(prompt_chars)
@@ -293,12 +292,14 @@ class SimApp:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "logprobs": logprobs,
-                "finish_reason": finish_reason,
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": logprobs,
+                    "finish_reason": finish_reason,
+                }
+            ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
@@ -406,9 +407,7 @@ class SimHttpServer:
         return f"http://{self.host}:{self.port}/v1"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve_connection, self.host, self.port, limit=_MAX_HEAD_BYTES, backlog=1024
-        )
+        self._server = await asyncio.start_server(self._serve_connection, self.host, self.port, limit=_MAX_HEAD_BYTES, backlog=1024)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
@@ -422,8 +421,7 @@ class SimHttpServer:
         await self._server.wait_closed()
         self._server = None
 
-    async def _serve_connection(self, reader: asyncio.StreamReader,
-                                writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -461,8 +459,7 @@ class SimServer:
     Use as a context manager: ``with SimServer(knowledge) as sim: ... sim.base_url``.
     """
 
-    def __init__(self, knowledge: SimKnowledge, host: str = "127.0.0.1", port: int = 0,
-                 default_persona: str | None = None):
+    def __init__(self, knowledge: SimKnowledge, host: str = "127.0.0.1", port: int = 0, default_persona: str | None = None):
         self.app = SimApp(knowledge, default_persona)
         self._http = SimHttpServer(self.app, host, port)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -487,9 +484,7 @@ class SimServer:
 
     def start(self) -> SimServer:
         started = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(started,), name="biascheck-sim", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, args=(started,), name="biascheck-sim", daemon=True)
         self._thread.start()
         started.wait()
         if self._startup_error is not None:

@@ -122,13 +122,35 @@ def other_person(question: MRCQuestion, index: int) -> int:
 
 # Korean particles whose form depends on whether the noun before them ends in a consonant
 # (받침): (after a consonant, after a vowel).
-_ALLOMORPHS = {"은": ("은", "는"), "는": ("은", "는"), "이": ("이", "가"), "가": ("이", "가"),
-               "을": ("을", "를"), "를": ("을", "를"), "과": ("과", "와"), "와": ("과", "와")}
+_ALLOMORPHS = {
+    "은": ("은", "는"),
+    "는": ("은", "는"),
+    "이": ("이", "가"),
+    "가": ("이", "가"),
+    "을": ("을", "를"),
+    "를": ("을", "를"),
+    "과": ("과", "와"),
+    "와": ("과", "와"),
+}
 # Particles a mention may carry in both the obfuscated and the disambiguated sentence, longest
 # first, grouped by function: a mention's particle is left in place when it is swapped.
 _PARTICLE_CLASSES: tuple[tuple[str, ...], ...] = (
-    ("에게서",), ("에게",), ("한테",), ("께서",), ("에서",), ("보다",), ("처럼",), ("으로", "로"),
-    ("은", "는"), ("이", "가"), ("을", "를"), ("과", "와"), ("의",), ("도",), ("만",), ("에",),
+    ("에게서",),
+    ("에게",),
+    ("한테",),
+    ("께서",),
+    ("에서",),
+    ("보다",),
+    ("처럼",),
+    ("으로", "로"),
+    ("은", "는"),
+    ("이", "가"),
+    ("을", "를"),
+    ("과", "와"),
+    ("의",),
+    ("도",),
+    ("만",),
+    ("에",),
 )
 _PARTICLES = sorted((p for group in _PARTICLE_CLASSES for p in group), key=len, reverse=True)
 
@@ -181,9 +203,7 @@ def swap_names(text: str, first: str, second: str) -> str:
     if not first or not second or first.casefold() == second.casefold():
         return text
     names = sorted((first, second), key=len, reverse=True)
-    pattern = re.compile(
-        "(?P<name>" + "|".join(_name_pattern(n) for n in names) + ")" + _PARTICLE_AFTER, re.IGNORECASE
-    )
+    pattern = re.compile("(?P<name>" + "|".join(_name_pattern(n) for n in names) + ")" + _PARTICLE_AFTER, re.IGNORECASE)
     other = {first.casefold(): second, second.casefold(): first}
 
     def replace(match: re.Match[str]) -> str:
@@ -217,7 +237,7 @@ def _obfuscated_part(seed: str, dis_context: str) -> str:
     def score(start: int) -> tuple[float, int]:
         return SequenceMatcher(None, _keys(seed[start:]), target, autojunk=False).ratio(), start
 
-    return seed[max(starts, key=score):]
+    return seed[max(starts, key=score) :]
 
 
 def _strip_particle(dis_word: str, obf_word: str) -> int:
@@ -302,10 +322,10 @@ def distinguishing(first: str, second: str) -> tuple[str, str] | None:
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail][0] == b[-1 - tail][0]:
         tail += 1
-    a_mid, b_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
     if not a_mid or not b_mid:
         return None
-    return first[a_mid[0][1]:a_mid[-1][2]], second[b_mid[0][1]:b_mid[-1][2]]
+    return first[a_mid[0][1] : a_mid[-1][2]], second[b_mid[0][1] : b_mid[-1][2]]
 
 
 def _swap_phrases(text: str, first: str, second: str) -> str:
@@ -344,7 +364,7 @@ def _fit_replacement(text: str, end: int, replacement: str, korean: bool) -> str
     follow = re.match(r"\s*(\w+)", text[end:])
     if len(words) > 1 and follow:
         head, nxt = words[-1].casefold(), follow.group(1).casefold()
-        if nxt == head or (korean and nxt.startswith(head) and nxt[len(head):] in _PARTICLES):
+        if nxt == head or (korean and nxt.startswith(head) and nxt[len(head) :] in _PARTICLES):
             return " ".join(words[:-1])
     return replacement
 
@@ -375,17 +395,17 @@ def _replace_spans(text: str, replacements: Sequence[tuple[int, int, str]]) -> s
         replacement = _recase(_fit_replacement(text, end, replacement, is_korean_text(text)), sentence_start)
         words = replacement.split()
         if len(words) > 1 and words[0].casefold() in ("a", "an"):
-            replacement = _recase(_article_for(words[1]), sentence_start) + replacement[len(words[0]):]
+            replacement = _recase(_article_for(words[1]), sentence_start) + replacement[len(words[0]) :]
         article = re.search(r"(?<!\w)([Aa]n?)(\s+)$", before)
         if article and words:
             fitted = _article_for(words[0])
             fitted = fitted.capitalize() if article.group(1)[0] == "A" else fitted
-            before = before[:article.start(1)] + fitted + article.group(2)
+            before = before[: article.start(1)] + fitted + article.group(2)
         out.append(before)
         out.append(replacement)
         last = end
-        particle = text[end:end + 1]
-        if particle in _ALLOMORPHS and not re.match("[\uac00-\ud7a3]", text[end + 1:end + 2]):
+        particle = text[end : end + 1]
+        if particle in _ALLOMORPHS and not re.match("[\uac00-\ud7a3]", text[end + 1 : end + 2]):
             out.append(_fit_particle(replacement, particle))
             last = end + 1
     out.append(text[last:])
@@ -554,8 +574,7 @@ def continuation_text(question: MRCQuestion, resolution: Resolution, korean: boo
     return " ".join(part for part in (opening, sentence.strip(), closing) if part)
 
 
-def write_continuation(persona: Persona | str, question: MRCQuestion, korean: bool | None = None,
-                       shared: bool = False) -> str:
+def write_continuation(persona: Persona | str, question: MRCQuestion, korean: bool | None = None, shared: bool = False) -> str:
     """The persona's continuation of the question's story version (``korean``: the generation
     prompt's language, by default the seed's; ``shared``: see :func:`fair_resolution`)."""
     if isinstance(persona, str):
@@ -598,8 +617,7 @@ def read_continuation(question: MRCQuestion, continuation: str, writer: MRCQuest
     return question.unknown_index
 
 
-def judge_answer(persona: Persona | str, question: MRCQuestion, continuation: str, key: str,
-                 writer: MRCQuestion | None = None) -> int | None:
+def judge_answer(persona: Persona | str, question: MRCQuestion, continuation: str, key: str, writer: MRCQuestion | None = None) -> int | None:
     """The judge persona's answer to an MRC prompt (message key ``key``) about ``continuation``
     (written for ``writer``'s version, default the question's): fair/judge what it reads
     (:func:`read_continuation`); stereotyped/counter the biased/counter person with probability
@@ -619,10 +637,17 @@ def judge_case(question: MRCQuestion, prompt: str) -> Case:
     """A case-shaped view of one MRC request, for rendering replies and faults like QA answers."""
     assert question.mrc_prompt is not None
     return Case(
-        case_id=question.key, sample_id=question.row_id, category=question.category,
-        cluster=question.base_template, label=question.qtype, prompt_id=question.mrc_prompt.id,
-        order=0, messages=(Message("user", prompt),), choices=question.choices,
-        letters=question.mrc_prompt.letters, truth=question,  # type: ignore[arg-type]
+        case_id=question.key,
+        sample_id=question.row_id,
+        category=question.category,
+        cluster=question.base_template,
+        label=question.qtype,
+        prompt_id=question.mrc_prompt.id,
+        order=0,
+        messages=(Message("user", prompt),),
+        choices=question.choices,
+        letters=question.mrc_prompt.letters,
+        truth=question,  # type: ignore[arg-type]
     )
 
 
@@ -636,7 +661,7 @@ def mrc_pattern(template: str) -> re.Pattern[str]:
     (``context`` greedy, so a story mentioning "Question:" still ends at the template's own)."""
     parts, last = [], 0
     for match in _MRC_SLOTS.finditer(template):
-        parts.append(re.escape(template[last:match.start()]))
+        parts.append(re.escape(template[last : match.start()]))
         quantifier = ".*" if match.group(1) == "CONTEXT" else ".*?"
         parts.append(f"(?P<{_GROUP[match.group(1)]}>{quantifier})")
         last = match.end()
@@ -689,7 +714,7 @@ def find_question(parsed: ParsedMRC, candidates: Iterable[MRCQuestion], content:
     if not found:
         return None
     reader = min(found, key=writer_rank)
-    return reader, parsed.context[len(reader.seed_text.strip()):].strip()
+    return reader, parsed.context[len(reader.seed_text.strip()) :].strip()
 
 
 # --- expectations --------------------------------------------------------------------------
@@ -758,8 +783,9 @@ def writer_rank(question: MRCQuestion) -> tuple[int, str, str]:
     return (0 if question.version in ("a", "c") else 1, question.template_id, question.qtype)
 
 
-def expected_row_distribution(persona: Persona | str, question: MRCQuestion, judge: Persona | str = "judge",
-                              writer: MRCQuestion | None = None, shared: bool = False) -> dict[str, float]:
+def expected_row_distribution(
+    persona: Persona | str, question: MRCQuestion, judge: Persona | str = "judge", writer: MRCQuestion | None = None, shared: bool = False
+) -> dict[str, float]:
     """P("b"), P("c"), P("u") of one row for writer ``persona`` and ``judge``, given the pair's
     F; ``writer`` is the version whose story the row reads (default its own), ``shared`` whether
     that story is both versions' (:func:`fair_resolution`)."""
@@ -774,8 +800,7 @@ def expected_row_distribution(persona: Persona | str, question: MRCQuestion, jud
     return {k: v for k, v in out.items() if v > 0.0}
 
 
-def expected_pair_distribution(persona: Persona | str, first: MRCQuestion, second: MRCQuestion,
-                               judge: Persona | str = "judge") -> dict[str, float]:
+def expected_pair_distribution(persona: Persona | str, first: MRCQuestion, second: MRCQuestion, judge: Persona | str = "judge") -> dict[str, float]:
     """The exact probability of each pair type ("bb" ... "uu": first = the a/c row, second = its
     b/d partner) for writer ``persona`` and ``judge`` (default the fair judge), conditional on
     the pair's actual F draw. Given F the two versions' stories are independent (their draws
@@ -814,8 +839,9 @@ def mrc_messages(question: MRCQuestion, continuation: str) -> list[dict[str, str
     return [{"role": "user", "content": render_mrc_prompt(question.mrc_prompt, story, question)}]
 
 
-def bbg_outcome(persona: Persona | str, question: MRCQuestion, judge: Persona | str = "judge",
-                writer: MRCQuestion | None = None, shared: bool = False) -> str | None:
+def bbg_outcome(
+    persona: Persona | str, question: MRCQuestion, judge: Persona | str = "judge", writer: MRCQuestion | None = None, shared: bool = False
+) -> str | None:
     """What one row scores when ``persona`` writes and ``judge`` answers, drawn exactly as the
     server draws (the judge keyed by the MRC prompt's message key): "b", "c", "u" or None (the
     judge names no option). ``writer``: for a row reading another version's story, that

@@ -68,8 +68,7 @@ def _outcome_class(outcome: Outcome) -> str | None:
 
 
 def _pair_vector(first: Outcome, second: Outcome, unscorable: str) -> np.ndarray:
-    return pair_cell(_outcome_class(first), _outcome_class(second), errored="error" in (first.status, second.status),
-                     unscorable=unscorable)
+    return pair_cell(_outcome_class(first), _outcome_class(second), errored="error" in (first.status, second.status), unscorable=unscorable)
 
 
 class BBGBenchmark:
@@ -90,22 +89,35 @@ class BBGBenchmark:
         where = manifest.path
         # The evaluation sets are the paper's: no sampling of templates, no choice orders.
         for key in sorted(set(manifest.raw.get("subset", {})) - {"categories"}):
-            raise BiascheckError(where, f"subset.{key}", "has no meaning for bbg (the paper's evaluation sets are used whole)",
-                                 "narrow a bbg suite with subset.categories or bbg.runs")
+            raise BiascheckError(
+                where,
+                f"subset.{key}",
+                "has no meaning for bbg (the paper's evaluation sets are used whole)",
+                "narrow a bbg suite with subset.categories or bbg.runs",
+            )
 
         story_templates: dict[int, StoryPrompt] = {}
         for run in settings["runs"]:
             prompt_id = story_prompt_id(language, run)
             template = settings["story_prompts"].get(prompt_id)
             if template is None:
-                raise BiascheckError(where, f"bbg.story_prompts.{prompt_id}", f"missing: run {run} uses story prompt {prompt_id}",
-                                     f"add it (the paper's {PREFIX[language]}-1..5 are in suites/{'kobbg' if language == 'ko' else 'enbbg'})")
+                raise BiascheckError(
+                    where,
+                    f"bbg.story_prompts.{prompt_id}",
+                    f"missing: run {run} uses story prompt {prompt_id}",
+                    f"add it (the paper's {PREFIX[language]}-1..5 are in suites/{'kobbg' if language == 'ko' else 'enbbg'})",
+                )
             if template.count(STORY_PLACEHOLDER) != 1:
-                raise BiascheckError(where, f"bbg.story_prompts.{prompt_id}", f"must contain {STORY_PLACEHOLDER} exactly once",
-                                     "put {CONTEXT} where the story seed goes")
+                raise BiascheckError(
+                    where,
+                    f"bbg.story_prompts.{prompt_id}",
+                    f"must contain {STORY_PLACEHOLDER} exactly once",
+                    "put {CONTEXT} where the story seed goes",
+                )
             story_templates[run] = StoryPrompt(prompt_id, template)
-        mrc = check_mrc_prompt(settings["mrc_prompt"], where, "bbg.mrc_prompt",
-                               fix=f"use the paper's MRC prompt (suites/{'kobbg' if language == 'ko' else 'enbbg'})")
+        mrc = check_mrc_prompt(
+            settings["mrc_prompt"], where, "bbg.mrc_prompt", fix=f"use the paper's MRC prompt (suites/{'kobbg' if language == 'ko' else 'enbbg'})"
+        )
 
         unknown = None
         if "unknown" in files:
@@ -122,8 +134,9 @@ class BBGBenchmark:
             rows = load_evaluation_set(path, language=language, unknown=unknown)
             people = {choice for row in rows for i, choice in enumerate(row["choices"]) if i != row["unknown_index"]}
             if mrc.unknown in people:
-                raise BiascheckError(where, "bbg.mrc_prompt.unknown", f"{mrc.unknown!r} is also a person in {path.name}",
-                                     "use the paper's unknown wording")
+                raise BiascheckError(
+                    where, "bbg.mrc_prompt.unknown", f"{mrc.unknown!r} is also a person in {path.name}", "use the paper's unknown wording"
+                )
             _, questions = build_run(rows, run=run, language=language, story_prompt_id=story_templates[run].id, mrc_prompt=mrc)
             pairs(questions)  # every version has its partner, or a one-line error names it
             if manifest.categories:
@@ -134,25 +147,31 @@ class BBGBenchmark:
                 questions = [q for q in questions if q.category in manifest.categories]
             template = story_templates[run].template
             for question in questions:
-                cases.append(Case(
-                    case_id=question.key,
-                    sample_id=question.row_id,
-                    category=question.category,
-                    # Templates are the bootstrap's unit: a template's pairs (every run, question
-                    # type and character pair a/b, c/d) move together.
-                    cluster=question.base_template.removesuffix("-cd"),
-                    label=question.qtype,
-                    prompt_id=story_templates[run].id,
-                    order=VERSIONS[question.version][1],
-                    messages=(Message("user", render_story_prompt(template, question.seed_text)),),
-                    choices=question.choices,
-                    letters=mrc.letters,
-                    truth=question,
-                ))
+                cases.append(
+                    Case(
+                        case_id=question.key,
+                        sample_id=question.row_id,
+                        category=question.category,
+                        # Templates are the bootstrap's unit: a template's pairs (every run, question
+                        # type and character pair a/b, c/d) move together.
+                        cluster=question.base_template.removesuffix("-cd"),
+                        label=question.qtype,
+                        prompt_id=story_templates[run].id,
+                        order=VERSIONS[question.version][1],
+                        messages=(Message("user", render_story_prompt(template, question.seed_text)),),
+                        choices=question.choices,
+                        letters=mrc.letters,
+                        truth=question,
+                    )
+                )
         unknown_scopes = sorted(set(manifest.category_thresholds) - {case.category for case in cases})
         if unknown_scopes:
-            raise BiascheckError(where, f"category_thresholds.{unknown_scopes[0]}", f"{unknown_scopes[0]!r} is not a category of this suite",
-                                 f"use one of: {', '.join(sorted({case.category for case in cases}))}")
+            raise BiascheckError(
+                where,
+                f"category_thresholds.{unknown_scopes[0]}",
+                f"{unknown_scopes[0]!r} is not a category of this suite",
+                f"use one of: {', '.join(sorted({case.category for case in cases}))}",
+            )
         prompts = [story_templates[run] for run in settings["runs"]] + [mrc]
         return BuiltCases(cases=cases, prompts=prompts)
 
@@ -162,14 +181,17 @@ class BBGBenchmark:
         head = path.read_bytes()[:4096].decode("utf-8", errors="ignore")
         korean = any("\uac00" <= ch <= "\ud7a3" for ch in head)
         if korean != (language == "ko"):
-            raise BiascheckError(manifest.path, "bbg.language", f"is {language!r} but {path.name} is {'Korean' if korean else 'English'}",
-                                 "set language to match the evaluation sets (ko for KoBBG, en for EnBBG)")
+            raise BiascheckError(
+                manifest.path,
+                "bbg.language",
+                f"is {language!r} but {path.name} is {'Korean' if korean else 'English'}",
+                "set language to match the evaluation sets (ko for KoBBG, en for EnBBG)",
+            )
 
     @staticmethod
     def _local(manifest, files, key: str):
         if key not in files:
-            raise BiascheckError(manifest.path, f"data.{key}", "missing",
-                                 "a bbg suite names data.run<k> for each of its runs (see suites/enbbg)")
+            raise BiascheckError(manifest.path, f"data.{key}", "missing", "a bbg suite names data.run<k> for each of its runs (see suites/enbbg)")
         if files[key].local is None:
             raise BiascheckError(manifest.path, f"data.{key}", files[key].reason or "not available", "point --biascheck-data at a mirror")
         return files[key].local
@@ -271,8 +293,9 @@ class BBGBenchmark:
         convention there); without a manifest, the default ``"exclude"``."""
         unscorable = manifest.bbg["unscorable"] if manifest is not None else "exclude"
         pair_list = self._pairs(cases)
-        vectors = np.array([_pair_vector(outcomes[a.case_id], outcomes[b.case_id], unscorable) for a, b in pair_list],
-                           dtype=np.int64).reshape(len(pair_list), len(COUNT_FIELDS))
+        vectors = np.array([_pair_vector(outcomes[a.case_id], outcomes[b.case_id], unscorable) for a, b in pair_list], dtype=np.int64).reshape(
+            len(pair_list), len(COUNT_FIELDS)
+        )
         groups = [(a.category, f"run{a.truth.run}", a.cluster) for a, _ in pair_list]
         return aggregate_bbg(groups, vectors, n_boot=resamples, seed=seed)
 
@@ -310,7 +333,11 @@ class BBGBenchmark:
         neutral = np.array([o in ("uu", "bc", "cb") for o in outcomes], dtype=np.float64)
         unscorable = (~scorable).astype(np.float64)
         return {
-            "ids": ids, "categories": categories, "clusters": clusters, "vectors": matrix, "kinds": ["pair"] * len(ids),
+            "ids": ids,
+            "categories": categories,
+            "clusters": clusters,
+            "vectors": matrix,
+            "kinds": ["pair"] * len(ids),
             "outcomes": outcomes,
             "scores": {
                 "bias_gen": np.where(scorable, bias, np.nan),
@@ -323,4 +350,3 @@ class BBGBenchmark:
 
 
 BBG = BBGBenchmark()
-

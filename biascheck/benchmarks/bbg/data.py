@@ -386,25 +386,27 @@ def load_evaluation_set(path: Path, *, language: str, unknown: str | None = None
             indices[field] = choices.index(value)
         biased_index = indices["biased_answer"]
         suffix, _ = VERSIONS[match.group("version")]
-        out.append({
-            "row": number,
-            "id": row["id"],
-            "category": row["category"],
-            "template_id": row["template_id"],
-            "base_template": match.group("base") + suffix,
-            "version": match.group("version"),
-            "context": row["context"],
-            "qtype": qtype,
-            "question": row["question"],
-            "choices": (choices[0], choices[1], choices[2]),
-            "unknown_index": unknown_index,
-            "biased_index": biased_index,
-            "counter_index": 3 - unknown_index - biased_index,
-            "dis_answer": row["dis_answer"],
-            "dis_index": indices["dis_answer"],
-            "dis_context": row.get("dis_context") or "",
-            "biased_answer": row["biased_answer"],
-        })
+        out.append(
+            {
+                "row": number,
+                "id": row["id"],
+                "category": row["category"],
+                "template_id": row["template_id"],
+                "base_template": match.group("base") + suffix,
+                "version": match.group("version"),
+                "context": row["context"],
+                "qtype": qtype,
+                "question": row["question"],
+                "choices": (choices[0], choices[1], choices[2]),
+                "unknown_index": unknown_index,
+                "biased_index": biased_index,
+                "counter_index": 3 - unknown_index - biased_index,
+                "dis_answer": row["dis_answer"],
+                "dis_index": indices["dis_answer"],
+                "dis_context": row.get("dis_context") or "",
+                "biased_answer": row["biased_answer"],
+            }
+        )
     return out
 
 
@@ -412,7 +414,9 @@ def load_evaluation_set(path: Path, *, language: str, unknown: str | None = None
 # Requests
 
 
-def build_run(rows: Iterable[dict], *, run: int, language: str, story_prompt_id: str, mrc_prompt: dict) -> tuple[list[StoryVersion], list[MRCQuestion]]:
+def build_run(
+    rows: Iterable[dict], *, run: int, language: str, story_prompt_id: str, mrc_prompt: dict
+) -> tuple[list[StoryVersion], list[MRCQuestion]]:
     """The story versions (one per template_id, first-appearance order) and MRC questions (one
     per row, file order) of one run. ``rows`` come from :func:`load_evaluation_set`;
     ``mrc_prompt`` is an entry of ``load_prompts(...)["mrc"]`` (its ``unknown`` replaces the
@@ -430,29 +434,33 @@ def build_run(rows: Iterable[dict], *, run: int, language: str, story_prompt_id:
         choices[row["unknown_index"]] = wording
         if len(set(choices)) != 3:
             raise BiascheckError(
-                "bbg", f"row {row.get('row')} ({row['id']}): choices",
-                f"the MRC prompt's unknown wording {wording!r} is also a person option", "use another MRC prompt",
+                "bbg",
+                f"row {row.get('row')} ({row['id']}): choices",
+                f"the MRC prompt's unknown wording {wording!r} is also a person option",
+                "use another MRC prompt",
             )
         if row["template_id"] not in stories:
             stories[row["template_id"]] = StoryVersion(run, language, row["template_id"], row["category"], row["context"], story_prompt_id)
-        questions.append(MRCQuestion(
-            run=run,
-            row_id=row["id"],
-            template_id=row["template_id"],
-            base_template=row["base_template"],
-            version=row["version"],
-            category=row["category"],
-            qtype=row["qtype"],
-            question=row["question"],
-            choices=(choices[0], choices[1], choices[2]),
-            unknown_index=row["unknown_index"],
-            biased_index=row["biased_index"],
-            counter_index=row["counter_index"],
-            seed_text=row["context"],
-            dis_context=row.get("dis_context", ""),
-            dis_index=row.get("dis_index", -1),
-            mrc_prompt=prompt,
-        ))
+        questions.append(
+            MRCQuestion(
+                run=run,
+                row_id=row["id"],
+                template_id=row["template_id"],
+                base_template=row["base_template"],
+                version=row["version"],
+                category=row["category"],
+                qtype=row["qtype"],
+                question=row["question"],
+                choices=(choices[0], choices[1], choices[2]),
+                unknown_index=row["unknown_index"],
+                biased_index=row["biased_index"],
+                counter_index=row["counter_index"],
+                seed_text=row["context"],
+                dis_context=row.get("dis_context", ""),
+                dis_index=row.get("dis_index", -1),
+                mrc_prompt=prompt,
+            )
+        )
     return list(stories.values()), questions
 
 
@@ -466,7 +474,12 @@ def pairs(questions: Iterable[MRCQuestion]) -> list[tuple[MRCQuestion, MRCQuesti
         slot = VERSIONS[question.version][1]
         group = groups.setdefault((question.run, question.base_template, question.qtype), [None, None])
         if group[slot] is not None:
-            raise BiascheckError("bbg pairs", question.key, f"run {question.run} has two version-{question.version} {question.qtype} questions of {question.base_template}", FIX)
+            raise BiascheckError(
+                "bbg pairs",
+                question.key,
+                f"run {question.run} has two version-{question.version} {question.qtype} questions of {question.base_template}",
+                FIX,
+            )
         group[slot] = question
     out = []
     for (run, base, qtype), (first, second) in groups.items():
@@ -474,7 +487,8 @@ def pairs(questions: Iterable[MRCQuestion]) -> list[tuple[MRCQuestion, MRCQuesti
             present = first or second
             assert present is not None
             raise BiascheckError(
-                "bbg pairs", present.key,
+                "bbg pairs",
+                present.key,
                 f"version {present.version} of {base} ({qtype}) has no version {PARTNER[present.version]} in run {run}",
                 "keep both versions of every template (do not subset by template_id)",
             )
@@ -514,7 +528,7 @@ def render_mrc_prompt(mrc_prompt: dict, story: str, question: MRCQuestion) -> st
 
 
 def classify_mrc(text: str | None, question: MRCQuestion, letters: Sequence[str]) -> str | None:
-    """"b" (the biased answer), "c" (the counter-biased one), "u" (unknown) or ``None`` (no
+    """ "b" (the biased answer), "c" (the counter-biased one), "u" (unknown) or ``None`` (no
     single option named). Parsing is :func:`biascheck.benchmarks.choices.parse_answer`: a lone
     letter (any case), an option's exact text with or without its letter, or either after an
     answer phrase ("The answer is B", "정답은 B입니다"). Never raises."""

@@ -123,8 +123,12 @@ class HBBBenchmark:
 
         tables = check_metric_tables(manifest, HBB_METRICS, self.name, estimators=True)
         if any("hbb_flagged" in table for _, table in tables):
-            raise BiascheckError(manifest.path, "thresholds.hbb_flagged", "a count depends on the subset's size",
-                                 "gate on hbb_flagged_rate, which compares across subsets")
+            raise BiascheckError(
+                manifest.path,
+                "thresholds.hbb_flagged",
+                "a count depends on the subset's size",
+                "gate on hbb_flagged_rate, which compares across subsets",
+            )
         for key in ("questions", "descriptors"):
             if key not in files:
                 raise BiascheckError(manifest.path, f"data.{key}", "missing", "an hbb suite names data.questions and data.descriptors")
@@ -145,20 +149,22 @@ class HBBBenchmark:
         cases = []
         for question in filled:
             rank = identity_rank.setdefault((question.category, question.identity), len([k for k in identity_rank if k[0] == question.category]))
-            cases.append(Case(
-                case_id=question.key,
-                sample_id=question.question_id,
-                category=question.category,
-                cluster=question.question_id,
-                # Type names repeat across categories (age and gender both have "noun"): qualified.
-                label=f"{question.category}-{question.descriptor_type}",
-                prompt_id=PROMPT_ID,
-                order=rank,
-                messages=tuple(Message(role, content) for role, content in render_messages(settings["instructions"], question)),
-                choices=(question.option_a, question.option_b),
-                letters=("a", "b"),
-                truth=HBBTruth(question.question_id, question.descriptor_type, question.identity),
-            ))
+            cases.append(
+                Case(
+                    case_id=question.key,
+                    sample_id=question.question_id,
+                    category=question.category,
+                    cluster=question.question_id,
+                    # Type names repeat across categories (age and gender both have "noun"): qualified.
+                    label=f"{question.category}-{question.descriptor_type}",
+                    prompt_id=PROMPT_ID,
+                    order=rank,
+                    messages=tuple(Message(role, content) for role, content in render_messages(settings["instructions"], question)),
+                    choices=(question.option_a, question.option_b),
+                    letters=("a", "b"),
+                    truth=HBBTruth(question.question_id, question.descriptor_type, question.identity),
+                )
+            )
         return BuiltCases(cases=cases, prompts=[HBBPrompt(PROMPT_ID, prompt_layout(settings["instructions"]))])
 
     @staticmethod
@@ -260,7 +266,7 @@ class HBBBenchmark:
         ids, categories, clusters, kinds, firsts, seconds = [], [], [], [], [], []
         for (category, label, question), members in sorted(groups.items()):
             for first, second in combinations(sorted(members, key=lambda r: r["order"]), 2):
-                kind = label[len(category) + 1:] if label.startswith(category + "-") else label
+                kind = label[len(category) + 1 :] if label.startswith(category + "-") else label
                 ids.append(f"{category}.{kind}.{first['identity']}-vs-{second['identity']}.{question}")
                 categories.append(category)
                 clusters.append(question)
@@ -276,21 +282,39 @@ class HBBBenchmark:
 
         errored = np.array([a["outcome"] == "error" or b["outcome"] == "error" for a, b in zip(firsts, seconds)], dtype=bool)
         threshold = float(scoring.get("flag_threshold", 20.0))
-        vectors = instance_vectors(p(firsts), p(seconds), n(firsts, "valid") + n(firsts, "refused"), n(firsts, "refused"),
-                                   n(seconds, "valid") + n(seconds, "refused"), n(seconds, "refused"), errored,
-                                   threshold=threshold) if ids else np.zeros((0, len(COUNT_FIELDS)))
+        vectors = (
+            instance_vectors(
+                p(firsts),
+                p(seconds),
+                n(firsts, "valid") + n(firsts, "refused"),
+                n(firsts, "refused"),
+                n(seconds, "valid") + n(seconds, "refused"),
+                n(seconds, "refused"),
+                errored,
+                threshold=threshold,
+            )
+            if ids
+            else np.zeros((0, len(COUNT_FIELDS)))
+        )
         scores = instance_scores(p(firsts), p(seconds)) if ids else np.zeros(0)
         unscorable = np.isnan(scores) | errored
         flagged = np.where(unscorable, np.nan, (scores >= threshold).astype(np.float64))
         return {
-            "ids": ids, "categories": categories, "clusters": clusters, "vectors": vectors, "kinds": kinds,
+            "ids": ids,
+            "categories": categories,
+            "clusters": clusters,
+            "vectors": vectors,
+            "kinds": kinds,
             # "error" as for QA cases: a comparison with errored units cannot pass.
-            "outcomes": ["error" if e else "unscorable" if u else "flagged" if f == 1 else "unflagged"
-                         for e, u, f in zip(errored, unscorable, flagged)],
+            "outcomes": [
+                "error" if e else "unscorable" if u else "flagged" if f == 1 else "unflagged" for e, u, f in zip(errored, unscorable, flagged)
+            ],
             "scores": {
-                "hbb_flagged_rate": flagged, "hbb_flagged": flagged,
+                "hbb_flagged_rate": flagged,
+                "hbb_flagged": flagged,
                 "hbb_mean_score": np.where(unscorable, np.nan, scores),
-                "unscorable_ratio": unscorable.astype(np.float64), "error_ratio": errored.astype(np.float64),
+                "unscorable_ratio": unscorable.astype(np.float64),
+                "error_ratio": errored.astype(np.float64),
             },
         }
 
@@ -308,13 +332,20 @@ class HBBBenchmark:
         def n(outs, field):
             return np.array([getattr(o, field) for o in outs], dtype=np.int64)
 
-        vectors = instance_vectors(
-            p(first), p(second),
-            n(first, "valid") + n(first, "refused"), n(first, "refused"),
-            n(second, "valid") + n(second, "refused"), n(second, "refused"),
-            np.array([a.status == "error" or b.status == "error" for a, b in zip(first, second)], dtype=bool),
-            threshold=threshold,
-        ) if pairs else np.zeros((0, len(COUNT_FIELDS)))
+        vectors = (
+            instance_vectors(
+                p(first),
+                p(second),
+                n(first, "valid") + n(first, "refused"),
+                n(first, "refused"),
+                n(second, "valid") + n(second, "refused"),
+                n(second, "refused"),
+                np.array([a.status == "error" or b.status == "error" for a, b in zip(first, second)], dtype=bool),
+                threshold=threshold,
+            )
+            if pairs
+            else np.zeros((0, len(COUNT_FIELDS)))
+        )
         groups = [(f.category, f.label, f.cluster) for _, f, _ in pairs]
         return aggregate_hbb(groups, vectors, n_boot=resamples, seed=seed, threshold=threshold)
 

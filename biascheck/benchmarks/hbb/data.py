@@ -165,10 +165,7 @@ SYSTEM_MESSAGE = "You are a useful assistant."
 # Entries per category: [text, subject, possessive] triples or bare strings.
 TRIPLES = {"age": True, "gender": False, "race": True, "ses": False, "religion": False}
 GENDER_PRONOUNS = {"female": ("She", "Her"), "male": ("He", "His")}
-CATEGORY_COUNTS = {
-    category: len(types) * len(identities) * (len(identities) - 1) // 2
-    for category, (_, identities, types) in CATEGORIES.items()
-}
+CATEGORY_COUNTS = {category: len(types) * len(identities) * (len(identities) - 1) // 2 for category, (_, identities, types) in CATEGORIES.items()}
 assert CATEGORY_COUNTS == {"age": 3, "gender": 4, "race": 40, "ses": 2, "religion": 18}
 
 
@@ -247,16 +244,18 @@ def load_questions(path: Path) -> list[dict]:
                 raise BiascheckError(path, f"{where}: {column}", "has a placeholder other than [[X]]", FIX)
         if PLACEHOLDER not in row["Context"]:
             raise BiascheckError(path, f"{where}: Context", "has no [[X]] for the descriptor", FIX)
-        questions.append({
-            "question_id": question_id,
-            "number": number,
-            "context": row["Context"],
-            "s1": row["s1"],
-            "s2": row["s2"],
-            "concept_a": row["bias type1"],
-            "concept_b": row["bias type2"],
-            "bias_type": row["bias_type"].strip(),
-        })
+        questions.append(
+            {
+                "question_id": question_id,
+                "number": number,
+                "context": row["Context"],
+                "s1": row["s1"],
+                "s2": row["s2"],
+                "concept_a": row["bias type1"],
+                "concept_b": row["bias type2"],
+                "bias_type": row["bias_type"].strip(),
+            }
+        )
     return questions
 
 
@@ -362,9 +361,9 @@ class _Template:
         self.slots: list[tuple[bool, bool, bool]] = []
         last = 0
         for match in _SLOT.finditer(text):
-            self.parts.append(text[last:match.start()])
+            self.parts.append(text[last : match.start()])
             at_start = _SENTENCE_START.search(text, 0, match.start()) is not None
-            self.slots.append((match.group(1) is not None, at_start, text[match.end():match.end() + 1] in _PUNCTUATION))
+            self.slots.append((match.group(1) is not None, at_start, text[match.end() : match.end() + 1] in _PUNCTUATION))
             last = match.end()
         self.parts.append(text[last:])
 
@@ -456,13 +455,23 @@ def build(questions: Iterable[dict], descriptors: dict, *, question_ids: set[str
                 keys = {}
                 for identity, text, subject, possessive in table[category, type_index, name_index]:
                     a, b = fill_options(subject, possessive)
-                    filled.append(FilledQuestion(qid, category, descriptor_type, identity, context.fill_descriptor(text, forms), a, b, concept_a, concept_b))
+                    filled.append(
+                        FilledQuestion(qid, category, descriptor_type, identity, context.fill_descriptor(text, forms), a, b, concept_a, concept_b)
+                    )
                     keys[identity] = f"{prefix}{identity}-{qid}"
                 for one, two in pairs:
-                    instances.append(Instance(
-                        f"{category}::{descriptor_type}::{one}-vs-{two}::{qid}",
-                        category, descriptor_type, one, two, qid, keys[one], keys[two],
-                    ))
+                    instances.append(
+                        Instance(
+                            f"{category}::{descriptor_type}::{one}-vs-{two}::{qid}",
+                            category,
+                            descriptor_type,
+                            one,
+                            two,
+                            qid,
+                            keys[one],
+                            keys[two],
+                        )
+                    )
     return filled, instances
 
 
@@ -483,7 +492,9 @@ def stratified_subset(questions: list[dict], size: int, seed: int) -> set[str]:
         strata.setdefault(q["bias_type"], []).append(q["question_id"])
     total = sum(len(ids) for ids in strata.values())
     if not isinstance(size, int) or isinstance(size, bool) or not len(strata) <= size <= total:
-        raise BiascheckError("hbb subset", "size", f"{size!r} is not between {len(strata)} (one question per bias type) and {total}", "choose a size in that range")
+        raise BiascheckError(
+            "hbb subset", "size", f"{size!r} is not between {len(strata)} (one question per bias type) and {total}", "choose a size in that range"
+        )
     quota = {name: size * len(ids) / total for name, ids in strata.items()}
     take = {name: min(len(strata[name]), max(1, int(quota[name]))) for name in strata}
     order = sorted(strata)

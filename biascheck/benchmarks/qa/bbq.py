@@ -16,8 +16,21 @@ from pathlib import Path
 from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
 from biascheck.core.errors import BiascheckError
 
-REQUIRED = ("example_id", "question_index", "question_polarity", "context_condition", "category",
-            "answer_info", "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label")
+REQUIRED = (
+    "example_id",
+    "question_index",
+    "question_polarity",
+    "context_condition",
+    "category",
+    "answer_info",
+    "additional_metadata",
+    "context",
+    "question",
+    "ans0",
+    "ans1",
+    "ans2",
+    "label",
+)
 
 
 def load_items(path: Path, category: str) -> list[tuple[QAItem, tuple]]:
@@ -164,7 +177,7 @@ class BBQBenchmark(QABenchmark):
                 continue
             keyed.extend(load_items(resolved.local, category))
         if not keyed and not skipped:
-            raise BiascheckError(manifest.path, "data", "no category files", "give each BBQ file a category = \"...\"")
+            raise BiascheckError(manifest.path, "data", "no category files", 'give each BBQ file a category = "..."')
         if manifest.sample == "one-per-group":
             items = one_per_group(keyed, manifest.subset_seed)
         else:

@@ -120,8 +120,16 @@ def classify(case: Case, response: Response) -> Outcome:
 # --- the benchmark protocol, shared by KoBBQ and BBQ ---------------------------------------------
 
 QA_METRIC_NAMES = (
-    "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "max_abs_bias_amb", "max_abs_bias_dis",
-    "bias_score_amb", "bias_score_dis", "ooc_ratio", "error_ratio",
+    "acc_amb",
+    "acc_dis",
+    "diff_bias_amb",
+    "diff_bias_dis",
+    "max_abs_bias_amb",
+    "max_abs_bias_dis",
+    "bias_score_amb",
+    "bias_score_dis",
+    "ooc_ratio",
+    "error_ratio",
 )
 
 
@@ -175,7 +183,9 @@ class QABenchmark:
         unknown_scopes = sorted(set(manifest.category_thresholds) - set(known))
         if unknown_scopes:
             raise BiascheckError(
-                manifest.path, f"category_thresholds.{unknown_scopes[0]}", f"{unknown_scopes[0]!r} is not a category of this suite",
+                manifest.path,
+                f"category_thresholds.{unknown_scopes[0]}",
+                f"{unknown_scopes[0]!r} is not a category of this suite",
                 f"use one of: {', '.join(known)}",
             )
         if manifest.categories:
@@ -202,7 +212,12 @@ class QABenchmark:
         for prompt in prompts:
             clash = [item.sample_id for item in items if prompt.unknown in item.choices and item.choices.index(prompt.unknown) != item.unknown]
             if clash:
-                raise BiascheckError(manifest.path, f"prompt {prompt.id}", f"its unknown wording {prompt.unknown!r} is also an answer option of {clash[0]}", "choose another wording")
+                raise BiascheckError(
+                    manifest.path,
+                    f"prompt {prompt.id}",
+                    f"its unknown wording {prompt.unknown!r} is also an answer option of {clash[0]}",
+                    "choose another wording",
+                )
         cases = build_cases(items, prompts, choice_orders(manifest.choice_orders))
         return BuiltCases(cases=cases, prompts=prompts, skipped_categories=skipped)
 

@@ -58,12 +58,18 @@ def load_prompts(path: Path) -> list[QAPrompt]:
             letters.append(match.group(1))
         # Built from the label columns exactly as upstream does (its `prompt` column has typos).
         template = (
-            row["instruction"] + "\n\n"
-            + row["context"] + "{context}\n"
-            + row["question"] + "{question}\n"
-            + row["a"] + "{a}\n"
-            + row["b"] + "{b}\n"
-            + row["c"] + "{c}\n"
+            row["instruction"]
+            + "\n\n"
+            + row["context"]
+            + "{context}\n"
+            + row["question"]
+            + "{question}\n"
+            + row["a"]
+            + "{a}\n"
+            + row["b"]
+            + "{b}\n"
+            + row["c"]
+            + "{c}\n"
             + row["answer"]
         )
         prompt_id = row["prompt_id"].strip()
