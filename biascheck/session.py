@@ -16,7 +16,7 @@ from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
-from biascheck.execution.runner import FATAL, NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
+from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
 from biascheck.execution.store import ResponseStore, request_key
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
@@ -281,9 +281,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 )
             )
             responses.update(execution.responses)
-            if part is not None and execution.stats.incomplete and execution.stats.incomplete.startswith(FATAL):
-                # Name the judge: a fatal error (e.g. its API key) is not the model under test's.
-                execution.stats.incomplete = f"{FATAL}the judge {caller.model}: {execution.stats.incomplete[len(FATAL) :]}"
+            if part is not None:  # a fatal error of the judge's (e.g. its API key) names the judge
+                execution.stats.blame_judge(caller.model)
             _add(stats, execution.stats)
             if part is not None:
                 _add(part, execution.stats)
@@ -400,7 +399,8 @@ def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats)
             done[key] = qualify(judge, suite_dir, replace(config, max_cost_usd=budget, model_source=plan.judge.source), **bounds)
             for total in (stats, plan.judge_stats):  # counted once, for the first suite it serves
                 _add(total, done[key].stats)
-            stats.incomplete = stats.incomplete or done[key].incomplete
+            if done[key].incomplete:
+                stats.stop_with(done[key].incomplete)
         plan.qualification = done[key]
 
 
@@ -409,5 +409,6 @@ def _add(total: RunStats, part: RunStats) -> None:
     for name in ("requests", "cache_hits", "calls", "retries", "errors", "unpriced_calls", "not_run"):
         setattr(total, name, getattr(total, name) + getattr(part, name))
     total.cost_usd += part.cost_usd
-    total.incomplete = total.incomplete or part.incomplete
+    if part.incomplete and total.incomplete is None:
+        total.status, total.incomplete = part.status, part.incomplete
     total.merge_params_notes(part)

@@ -31,7 +31,7 @@ from biascheck.execution.llm import (
     known_providers,
     validate_model_string,
 )
-from biascheck.execution.runner import FATAL, NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, execute
+from biascheck.execution.runner import NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, RunStatus, execute
 from biascheck.execution.store import ResponseStore
 
 from loopback import chat_answer, loopback_server, send_json
@@ -246,8 +246,9 @@ def test_the_first_attempts_all_unreachable_stop_the_run(tmp_path):
     assert client.attempts == CircuitBreaker.first_attempts == 3
     assert client.max_in_flight == 1  # until the endpoint has answered once, one attempt at a time
     assert run.stats.incomplete == (
-        f"{FATAL}cannot reach http://127.0.0.1:9/v1: Connection error. (the first 3 attempts all failed this way; stopped by the circuit breaker)"
+        "fatal model error: cannot reach http://127.0.0.1:9/v1: Connection error. (the first 3 attempts all failed this way; stopped by the circuit breaker)"
     )
+    assert run.stats.status is RunStatus.FATAL_MODEL_ERROR
     assert run.stats.not_run == 59 and run.stats.errors == 60
     # The request whose attempt tripped the breaker has its error; every other one was not run.
     assert sorted(r.error.startswith(NOT_RUN) for r in run.responses.values()) == [False] + [True] * 59
@@ -300,7 +301,7 @@ def test_nothing_listening_stops_a_run_in_seconds(tmp_path, monkeypatch):
     started = time.monotonic()
     run = asyncio.run(go())
     assert time.monotonic() - started < 20  # before: 7 attempts per request, 33 s for 60 cases
-    assert run.stats.calls == 3 and run.stats.incomplete.startswith(f"{FATAL}cannot reach http://127.0.0.1:9/v1: ")
+    assert run.stats.calls == 3 and run.stats.incomplete.startswith("fatal model error: cannot reach http://127.0.0.1:9/v1: ")
     assert "circuit breaker" in run.stats.incomplete and "object at 0x" not in run.stats.incomplete
 
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from biascheck.execution.llm import CallError, Completion
-from biascheck.execution.runner import FATAL, NOT_RUN, Budget, ModelRequest, RetryPolicy, execute
+from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, RetryPolicy, RunStatus, execute
 from biascheck.execution.store import ResponseStore
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.004, max_retry_after=1.0)
@@ -128,7 +128,8 @@ def test_a_fatal_error_stops_the_run_and_the_rest_is_not_run(tmp_path):
     client = ScriptedClient({"q0": [CallError("AuthenticationError: invalid key", retryable=False, fatal=True)]})
     execution = run(client, requests_for(*(f"q{i}" for i in range(20))), tmp_path / "s.sqlite", concurrency=1)
     stats = execution.stats
-    assert stats.incomplete == FATAL + "AuthenticationError: invalid key"
+    assert stats.incomplete == "fatal model error: AuthenticationError: invalid key"
+    assert stats.status is RunStatus.FATAL_MODEL_ERROR
     assert stats.calls == 1 and stats.not_run == 19 and stats.errors == 20
     assert all(execution.responses[f"key-q{i}"].error.startswith(NOT_RUN) for i in range(1, 20))
 
@@ -137,7 +138,7 @@ def test_the_budget_stops_new_calls_before_the_limit(tmp_path):
     client = ScriptedClient(cost=0.01)
     execution = run(client, requests_for(*(f"q{i}" for i in range(50))), tmp_path / "s.sqlite", concurrency=8, budget=Budget(0.105))
     stats = execution.stats
-    assert stats.incomplete == "budget of $0.105 reached"
+    assert stats.incomplete == "budget of $0.105 reached" and stats.status is RunStatus.BUDGET_REACHED
     assert stats.cost_usd <= 0.105 + 0.01 + 1e-9  # at most about one call's cost over
     assert stats.calls == sum(client.attempts.values()) and 0 < stats.calls <= 11
     assert stats.not_run == 50 - stats.calls
@@ -172,3 +173,54 @@ def test_duplicate_requests_are_one_call(tmp_path):
     client = ScriptedClient()
     execution = run(client, requests_for("q1", "q1", "q2"), tmp_path / "s.sqlite")
     assert execution.stats.requests == 2 and execution.stats.calls == 2 and client.attempts == Counter({"q1": 1, "q2": 1})
+
+
+class GatedClient(ScriptedClient):
+    """Holds every call until released, and records how many were in flight at most."""
+
+    def __init__(self, cost: float | None = 0.01):
+        super().__init__(cost=cost)
+        self.release = asyncio.Event()
+        self.in_flight = self.max_in_flight = 0
+
+    async def complete(self, messages, params, sample=0):
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        await self.release.wait()
+        self.in_flight -= 1
+        return await super().complete(messages, params, sample)
+
+
+def test_under_a_budget_the_first_call_goes_alone_and_the_others_sleep_until_it_returns(tmp_path):
+    from biascheck.execution.runner import CircuitBreaker, Executor, NoProgress
+
+    client = GatedClient()
+    checks = Counter()
+
+    class CountingExecutor(Executor):
+        def may_start(self) -> bool:
+            checks["may_start"] += 1
+            return super().may_start()
+
+    @contextlib.contextmanager
+    def open_client():
+        yield client
+
+    async def go():
+        with ResponseStore(tmp_path / "s.sqlite") as store:
+            executor = CountingExecutor(store, "m", policy=FAST, budget=Budget(1.0), breaker=CircuitBreaker(replied=True), progress=NoProgress())
+            pending = executor.answer_without_calling(requests_for(*(f"q{i}" for i in range(8))), {}, None)
+            calling = asyncio.ensure_future(executor.call(pending, open_client, 8, None))
+            for _ in range(200):  # let the loop run: waiting workers must not wake up by themselves
+                await asyncio.sleep(0)
+            waited = checks["may_start"]
+            assert client.in_flight == 1  # no price known yet: nothing else starts
+            client.release.set()
+            await calling
+            return executor.finish(), waited
+
+    execution, waited = asyncio.run(go())
+    # Each of the 8 workers asked once before sleeping; polling would have asked hundreds of times.
+    assert waited == 8
+    assert not any(r.errored for r in execution.responses.values())
+    assert execution.stats.calls == 8 and execution.stats.status is RunStatus.COMPLETE

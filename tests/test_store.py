@@ -153,7 +153,7 @@ def test_a_run_whose_store_fills_up_stops_incomplete_with_one_line_and_keeps_its
     import contextlib
 
     from biascheck.execution.llm import Completion
-    from biascheck.execution.runner import NOT_RUN, STORE_FAILURE, ModelRequest, execute
+    from biascheck.execution.runner import NOT_RUN, ModelRequest, RunStatus, execute
 
     class Model:  # a fake client: long answers, so that the store fills after a few
         async def complete(self, messages, params, sample=0):
@@ -176,7 +176,8 @@ def test_a_run_whose_store_fills_up_stops_incomplete_with_one_line_and_keeps_its
 
     run = asyncio.run(go())
     reason = run.stats.incomplete
-    assert reason.startswith(STORE_FAILURE) and "\n" not in reason
+    assert reason.startswith("response store failure: ") and "\n" not in reason
+    assert run.stats.status is RunStatus.STORE_FAILURE
     assert str((tmp_path / "store.sqlite").resolve()) in reason and "database or disk is full" in reason
     with ResponseStore(tmp_path / "store.sqlite") as store:
         kept = store.count()

@@ -8,6 +8,7 @@ from the store. A call that still fails becomes an errored response: counted, ne
 from __future__ import annotations
 
 import asyncio
+import enum
 import math
 import random
 import sys
@@ -25,10 +26,39 @@ from biascheck.execution.llm import CallError, Completion
 from biascheck.execution.store import ResponseStore, StoredResponse, StoreWriteError
 
 T = TypeVar("T")
+# The error of a request never sent because the run had stopped; the run's reason follows.
 NOT_RUN = "not run: "
-FATAL = "fatal model error: "
-# The run stopped because the response store could not be written (disk full, read-only).
-STORE_FAILURE = "response store failure: "
+
+
+class RunStatus(enum.Enum):
+    """How a run ended. An incomplete run's reason (results.json ``incomplete_reason``) starts with
+    its status's prefix; code decides on the status, never on the text."""
+
+    COMPLETE = ""
+    BUDGET_REACHED = "budget"  # the reason is the budget's own sentence, without a prefix
+    FATAL_MODEL_ERROR = "fatal model error: "
+    FATAL_JUDGE_ERROR = "fatal model error: the judge "
+    # The response store could not be written (disk full, read-only).
+    STORE_FAILURE = "response store failure: "
+
+    @property
+    def prefix(self) -> str:
+        return "" if self in (RunStatus.COMPLETE, RunStatus.BUDGET_REACHED) else self.value
+
+    @property
+    def fatal(self) -> bool:
+        """The run cannot measure anything: pytest stops with a usage error rather than failing items."""
+        return self in (RunStatus.FATAL_MODEL_ERROR, RunStatus.FATAL_JUDGE_ERROR, RunStatus.STORE_FAILURE)
+
+    @classmethod
+    def of(cls, reason: str) -> RunStatus:
+        """The status of a reason written by another process (an xdist worker's "not run" errors)."""
+        for status in (cls.FATAL_JUDGE_ERROR, cls.FATAL_MODEL_ERROR, cls.STORE_FAILURE):
+            if reason.startswith(status.prefix):
+                return status
+        return cls.BUDGET_REACHED
+
+
 # Parameters the answer is read from or bounded by: a refusal of one of them is the request's
 # error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded).
 KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens"})
@@ -108,6 +138,7 @@ class RunStats:
     unpriced_calls: int = 0
     not_run: int = 0  # requests never sent: budget reached or a fatal error
     incomplete: str | None = None  # why the run is incomplete, if it is
+    status: RunStatus = RunStatus.COMPLETE
     # model -> parameter -> why: refused by the server and left out of that model's requests from
     # then on (and out of every stored answer of this run that was made without it)
     params_dropped: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -115,7 +146,26 @@ class RunStats:
     params_ignored: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The counters as results.json records them (the status is in ``incomplete``'s prefix)."""
+        counters = asdict(self)
+        del counters["status"]
+        return counters
+
+    def stop(self, status: RunStatus, detail: str) -> None:
+        """The run stops: no new call starts. The first reason stays."""
+        if self.incomplete is None:
+            self.status, self.incomplete = status, status.prefix + detail
+
+    def blame_judge(self, model: str) -> None:
+        """A fatal error of a judge's execution names the judge: it is not the model under test's."""
+        if self.status is RunStatus.FATAL_MODEL_ERROR and self.incomplete is not None:
+            detail = self.incomplete.removeprefix(RunStatus.FATAL_MODEL_ERROR.prefix)
+            self.status, self.incomplete = RunStatus.FATAL_JUDGE_ERROR, f"{RunStatus.FATAL_JUDGE_ERROR.prefix}{model}: {detail}"
+
+    def stop_with(self, reason: str) -> None:
+        """Stop with a reason already written in full (by another worker, another execution)."""
+        if self.incomplete is None:
+            self.status, self.incomplete = RunStatus.of(reason), reason
 
     def merge_params_notes(self, other: RunStats) -> None:
         for mine, theirs in ((self.params_dropped, other.params_dropped), (self.params_ignored, other.params_ignored)):
@@ -326,88 +376,144 @@ async def execute(
 ) -> Execution:
     """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by
     calling; with ``offline`` (why no call may be made) a request missing from the store is that error."""
-    run = Execution()
-    stats = run.stats
-    budget = budget or Budget(None)
-    unique = list({r.key: r for r in requests}.values())
-    stats.requests = len(unique)
-    for key, stored in store.get_many(r.key for r in unique).items():
-        run.responses[key] = from_store(stored)
-    stats.cache_hits = len(run.responses)
-    wanted = {r.key for r in unique}
-    for key, error in (shared_errors or {}).items():
-        if key in wanted and key not in run.responses:
-            run.responses[key] = Response(text=None, error=error)
-            stats.errors += 1
-            if error.startswith(NOT_RUN):
-                stats.not_run += 1
-                stats.incomplete = error[len(NOT_RUN) :]
-    # Answers made without a refused parameter say so in the store: a warm run reports it too.
-    # What stored answers were made without is reported again; new requests try every parameter,
-    # so a server that has since accepted one (or a refusal that was a one-off) is not held against it.
-    dropped_before: dict[str, str] = store.dropped_params(k for k in run.responses) if run.responses else {}
-    dropped: dict[str, str] = {}
-    pending = [r for r in unique if r.key not in run.responses]
-    if offline is not None:
+    executor = Executor(store, model_name, policy=policy, budget=budget or Budget(None), breaker=breaker or CircuitBreaker(), progress=progress)
+    pending = executor.answer_without_calling(requests, shared_errors or {}, offline)
+    if pending:
+        await executor.call(pending, open_client, concurrency, label)
+    return executor.finish()
+
+
+class Executor:
+    """One execution: the store's answers first, then the missing ones called concurrently.
+
+    Workers take requests from a queue, so concurrency is a bound, never a rejection. A call starts
+    only when the budget and the circuit breaker allow it; both change only when a call returns,
+    so a worker that must wait sleeps on ``turn``, which every returning call notifies."""
+
+    def __init__(self, store: ResponseStore, model_name: str, *, policy: RetryPolicy, budget: Budget, breaker: CircuitBreaker, progress: Progress):
+        self.store, self.model_name, self.policy, self.budget, self.breaker, self.progress = store, model_name, policy, budget, breaker, progress
+        self.run = Execution()
+        self.stats = self.run.stats
+        self.unique: list[ModelRequest] = []
+        # A parameter the server refused is left out from then on; the row records what was left out.
+        self.dropped: dict[str, str] = {}
+        self.dropped_before: dict[str, str] = {}
+        self.rng = random.Random(0)
+        self.turn: asyncio.Condition | None = None  # made inside the event loop that runs the calls
+        self.done = 0
+
+    def answer_without_calling(self, requests: Sequence[ModelRequest], shared_errors: dict[str, str], offline: str | None) -> list[ModelRequest]:
+        """Answers from the store and from other workers' errors; what is left to call (nothing offline)."""
+        run, stats = self.run, self.stats
+        self.unique = list({r.key: r for r in requests}.values())
+        stats.requests = len(self.unique)
+        for key, stored in self.store.get_many(r.key for r in self.unique).items():
+            run.responses[key] = from_store(stored)
+        stats.cache_hits = len(run.responses)
+        wanted = {r.key for r in self.unique}
+        for key, error in shared_errors.items():
+            if key in wanted and key not in run.responses:
+                run.responses[key] = Response(text=None, error=error)
+                stats.errors += 1
+                if error.startswith(NOT_RUN):
+                    stats.not_run += 1
+                    stats.stop_with(error[len(NOT_RUN) :])
+        # Answers made without a refused parameter say so in the store: a warm run reports it too.
+        # What stored answers were made without is reported again; new requests try every parameter,
+        # so a server that has since accepted one (or a refusal that was a one-off) is not held against it.
+        self.dropped_before = self.store.dropped_params(k for k in run.responses) if run.responses else {}
+        pending = [r for r in self.unique if r.key not in run.responses]
+        if offline is not None:
+            for request in pending:
+                run.responses[request.key] = Response(text=None, error=offline)
+            stats.errors += len(pending)
+            return []
+        return pending
+
+    async def call(
+        self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None
+    ) -> None:
+        self.progress.start(len(self.unique), self.stats, label)
+        self.done = len(self.run.responses)
+        self.turn = asyncio.Condition()
+        queue: asyncio.Queue[ModelRequest] = asyncio.Queue()
         for request in pending:
-            run.responses[request.key] = Response(text=None, error=offline)
-        stats.errors += len(pending)
-        _note_params(run, unique, {**dropped_before, **dropped}, model_name)
-        return run
-    if not pending:
-        _note_params(run, unique, {**dropped_before, **dropped}, model_name)
-        return run
+            queue.put_nowait(request)
+        try:
+            with open_client() as client, warnings.catch_warnings():
+                # pydantic's remarks on litellm's response types (serializer warnings on an odd reply,
+                # schema notes on first use) are litellm's business, not the user's.
+                warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\.")
+                try:
+                    await asyncio.gather(*(self.worker(client, queue) for _ in range(min(concurrency, len(pending)))))
+                finally:
+                    await client.aclose()
+        finally:
+            self.progress.stop(self.stats)
 
-    progress.start(len(unique), stats, label)
-    done = len(run.responses)
-    queue: asyncio.Queue[ModelRequest] = asyncio.Queue()
-    for request in pending:
-        queue.put_nowait(request)
-    rng = random.Random(0)
-    breaker = CircuitBreaker() if breaker is None else breaker
+    def finish(self) -> Execution:
+        _note_params(self.run, self.unique, {**self.dropped_before, **self.dropped}, self.model_name)
+        return self.run
 
-    def finish(request: ModelRequest, response: Response) -> None:
-        nonlocal done
-        run.responses[request.key] = response
-        if response.errored:
-            stats.errors += 1
-        done += 1
-        progress.update(done, stats)
+    async def worker(self, client: ModelClient, queue: asyncio.Queue[ModelRequest]) -> None:
+        while True:
+            try:
+                request = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            response = await self.answer(client, request)
+            self.run.responses[request.key] = response
+            if response.errored:
+                self.stats.errors += 1
+            self.done += 1
+            self.progress.update(self.done, self.stats)
 
-    async def answer(client: ModelClient, request: ModelRequest) -> Response:
+    def may_start(self) -> bool:
+        return not (self.budget.must_wait() or self.breaker.must_wait(self.budget.in_flight))
+
+    async def returned(self) -> None:
+        """A call came back: the budget and the breaker may now let a waiting worker start."""
+        self.budget.in_flight -= 1
+        assert self.turn is not None
+        async with self.turn:
+            self.turn.notify_all()
+
+    async def answer(self, client: ModelClient, request: ModelRequest) -> Response:
+        """One request's response: a completion, or the error it ended with after its retries."""
+        stats, budget, breaker, policy = self.stats, self.budget, self.breaker, self.policy
         retry = 0
         while True:
-            # A parameter the server refused is left out from then on (the store key keeps the
-            # request as planned, so a re-run finds this answer); the row records what was left out.
-            params = {k: v for k, v in request.params.items() if k not in dropped}
-            while budget.must_wait() or breaker.must_wait(budget.in_flight):
-                await asyncio.sleep(0.005)
+            # The store key keeps the request as planned, so a re-run finds this answer.
+            params = {k: v for k, v in request.params.items() if k not in self.dropped}
+            assert self.turn is not None
+            async with self.turn:
+                await self.turn.wait_for(self.may_start)
             if stats.incomplete:
                 stats.not_run += 1
                 return Response(text=None, error=NOT_RUN + stats.incomplete)
             if budget.exhausted(stats):
-                stats.incomplete = f"budget of ${budget.max_cost_usd:g} reached"
+                stats.stop(RunStatus.BUDGET_REACHED, f"budget of ${budget.max_cost_usd:g} reached")
                 continue
             stats.calls += 1
             budget.in_flight += 1
             try:
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
-                budget.in_flight -= 1
+                await self.returned()
                 if not exc.unreachable:
                     breaker.reply()
                 elif breaker.trips(str(exc), time.monotonic()):
-                    stats.incomplete = FATAL + breaker.reason(str(exc))
+                    stats.stop(RunStatus.FATAL_MODEL_ERROR, breaker.reason(str(exc)))
                     return Response(text=None, error=str(exc))
                 droppable = [p for p in exc.rejected if p in params and p not in KEPT_PARAMS]
                 if droppable:
                     # Not a retry: the next attempt is another request, without what was refused.
                     who = "litellm for this provider" if "UnsupportedParamsError" in str(exc) else "the server"
                     for name in droppable:
-                        dropped.setdefault(name, f"refused by {who}, not sent: {exc}")
+                        self.dropped.setdefault(name, f"refused by {who}, not sent: {exc}")
                     continue
                 if exc.fatal:
-                    stats.incomplete = FATAL + str(exc)
+                    stats.stop(RunStatus.FATAL_MODEL_ERROR, str(exc))
                     return Response(text=None, error=str(exc))
                 too_long = exc.retry_after is not None and exc.retry_after > policy.max_retry_after
                 if not exc.retryable or retry >= policy.max_retries or too_long:
@@ -418,60 +524,42 @@ async def execute(
                         asked = math.ceil(exc.retry_after * 10) / 10
                         why = f"the server asked to wait {asked:g} s, more than the {policy.max_retry_after:g} s cap; "
                     return Response(text=None, error=f"{exc} ({why}after {attempts} attempt{'s' if attempts > 1 else ''})")
-                await asyncio.sleep(policy.delay(retry, exc.retry_after, rng))
+                await asyncio.sleep(policy.delay(retry, exc.retry_after, self.rng))
                 retry += 1
                 stats.retries += 1
                 continue
-            budget.in_flight -= 1
             breaker.reply()
             if completion.cost_usd is None:
                 stats.unpriced_calls += 1
             else:
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
-            stored = StoredResponse(
-                completion.text,
-                completion.finish_reason,
-                completion.usage,
-                completion.cost_usd,
-                completion.logprobs,
-                completion.truncated,
-                completion.served_model,
-                completion.system_fingerprint,
-            )
-            row = {"messages": request.messages, "params": request.params, "sample": request.sample}
-            left_out = {k: dropped[k] for k in request.params if k not in params}
-            if left_out:
-                row["params_dropped"] = left_out
-            try:
-                store.put(request.key, model_name, row, stored)
-            except StoreWriteError as exc:
-                # What is stored stays; this answer is asked again when the run resumes.
-                stats.incomplete = stats.incomplete or STORE_FAILURE + str(exc)
-                return Response(text=None, error=str(exc))
-            return from_store(stored)
+            await self.returned()  # after the price is counted: the budget's estimate needs it
+            return self.keep(request, params, completion)
 
-    async def worker(client: ModelClient) -> None:
-        while True:
-            try:
-                request = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            finish(request, await answer(client, request))
-
-    try:
-        with open_client() as client, warnings.catch_warnings():
-            # pydantic's remarks on litellm's response types (serializer warnings on an odd reply,
-            # schema notes on first use) are litellm's business, not the user's.
-            warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\.")
-            try:
-                await asyncio.gather(*(worker(client) for _ in range(min(concurrency, len(pending)))))
-            finally:
-                await client.aclose()
-    finally:
-        progress.stop(stats)
-    _note_params(run, unique, {**dropped_before, **dropped}, model_name)
-    return run
+    def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
+        """Store a completion as it arrives; the response the run reads is the stored one."""
+        stored = StoredResponse(
+            completion.text,
+            completion.finish_reason,
+            completion.usage,
+            completion.cost_usd,
+            completion.logprobs,
+            completion.truncated,
+            completion.served_model,
+            completion.system_fingerprint,
+        )
+        row = {"messages": request.messages, "params": request.params, "sample": request.sample}
+        left_out = {k: self.dropped[k] for k in request.params if k not in params}
+        if left_out:
+            row["params_dropped"] = left_out
+        try:
+            self.store.put(request.key, self.model_name, row, stored)
+        except StoreWriteError as exc:
+            # What is stored stays; this answer is asked again when the run resumes.
+            self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
+            return Response(text=None, error=str(exc))
+        return from_store(stored)
 
 
 def _note_params(run: Execution, requests: Sequence[ModelRequest], dropped: dict[str, str], model_name: str) -> None:

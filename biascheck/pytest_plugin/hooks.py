@@ -18,7 +18,7 @@ import pytest
 
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.verdicts import OVERALL
-from biascheck.execution.runner import FATAL, STORE_FAILURE
+from biascheck.execution.runner import RunStatus
 from biascheck.pytest_plugin.items import (
     STATE_KEY,
     STATUS_PROPERTY,
@@ -541,12 +541,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # one line and exit code 4, rather than thousands of items failing with the same message.
         raise pytest.UsageError(str(exc)) from None
     state.results_json = build_results(state.result)
-    reason = state.result.incomplete or ""
-    if reason.startswith((FATAL, STORE_FAILURE)):
+    status = state.result.stats.status
+    if status.fatal:
         # The results say why the run stopped. pytest_sessionfinish runs after a usage error too
         # and writes them, as for any run: the report folder, the job summary, a refused baseline.
-        whose = "" if reason.startswith((f"{FATAL}the judge ", STORE_FAILURE)) else f"{state.run_config.model.model}: "
-        raise pytest.UsageError(whose + reason)
+        whose = f"{state.run_config.model.model}: " if status is RunStatus.FATAL_MODEL_ERROR else ""
+        raise pytest.UsageError(whose + (state.result.incomplete or ""))
     if state.baseline.compare:
         _compare(state, selection)
 
