@@ -47,9 +47,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from biascheck.config.suite import load_suite
     from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig, run
+    from biascheck.suite import load_suite
 
     print(f"persona sim/{args.persona}, judge sim/{args.judge}, unscorable {args.unscorable or 'as the suite says'}")
     print(f"{'suite':8} {'store':5} {'cases':>6} {'generation':>10} {'judge':>6} {'seconds':>8} {'ntr_gen':>8} {'bias_gen':>9}  expected")

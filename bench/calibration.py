@@ -17,9 +17,9 @@ import math
 import time
 from pathlib import Path
 
-from biascheck.config.suite import load_suite
 from biascheck.evaluation.regression import settings_from
 from biascheck.sim.calibration import PreparedSuite, rates, simulated_results
+from biascheck.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 

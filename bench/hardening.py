@@ -33,12 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from biascheck.config.suite import load_suite  # noqa: E402
 from biascheck.core.errors import BiascheckError  # noqa: E402
 from biascheck.execution.llm import ModelConfig, import_litellm  # noqa: E402
 from biascheck.execution.runner import RetryPolicy  # noqa: E402
 from biascheck.reporting.results import build_results, write_reports  # noqa: E402
 from biascheck.session import RunConfig, run  # noqa: E402
+from biascheck.suite import load_suite  # noqa: E402
 
 
 @contextmanager

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_suite(suite_dir: Path, persona: str, estimator: str, store: Path):
-    from biascheck.config.suite import load_suite
     from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig, run
+    from biascheck.suite import load_suite
 
     suite = load_suite(suite_dir)
     config = RunConfig(model=ModelConfig(model=f"sim/{persona}"), store_path=store, concurrency=64, estimator=estimator)

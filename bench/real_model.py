@@ -56,9 +56,9 @@ def subset_suite(folder: Path, base: str, subset: str, *, prompts: str | None = 
 
 
 def run_suite(suite_dir: Path, server, store: Path, *, estimator: str | None = None, max_tokens: int, params: dict | None = None):
-    from biascheck.config.suite import load_suite
     from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig, run
+    from biascheck.suite import load_suite
 
     suite = load_suite(suite_dir, data_dir=os.environ.get("BIASCHECK_DATA_DIR"))
     # One request at a time is all the server does; a second one queued hides the HTTP round trip.

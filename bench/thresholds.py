@@ -32,9 +32,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from biascheck.config.manifest import Threshold
-from biascheck.config.suite import Suite, load_suite
 from biascheck.evaluation.verdicts import FAIL, INCONCLUSIVE, OVERALL, judge
 from biascheck.sim.calibration import PreparedSuite, simulated_results
+from biascheck.suite import Suite, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 PERSONAS = ("fair", "stereotyped?p=0.01", "stereotyped?p=0.025", "stereotyped?p=0.05", "stereotyped?p=0.1", "counter?p=0.1")

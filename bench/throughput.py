@@ -54,10 +54,10 @@ def main() -> None:
     args = parser.parse_args()
     args.data = Path(args.data).resolve()  # the pytest run below works in a temp folder
 
-    from biascheck.config.suite import load_suite
     from biascheck.execution.llm import ModelConfig, import_litellm
     from biascheck.session import RunConfig, run
     from biascheck.sim.process import spawn_sim_server
+    from biascheck.suite import load_suite
 
     suite = load_suite(ROOT / "suites" / "kobbq", data_dir=args.data)
     cases = suite.cases[: args.cases]

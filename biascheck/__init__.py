@@ -7,12 +7,12 @@ suite manifest (:mod:`.manifest`, :mod:`.sources`, :mod:`.suite`) -> cases (:mod
 :mod:`.plugin` adapts it to pytest; :mod:`.session` runs it without pytest.
 """
 
-__version__ = "0.1.0"
+from biascheck.core.version import VERSION as __version__
 
 # The Python API (README "Python API"), imported on first use: `import biascheck` stays cheap, as
 # the pytest plugin and the CLI need (litellm alone takes seconds to import).
 _API = {
-    "load_suite": "biascheck.config.suite",
+    "load_suite": "biascheck.suite",
     "run": "biascheck.session",
     "RunConfig": "biascheck.session",
     "RunResult": "biascheck.session",

@@ -26,7 +26,7 @@ from biascheck.core.errors import BiascheckError
 
 def main(argv: Sequence[str] | None = None) -> int:
     import biascheck
-    from biascheck.sim.cli import add_sim_subcommands
+    from biascheck.execution.providers import add_simulator_subcommands
 
     parser = argparse.ArgumentParser(prog="biascheck", description="Continuous bias-regression testing for language models.")
     parser.add_argument("--version", action="version", version=f"biascheck {biascheck.__version__}")
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     local.set_defaults(func=_serve_local)
     _add_suite_commands(commands)
     sim = commands.add_parser("sim", help="the simulated model server (a calibration instrument)")
-    add_sim_subcommands(sim.add_subparsers(dest="sim_command", required=True))
+    add_simulator_subcommands(sim)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -209,8 +209,8 @@ def _suites_run_config(args):
 def _count_suite(path: Path, args, config):
     """(benchmark, the suite's estimate or None, a one-line problem or None) of one suite folder."""
     from biascheck.config.manifest import load_manifest
-    from biascheck.config.suite import load_suite
     from biascheck.dryrun import estimate
+    from biascheck.suite import load_suite
 
     try:
         manifest = load_manifest(path)
@@ -237,7 +237,7 @@ def _count_suite(path: Path, args, config):
 
 
 def _nowhere(args) -> str:
-    from biascheck.config.suite import env_data_dir
+    from biascheck.suite import env_data_dir
 
     mirror = args.data or env_data_dir()
     where = f"in the mirror {mirror}" if mirror else "in a mirror (none given)"
@@ -286,7 +286,7 @@ def _read_results(path: Path) -> dict:
 
 def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
     """Prompt texts by case id, from the suite (the results do not repeat them); None if unavailable."""
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     suite_dir = args.suite or Path(results["suite"].get("manifest", "")).parent
     if not (suite_dir / "suite.toml").is_file():
@@ -303,7 +303,7 @@ def _diff(args) -> int:
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.reporting.comparison import github_annotations, render_comparison_markdown, render_comparison_terminal
-    from biascheck.reporting.results import write_reports
+    from biascheck.reporting.write import write_reports
 
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)

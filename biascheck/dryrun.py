@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biascheck.config.suite import Suite
 from biascheck.core.records import Case, Response
 from biascheck.execution.llm import ModelConfig, import_litellm
 from biascheck.execution.runner import from_store
 from biascheck.execution.store import ResponseStore, request_key
 from biascheck.session import Judge, RunConfig, effective_params, judge_for
+from biascheck.suite import Suite
 
 # Prompts whose tokens are counted one by one; more are estimated from a seeded sample of this many
 # (litellm's counter takes 0.1-0.4 ms a prompt: 14 s for KoBBQ's 34,200 with gpt-4o's tokenizer).

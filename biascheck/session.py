@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.config.manifest import canonical_json
-from biascheck.config.suite import Suite
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
+from biascheck.execution.providers import simulator
 from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
 from biascheck.execution.store import ResponseStore, request_key
+from biascheck.suite import Suite
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
 
@@ -106,10 +107,7 @@ class _Clients:
             yield LiteLLMClient(model, require_price=require_price, where=where)
             return
         if self._sim_url is None:
-            from biascheck.sim.process import spawn_sim_server
-
-            server = self._stack.enter_context(spawn_sim_server([s.manifest.directory for s in self._suites], self._data_dir))
-            self._sim_url = server.base_url
+            self._sim_url = self._stack.enter_context(simulator([s.manifest.directory for s in self._suites], self._data_dir))
         yield LiteLLMClient(model, api_base=self._sim_url, require_price=require_price)
 
 

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biascheck.config.manifest import Rule
-from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.regression import compare, resolve_rules, settings_from
 from biascheck.sim.calibration import PreparedSuite, simulated_results
+from biascheck.suite import load_suite
 
 pytestmark = pytest.mark.data
 

@@ -11,13 +11,13 @@ import pytest
 
 from biascheck.benchmarks.bbg.benchmark import BBG
 from biascheck.benchmarks.bbg.metrics import COUNT_FIELDS
-from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Outcome, Response
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
 from biascheck.execution.store import request_key
 from biascheck.session import RunConfig, judge_for, scoring_for
+from biascheck.suite import load_suite
 
 from conftest import SUITES, write_subset_suite
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from biascheck.config.suite import load_suite
 from biascheck.evaluation.regression import settings_from
 from biascheck.sim.calibration import PreparedSuite, rates, simulated_results
+from biascheck.suite import load_suite
 
 from conftest import SUITES
 

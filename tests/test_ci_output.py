@@ -26,10 +26,10 @@ from conftest import ROOT, SUITES, write_subset_suite
 def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
     """Results documents of the tiny KoBBQ suite (96 cases): ``stereotyped`` on the whole suite and
     on its age cases alone (a ``-k age`` run), ``fair`` on the whole suite."""
-    from biascheck.config.suite import load_suite
     from biascheck.execution.llm import ModelConfig
     from biascheck.reporting.results import build_results
     from biascheck.session import RunConfig, run
+    from biascheck.suite import load_suite
 
     folder = tmp_path_factory.mktemp("ci-output")
     suite_dir = write_subset_suite(
@@ -294,8 +294,8 @@ def test_help_says_what_each_setting_is(pytester):
 def test_the_readme_names_every_gate_the_demo_fails(data_dir):
     """The demo (`sim/stereotyped` on suites/kobbq) fails exactly the gates whose expected value,
     from the persona's answer distribution over every case, is beyond the manifest's threshold."""
-    from biascheck.config.suite import load_suite
     from biascheck.sim.personas import expected_answer_distribution, parse_persona
+    from biascheck.suite import load_suite
 
     suite = load_suite(SUITES / "kobbq", data_dir=data_dir)
     persona = parse_persona("stereotyped")
@@ -352,7 +352,8 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
 
 
 def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
-    from biascheck.reporting.results import render_summary_markdown, write_reports
+    from biascheck.reporting.results import render_summary_markdown
+    from biascheck.reporting.write import write_reports
 
     fair = copy.deepcopy(runs["fair"])
     fair["suite"]["name"] = "kobbq|fair"  # a pipe in a name must not split its cell

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biascheck.benchmarks.hbb.benchmark import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, Estimator, p_a_from_logprobs
-from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, HBBTruth, Message, Outcome, Response
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import first_token_logprobs
+from biascheck.suite import load_suite
 
 from conftest import SUITES
 

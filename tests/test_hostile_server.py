@@ -427,8 +427,8 @@ def _by_prompt(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
 
 
 def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key(tmp_path, tiny_kobbq, data_dir, api_key):
-    from biascheck.config.suite import load_suite
     from biascheck.session import RunConfig, run
+    from biascheck.suite import load_suite
 
     suite = load_suite(tiny_kobbq, data_dir=data_dir)
     behaviours = {case.case_id: _behaviour_of(case.messages[-1].content) for case in suite.cases}
@@ -495,7 +495,7 @@ def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_ke
         leaked = _leaks(api_key, path.read_bytes())
         assert not leaked, f"the key is in {path.relative_to(tmp_path)}"
     # No error became an answer: only the replies that echo the key (and open with "A.") can be one.
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     cases = [case for case in load_suite(tiny_kobbq, data_dir=data_dir).cases if case.category == PLUGIN_CATEGORY]
     behaviours = {case.case_id: _behaviour_of(case.messages[-1].content) for case in cases}

@@ -632,7 +632,7 @@ def test_biased_answer_sample_only_without_baseline_and_deterministic():
 
 
 def test_index_page_links_every_suite(tmp_path):
-    from biascheck.reporting.results import write_reports
+    from biascheck.reporting.write import write_reports
 
     first, second = make_results(), make_results()
     second["suite"]["name"], second["passed"] = "kobbq-fair", True

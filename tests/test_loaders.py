@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
+from biascheck.suite import load_suite
 
 from conftest import mirror_or_skip
 
@@ -565,7 +565,7 @@ def test_bbq_subset_keeps_biased_and_counter_contexts_balanced():
     """A random pick per cell would unbalance them, and then a perfect model's bias_score_dis != 0."""
     from collections import Counter
 
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     from conftest import mirror_or_skip
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from biascheck.config.manifest import SAMPLING_PARAMS, load_manifest, parse_sampling_overrides
-from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
+from biascheck.suite import load_suite
 
 SAMPLES = (
     "sample_id\tlabel_annotation\tcontext\tquestion\tchoices\tbiased_answer\tanswer\n"
@@ -356,7 +356,7 @@ def test_plugin_reports_a_bad_manifest_in_one_line(pytester, tmp_path, text, exp
 
 
 def test_category_threshold_on_an_ungated_metric_is_gated_in_that_category(tmp_path, data_dir):
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     from conftest import write_subset_suite
 

@@ -12,7 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.benchmarks.qa.metrics import COUNT_FIELDS, FIELD_INDEX, K, cell, cells, counts_from_cells
+from biascheck.benchmarks.qa.metrics import (
+    COUNT_FIELDS,
+    FIELD_INDEX,
+    QA_METRICS,
+    K,
+    aggregate_qa,
+    cell,
+    cells,
+    counts_from_cells,
+    metrics_for_suite,
+    tally,
+)
 from biascheck.core.records import Case, Outcome, QATruth
 from biascheck.metrics.bootstrap import (
     bootstrap_sums,
@@ -21,7 +32,6 @@ from biascheck.metrics.bootstrap import (
     percentile_interval,
     resample_weights,
 )
-from biascheck.metrics.core import QA_METRICS, aggregate_qa, metrics_for_suite, tally
 
 ALL = tuple(QA_METRICS)
 

@@ -147,7 +147,7 @@ def test_a_key_set_or_passed_satisfies_the_check(no_keys, monkeypatch):
 
 
 def _tiny_selection(tiny_kobbq, data_dir, n=8):
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     suite = load_suite(tiny_kobbq, data_dir=data_dir)
     return [(suite, suite.cases[:n])]

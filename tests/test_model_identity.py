@@ -36,7 +36,7 @@ def _server(served: list[str], fingerprint: str | None = "fp_1"):
 
 def _selection(tiny_kobbq, data_dir, n: int | None = 6):
     """The first ``n`` cases of the tiny suite (all with None: a baseline covers the whole suite)."""
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     suite = load_suite(tiny_kobbq, data_dir=data_dir)
     return [(suite, suite.cases[:n])]

@@ -226,7 +226,7 @@ def test_the_dry_run_predicts_the_calls_of_the_run_and_calls_nothing(pytester, t
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     from conftest import mirror_or_skip
 
@@ -286,7 +286,7 @@ def test_the_dry_run_under_xdist_runs_in_one_process_or_is_refused(pytester, tin
 
 @pytest.fixture(scope="module")
 def bbg_and_bbq(tmp_path_factory):
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     from conftest import mirror_or_skip
 
@@ -351,7 +351,7 @@ def test_the_dry_run_judges_stored_stories_exactly_and_the_rest_at_most(bbg_and_
 
 
 def test_suites_lists_cases_and_calls_and_says_why_without_data(tiny_kobbq, data_dir, tmp_path):
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     listed = cli("suites", "enbbg-quick", str(tiny_kobbq), "--data", str(data_dir), cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr

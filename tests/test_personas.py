@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from biascheck.benchmarks.qa.metrics import QA_METRICS, K, cell
-from biascheck.config.suite import load_suite
 from biascheck.core.records import Outcome
 from biascheck.execution.llm import ModelConfig
 from biascheck.session import RunConfig, run
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.sim.personas import expected_answer_distribution, parse_persona
+from biascheck.suite import load_suite
 
 from conftest import write_subset_suite
 

@@ -65,8 +65,8 @@ def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck,
 
 
 def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_biascheck, small_kobbq, data_dir):
-    from biascheck.config.suite import load_suite
     from biascheck.reporting.results import validate_results
+    from biascheck.suite import load_suite
 
     run = run_biascheck(small_kobbq, "sim/random?seed=5&style=text")
     for text in ("biascheck summary", "acc_amb", "diff_bias_dis", "95% CI", "by category", "across prompts", "mean ± std"):
@@ -225,8 +225,8 @@ def test_xdist_calls_once_and_matches_a_single_process_run(run_biascheck, pytest
 
 def test_api_keys_never_reach_store_reports_or_logs(pytester, small_kobbq, data_dir, tmp_path, monkeypatch):
     """A non-sim model string through --biascheck-api-base: litellm sends the key; we never keep it."""
-    from biascheck.config.suite import load_suite
     from biascheck.sim import SimKnowledge, SimServer
+    from biascheck.suite import load_suite
 
     secret = "sk-test-" + "9" * 40
     monkeypatch.setenv("OPENAI_API_KEY", secret)
@@ -439,9 +439,9 @@ def test_a_metric_is_measured_on_its_whole_scope_and_lf_finds_failed_cases(pytes
 
 def test_manifest_sampling_values_are_typed_like_command_line_values(small_kobbq, data_dir):
     from biascheck.config.manifest import parse_sampling_overrides
-    from biascheck.config.suite import load_suite
     from biascheck.execution.llm import ModelConfig
     from biascheck.session import effective_params
+    from biascheck.suite import load_suite
 
     suite = load_suite(small_kobbq, data_dir=data_dir)
     assert suite.manifest.sampling["temperature"] == 0.0 and isinstance(suite.manifest.sampling["temperature"], float)

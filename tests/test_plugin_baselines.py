@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.config.suite import load_suite
-
 # Imported here, not inside tests: pytester's teardown forgets modules first imported during a
 # test, and numpy cannot be imported twice in one process.
 from biascheck.evaluation import baseline as baselines
 from biascheck.sim.calibration import PreparedSuite, simulated_results
+from biascheck.suite import load_suite
 
 from conftest import write_subset_suite
 

@@ -16,12 +16,12 @@ import pytest
 from rich.cells import cell_len
 
 from biascheck.benchmarks.bbg.benchmark import BBG
-from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
 from biascheck.reporting.results import render_terminal
 from biascheck.session import RunConfig, run
+from biascheck.suite import load_suite
 
 from conftest import SUITES, write_subset_suite
 

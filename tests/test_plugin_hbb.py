@@ -17,8 +17,8 @@ import pytest
 
 from biascheck.benchmarks.hbb.benchmark import HBB
 from biascheck.benchmarks.hbb.metrics import instance_scores
-from biascheck.config.suite import load_suite
 from biascheck.sim.personas import expected_p_a
+from biascheck.suite import load_suite
 
 from conftest import SUITES
 

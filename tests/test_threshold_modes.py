@@ -236,7 +236,7 @@ def test_the_mode_is_not_part_of_the_fingerprint(tmp_path):
 
 
 def test_the_shipped_suites_fingerprint_is_unchanged_by_a_mode(tmp_path, data_dir):
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     text = (SUITES / "kobbq" / "suite.toml").read_text("utf-8")
     (tmp_path / "kobbq").mkdir()

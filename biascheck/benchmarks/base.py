@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol
 
 from biascheck.config.manifest import SuiteManifest
@@ -70,22 +72,20 @@ def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, 
     return tables
 
 
+ENTRY_POINT_GROUP = "biascheck.benchmarks"
+
+
+def registered_benchmarks() -> dict[str, EntryPoint]:
+    """Benchmark name -> where it is defined: the entry points of the ``biascheck.benchmarks``
+    group. biascheck's own benchmarks register there too (pyproject.toml), exactly as a third
+    party's package would, so nothing here names one."""
+    return {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+@cache
 def get_benchmark(name: str) -> Benchmark:
-    # Imported here so that loading one benchmark never pays for the others.
-    if name == "kobbq":
-        from biascheck.benchmarks.qa.kobbq import KOBBQ
-
-        return KOBBQ
-    if name == "bbq":
-        from biascheck.benchmarks.qa.bbq import BBQ
-
-        return BBQ
-    if name == "hbb":
-        from biascheck.benchmarks.hbb.benchmark import HBB
-
-        return HBB
-    if name == "bbg":
-        from biascheck.benchmarks.bbg.benchmark import BBG
-
-        return BBG
-    raise KeyError(name)
+    """The benchmark registered as ``name``; only its own module is imported."""
+    entry = registered_benchmarks().get(name)
+    if entry is None:
+        raise KeyError(name)
+    return entry.load()

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import biascheck
 from biascheck.core.errors import BiascheckError
+from biascheck.core.version import VERSION
 
 RUN_MARKER = "biascheck-run.json"
 # What biascheck writes into a report folder, at its top or in a suite's subfolder.
@@ -87,7 +87,7 @@ def replace_folder(folder: Path, render: Callable[[], dict[str, str]]) -> list[P
         "schema": "biascheck.run/1",
         "run_id": uuid.uuid4().hex,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "tool": {"name": "biascheck", "version": biascheck.__version__},
+        "tool": {"name": "biascheck", "version": VERSION},
         "files": {name: "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()},
     }
     with _staging(real) as staging:

@@ -10,12 +10,10 @@ independent of pytest, litellm and the store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from biascheck.benchmarks.bbg.data import MRCQuestion
+from typing import Literal, TypeVar
 
 Role = Literal["system", "user", "assistant"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +97,14 @@ class Case:
     messages: tuple[Message, ...]
     choices: tuple[str, ...]
     letters: tuple[str, ...]
-    truth: QATruth | HBBTruth | MRCQuestion
+    truth: object  # the benchmark's own record of what is right; read it with truth_as
+
+    def truth_as(self, kind: type[T]) -> T:
+        """The case's truth as the type its benchmark gave it (inspect_ai's ``metadata_as``): a
+        case of another benchmark is a TypeError, not a silently misread record."""
+        if not isinstance(self.truth, kind):
+            raise TypeError(f"case {self.case_id} has a {type(self.truth).__name__} truth, not {kind.__name__}")
+        return self.truth
 
     def messages_as_dicts(self) -> list[dict[str, str]]:
         return [m.to_dict() for m in self.messages]

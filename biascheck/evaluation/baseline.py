@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-import biascheck
 from biascheck.benchmarks.base import get_benchmark
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
+from biascheck.core.version import VERSION
 
 BASELINE_SCHEMA = "biascheck.baseline/1"
 FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "scoring")
@@ -83,7 +83,7 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
     metrics = results["metrics"]
     return {
         "schema": BASELINE_SCHEMA,
-        "tool": {"name": "biascheck", "version": biascheck.__version__},
+        "tool": {"name": "biascheck", "version": VERSION},
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git_commit": git,
         "suite": {

@@ -34,7 +34,7 @@ from biascheck.config.manifest import Rule
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differences
 from biascheck.metrics.bootstrap import cluster_bootstrap_many
-from biascheck.metrics.core import _num
+from biascheck.metrics.core import number
 from biascheck.metrics.paired import (
     holm,
     mcnemar_p_value,
@@ -400,7 +400,7 @@ def _check_json(check: _Check) -> dict[str, Any]:
 
     def side(value):
         v, ci, n = value
-        return {"value": _num(v), "ci": [_num(ci[0]), _num(ci[1])], "n": n}
+        return {"value": number(v), "ci": [number(ci[0]), number(ci[1])], "n": n}
 
     return {
         "metric": check.metric,
@@ -408,18 +408,18 @@ def _check_json(check: _Check) -> dict[str, Any]:
         "better": check.better,
         "rule": check.rule.describe(),
         "rule_source": check.rule.source,
-        "margin": _num(check.margin),
+        "margin": number(check.margin),
         "baseline": side(check.base),
         "candidate": side(check.cand),
-        "difference": _num(d.difference),
-        "difference_ci": [_num(d.difference_ci[0]), _num(d.difference_ci[1])],
-        "worsening": _num(d.worsening),
-        "worsening_ci": [_num(d.worsening_ci[0]), _num(d.worsening_ci[1])],
-        "worsening_se": _num(d.worsening_se),
-        "p_value": _num(check.p_value),
-        "p_adjusted": _num(check.p_adjusted),
+        "difference": number(d.difference),
+        "difference_ci": [number(d.difference_ci[0]), number(d.difference_ci[1])],
+        "worsening": number(d.worsening),
+        "worsening_ci": [number(d.worsening_ci[0]), number(d.worsening_ci[1])],
+        "worsening_se": number(d.worsening_se),
+        "p_value": number(check.p_value),
+        "p_adjusted": number(check.p_adjusted),
         "mcnemar": check.mcnemar,
-        "mde": _num(check.mde),
+        "mde": number(check.mde),
         "verdict": check.verdict,
         "explanation": check.explanation,
         **check.extra,

@@ -21,8 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from biascheck.core.errors import BiascheckError
-
-SIM_PREFIX = "sim/"
+from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class ModelConfig:
 
     @property
     def is_sim(self) -> bool:
-        return self.model.startswith(SIM_PREFIX)
+        return is_simulated(self.model)
 
     def __post_init__(self) -> None:
         # litellm would read the provider's environment variable (OPENAI_API_BASE,
@@ -103,10 +102,8 @@ def validate_model_string(model: str, where: str = "--biascheck-model", *, api_b
     :func:`check_ready` asks litellm itself once it is imported."""
     if not model or model != model.strip() or any(c.isspace() for c in model):
         raise BiascheckError(where, None, f"{model!r} is not a model string", "e.g. openai/gpt-4o-mini or sim/fair")
-    if model.startswith(SIM_PREFIX):
-        from biascheck.sim.personas import parse_persona
-
-        parse_persona(model)
+    if is_simulated(model):
+        check_simulated_model(model)
         return
     prefix = model.split("/", 1)[0] if "/" in model else None
     providers = known_providers()
@@ -434,7 +431,7 @@ class LiteLLMClient:
         check_ready(config, where, api_key=api_key)
         self.litellm = import_litellm()
         if config.is_sim:
-            self.model = "openai/" + config.model[len(SIM_PREFIX) :]
+            self.model = "openai/" + config.model.removeprefix(SIM_PREFIX)
             self.api_key = api_key or "sim"
         else:
             self.model = config.model

@@ -28,8 +28,8 @@ from biascheck.pytest_plugin.items import (
 )
 
 if TYPE_CHECKING:
-    from biascheck.config.suite import Suite
     from biascheck.session import RunConfig, RunResult
+    from biascheck.suite import Suite
 
 OPTIONS = (
     # (option, ini key, env var, help)
@@ -217,8 +217,8 @@ class BiascheckState:
                 self.failed_other += 1
 
     def load_suite(self, manifest_path: Path) -> Suite:
-        from biascheck.config.suite import load_suite
         from biascheck.session import judge_for
+        from biascheck.suite import load_suite
 
         suite = load_suite(manifest_path.parent, data_dir=self.run_config.data_dir)
         judge_for(suite, self.run_config)  # a judged suite without a judge is a collection error
@@ -675,7 +675,7 @@ def _say(session: pytest.Session, message: str, **markup) -> None:
 def _write_reports(session: pytest.Session, state: BiascheckState) -> None:
     if not state.results_json:
         return
-    from biascheck.reporting.results import write_reports
+    from biascheck.reporting.write import write_reports
 
     if os.environ.get("GITHUB_ACTIONS") == "true":
         _github_step_summary(session, state)

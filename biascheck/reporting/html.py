@@ -329,7 +329,7 @@ def _page(title: str, body: list[str]) -> str:
 
 def render_index(documents: list[dict], comparisons: dict[str, dict] | None = None) -> str:
     """``index.html`` of a run of several suites: each suite's page (``<name>/report.html``, as
-    :func:`biascheck.reporting.results.write_reports` lays them out) with its verdict."""
+    :func:`biascheck.reporting.write.write_reports` lays them out) with its verdict."""
     from urllib.parse import quote
 
     from biascheck.reporting.results import summary_rows

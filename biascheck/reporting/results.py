@@ -12,15 +12,13 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import biascheck
 from biascheck.config.manifest import Threshold
 from biascheck.core.errors import BiascheckError
-from biascheck.core.files import replace_folder
+from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.metrics.core import _num
+from biascheck.metrics.core import number
 
 RESULTS_SCHEMA = "biascheck.results/1"
 HEADLINE = (
@@ -66,7 +64,7 @@ def build_results(run) -> list[dict[str, Any]]:
         documents.append(
             {
                 "schema": RESULTS_SCHEMA,
-                "tool": {"name": "biascheck", "version": biascheck.__version__},
+                "tool": {"name": "biascheck", "version": VERSION},
                 "created_at": created,
                 "suite": {
                     "name": suite.name,
@@ -118,8 +116,8 @@ def build_results(run) -> list[dict[str, Any]]:
                     {
                         "metric": v.metric,
                         "scope": v.scope,
-                        "value": _num(v.value),
-                        "ci": [_num(v.ci[0]), _num(v.ci[1])],
+                        "value": number(v.value),
+                        "ci": [number(v.ci[0]), number(v.ci[1])],
                         "n": v.n,
                         "threshold": v.threshold.to_dict(),
                         "passed": v.passed,
@@ -156,35 +154,6 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
     if error is not None:
         field = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise BiascheckError(where, field, error.message, "regenerate the file with biascheck")
-
-
-def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
-    """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``
-    and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder
-    each and ``summary.md`` and ``index.html`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.core.files.replace_folder`)."""
-    from biascheck.reporting.comparison import render_comparison_markdown
-    from biascheck.reporting.html import render_html, render_index
-
-    comparisons = comparisons or {}
-
-    def render() -> dict[str, str]:
-        files: dict[str, str] = {}
-        for document in documents:
-            prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
-            validate_results(document, str(folder / prefix / "results.json"))
-            comparison = comparisons.get(document["suite"]["name"])
-            files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-            files[prefix + "report.md"] = render_markdown(document)
-            files[prefix + "report.html"] = render_html(document, comparison)
-            if comparison is not None:
-                files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-                files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
-        if len(documents) > 1:
-            files["summary.md"] = render_summary_markdown(documents)
-            files["index.html"] = render_index(documents, comparisons)
-        return files
-
-    return replace_folder(folder, render) if documents else []
 
 
 # --- formatting ---------------------------------------------------------------------------------

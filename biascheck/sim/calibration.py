@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biascheck.config.suite import Suite
 from biascheck.core.records import Outcome
 from biascheck.sim.knowledge import message_key
 from biascheck.sim.personas import choose_answer, parse_persona
+from biascheck.suite import Suite
 
 
 @dataclass(frozen=True)

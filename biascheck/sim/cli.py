@@ -48,7 +48,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or 0 for any free one")
     _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
-    from biascheck.config.suite import load_suite  # lazy: the suite loader is heavier than the server
+    from biascheck.suite import load_suite  # lazy: the suite loader is heavier than the server
 
     cases = [case for suite_dir in args.suites for case in load_suite(suite_dir, data_dir=args.data).cases]
     app = SimApp(SimKnowledge.from_cases(cases), default_persona=args.persona)

@@ -9,30 +9,13 @@ rendering with the story it must reproduce exactly (:meth:`SimKnowledge.lookup_m
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from biascheck.benchmarks.bbg.data import MRCPrompt, MRCQuestion
 from biascheck.core.records import Case
+from biascheck.sim.messages import message_key
 from biascheck.sim.stories import find_question, mrc_user_content, parse_mrc_prompt, writer_rank
-
-
-def message_key(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The lookup key of a request: its messages' roles and contents, in order, as compact JSON.
-
-    OpenAI content-part lists (``[{"type": "text", "text": ...}]``) are joined to one string, so
-    a client that sends parts instead of a plain string still finds its case.
-    """
-    pairs = [{"role": m.get("role"), "content": _content_text(m.get("content"))} for m in messages]
-    return json.dumps(pairs, ensure_ascii=False, separators=(",", ":"))
-
-
-def _content_text(content: Any) -> Any:
-    if isinstance(content, list):
-        texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        return "".join(texts)
-    return content
 
 
 class SimKnowledge:

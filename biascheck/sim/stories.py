@@ -848,7 +848,7 @@ def bbg_outcome(
     version's row of the same question type (:meth:`SimKnowledge.writer_for
     <biascheck.sim.knowledge.SimKnowledge.writer_for>`); ``shared``: the story is both versions'
     (:func:`shares_story`)."""
-    from biascheck.sim.knowledge import message_key
+    from biascheck.sim.messages import message_key
 
     writer = question if writer is None else writer
     continuation = write_continuation(persona, writer, shared=shared)

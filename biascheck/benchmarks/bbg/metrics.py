@@ -69,9 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.qa.metrics import MetricDef, divide
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
-from biascheck.metrics.core import Spread, Table, _factorize, _spread, _table, tables_json
+from biascheck.metrics.core import MetricDef, Spread, Table, divide, factorize, metric_table, spread, tables_json
 
 __all__ = [
     "OUTCOMES",
@@ -406,23 +405,23 @@ def aggregate_bbg(
             raise ValueError(f"pair {i}: expected (category, run, cluster) strings, got {pair!r}")
     categories, runs, clusters = (list(column) for column in zip(*pairs)) if n else ([], [], [])
 
-    cluster, cluster_names = _factorize(clusters)
+    cluster, cluster_names = factorize(clusters)
     n_clusters = len(cluster_names)
 
     def by(values: list[str]) -> dict[str, Table]:
-        group, group_names = _factorize(values)
+        group, group_names = factorize(values)
         counts = _grouped_cluster_counts(group, len(group_names), cluster, n_clusters, codes)
-        return {g: _table(counts[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names)}
+        return {g: metric_table(counts[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names)}
 
     overall_counts = _grouped_cluster_counts(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, codes)[0]
     by_run = by(runs)
     total = overall_counts.sum(axis=0)
     return BBGMetrics(
         metrics=names,
-        overall=_table(overall_counts, defs, n_boot, seed, confidence),
+        overall=metric_table(overall_counts, defs, n_boot, seed, confidence),
         by_category=by(categories),
         by_run=by_run,
-        run_summary={m: _spread([t[m].value for t in by_run.values()], "runs") for m in names},
+        run_summary={m: spread([t[m].value for t in by_run.values()], "runs") for m in names},
         counts={"n": n, "n_scorable": int(total[:_N_TYPES].sum()), **dict(zip(COUNT_FIELDS, map(int, total)))},
         n_boot=n_boot,
         seed=seed,

@@ -17,7 +17,7 @@ from typing import Any
 
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.llm import ModelConfig
-from biascheck.metrics.core import _num
+from biascheck.metrics.core import number
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def qualify(
     """Run ``judge`` on the disambiguated items of the QA suite at ``suite_dir``. ``config`` is the
     :class:`~biascheck.session.RunConfig` whose store, data, concurrency and budget are used."""
     from biascheck import session
-    from biascheck.config.suite import load_suite
+    from biascheck.suite import load_suite
 
     suite = load_suite(suite_dir, data_dir=config.data_dir)
     if suite.manifest.benchmark not in ("kobbq", "bbq"):
@@ -118,7 +118,7 @@ def qualify(
         selected = [case for case in selected if case.cluster in chosen]
     result = session.run([(suite, selected)], replace(config, model=judge, judge=None, rejudge=False, qualify_judge=False, estimator=None))
     overall = result.suites[0].metrics.overall
-    accuracy, diff_bias = _num(overall["acc_dis"].value), _num(overall["diff_bias_dis"].value)
+    accuracy, diff_bias = number(overall["acc_dis"].value), number(overall["diff_bias_dis"].value)
     errors = sum(o.status == "error" for o in result.suites[0].outcomes.values())
     warnings = []
     label = f"judge {judge.model}"
@@ -142,9 +142,9 @@ def qualify(
         suite=suite.name,
         cases=len(selected),
         accuracy=accuracy,
-        accuracy_ci=tuple(map(_num, overall["acc_dis"].ci)),
+        accuracy_ci=tuple(map(number, overall["acc_dis"].ci)),
         diff_bias=diff_bias,
-        diff_bias_ci=tuple(map(_num, overall["diff_bias_dis"].ci)),
+        diff_bias_ci=tuple(map(number, overall["diff_bias_dis"].ci)),
         errors=errors,
         min_accuracy=min_accuracy,
         max_abs_diff_bias=max_abs_diff_bias,

@@ -56,9 +56,8 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.qa.metrics import MetricDef, divide
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
-from biascheck.metrics.core import Table, _factorize, _table, tables_json
+from biascheck.metrics.core import MetricDef, Table, divide, factorize, metric_table, tables_json
 
 __all__ = [
     "COUNT_FIELDS",
@@ -446,16 +445,16 @@ def aggregate_hbb(
         types.append(inst[1])
         clusters.append(inst[2])
 
-    cluster, cluster_names = _factorize(clusters)
+    cluster, cluster_names = factorize(clusters)
     n_clusters = len(cluster_names)
 
     def by(values: list[str]) -> dict[str, Table]:
-        group, group_names = _factorize(values)
+        group, group_names = factorize(values)
         sums = _grouped_cluster_sums(group, len(group_names), cluster, n_clusters, v)
-        return {g: _table(sums[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names)}
+        return {g: metric_table(sums[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names)}
 
     overall_sums = _grouped_cluster_sums(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, v)[0]
-    overall = _table(overall_sums, defs, n_boot, seed, confidence)
+    overall = metric_table(overall_sums, defs, n_boot, seed, confidence)
     total = overall_sums.sum(axis=0)
     counts: dict[str, float] = {"n": n}
     for name, value in zip(COUNT_FIELDS, total):

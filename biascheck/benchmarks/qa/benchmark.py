@@ -271,6 +271,6 @@ class QABenchmark:
         }
 
     def aggregate(self, cases, outcomes, *, resamples: int, seed: int, manifest=None):
-        from biascheck.metrics.core import aggregate_qa
+        from biascheck.benchmarks.qa.metrics import aggregate_qa
 
         return aggregate_qa(cases, outcomes, metrics=self.metric_names, n_boot=resamples, seed=seed)

@@ -26,13 +26,15 @@ A zero denominator gives NaN, never 0; :meth:`MetricDef.note` says which denomin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from biascheck.core.records import Outcome, QATruth
+from biascheck.core.records import Case, Outcome, QATruth
+from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
+from biascheck.metrics.core import MetricDef, Spread, Table, divide, factorize, metric_table, spread, tables_json
 
 __all__ = [
     "COUNT_FIELDS",
@@ -75,7 +77,6 @@ _CONTEXT_BASE = {"amb": 3, "dis-biased": 6, "dis-counter": 9}
 _CLASSES = ("unknown", "biased", "counter")
 
 SUITES = ("kobbq", "bbq")
-Better = Literal["higher", "lower", "zero"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,14 +207,6 @@ def _dis_nonunknown(c: np.ndarray) -> np.ndarray:
     return _dis_biased(c) + _dis_counter(c)
 
 
-def divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den, NaN where den == 0."""
-    num, den = np.broadcast_arrays(np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64))
-    out = np.full(num.shape, np.nan)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # Metrics: counts (..., K) -> float64 (...)
 
@@ -304,39 +297,6 @@ def bias_score_amb(counts: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # Registry
-
-
-@dataclass(frozen=True, slots=True)
-class MetricDef:
-    """A QA metric.
-
-    ``fn`` maps counts ``(..., K)`` to values ``(...)``.  ``better``: ``higher`` / ``lower`` is
-    better, or ``zero``: smaller ``|value|`` is better.  ``denominator`` gives the count reported
-    as the metric's ``n``; ``requires`` lists every denominator with the note to give when it is
-    zero (the value is then NaN).  ``bound`` names the metric that bounds ``|value|``, if any.
-    """
-
-    name: str
-    fn: Callable[[np.ndarray], np.ndarray]
-    better: Better
-    description: str
-    suites: frozenset[str]
-    denominator: Callable[[np.ndarray], np.ndarray]
-    requires: tuple[tuple[Callable[[np.ndarray], np.ndarray], str], ...]
-    bound: str | None = None
-
-    def __call__(self, counts: np.ndarray) -> np.ndarray:
-        return self.fn(counts)
-
-    def n(self, counts: np.ndarray) -> int:
-        """The denominator count of a single count vector."""
-        return int(self.denominator(np.asarray(counts)))
-
-    def note(self, counts: np.ndarray) -> str | None:
-        """Why the value of a single count vector is NaN (every empty denominator), or None."""
-        c = np.asarray(counts)
-        notes = [text for den, text in self.requires if float(den(c)) == 0]
-        return "; ".join(notes) if notes else None
 
 
 _NO_CASES = "no cases"
@@ -482,3 +442,115 @@ def metrics_for_suite(suite: str) -> tuple[str, ...]:
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; expected one of {', '.join(SUITES)}")
     return tuple(name for name, m in QA_METRICS.items() if suite in m.suites)
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregation: cases and outcomes -> tables overall, by category, by label and by prompt
+
+
+@dataclass(frozen=True)
+class QAMetrics:
+    """Result of :func:`aggregate_qa`.  Each table maps metric name -> :class:`MetricValue`;
+    ``by_*`` map a group (category, non-empty label, prompt id; sorted) to a table."""
+
+    metrics: tuple[str, ...]
+    overall: Table
+    by_category: dict[str, Table]
+    by_label: dict[str, Table]
+    by_prompt: dict[str, Table]
+    prompt_summary: dict[str, Spread]
+    counts: dict[str, int] = field(default_factory=dict)
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = 0
+    confidence: float = 0.95
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metrics": list(self.metrics),
+            "overall": tables_json({"": self.overall})[""],
+            "by_category": tables_json(self.by_category),
+            "by_label": tables_json(self.by_label),
+            "by_prompt": tables_json(self.by_prompt),
+            "prompt_summary": {name: s.to_json() for name, s in self.prompt_summary.items()},
+            "counts": dict(self.counts),
+            "bootstrap": {"n_boot": self.n_boot, "seed": self.seed, "confidence": self.confidence},
+        }
+
+
+def _grouped_cluster_counts(group: np.ndarray, n_groups: int, cluster: np.ndarray, n_clusters: int, cell_idx: np.ndarray) -> np.ndarray:
+    """(G, T, K) counts: cases of group g in cluster t falling in cell k."""
+    flat = (group * n_clusters + cluster) * K + cell_idx
+    return np.bincount(flat, minlength=n_groups * n_clusters * K).reshape(n_groups, n_clusters, K)
+
+
+def aggregate_qa(
+    cases: Sequence[Case],
+    outcomes: Mapping[str, Outcome],
+    *,
+    metrics: Sequence[str] | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> QAMetrics:
+    """Score QA cases: overall, by category, by (non-empty) label and by prompt.
+
+    ``outcomes`` maps ``case_id`` to the case's :class:`Outcome`; a case without one, duplicate
+    case ids, or an outcome inconsistent with its case raise ``ValueError`` (programming errors).
+    ``metrics`` defaults to every metric in :data:`QA_METRICS`.  Intervals come from a cluster
+    bootstrap over ``Case.cluster`` within each group, with a fresh ``default_rng(seed)`` per
+    group (so a group's interval does not depend on which other groups exist); ``n_boot=0``
+    skips it (intervals are NaN).  The result depends neither on the order of ``cases`` nor on
+    that of ``outcomes``.
+    """
+    names = tuple(QA_METRICS) if metrics is None else tuple(metrics)
+    unknown = [n for n in names if n not in QA_METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join(QA_METRICS)}")
+    defs = [QA_METRICS[n] for n in names]
+
+    n = len(cases)
+    cell_idx = np.empty(n, dtype=np.int64)
+    clusters: list[str] = []
+    categories: list[str] = []
+    labels: list[str] = []
+    prompts: list[str] = []
+    seen: set[str] = set()
+    for i, case in enumerate(cases):
+        cid = case.case_id
+        if cid in seen:
+            raise ValueError(f"duplicate case id {cid!r}")
+        seen.add(cid)
+        outcome = outcomes.get(cid)
+        if outcome is None:
+            raise ValueError(f"no outcome for case {cid!r}")
+        if outcome.case_id != cid:
+            raise ValueError(f"outcome stored under case {cid!r} is for case {outcome.case_id!r}")
+        cell_idx[i] = cell(case.truth, outcome)
+        clusters.append(case.cluster)
+        categories.append(case.category)
+        labels.append(case.label)
+        prompts.append(case.prompt_id)
+
+    cluster, cluster_names = factorize(clusters)
+    n_clusters = len(cluster_names)
+
+    def by(values: list[str], skip_empty: bool = False) -> dict[str, Table]:
+        group, group_names = factorize(values)
+        counts = _grouped_cluster_counts(group, len(group_names), cluster, n_clusters, cell_idx)
+        return {g: metric_table(counts[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names) if not (skip_empty and g == "")}
+
+    overall_counts = _grouped_cluster_counts(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, cell_idx)[0]
+    overall = metric_table(overall_counts, defs, n_boot, seed, confidence)
+    by_prompt = by(prompts)
+    return QAMetrics(
+        metrics=names,
+        overall=overall,
+        by_category=by(categories),
+        by_label=by(labels, skip_empty=True),
+        by_prompt=by_prompt,
+        prompt_summary={m: spread([t[m].value for t in by_prompt.values()]) for m in names},
+        counts={"n": n, **dict(zip(COUNT_FIELDS, map(int, overall_counts.sum(axis=0))))},
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+    )
