@@ -19,6 +19,7 @@ from biascheck.core import files
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
 from biascheck.reporting import results as report
+from biascheck.reporting import write as writer  # the renderers as write_reports calls them
 from biascheck.reporting.write import write_reports
 
 from loopback import loopback_server, send_json
@@ -225,7 +226,7 @@ def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monke
     def broken(document):
         raise RuntimeError("killed while rendering")
 
-    monkeypatch.setattr(report, "render_markdown", broken)
+    monkeypatch.setattr(writer, "render_markdown", broken)
     with pytest.raises(RuntimeError):
         write_reports([results_document(cases=5, marker="new")], folder)
 
@@ -294,7 +295,7 @@ def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_
     # Wholly the old run, or no folder at all (the old set moved aside), never a mix.
     assert not folder.exists() or snapshot(folder) == before
     # The next start puts the old set back, even when its own write then fails.
-    monkeypatch.setattr(report, "render_markdown", lambda document: 1 / 0)
+    monkeypatch.setattr(writer, "render_markdown", lambda document: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         write_reports([results_document(cases=7, marker="failed")], folder)
     assert snapshot(folder) == before
@@ -313,7 +314,7 @@ def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
     before = snapshot(folder)
     assert {"kobbq/results.json", "bbq/report.md"} <= set(before)
     real = report.render_markdown
-    monkeypatch.setattr(report, "render_markdown", lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
+    monkeypatch.setattr(writer, "render_markdown", lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
 
     with pytest.raises(ZeroDivisionError):
         write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)
@@ -373,7 +374,6 @@ def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
 
 def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
     from biascheck.cli import main
-    from biascheck.reporting import html as html_report
 
     base = tmp_path / "base.json"
     made = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(base))
@@ -387,7 +387,7 @@ def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, t
     def broken(*args, **kwargs):
         raise RuntimeError("killed while rendering the page")
 
-    monkeypatch.setattr(html_report, "render_html", broken)
+    monkeypatch.setattr(writer, "render_html", broken)
     with pytest.raises(RuntimeError):
         main(["diff", str(base), str(made.report_dir), "--report", str(diff), "--compare-fail", "acc_amb:-50%"])
 
