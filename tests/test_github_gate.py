@@ -519,7 +519,7 @@ def test_action_and_workflows_are_wired_as_documented():
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
     assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == [
         'pip install -e ".[test]"',
-        "ruff check . && ruff format --check . && lint-imports",
+        "ruff check . && ruff format --check . && lint-imports && mypy",
         "pytest -n 2",
         "pytest -n 2 -m slow",
     ]

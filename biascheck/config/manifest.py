@@ -204,7 +204,7 @@ class SuiteManifest:
         if category is not None and metric in self.category_thresholds.get(category, {}):
             return self.category_thresholds[category][metric]
         if metric in self.estimator_thresholds.get(estimator or "", {}):
-            return self.estimator_thresholds[estimator][metric]
+            return self.estimator_thresholds[estimator or ""][metric]
         return self.thresholds.get(metric)
 
 
@@ -325,7 +325,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
     bootstrap = raw.get("bootstrap", {})
     regression = raw.get("regression", {})
     rules = {
-        metric: Rule.parse(metric, text, where=path, field=f"regression.margins.{metric}", source="manifest")
+        metric: Rule.parse(metric, text, where=str(path), field=f"regression.margins.{metric}", source="manifest")
         for metric, text in regression.get("margins", {}).items()
     }
     return SuiteManifest(

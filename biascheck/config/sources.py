@@ -151,7 +151,7 @@ class DataFile:
         if self.sha256 is None and self.optional:
             return
         if self.sha256 is None or not _SHA256_RE.fullmatch(self.sha256):
-            hint = " (must be lowercase)" if _SHA256_RE.fullmatch(self.sha256.lower()) else ""
+            hint = " (must be lowercase)" if self.sha256 is not None and _SHA256_RE.fullmatch(self.sha256.lower()) else ""
             raise BiascheckError(manifest_path, f"{name}.sha256", f"{self.sha256!r} is not a sha256{hint}", _FIX_SHA)
 
 

@@ -253,6 +253,7 @@ def _left_over(path: Path, *, folder: bool) -> Iterator[bool]:
         info = os.fstat(fd) if fd is not None else None
         dead = info is not None and (stat.S_ISDIR(info.st_mode) if folder else stat.S_ISREG(info.st_mode))
         if dead:
+            assert fd is not None and info is not None  # dead implies both
             held = _lock(fd, wait=False)
             dead = (held if held is not None else time.time() - info.st_mtime > _STALE_WITHOUT_LOCKS_S) and _is(fd, path)
         yield dead

@@ -283,7 +283,7 @@ def refused_params(exc: BaseException, params: dict[str, Any], *, server_error: 
     text = str(exc)
     named: list[str] = []
     if isinstance(body, dict):
-        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        error: dict = body["error"] if isinstance(body.get("error"), dict) else body
         if isinstance(error.get("param"), str) and not server_error:
             named.append(error["param"])
         details = body.get("detail")
@@ -432,7 +432,7 @@ class LiteLLMClient:
         self.litellm = import_litellm()
         if config.is_sim:
             self.model = "openai/" + config.model.removeprefix(SIM_PREFIX)
-            self.api_key = api_key or "sim"
+            self.api_key: str | None = api_key or "sim"
         else:
             self.model = config.model
             self.api_key = api_key

@@ -211,8 +211,8 @@ class RichProgress:
         self.interval = interval
         self.clock = clock
         self._label = label
-        self._progress = None
-        self._task = None
+        self._progress: Any = None  # rich's Progress, imported when first shown
+        self._task: Any = None
         self._ticker: threading.Thread | None = None
         self._stopped = threading.Event()
         self._total = self._done = self._done_at_start = 0
@@ -521,7 +521,7 @@ class Executor:
                     why = ""
                     if too_long and exc.retryable and retry < policy.max_retries:
                         # Given up at once: retrying early would only meet the same refusal.
-                        asked = math.ceil(exc.retry_after * 10) / 10
+                        asked = math.ceil((exc.retry_after or 0.0) * 10) / 10  # too_long: not None
                         why = f"the server asked to wait {asked:g} s, more than the {policy.max_retry_after:g} s cap; "
                     return Response(text=None, error=f"{exc} ({why}after {attempts} attempt{'s' if attempts > 1 else ''})")
                 await asyncio.sleep(policy.delay(retry, exc.retry_after, self.rng))

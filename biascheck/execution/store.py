@@ -150,9 +150,9 @@ class _Layout:
 
 def _listed(names: Iterable[object], shown: int = 6) -> str:
     """Names for a one-line message: another application's database may have hundreds of tables."""
-    names = [str(name) for name in names]
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+    texts = [str(name) for name in names]
+    more = f" and {len(texts) - shown} more" if len(texts) > shown else ""
+    return ", ".join(texts[:shown]) + more
 
 
 def _read_layout(db: sqlite3.Connection) -> _Layout:
@@ -320,7 +320,8 @@ class ResponseStore:
                 time.sleep(0.01)
 
     def _write_error(self, exc: sqlite3.Error, problem: str) -> StoreWriteError:
-        fix = _CAUSES.get(_errorcode(exc), "fix the cause")
+        code = _errorcode(exc)
+        fix = _CAUSES.get(code, "fix the cause") if code is not None else "fix the cause"
         return StoreWriteError(
             self.path,
             None,

@@ -190,12 +190,12 @@ def _compare_metrics(
     out: dict[str, PairedDifference] = {}
     for name, (fn, better) in metrics.items():
         b, c = _scalar(fn(tot_base), name), _scalar(fn(tot_cand), name)
-        worsening = badness(c, better) - badness(b, better)
+        worsening = float(badness(c, better)) - float(badness(b, better))
         if resampled is not None:
             s_base, s_cand = resampled
             rb, rc = _resampled(fn, s_base, name), _resampled(fn, s_cand, name)
             diffs = rc - rb
-            worse = badness(rc, better) - badness(rb, better)
+            worse = np.asarray(badness(rc, better)) - np.asarray(badness(rb, better))
             finite = worse[~np.isnan(worse)]
             se = float(np.std(finite, ddof=1)) if finite.size >= 2 else math.nan
             out[name] = PairedDifference(
