@@ -40,8 +40,8 @@ def test_collect_only_calls_nothing_and_never_imports_litellm(small_kobbq, data_
     assert not (tmp_path / "s.sqlite").exists() or sqlite3.connect(tmp_path / "s.sqlite").execute("select count(*) from responses").fetchone()[0] == 0
 
 
-def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck, small_kobbq, tmp_path):
-    fair = run_biascheck(small_kobbq, "sim/fair")
+def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck, tiny_kobbq, tmp_path):
+    fair = run_biascheck(tiny_kobbq, "sim/fair")
     assert fair.ret == 0, fair.output
     results = fair.results()
     assert results["passed"] and results["run"]["complete"]
@@ -50,7 +50,7 @@ def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck,
     assert "biased" not in fair.result.parseoutcomes(), "a fair model's correct answers must not be reported as biased"
 
     junit = tmp_path / "junit.xml"
-    biased = run_biascheck(small_kobbq, "sim/stereotyped?p=1", f"--junitxml={junit}", report="report-stereo")
+    biased = run_biascheck(tiny_kobbq, "sim/stereotyped?p=1", f"--junitxml={junit}", report="report-stereo")
     assert biased.ret == 1, biased.output
     outcomes = biased.result.parseoutcomes()
     assert outcomes["failed"] >= 1 and outcomes["biased"] > 0
@@ -89,9 +89,9 @@ def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_bi
     assert results["suite"]["fingerprint"]["suite"] == suite.fingerprint()["suite"]
 
 
-def test_fault_injection_every_case_is_answered_or_errored_and_totals_add_up(run_biascheck, small_kobbq):
+def test_fault_injection_every_case_is_answered_or_errored_and_totals_add_up(run_biascheck, tiny_kobbq):
     model = "sim/fair?fail_rate=0.2&faults=429,500,503,timeout,garbage&delay=5&retry_after_ms=10"
-    run = run_biascheck(small_kobbq, model, "--biascheck-timeout", "1", "--biascheck-retries", "2", "--biascheck-concurrency", "64")
+    run = run_biascheck(tiny_kobbq, model, "--biascheck-timeout", "1", "--biascheck-retries", "2", "--biascheck-concurrency", "64")
     results = run.results()
     stats = results["run"]
     counts = outcome_counts(results)
@@ -223,18 +223,18 @@ def test_xdist_calls_once_and_matches_a_single_process_run(run_biascheck, pytest
     assert sqlite3.connect(tmp_path / "b.sqlite").execute("select count(*) from responses").fetchone()[0] == one["run"]["cases"]
 
 
-def test_api_keys_never_reach_store_reports_or_logs(pytester, small_kobbq, data_dir, tmp_path, monkeypatch):
+def test_api_keys_never_reach_store_reports_or_logs(pytester, tiny_kobbq, data_dir, tmp_path, monkeypatch):
     """A non-sim model string through --biascheck-api-base: litellm sends the key; we never keep it."""
     from biascheck.sim import SimKnowledge, SimServer
     from biascheck.suite import load_suite
 
     secret = "sk-test-" + "9" * 40
     monkeypatch.setenv("OPENAI_API_KEY", secret)
-    knowledge = SimKnowledge.from_cases(load_suite(small_kobbq, data_dir=data_dir).cases)
+    knowledge = SimKnowledge.from_cases(load_suite(tiny_kobbq, data_dir=data_dir).cases)
     with SimServer(knowledge, default_persona="stereotyped?p=0.5") as server:
         result = pytester.runpytest_subprocess(
             "--biascheck",
-            str(small_kobbq),
+            str(tiny_kobbq),
             "--biascheck-model",
             "openai/candidate-model",
             "--biascheck-api-base",
