@@ -62,16 +62,13 @@ class Suite:
 
     def fingerprint(self, judge: Mapping[str, Any] | None = None, scoring: Mapping[str, str] | None = None) -> dict[str, str | int]:
         """What makes two runs of this suite comparable: data, prompts, subset, metric definitions,
-        and for a judged benchmark (BBG) the judge's model and parameters and how pairs without a
-        reading were scored (``scoring``; default the manifest's ``[bbg] unscorable``)."""
+        the benchmark's own settings, and for a judged benchmark the judge's model and parameters and
+        how what it could not read was scored (``scoring``; default the benchmark's)."""
         data = sorted((key, r.file.sha256) for key, r in self.files.items() if r.local is not None)
         prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
         m = self.manifest
         subset = [m.benchmark, sorted(m.categories), m.choice_orders, m.sample, m.subset_seed, m.templates_per_category]
-        if m.hbb:  # which questions, and how P(a) is estimated and scored
-            subset.append({k: v for k, v in sorted(m.hbb.items()) if k != "instructions"})
-        if m.bbg:  # which runs (the prompts are in their own part)
-            subset.append({"language": m.bbg["language"], "runs": m.bbg["runs"]})
+        subset += self.benchmark.fingerprint_settings(m)
         parts: dict[str, str | int] = {
             "data": sha256_text(canonical_json(data))[:16],
             "prompts": sha256_text(canonical_json(prompts))[:16],
@@ -80,8 +77,8 @@ class Suite:
         }
         if judge is not None:
             parts["judge"] = sha256_text(canonical_json(judge))[:16]
-        if m.bbg and scoring is None:
-            scoring = {"unscorable": m.bbg["unscorable"]}
+        if scoring is None:
+            scoring = self.benchmark.default_scoring(m)
         if scoring:  # kept readable, so a refused comparison can say which convention each side used
             parts["scoring"] = ",".join(f"{key}={value}" for key, value in sorted(scoring.items()))
         parts["suite"] = sha256_text(canonical_json(parts))[:16]

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Protocol
+from typing import Any, Protocol
 
 from biascheck.config.manifest import SuiteManifest
 from biascheck.config.sources import Resolved
@@ -42,6 +42,16 @@ class Benchmark(Protocol):
     def classify(self, case: Case, responses: Sequence[Response], estimator: str | None) -> Outcome: ...
 
     def aggregate(self, cases: Sequence[Case], outcomes: Mapping[str, Outcome], *, resamples: int, seed: int): ...
+
+    def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
+        """The benchmark's own settings that change what a run measures (part of the suite's
+        fingerprint "subset"): e.g. which questions, runs or estimator. Empty when it has none."""
+        ...
+
+    def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
+        """How the suite scores what could not be read, when the run does not say (a fingerprint
+        part kept readable); None when the benchmark has no such choice."""
+        ...
 
 
 def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, *, estimators: bool = False) -> list[tuple[str, dict]]:

@@ -39,6 +39,9 @@ SAMPLING_PARAMS: dict[str, type] = {
     "presence_penalty": float,
 }
 
+# Where a user sees a complete suite.toml (messages never name one benchmark: each has its own).
+EXAMPLE_FIX = "a packaged suite shows one: biascheck init NAME copies it"
+
 
 @dataclass(frozen=True)
 class Threshold:
@@ -233,7 +236,7 @@ def _schema_error(path: Path, error) -> BiascheckError:
         allowed = ", ".join(sorted(error.schema.get("properties", {}))) or "(see the schema)"
         return BiascheckError(path, where, f"unknown key {', '.join(map(repr, extra))}", f"use one of: {allowed}")
     if validator == "required":
-        return BiascheckError(path, where, error.message, "add it (see suites/kobbq/suite.toml for an example)")
+        return BiascheckError(path, where, error.message, f"add it ({EXAMPLE_FIX})")
     if validator == "enum":
         choices = ", ".join(map(repr, error.validator_value))
         return BiascheckError(path, where, f"{error.instance!r} is not allowed", f"use one of: {choices}")
@@ -294,7 +297,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
     data = {key: DataFile.from_manifest(key, table, path) for key, table in raw["data"].items()}
     prompts = raw.get("prompts", {"inline": []})  # HBB has no prompt table: its [hbb] has the instructions
     if ("from_data" in prompts) == ("inline" in prompts):
-        raise BiascheckError(path, "prompts", "give exactly one of prompts.from_data or prompts.inline", "see suites/kobbq and suites/bbq")
+        raise BiascheckError(path, "prompts", "give exactly one of prompts.from_data or prompts.inline", EXAMPLE_FIX)
     if "from_data" in prompts and prompts["from_data"] not in data:
         raise BiascheckError(path, "prompts.from_data", f"{prompts['from_data']!r} is not a key of [data]", f"use one of: {', '.join(data)}")
     inline = tuple(InlinePrompt(p["id"], p["template"], p["unknown"], tuple(p["letters"])) for p in prompts.get("inline", ()))

@@ -51,7 +51,7 @@ _REQUIRED_KEYS = ("path", "url", "sha256")
 
 _FIX_URL = "use the file's https raw URL pinned to a commit (see sources.json in the data mirror)"
 _FIX_SHA = "give the file's sha256 as 64 lowercase hex digits (see sources.json in the data mirror)"
-_FIX_PATH = "give a relative path inside the mirror folder, e.g. kobbq/KoBBQ_test_samples.tsv"
+_FIX_PATH = "give a relative path inside the mirror folder, e.g. <benchmark>/<file>, as the packaged suites do"
 _FIX_MIRROR = "point --biascheck-data at a mirror folder (see README)"
 
 
@@ -120,7 +120,10 @@ class DataFile:
         name = f"data.{key}"
         if not isinstance(table, Mapping):
             raise BiascheckError(
-                where, name, f"must be a table, got {type(table).__name__}", "give path, url and sha256 (see suites/kobbq/suite.toml)"
+                where,
+                name,
+                f"must be a table, got {type(table).__name__}",
+                "give path, url and sha256 (a packaged suite shows one: biascheck init NAME copies it)",
             )
         unknown = sorted(set(table) - set(_MANIFEST_KEYS))
         if unknown:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from biascheck.benchmarks.bbg.data import (
     story_prompt_id,
 )
 from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES, aggregate_bbg, pair_cell
+from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Message, Outcome, Response
 
@@ -77,6 +79,12 @@ class BBGBenchmark:
     metric_defs = BBG_METRICS
     # What a baseline keeps per MRC question: enough to rebuild its pair and the pair's type.
     record_columns = ("case_id", "category", "cluster", "run", "pair", "version", "outcome")
+
+    def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
+        return [{"language": manifest.bbg["language"], "runs": manifest.bbg["runs"]}]  # the prompts are their own part
+
+    def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
+        return {"unscorable": manifest.bbg["unscorable"]}
 
     # --- cases -----------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from biascheck.benchmarks.hbb.data import (
     stratified_subset,
 )
 from biascheck.benchmarks.hbb.metrics import COUNT_FIELDS, HBB_METRICS, aggregate_hbb, instance_scores, instance_vectors
+from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, HBBTruth, Message, Outcome, Response
 
@@ -115,6 +117,13 @@ class HBBBenchmark:
     metric_defs = HBB_METRICS
     # What a baseline keeps per filled question: enough to rebuild its instances and their scores.
     record_columns = ("case_id", "category", "cluster", "label", "identity", "order", "outcome", "p_a", "valid", "refused")
+
+    def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
+        # which questions, and how P(a) is estimated and scored (the instructions are prompts)
+        return [{k: v for k, v in sorted(manifest.hbb.items()) if k != "instructions"}]
+
+    def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
+        return None
 
     # --- cases -----------------------------------------------------------------------------------
 

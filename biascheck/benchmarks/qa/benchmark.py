@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, record_cell
 from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
+from biascheck.config.manifest import SuiteManifest
 from biascheck.core.records import Case, Message, Outcome, QATruth, Response
 
 N_CHOICES = 3
@@ -146,6 +147,12 @@ class QABenchmark:
     metric_names = QA_METRIC_NAMES
     # What a baseline keeps per case: enough to re-tally it without the suite or the model's text.
     record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
+
+    def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
+        return []  # the manifest's common subset says it all
+
+    def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
+        return None  # an unread answer is "ooc", counted, never a choice to make
 
     @property
     def metric_defs(self):
