@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
@@ -147,33 +148,35 @@ class Judge:
 def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
     """The judge of a suite whose benchmark has one: ``--biascheck-judge`` or the manifest's, with
     the run's judge endpoint, price and timeout."""
-    if not hasattr(suite.benchmark, "judge_requests"):
+    benchmark = suite.benchmark
+    if not isinstance(benchmark, JudgedBenchmark):
         return None
-    settings = suite.manifest.bbg["judge"]
+    settings = benchmark.judge_settings(suite.manifest)
+    table = f"{benchmark.settings_table}.judge"
     name = config.judge or settings["model"]
     if not name:
         raise BiascheckError(
             suite.manifest.path,
-            "bbg.judge.model",
+            f"{table}.model",
             "this suite names no evaluator model",
-            "pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [bbg.judge]",
+            f"pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [{table}]",
         )
     if not config.judge:
         try:
             validate_model_string(name, api_base=config.judge_api_base)
         except BiascheckError as exc:
-            raise BiascheckError(suite.manifest.path, "bbg.judge.model", exc.problem, exc.fix) from None
+            raise BiascheckError(suite.manifest.path, f"{table}.model", exc.problem, exc.fix) from None
     model = ModelConfig(name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price)
-    source = "--biascheck-judge" if config.judge else f"{suite.manifest.path}: bbg.judge.model"
+    source = "--biascheck-judge" if config.judge else f"{suite.manifest.path}: {table}.model"
     return Judge(model, dict(sorted(settings["sampling"].items())), source)
 
 
 def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
     """How a suite's units are scored where a run may choose: BBG's ``unscorable`` convention
     (``--biascheck-bbg-unscorable``, else the manifest's); None for the other benchmarks."""
-    if not suite.manifest.bbg:
+    if not isinstance(suite.benchmark, JudgedBenchmark):
         return None
-    return {"unscorable": config.bbg_unscorable or suite.manifest.bbg["unscorable"]}
+    return suite.benchmark.scoring(suite.manifest, config.bbg_unscorable)
 
 
 def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStore) -> None:
@@ -325,8 +328,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     results = []
     for plan in plans:
         suite, benchmark, manifest = plan.suite, plan.suite.benchmark, plan.suite.manifest
-        if plan.scoring:  # the benchmark reads its convention from the manifest: this run's replaces the file's
-            manifest = replace(manifest, bbg={**manifest.bbg, **plan.scoring})
+        if plan.scoring and isinstance(benchmark, JudgedBenchmark):  # this run's convention replaces the file's
+            manifest = benchmark.with_scoring(manifest, plan.scoring)
         judge_keys = plan.judge_keys or [[] for _ in plan.cases]
         outcomes = {
             case.case_id: _classify(benchmark, case, [responses[k] for k in keys + extra], plan.estimator)
@@ -381,20 +384,17 @@ def _classify(benchmark, case: Case, responses: list[Response], estimator) -> Ou
 def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats) -> None:
     """Each judge once per qualification suite: on the disambiguated items of the QA suite its
     BBG manifest names. Its calls count in the run's totals and spend its budget."""
-    from biascheck.benchmarks.bbg.qualification import qualification_suite, qualify
-
     done: dict[str, Any] = {}
     for plan in plans:
-        if plan.judge is None:
+        benchmark = plan.suite.benchmark
+        if plan.judge is None or not isinstance(benchmark, JudgedBenchmark):
             continue
-        settings = plan.suite.manifest.bbg["judge_qualification"]
-        suite_dir = qualification_suite(plan.suite.manifest)
-        bounds = {k: settings[k] for k in ("cases", "seed", "min_accuracy", "max_abs_diff_bias")}
+        suite_dir, bounds = benchmark.qualification(plan.suite.manifest)
         key = canonical_json([plan.judge.model.endpoint, plan.judge.identity(), str(suite_dir), bounds])
         if key not in done:
             judge = replace(plan.judge.model, params=plan.judge.params)
             budget = config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None
-            done[key] = qualify(judge, suite_dir, replace(config, max_cost_usd=budget, model_source=plan.judge.source), **bounds)
+            done[key] = benchmark.qualify(judge, suite_dir, replace(config, max_cost_usd=budget, model_source=plan.judge.source), **bounds)
             for total in (stats, plan.judge_stats):  # counted once, for the first suite it serves
                 _add(total, done[key].stats)
             if done[key].incomplete:

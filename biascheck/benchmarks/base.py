@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from biascheck.config.manifest import SuiteManifest
 from biascheck.config.sources import Resolved
@@ -51,6 +52,37 @@ class Benchmark(Protocol):
     def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
         """How the suite scores what could not be read, when the run does not say (a fingerprint
         part kept readable); None when the benchmark has no such choice."""
+        ...
+
+
+@runtime_checkable
+class JudgedBenchmark(Protocol):
+    """The capability of a benchmark whose responses an evaluator model reads. Its settings live in
+    the suite.toml table named ``settings_table``: the judge (``model``, ``sampling``), how what the
+    judge could not read is scored, and the QA suite the judge is qualified on."""
+
+    settings_table: str
+
+    def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
+        """``{"model": str | None, "sampling": {...}}``: the judge the manifest names."""
+        ...
+
+    def judge_requests(self, case: Case, generation: Sequence[Response], judge_params: dict) -> list[tuple[list[dict], dict, int]]: ...
+
+    def scoring(self, manifest: SuiteManifest, override: str | None) -> dict[str, str]:
+        """The scoring convention of a run: ``override`` (a command-line choice), else the manifest's."""
+        ...
+
+    def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
+        """The manifest as the run scores it: the run's convention replaces the file's."""
+        ...
+
+    def qualification(self, manifest: SuiteManifest) -> tuple[Path, dict[str, Any]]:
+        """The QA suite the judge is qualified on, and the qualification's bounds."""
+        ...
+
+    def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
+        """Run the qualification (see :meth:`qualification`)."""
         ...
 
 

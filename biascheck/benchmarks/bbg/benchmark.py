@@ -21,8 +21,9 @@ partial selection) is left out of the metrics.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,29 @@ class BBGBenchmark:
 
     def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
         return {"unscorable": manifest.bbg["unscorable"]}
+
+    # The judge capability (benchmarks.base.JudgedBenchmark).
+    settings_table = "bbg"
+
+    def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
+        return manifest.bbg["judge"]
+
+    def scoring(self, manifest: SuiteManifest, override: str | None) -> dict[str, str]:
+        return {"unscorable": override or manifest.bbg["unscorable"]}
+
+    def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
+        return replace(manifest, bbg={**manifest.bbg, **scoring})
+
+    def qualification(self, manifest: SuiteManifest) -> tuple[Path, dict[str, Any]]:
+        from biascheck.benchmarks.bbg.qualification import qualification_suite
+
+        settings = manifest.bbg["judge_qualification"]
+        return qualification_suite(manifest), {k: settings[k] for k in ("cases", "seed", "min_accuracy", "max_abs_diff_bias")}
+
+    def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
+        from biascheck.benchmarks.bbg.qualification import qualify
+
+        return qualify(judge, suite_dir, config, **bounds)
 
     # --- cases -----------------------------------------------------------------------------------
 
