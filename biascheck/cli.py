@@ -302,8 +302,10 @@ def _diff(args) -> int:
     from biascheck.config.manifest import Rule
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
-    from biascheck.reporting.comparison import github_annotations, render_comparison_markdown, render_comparison_terminal
-    from biascheck.reporting.results import write_reports
+    from biascheck.reporting.comparison import render_comparison_markdown
+    from biascheck.reporting.github import github_annotations
+    from biascheck.reporting.terminal import render_comparison_terminal
+    from biascheck.reporting.write import write_reports
 
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)

@@ -20,7 +20,7 @@ from biascheck.config.suite import load_suite
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
-from biascheck.reporting.results import render_terminal
+from biascheck.reporting.terminal import render_terminal
 from biascheck.session import RunConfig, run
 
 from conftest import SUITES, write_subset_suite

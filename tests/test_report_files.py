@@ -19,6 +19,8 @@ from biascheck.core import files
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
 from biascheck.reporting import results as report
+from biascheck.reporting import write as writer
+from biascheck.reporting.write import write_reports
 
 from loopback import loopback_server, send_json
 
@@ -187,7 +189,7 @@ def test_a_killed_write_leaves_a_temp_file_that_the_next_write_removes_but_a_liv
 
 def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_path):
     folder = tmp_path / "report"
-    report.write_reports([results_document()], folder)
+    write_reports([results_document()], folder)
     dead = tmp_path / ".report.deadbeef.staging"
     live = tmp_path / ".report.0a1b2c3d.staging"
     for staging in (dead, live):
@@ -201,12 +203,12 @@ def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_pat
     handle = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)  # a live run is filling it
-        report.write_reports([results_document(marker="2")], folder)
+        write_reports([results_document(marker="2")], folder)
         assert live.exists() and not dead.exists()
     finally:
         os.close(handle)
 
-    report.write_reports([results_document(marker="3")], folder)
+    write_reports([results_document(marker="3")], folder)
 
     assert not live.exists() and all(p.exists() for p in unrelated)
     assert hidden_siblings(folder) == []
@@ -218,15 +220,15 @@ def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_pat
 
 def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    report.write_reports([results_document(cases=3, marker="old")], folder)
+    write_reports([results_document(cases=3, marker="old")], folder)
     before = snapshot(folder)
 
     def broken(document):
         raise RuntimeError("killed while rendering")
 
-    monkeypatch.setattr(report, "render_markdown", broken)
+    monkeypatch.setattr(writer, "render_markdown", broken)
     with pytest.raises(RuntimeError):
-        report.write_reports([results_document(cases=5, marker="new")], folder)
+        write_reports([results_document(cases=5, marker="new")], folder)
 
     assert snapshot(folder) == before
     assert hidden_siblings(folder) == []
@@ -234,7 +236,7 @@ def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monke
 
 def test_a_failed_rename_in_the_middle_leaves_the_previous_set_whole(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    report.write_reports([results_document(cases=3, marker="old")], folder)
+    write_reports([results_document(cases=3, marker="old")], folder)
     before = snapshot(folder)
     calls = []
     real_rename, real_replace = os.rename, os.replace
@@ -251,7 +253,7 @@ def test_a_failed_rename_in_the_middle_leaves_the_previous_set_whole(tmp_path, m
     monkeypatch.setattr(os, "rename", second_fails(real_rename))
     monkeypatch.setattr(os, "replace", second_fails(real_replace))
     with pytest.raises(OSError):
-        report.write_reports([results_document(cases=5, marker="new")], folder)
+        write_reports([results_document(cases=5, marker="new")], folder)
 
     assert snapshot(folder) == before
 
@@ -262,7 +264,7 @@ STALL_IN_SWAP = """
 import json, os, sys, time
 from pathlib import Path
 from biascheck.core import files
-from biascheck.reporting import results as report
+from biascheck.reporting.write import write_reports
 
 calls = []
 
@@ -276,13 +278,13 @@ def stalling(real):
     return rename
 
 os.rename, os.replace = stalling(os.rename), stalling(os.replace)
-report.write_reports([json.loads(Path(sys.argv[2]).read_text("utf-8"))], Path(sys.argv[1]))
+write_reports([json.loads(Path(sys.argv[2]).read_text("utf-8"))], Path(sys.argv[1]))
 """
 
 
 def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_start_recovers(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    report.write_reports([results_document(cases=3, marker="old")], folder)
+    write_reports([results_document(cases=3, marker="old")], folder)
     before = snapshot(folder)
     new = tmp_path / "new.json"
     new.write_text(json.dumps(results_document(cases=5, marker="new")), "utf-8")
@@ -292,14 +294,14 @@ def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_
     # Wholly the old run, or no folder at all (the old set moved aside), never a mix.
     assert not folder.exists() or snapshot(folder) == before
     # The next start puts the old set back, even when its own write then fails.
-    monkeypatch.setattr(report, "render_markdown", lambda document: 1 / 0)
+    monkeypatch.setattr(writer, "render_markdown", lambda document: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        report.write_reports([results_document(cases=7, marker="failed")], folder)
+        write_reports([results_document(cases=7, marker="failed")], folder)
     assert snapshot(folder) == before
     assert hidden_siblings(folder) == []
     monkeypatch.undo()
 
-    report.write_reports([results_document(cases=9, marker="next")], folder)
+    write_reports([results_document(cases=9, marker="next")], folder)
     assert len(json.loads((folder / "results.json").read_text("utf-8"))["cases"]) == 9
     assert_one_run(folder)
     assert hidden_siblings(folder) == []
@@ -307,14 +309,14 @@ def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_
 
 def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    report.write_reports([results_document("kobbq", 3, "old"), results_document("bbq", 3, "old")], folder)
+    write_reports([results_document("kobbq", 3, "old"), results_document("bbq", 3, "old")], folder)
     before = snapshot(folder)
     assert {"kobbq/results.json", "bbq/report.md"} <= set(before)
     real = report.render_markdown
-    monkeypatch.setattr(report, "render_markdown", lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
+    monkeypatch.setattr(writer, "render_markdown", lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
 
     with pytest.raises(ZeroDivisionError):
-        report.write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)
+        write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)
 
     assert snapshot(folder) == before
     marker = assert_one_run(folder)
@@ -323,10 +325,10 @@ def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
 
 def test_a_run_marker_names_every_file_of_the_run_and_stale_files_of_the_last_run_go(tmp_path):
     folder = tmp_path / "report"
-    report.write_reports([results_document("kobbq", marker="1"), results_document("bbq", marker="1")], folder)
+    write_reports([results_document("kobbq", marker="1"), results_document("bbq", marker="1")], folder)
     one = assert_one_run(folder)
 
-    written = report.write_reports([results_document(marker="2")], folder)
+    written = write_reports([results_document(marker="2")], folder)
 
     two = assert_one_run(folder)
     assert one["run_id"] != two["run_id"]
@@ -338,11 +340,11 @@ def test_a_run_marker_names_every_file_of_the_run_and_stale_files_of_the_last_ru
 
 def test_files_biascheck_did_not_write_are_kept_and_a_foreign_folder_is_refused(tmp_path):
     folder = tmp_path / "report"
-    report.write_reports([results_document(marker="1")], folder)
+    write_reports([results_document(marker="1")], folder)
     (folder / "junit.xml").write_text("<testsuites/>")  # e.g. --junitxml=report/junit.xml
     (folder / ".gitkeep").write_text("")
 
-    report.write_reports([results_document(marker="2")], folder)
+    write_reports([results_document(marker="2")], folder)
 
     assert (folder / "junit.xml").read_text() == "<testsuites/>" and (folder / ".gitkeep").exists()
     assert "run 2" in (folder / "results.json").read_text("utf-8")
@@ -351,7 +353,7 @@ def test_files_biascheck_did_not_write_are_kept_and_a_foreign_folder_is_refused(
     before = snapshot(folder)
 
     with pytest.raises(BiascheckError) as error:
-        report.write_reports([results_document(marker="3")], folder)
+        write_reports([results_document(marker="3")], folder)
 
     message = str(error.value)
     assert "notes" in message and str(folder) in message and len(message.splitlines()) == 1
@@ -361,7 +363,7 @@ def test_files_biascheck_did_not_write_are_kept_and_a_foreign_folder_is_refused(
 def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(BiascheckError) as error:
-        report.write_reports([results_document()], Path("."))
+        write_reports([results_document()], Path("."))
     assert "working folder" in str(error.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -371,7 +373,7 @@ def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
 
 def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
     from biascheck.cli import main
-    from biascheck.reporting import html as html_report
+    from biascheck.reporting import write as html_report  # the module that renders the files
 
     base = tmp_path / "base.json"
     made = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(base))

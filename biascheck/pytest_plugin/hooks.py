@@ -675,7 +675,7 @@ def _say(session: pytest.Session, message: str, **markup) -> None:
 def _write_reports(session: pytest.Session, state: BiascheckState) -> None:
     if not state.results_json:
         return
-    from biascheck.reporting.results import write_reports
+    from biascheck.reporting.write import write_reports
 
     if os.environ.get("GITHUB_ACTIONS") == "true":
         _github_step_summary(session, state)
@@ -776,8 +776,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     if not state.results_json:
         return  # nothing was selected, or this is an xdist worker
-    from biascheck.reporting.comparison import annotation, render_comparison_terminal
-    from biascheck.reporting.results import render_terminal
+    from biascheck.reporting.github import annotation
+    from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
 
     # A CI log has no edge: unless it says its width (COLUMNS, which pytest reads), it gets a wide
     # summary rather than pytest's fallback of 80 columns, which wraps every table.
