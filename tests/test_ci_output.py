@@ -260,7 +260,7 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
     gated = {v["metric"] for v in document["verdicts"]}
     shown = [*document["metrics"]["overall"].values(), *(table[m] for table in by_category.values() for m in gated)]
     for value in shown:
-        assert fmt.value(value["value"]) in words and str(value["n"]) in words
+        assert fmt.value(value["value"]) in words and fmt.count(value["n"]) in words
         assert all(part in words for part in fmt.ci(value["ci"]).split())
     comparison = render_comparison_terminal([comparison_of(runs["fair"], runs["stereotyped"])], color=False, width=60)
     assert "…" not in comparison

@@ -26,7 +26,7 @@ def metric(value, lo, hi, n):
 def document() -> dict:
     overall = {
         "diff_bias_amb": metric(0.1234, 0.1, 0.15, 400),
-        "acc_dis": metric(0.9, 0.85, 0.95, 400),
+        "acc_dis": metric(0.9, 0.85, 0.95, 1234),
         "ooc_ratio": {"value": None, "ci": [None, None], "n": 0, "note": "no responses"},
     }
     return {
@@ -50,7 +50,7 @@ def document() -> dict:
         "metrics": {"metrics": list(overall), "overall": overall, "by_category": {}, "by_label": {}, "by_prompt": {}, "prompt_summary": {}},
         "verdicts": [
             {**metric(0.1234, 0.1, 0.15, 400), "metric": "diff_bias_amb", "scope": "overall", "threshold": {"max_abs": 0.05}, "passed": False},
-            {**metric(0.9, 0.85, 0.95, 400), "metric": "acc_dis", "scope": "overall", "threshold": {"min": 0.8}, "passed": True},
+            {**metric(0.9, 0.85, 0.95, 1234), "metric": "acc_dis", "scope": "overall", "threshold": {"min": 0.8}, "passed": True},
         ],
         "passed": False,
         "cases": [],
@@ -132,6 +132,11 @@ def test_missing_and_nan_values_read_n_a_everywhere(renderings, kind):
     text = renderings[kind]
     assert "n/a" in text
     assert not re.search(r"\bnan\b", text, re.IGNORECASE)
+
+
+@pytest.mark.parametrize("kind", ["terminal", "markdown", "html"])
+def test_counts_read_the_same_everywhere(renderings, kind):
+    assert "1,234" in renderings[kind] and not re.search(r"(?<![\d.,])1234", renderings[kind])
 
 
 def test_formatters():

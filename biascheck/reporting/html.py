@@ -351,7 +351,7 @@ def _header(results: dict) -> str:
     if run.get("case_errors"):
         pieces.append(f"{_fmt_int(run['case_errors'])} cases without an answer")
     if run.get("truncated"):
-        pieces.append(f"{_fmt_int(run['truncated'])} cases read from a reply cut at {MAX_REPLY_CHARS:,} characters")
+        pieces.append(f"{_fmt_int(run['truncated'])} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters")
     pieces.append("cost n/a" if cost is None else fmt.usd(cost))
     if run.get("estimator"):
         pieces.append(f"P(a) by {_e(run['estimator'])}")

@@ -169,7 +169,7 @@ def scope_label(document: dict[str, Any], scope: str) -> str:
     run_cases, total = document["run"]["cases"], document["suite"].get("cases_total")
     if scope != "overall" or total is None or run_cases >= total:
         return scope
-    return f"selection ({run_cases:,} of {total:,} cases)"
+    return f"selection ({fmt.count(run_cases)} of {fmt.count(total)} cases)"
 
 
 def mode_text(verdict: dict[str, Any]) -> str:
@@ -262,7 +262,7 @@ def run_line(document: dict[str, Any]) -> str:
     if run["unpriced_calls"]:
         line += f"; cost unknown for {run['unpriced_calls']} calls (no price: pass --biascheck-price)"
     if run.get("truncated"):
-        line += f"; {run['truncated']} cases read from a reply cut at {MAX_REPLY_CHARS:,} characters"
+        line += f"; {run['truncated']} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters"
     for name, reason in model.get("params_dropped", {}).items():
         line += f"; WARNING: parameter {name} {reason}"
     for name, reason in model.get("params_ignored", {}).items():
@@ -333,7 +333,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         threshold = fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else ""
         mark = ("pass" if verdict["passed"] else "**FAIL**") if verdict else ""
         mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
-        out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), value["n"], threshold, mark]))
+        out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), fmt.count(value["n"]), threshold, mark]))
     if metrics["by_category"]:
         shown = category_metrics(document)
         out += ["", "## By category", "", md_row(["category", *shown]), "|---|" + "---:|" * len(shown)]
@@ -374,7 +374,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     if failures:
         out += ["", "## Failed checks", ""]
         out += [
-            f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, 95% CI {fmt.ci(v['ci'])}, n = {v['n']}"
+            f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, 95% CI {fmt.ci(v['ci'])}, n = {fmt.count(v['n'])}"
             for v in failures
         ]
     return "\n".join(out) + "\n"

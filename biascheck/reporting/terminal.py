@@ -122,7 +122,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                 esc(name),
                 fmt.value(value["value"]),
                 fmt.ci(value["ci"]),
-                str(value["n"]),
+                fmt.count(value["n"]),
                 fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else "",
                 mark,
             )
@@ -159,7 +159,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                         esc(name),
                         fmt.value(values[name]["value"]),
                         fmt.ci(values[name]["ci"]),
-                        str(values[name]["n"]),
+                        fmt.count(values[name]["n"]),
                         mark,
                         end_section=i == len(shown) - 1,
                     )
