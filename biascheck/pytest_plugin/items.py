@@ -3,7 +3,8 @@ check and scope (with a baseline), one for completeness.
 
 Node ids read as ``suites/kobbq/suite.toml::cases::age::age-001a-002-amb-bsd[p1-o0]`` and
 ``suites/kobbq/suite.toml::metrics::age::diff_bias_amb``, so ``-k age`` selects a category's
-cases and its metric items together.
+cases and its metric items together. Also what the items decide for the session: which cases a
+selection of items calls (:func:`selection`) and how a passed item reports (:func:`report_status`).
 """
 
 from __future__ import annotations
