@@ -22,6 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from biascheck.core.errors import BiascheckError
+from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE
+
+# How errors name the settings the command shares with the plugin (see biascheck.options).
+COMMAND_NAMES = {"model": "--model", "param": "--param", "price": "--price", "compare_fail": "--compare-fail"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,8 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     qualify.add_argument("--api-base", default=None, help="API base URL (vLLM, Ollama, a proxy)")
     qualify.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
-    qualify.add_argument("--cache", type=Path, default=Path(".biascheck/responses.sqlite"), help="response store (SQLite)")
-    qualify.add_argument("--concurrency", type=int, default=32, help="concurrent model calls (default 32)")
+    qualify.add_argument("--cache", type=Path, default=DEFAULT_STORE, help="response store (SQLite)")
+    qualify.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help=f"concurrent model calls (default {DEFAULT_CONCURRENCY})")
     qualify.add_argument("--json", type=Path, help="also write the qualification as JSON to this file")
     qualify.set_defaults(func=_qualify_judge)
     local = commands.add_parser(
@@ -187,22 +191,15 @@ def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
 
 def _suites_run_config(args):
     """The run ``biascheck suites`` counts (and, with --model, prices)."""
-    from biascheck.config.manifest import parse_sampling_overrides
-    from biascheck.execution.llm import ModelConfig, Price, validate_model_string
+    from biascheck.options import model_config, parse_price
     from biascheck.session import RunConfig
 
     model = args.model or "sim/fair"  # without --model only the counts are shown, and they depend on no model
-    validate_model_string(model, "--model", api_base=args.api_base)
     return RunConfig(
-        model=ModelConfig(
-            model,
-            params=parse_sampling_overrides(args.param, where="--param"),
-            api_base=args.api_base,
-            price=Price.parse(args.price, where="--price") if args.price else None,
-        ),
+        model=model_config(model, params=args.param, api_base=args.api_base, price=args.price, names=COMMAND_NAMES),
         store_path=args.cache,
         data_dir=args.data,
-        judge_price=Price.parse(args.judge_price, where="--judge-price") if args.judge_price else None,
+        judge_price=parse_price(args.judge_price, "--judge-price"),
     )
 
 
@@ -299,15 +296,17 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 
 
 def _diff(args) -> int:
-    from biascheck.config.manifest import Rule
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
-    from biascheck.reporting.comparison import github_annotations, render_comparison_markdown, render_comparison_terminal
+    from biascheck.options import parse_rules
+    from biascheck.reporting import github
+    from biascheck.reporting.comparison import render_comparison_markdown
+    from biascheck.reporting.terminal import render_comparison_terminal
     from biascheck.reporting.write import write_reports
 
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)
-    rules = [Rule.parse_option(text, where="--compare-fail") for text in args.compare_fail]
+    rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
     settings = settings_from(results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, fail_inconclusive=args.fail_inconclusive)
     prompts, note = _prompts(args, results)
     comparison = compare(baseline, results, settings, baseline_path=str(args.baseline), prompts=prompts)
@@ -326,8 +325,8 @@ def _diff(args) -> int:
             raise BiascheckError(
                 args.report, None, f"could not write the report ({exc.strerror or exc})", "point --report at a writable folder"
             ) from None
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        for line in github_annotations([comparison]):
+    if github.in_github_actions():
+        for line in github.github_annotations([comparison]):
             print(line)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
@@ -338,9 +337,9 @@ def _diff(args) -> int:
 
 def _qualify_judge(args) -> int:
     from biascheck.benchmarks.bbg.qualification import qualify
-    from biascheck.config.manifest import parse_sampling_overrides
     from biascheck.core.files import atomic_write_text
-    from biascheck.execution.llm import ModelConfig, validate_model_string
+    from biascheck.execution.llm import validate_model_string
+    from biascheck.options import model_config
     from biascheck.session import RunConfig
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)
@@ -349,7 +348,7 @@ def _qualify_judge(args) -> int:
             raise BiascheckError(option, None, f"{value!r} is out of range", f"give a number in [{low}, {high}]")
     if args.cases is not None and args.cases < 1:
         raise BiascheckError("--cases", None, f"{args.cases} is not a positive number", "e.g. --cases 2000")
-    judge = ModelConfig(args.model, params=parse_sampling_overrides(args.param, where="--param"), api_base=args.api_base)
+    judge = model_config(args.model, params=args.param, api_base=args.api_base, names={**COMMAND_NAMES, "model": "biascheck qualify-judge MODEL"})
     config = RunConfig(
         model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency), model_source="biascheck qualify-judge MODEL"
     )

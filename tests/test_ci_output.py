@@ -14,8 +14,10 @@ from html.parser import HTMLParser
 import pytest
 
 from biascheck.execution.runner import RichProgress, RunStats
-from biascheck.reporting.comparison import render_comparison_markdown, render_comparison_terminal
-from biascheck.reporting.results import fmt, fmt_ci, render_markdown, render_terminal
+from biascheck.reporting import format as fmt
+from biascheck.reporting.comparison import render_comparison_markdown
+from biascheck.reporting.results import render_markdown
+from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
 
 from conftest import ROOT, SUITES, write_subset_suite
 
@@ -258,8 +260,8 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
     gated = {v["metric"] for v in document["verdicts"]}
     shown = [*document["metrics"]["overall"].values(), *(table[m] for table in by_category.values() for m in gated)]
     for value in shown:
-        assert fmt(value["value"]) in words and str(value["n"]) in words
-        assert all(part in words for part in fmt_ci(value["ci"]).split())
+        assert fmt.value(value["value"]) in words and fmt.count(value["n"]) in words
+        assert all(part in words for part in fmt.ci(value["ci"]).split())
     comparison = render_comparison_terminal([comparison_of(runs["fair"], runs["stereotyped"])], color=False, width=60)
     assert "…" not in comparison
 

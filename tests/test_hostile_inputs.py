@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biascheck.reporting.comparison import render_comparison_terminal
-from biascheck.reporting.results import render_terminal
+from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
 
 from loopback import chat_answer, loopback_server, send_json
 

@@ -340,9 +340,9 @@ def test_header_shows_status_run_and_problems(pages):
 def test_overall_table_and_null_values(pages):
     page = pages["single"]
     row = re.search(r"<tr[^>]*><td><code>diff_bias_amb</code></td>(.*?)</tr>", page).group(1)
-    assert "0.1200" in row and "[0.1000, 0.1400]" in row and "|x| \u2264 0.05" in row and "FAIL" in row
+    assert "0.1200" in row and "[0.1000, 0.1400]" in row and "|x| &lt;= 0.05" in row and "FAIL" in row
     row = re.search(r"<tr[^>]*><td><code>acc_dis</code></td>(.*?)</tr>", page).group(1)
-    assert "x \u2265 0.8" in row and ">pass<" in row
+    assert "x &gt;= 0.8" in row and ">pass<" in row
     row = re.search(r"<tr[^>]*><td><code>ooc_ratio</code></td>(.*?)</tr>", page).group(1)
     assert row.count("n/a") == 2 and "no responses" in row
 
@@ -364,7 +364,7 @@ def test_one_bar_per_category_and_side_without_comparison(pages):
     assert len(elements(chart, "rect", "failing")) == 1  # 성별 0.75 < 0.8
     # Every bar sits in a group whose first child is a <title> tooltip with the exact numbers.
     assert chart.count('<g class="mark value"><title>') == 3
-    assert "연령 \u2014 value: acc_dis = 0.9, 95% CI [0.85, 0.94], n = 150; threshold x \u2265 0.8: pass" in chart
+    assert "연령 \u2014 value: acc_dis = 0.9, 95% CI [0.85, 0.94], n = 150; threshold x &gt;= 0.8: pass" in chart
     # Regression sections appear only with a comparison.
     assert "Regression tests" not in pages["single"] and "Flipped answers" not in pages["single"]
 

@@ -19,7 +19,7 @@ from biascheck.benchmarks.bbg.benchmark import BBG
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
-from biascheck.reporting.results import render_terminal
+from biascheck.reporting.terminal import render_terminal
 from biascheck.session import RunConfig, run
 from biascheck.suite import load_suite
 

@@ -19,7 +19,7 @@ from biascheck.core import files
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
 from biascheck.reporting import results as report
-from biascheck.reporting import write as writer  # the renderers as write_reports calls them
+from biascheck.reporting import write as writer
 from biascheck.reporting.write import write_reports
 
 from loopback import loopback_server, send_json
@@ -264,7 +264,6 @@ STALL_IN_SWAP = """
 import json, os, sys, time
 from pathlib import Path
 from biascheck.core import files
-from biascheck.reporting import results as report
 from biascheck.reporting.write import write_reports
 
 calls = []
@@ -374,6 +373,7 @@ def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
 
 def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
     from biascheck.cli import main
+    from biascheck.reporting import write as html_report  # the module that renders the files
 
     base = tmp_path / "base.json"
     made = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(base))
@@ -387,7 +387,7 @@ def test_diff_report_is_written_whole_or_not_at_all(run_biascheck, tiny_kobbq, t
     def broken(*args, **kwargs):
         raise RuntimeError("killed while rendering the page")
 
-    monkeypatch.setattr(writer, "render_html", broken)
+    monkeypatch.setattr(html_report, "render_html", broken)
     with pytest.raises(RuntimeError):
         main(["diff", str(base), str(made.report_dir), "--report", str(diff), "--compare-fail", "acc_amb:-50%"])
 

@@ -3,20 +3,19 @@ check and scope (with a baseline), one for completeness.
 
 Node ids read as ``suites/kobbq/suite.toml::cases::age::age-001a-002-amb-bsd[p1-o0]`` and
 ``suites/kobbq/suite.toml::metrics::age::diff_bias_amb``, so ``-k age`` selects a category's
-cases and its metric items together.
+cases and its metric items together. Also what the items decide for the session: which cases a
+selection of items calls (:func:`selection`) and how a passed item reports (:func:`report_status`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.verdicts import OVERALL
-
-if TYPE_CHECKING:
-    from biascheck.pytest_plugin.hooks import BiascheckState
+from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
 
 STATUS_PROPERTY = "biascheck_status"
 
@@ -221,4 +220,54 @@ class RunCompleteItem(OneLineFailures, pytest.Item):
         return self.path, None, "run-complete"
 
 
-STATE_KEY: pytest.StashKey[BiascheckState] = pytest.StashKey()
+def packaged_nodeid(file_path: Path, config: pytest.Config) -> str | None:
+    """The node id of an installed packaged suite: biascheck/suites/<name>/suite.toml. pytest would
+    name a file outside the rootdir relative to its argument, so every packaged suite would be
+    plain ``suite.toml``. None (pytest's own id) for any other file."""
+    from biascheck.config.catalog import packaged_suites_dir
+
+    root = packaged_suites_dir().resolve()
+    path = file_path.resolve()
+    if not path.is_relative_to(root) or path.is_relative_to(Path(config.rootpath).resolve()):
+        return None
+    return f"biascheck/suites/{path.relative_to(root).as_posix()}"
+
+
+def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:
+    """Which cases to call: the selected case items, plus every case in the scope of a selected
+    metric or regression item. A metric is always measured on its whole scope, so a selection
+    such as ``--lf`` (failed cases + failed metrics) cannot turn a red gate green."""
+    chosen: dict[SuiteFile, set[str]] = {}
+    for item in items:
+        if isinstance(item, CaseItem):
+            chosen.setdefault(item.suite_file, set()).update(item.case_ids)
+        elif isinstance(item, ScopedItem):
+            scope = item.scope
+            chosen.setdefault(item.suite_file, set()).update(
+                c.case_id for c in item.suite_file.suite.cases if scope == OVERALL or c.category == scope
+            )
+    return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
+
+
+# How a passed item reports what the model did: (category, letter, word).
+REPORT_STATUS = {
+    "biased": ("biased", "b", "BIASED"),
+    "ooc": ("ooc", "o", "OUT-OF-CHOICE"),
+    "filtered": ("filtered", "~", "CONTENT-FILTERED"),
+    "flagged": ("flagged", "f", "FLAGGED"),
+    "unscorable": ("unscorable", "u", "UNSCORABLE"),
+    "inconclusive": ("inconclusive", "?", "INCONCLUSIVE"),
+    "improved": ("improved", "+", "IMPROVED"),
+    # BBG: what the judge read in the story (the pair types come from two of these).
+    "b": ("biased", "b", "B (BIASED)"),
+    "c": ("counter-biased", "c", "C (COUNTER-BIASED)"),
+    "u": ("undetermined", "u", "U (UNDETERMINED)"),
+    "empty": ("empty", "e", "EMPTY-GENERATION"),
+}
+
+
+def report_status(report: pytest.TestReport):
+    """(category, letter, word) of a passed item's call that says what the model did, else None."""
+    if report.when != "call" or not report.passed:
+        return None
+    return REPORT_STATUS.get(dict(report.user_properties).get(STATUS_PROPERTY))

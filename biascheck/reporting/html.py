@@ -18,6 +18,8 @@ from html import escape
 from typing import Any
 
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.reporting import format as fmt
+from biascheck.reporting.results import judge_lines, scope_label, served_warning, summary_rows
 
 __all__ = ["render_html", "render_index"]
 
@@ -140,46 +142,8 @@ def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _num(value: Any) -> float | None:
-    """A finite number or None (null, NaN, infinities and non-numbers all read as missing)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _fmt(value: Any, digits: int = 4, sign: bool = False) -> str:
-    value = _num(value)
-    if value is None:
-        return "n/a"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def _ci(ci: Any) -> tuple[float | None, float | None]:
-    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
-        return None, None
-    return _num(ci[0]), _num(ci[1])
-
-
-def _fmt_ci(ci: Any, digits: int = 4, sign: bool = False) -> str:
-    lo, hi = _ci(ci)
-    if lo is None or hi is None:
-        return "n/a"
-    return f"[{_fmt(lo, digits, sign)}, {_fmt(hi, digits, sign)}]"
-
-
-def _fmt_exact(value: Any) -> str:
-    value = _num(value)
-    return "n/a" if value is None else f"{value:.6g}"
-
-
-def _fmt_p(value: Any) -> str:
-    value = _num(value)
-    return "n/a" if value is None else f"{value:.3g}"
-
-
 def _fmt_int(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ("n/a" if value is None else _e(value))
+    return _e(fmt.count(value))
 
 
 def _lang(text: Any) -> str:
@@ -187,23 +151,9 @@ def _lang(text: Any) -> str:
     return ' lang="ko"' if isinstance(text, str) and _HANGUL.search(text) else ""
 
 
-def _threshold_items(threshold: Any) -> list[tuple[str, float]]:
-    if not isinstance(threshold, dict):
-        return []
-    return [(str(k), v) for k, v in threshold.items() if _num(v) is not None]
-
-
-def _threshold_text(threshold: Any) -> str:
-    items = _threshold_items(threshold)
-    if not items:
-        return ""
-    words = {"max_abs": "|x| \u2264 {:g}", "max": "x \u2264 {:g}", "min": "x \u2265 {:g}"}
-    return ", ".join(words.get(kind, kind + " {:g}").format(float(limit)) for kind, limit in items)
-
-
 def _threshold_positions(threshold: Any) -> list[float]:
     out: list[float] = []
-    for kind, limit in _threshold_items(threshold):
+    for kind, limit in fmt.threshold_items(threshold):
         limit = float(limit)
         out += [-limit, limit] if kind == "max_abs" else [limit]
     return out
@@ -332,8 +282,6 @@ def render_index(documents: list[dict], comparisons: dict[str, dict] | None = No
     :func:`biascheck.reporting.write.write_reports` lays them out) with its verdict."""
     from urllib.parse import quote
 
-    from biascheck.reporting.results import summary_rows
-
     comparisons = comparisons or {}
     rows = []
     for document, row in zip(documents, summary_rows(documents)):
@@ -387,7 +335,7 @@ def _header(results: dict) -> str:
     out.append(f"<dt>created</dt><dd>{_e(results.get('created_at'))}</dd>")
     out.append("</dl>")
 
-    cost = _num(run.get("cost_usd"))
+    cost = fmt.number(run.get("cost_usd"))
     pieces = [
         f"{_fmt_int(run.get('cases'))} cases"
         + (
@@ -403,8 +351,8 @@ def _header(results: dict) -> str:
     if run.get("case_errors"):
         pieces.append(f"{_fmt_int(run['case_errors'])} cases without an answer")
     if run.get("truncated"):
-        pieces.append(f"{_fmt_int(run['truncated'])} cases read from a reply cut at {MAX_REPLY_CHARS:,} characters")
-    pieces.append("cost n/a" if cost is None else f"${cost:.4f}")
+        pieces.append(f"{_fmt_int(run['truncated'])} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters")
+    pieces.append("cost n/a" if cost is None else fmt.usd(cost))
     if run.get("estimator"):
         pieces.append(f"P(a) by {_e(run['estimator'])}")
     pieces.append(f"suite fingerprint <code>{_e(fingerprint.get('suite'))}</code>")
@@ -414,7 +362,6 @@ def _header(results: dict) -> str:
         out.append(f'<p class="muted small">Fingerprint parts: {details}</p>')
     if run.get("estimator_note"):
         out.append(f'<p class="alert">{_e(run["estimator_note"])}</p>')
-    from biascheck.reporting.results import judge_lines, served_warning
 
     served = served_warning(results)
     for line in judge_lines(results) + ([f"WARNING: {served}"] if served else []):
@@ -501,7 +448,6 @@ def _difference(item: Any) -> str:
 def _overall(results: dict) -> str:
     metrics = _get(results, "metrics", "overall") or {}
     verdicts = {(v.get("scope"), v.get("metric")): v for v in results.get("verdicts") or []}
-    from biascheck.reporting.results import scope_label
 
     # A -k run's "overall" is its selection's, as in the terminal and Markdown reports.
     scope = scope_label(results, "overall") if "run" in results and "suite" in results else "overall"
@@ -522,9 +468,9 @@ def _overall(results: dict) -> str:
         mark += ' <span class="badge v-inconclusive">inconclusive</span>' if verdict is not None and verdict.get("status") == "inconclusive" else ""
         row_class = ' class="fail"' if verdict is not None and not verdict.get("passed") else ""
         out.append(
-            f'<tr{row_class}><td><code>{_e(name)}</code></td><td class="num">{_fmt(value.get("value"))}{note_html}</td>'
-            f'<td class="ci">{_fmt_ci(value.get("ci"))}</td><td class="num">{_fmt_int(value.get("n"))}</td>'
-            f"<td>{_e(_threshold_text(verdict['threshold'])) if verdict else ''}</td><td>{mark}</td></tr>"
+            f'<tr{row_class}><td><code>{_e(name)}</code></td><td class="num">{fmt.value(value.get("value"))}{note_html}</td>'
+            f'<td class="ci">{fmt.ci(value.get("ci"))}</td><td class="num">{_fmt_int(value.get("n"))}</td>'
+            f"<td>{_e(fmt.threshold(verdict['threshold'])) if verdict else ''}</td><td>{mark}</td></tr>"
         )
     out.append("</tbody></table></div>")
     failures = [v for v in results.get("verdicts") or [] if not v.get("passed")]
@@ -534,7 +480,7 @@ def _overall(results: dict) -> str:
             note = f"; {_e(v['note'])}" if v.get("note") else ""
             out.append(
                 f"<li><code>{_e(v.get('metric'))}</code> (<span{_lang(v.get('scope'))}>{_e(v.get('scope'))}</span>) = "
-                f"{_fmt(v.get('value'))}, threshold {_e(_threshold_text(v.get('threshold')))}, 95% CI {_fmt_ci(v.get('ci'))}, "
+                f"{fmt.value(v.get('value'))}, threshold {_e(fmt.threshold(v.get('threshold')))}, 95% CI {fmt.ci(v.get('ci'))}, "
                 f"n = {_fmt_int(v.get('n'))}{note}</li>"
             )
         out.append("</ul></details>")
@@ -619,7 +565,7 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
     for _, threshold, _, sides in rows:
         points += _threshold_positions(threshold)
         for _, value, _ in sides:
-            points += [_num(value.get("value")), *_ci(value.get("ci"))]
+            points += [fmt.number(value.get("value")), *fmt.bounds(value.get("ci"))]
     lo, hi, step = _domain(points)
 
     size = 12.0
@@ -660,13 +606,13 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
             svg.append(
                 f'<text class="verdict {_verdict_class(cmp_verdict)}" x="0" y="{_n(y_label + slot_h)}" font-size="11">{_e(cmp_verdict)}</text>'
             )
-        threshold_text = _threshold_text(threshold)
+        threshold_text = fmt.threshold(threshold)
         for j, (side, value, failing) in enumerate(sides):
             yc = y_row + j * slot_h + slot_h / 2
-            v = _num(value.get("value"))
-            c_lo, c_hi = _ci(value.get("ci"))
+            v = fmt.number(value.get("value"))
+            c_lo, c_hi = fmt.bounds(value.get("ci"))
             n = value.get("n")
-            tip = f"{category} \u2014 {side}: {metric} = {_fmt_exact(v)}, 95% CI [{_fmt_exact(c_lo)}, {_fmt_exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
+            tip = f"{category} \u2014 {side}: {metric} = {fmt.exact(v)}, 95% CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
             if threshold_text and side != "baseline":
                 tip += f"; threshold {threshold_text}" + ("" if failing is None else (": FAIL" if failing else ": pass"))
             if value.get("note"):
@@ -688,7 +634,7 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
                     f'<path class="ci" d="M{_n(xl)} {_n(yc - cap)}V{_n(yc + cap)}M{_n(xl)} {_n(yc)}H{_n(xh)}'
                     f'M{_n(xh)} {_n(yc - cap)}V{_n(yc + cap)}"/>'
                 )
-            text = "n/a" if v is None else f"{_fmt(v)} {_fmt_ci([c_lo, c_hi])}"
+            text = "n/a" if v is None else f"{fmt.value(v)} {fmt.ci([c_lo, c_hi])}"
             mark = ' <tspan class="fail">FAIL</tspan>' if failing else ""
             g.append(f'<text class="val" x="{_n(x0 + plot_w + 12)}" y="{_n(yc + 4)}">{_e(text)}{mark}</text>')
             g.append("</g>")
@@ -706,11 +652,11 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
     for p, y1, y2, threshold in segments:
         svg.append(
             f'<line class="threshold" x1="{_n(x(p))}" y1="{_n(y1)}" x2="{_n(x(p))}" y2="{_n(y2)}">'
-            f"<title>threshold {_e(_threshold_text(threshold))}</title></line>"
+            f"<title>threshold {_e(fmt.threshold(threshold))}</title></line>"
         )
     svg.append("</svg>")
 
-    thresholds = sorted({_threshold_text(t) for _, t, _, _ in rows if _threshold_text(t)})
+    thresholds = sorted({fmt.threshold(t) for _, t, _, _ in rows if fmt.threshold(t)})
     caption = f'<code>{_e(metric)}</code> <span class="muted small">threshold {_e("; ".join(thresholds) or "none")}</span>'
     return (
         f'<figure class="chart" id="chart-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n'
@@ -722,11 +668,11 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
 
 
 def _side_cell(side: Any) -> str:
-    if not isinstance(side, dict) or _num(side.get("value")) is None:
+    if not isinstance(side, dict) or fmt.number(side.get("value")) is None:
         return '<td class="num">n/a</td>'
     n = side.get("n")
     tip = f' title="n = {_fmt_int(n)}"' if n is not None else ""
-    return f'<td class="num"{tip}>{_fmt(side.get("value"))} <span class="muted small under">{_fmt_ci(side.get("ci"))}</span></td>'
+    return f'<td class="num"{tip}>{fmt.value(side.get("value"))} <span class="muted small under">{fmt.ci(side.get("ci"))}</span></td>'
 
 
 def _regressions(comparison: dict) -> str:
@@ -756,17 +702,15 @@ def _regressions(comparison: dict) -> str:
     ordered = sorted(entries, key=lambda r: VERDICT_ORDER.get(str(r.get("verdict")), 9))
     for r in ordered:
         verdict = r.get("verdict") or "n/a"
-        p_tip = f"raw p = {_fmt_p(r.get('p_value'))}"
+        p_tip = f"raw p = {fmt.p_value(r.get('p_value'))}"
         mcnemar = r.get("mcnemar")
         if isinstance(mcnemar, dict):
             p_tip += (
                 f"; paired cases: {_fmt_int(mcnemar.get('worse'))} worse, {_fmt_int(mcnemar.get('better'))} better, "
-                f"McNemar p = {_fmt_p(mcnemar.get('p_value'))}"
+                f"McNemar p = {fmt.p_value(mcnemar.get('p_value'))}"
             )
-        diff = _num(r.get("difference"))
-        diff_text = (
-            "n/a" if diff is None else f'{_fmt(diff, sign=True)} <span class="muted small under">{_fmt_ci(r.get("difference_ci"), sign=True)}</span>'
-        )
+        diff = fmt.number(r.get("difference"))
+        diff_text = "n/a" if diff is None else f'{fmt.signed(diff)} <span class="muted small under">{fmt.signed_ci(r.get("difference_ci"))}</span>'
         better = f' title="better: {_e(r.get("better"))}"' if r.get("better") else ""
         row_class = ' class="fail"' if verdict == "regressed" else ""
         rule = str(r.get("rule") or "")
@@ -776,9 +720,9 @@ def _regressions(comparison: dict) -> str:
             f'<td class="scope"{_lang(r.get("scope"))}>{_e(r.get("scope"))}</td>'
             f"{_side_cell(r.get('baseline'))}{_side_cell(r.get('candidate'))}"
             f'<td class="num">{diff_text}</td>'
-            f'<td class="num" title="{_e(p_tip)}">{_fmt_p(r.get("p_adjusted"))}</td>'
+            f'<td class="num" title="{_e(p_tip)}">{fmt.p_value(r.get("p_adjusted"))}</td>'
             f"<td>{_badge(verdict, r.get('explanation'))}</td>"
-            f'<td class="num">{_fmt(r.get("mde"))}</td>'
+            f'<td class="num">{fmt.value(r.get("mde"))}</td>'
             f'<td class="rule" title="rule {_e(rule)}"><code>{_e(margin)}</code></td></tr>'
         )
     out.append("</tbody></table></div>\n</section>")
@@ -928,9 +872,9 @@ def _extra_tables(results: dict) -> str:
         )
         for name, spread in summary.items():
             spread = spread or {}
-            cells = "".join(f'<td class="num">{_fmt(_get(by_prompt[p], name, "value"))}</td>' for p in by_prompt)
+            cells = "".join(f'<td class="num">{fmt.value(_get(by_prompt[p], name, "value"))}</td>' for p in by_prompt)
             out.append(
-                f'<tr><td><code>{_e(name)}</code></td>{cells}<td class="num">{_fmt(spread.get("mean"))} \u00b1 {_fmt(spread.get("std"))}</td></tr>'
+                f'<tr><td><code>{_e(name)}</code></td>{cells}<td class="num">{fmt.value(spread.get("mean"))} \u00b1 {fmt.value(spread.get("std"))}</td></tr>'
             )
         out.append("</tbody></table></div>\n</section>")
     by_label = metrics.get("by_label") or {}
@@ -946,7 +890,7 @@ def _extra_tables(results: dict) -> str:
             + "</tr></thead><tbody>"
         )
         for label, table in by_label.items():
-            cells = "".join(f'<td class="num">{_fmt(_get(table, n, "value"))}</td>' for n in names)
+            cells = "".join(f'<td class="num">{fmt.value(_get(table, n, "value"))}</td>' for n in names)
             out.append(f"<tr><td{_lang(label)}>{_e(label)}</td>{cells}</tr>")
         out.append("</tbody></table></div>\n</details>\n</section>")
     return "\n".join(out)

@@ -1,24 +1,23 @@
-"""Reports: ``results.json`` (the machine-readable record, schema in the package), ``report.md``
-and the terminal summary. All renderings are built from the same JSON document, so a pytest-xdist
-controller that only received the JSON renders exactly what a single process would.
+"""Reports: ``results.json`` (the machine-readable record, schema in the package) and ``report.md``,
+and what the other renderings (terminal, HTML) read from a results document. All renderings are
+built from the same JSON document, so a pytest-xdist controller that only received the JSON
+renders exactly what a single process would. Numbers are formatted by :mod:`biascheck.reporting.format`.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import re
-from collections.abc import Iterable
+import math
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from biascheck.config.manifest import Threshold
 from biascheck.core.errors import BiascheckError
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.metrics.core import number
+from biascheck.reporting import format as fmt
+from biascheck.reporting.format import md_row
 
 RESULTS_SCHEMA = "biascheck.results/1"
 HEADLINE = (
@@ -44,6 +43,11 @@ HEADLINE = (
 )
 # Shown per category whether gated or not: a benchmark's two headline scores (BBG).
 CATEGORY_HEADLINE = ("ntr_gen", "bias_gen")
+
+
+def _json_number(x: float) -> float | None:
+    """JSON number: NaN becomes None (null)."""
+    return None if math.isnan(x) else x
 
 
 def build_results(run) -> list[dict[str, Any]]:
@@ -116,8 +120,8 @@ def build_results(run) -> list[dict[str, Any]]:
                     {
                         "metric": v.metric,
                         "scope": v.scope,
-                        "value": number(v.value),
-                        "ci": [number(v.ci[0]), number(v.ci[1])],
+                        "value": _json_number(v.value),
+                        "ci": [_json_number(v.ci[0]), _json_number(v.ci[1])],
                         "n": v.n,
                         "threshold": v.threshold.to_dict(),
                         "passed": v.passed,
@@ -159,44 +163,16 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
 # --- formatting ---------------------------------------------------------------------------------
 
 
-def fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
-
-
-def fmt_ci(ci: list[float | None]) -> str:
-    lo, hi = ci
-    return "n/a" if lo is None or hi is None else f"[{lo:.4f}, {hi:.4f}]"
-
-
-def md_cell(text: Any) -> str:
-    """``text`` as the content of one GFM table cell (report.md, comparison.md, the step summary),
-    shown as written. An unescaped ``|`` ends the cell: GitHub then shifts the rest of the row (the
-    threshold ``|x| <= 0.05`` became an empty cell and the verdict ``x``). A backslash is doubled:
-    before an escaped ``|`` it would be taken into the escape and vanish. A line break would end the
-    row, so whitespace runs become one space; a ``<`` that could open an HTML tag is escaped."""
-    text = " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|")
-    return re.sub(r"<(?=[A-Za-z/!?])", r"\\<", text)
-
-
-def md_row(cells: Iterable[Any]) -> str:
-    return "| " + " | ".join(map(md_cell, cells)) + " |"
-
-
 def scope_label(document: dict[str, Any], scope: str) -> str:
     """How reports name a scope. "overall" of a run that covers part of the suite (``-k``, node ids)
     is the selection's: its verdicts are not the suite's. results.json keeps the key "overall"."""
     run_cases, total = document["run"]["cases"], document["suite"].get("cases_total")
     if scope != "overall" or total is None or run_cases >= total:
         return scope
-    return f"selection ({run_cases:,} of {total:,} cases)"
+    return f"selection ({fmt.count(run_cases)} of {fmt.count(total)} cases)"
 
 
-def _threshold_text(threshold: dict[str, float]) -> str:
-    ((kind, limit),) = threshold.items()
-    return Threshold(kind, limit).describe()
-
-
-def _mode_text(verdict: dict[str, Any]) -> str:
+def mode_text(verdict: dict[str, Any]) -> str:
     """How a gate was judged, when not on the point estimate (``[thresholds] mode``)."""
     return f" ({verdict['mode']})" if verdict.get("mode", "point") != "point" else ""
 
@@ -206,7 +182,7 @@ def _gated(document: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(v["metric"] for v in document["verdicts"]))
 
 
-def _category_metrics(document: dict[str, Any]) -> list[str]:
+def category_metrics(document: dict[str, Any]) -> list[str]:
     """The metrics of the per-category tables: the benchmark's headline scores, then the gated ones."""
     overall = document["metrics"]["overall"]
     return list(dict.fromkeys([m for m in CATEGORY_HEADLINE if m in overall] + _gated(document)))
@@ -268,16 +244,16 @@ def bbg_examples(document: dict[str, Any], limit: int = 5) -> list[tuple[str, st
     return [(pair, first[pair]["category"], first[pair]["question"]) for pair in sorted(biased)[:limit]]
 
 
-def _verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+def verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(v["scope"], v["metric"]): v for v in document["verdicts"]}
 
 
-def _run_line(document: dict[str, Any]) -> str:
+def run_line(document: dict[str, Any]) -> str:
     run, model = document["run"], document["model"]
     line = (
         f"{document['suite']['name']} ({document['suite']['benchmark']}) on {model['model']}: {run['cases']} cases, "
         f"{run['calls']} calls, {run['cache_hits']} cache hits, {run['retries']} retries, {run['errors']} errors, "
-        f"${run['cost_usd']:.4f}; suite fingerprint {document['suite']['fingerprint']['suite']}"
+        f"{fmt.usd(run['cost_usd'])}; suite fingerprint {document['suite']['fingerprint']['suite']}"
     )
     if run.get("estimator"):
         line += f"; P(a) by {run['estimator']}"
@@ -286,7 +262,7 @@ def _run_line(document: dict[str, Any]) -> str:
     if run["unpriced_calls"]:
         line += f"; cost unknown for {run['unpriced_calls']} calls (no price: pass --biascheck-price)"
     if run.get("truncated"):
-        line += f"; {run['truncated']} cases read from a reply cut at {MAX_REPLY_CHARS:,} characters"
+        line += f"; {run['truncated']} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters"
     for name, reason in model.get("params_dropped", {}).items():
         line += f"; WARNING: parameter {name} {reason}"
     for name, reason in model.get("params_ignored", {}).items():
@@ -310,7 +286,7 @@ def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
     for document in documents:
         verdicts = document["verdicts"]
         failed = sum(not v["passed"] for v in verdicts)
-        overall = ", ".join(f"{v['metric']} {fmt(v['value'])}" for v in verdicts if v["scope"] == "overall")
+        overall = ", ".join(f"{v['metric']} {fmt.value(v['value'])}" for v in verdicts if v["scope"] == "overall")
         status = "INCOMPLETE" if not document["run"]["complete"] else "passed" if document["passed"] else "FAILED"
         rows.append(
             [
@@ -335,10 +311,10 @@ def render_summary_markdown(documents: list[dict[str, Any]]) -> str:
 
 def render_markdown(document: dict[str, Any]) -> str:
     metrics = document["metrics"]
-    verdicts = _verdict_index(document)
+    verdicts = verdict_index(document)
     # "passed" is about thresholds and completeness; a comparison with a baseline has its own verdict.
     status = "thresholds passed" if document["passed"] else "FAILED"
-    out = [f"# biascheck: {document['suite']['name']} — {status}", "", _run_line(document), ""]
+    out = [f"# biascheck: {document['suite']['name']} — {status}", "", run_line(document), ""]
     judged = judge_lines(document)
     if judged:
         out += [f"- {line}" for line in judged] + [""]
@@ -354,18 +330,18 @@ def render_markdown(document: dict[str, Any]) -> str:
     ]
     for name, value in metrics["overall"].items():
         verdict = verdicts.get(("overall", name))
-        threshold = _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else ""
+        threshold = fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else ""
         mark = ("pass" if verdict["passed"] else "**FAIL**") if verdict else ""
         mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
-        out.append(md_row([name, fmt(value["value"]), fmt_ci(value["ci"]), value["n"], threshold, mark]))
+        out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), fmt.count(value["n"]), threshold, mark]))
     if metrics["by_category"]:
-        shown = _category_metrics(document)
+        shown = category_metrics(document)
         out += ["", "## By category", "", md_row(["category", *shown]), "|---|" + "---:|" * len(shown)]
         for category, table in metrics["by_category"].items():
             cells = []
             for name in shown:
                 verdict = verdicts.get((category, name))
-                text = f"{fmt(table[name]['value'])} {fmt_ci(table[name]['ci'])}"
+                text = f"{fmt.value(table[name]['value'])} {fmt.ci(table[name]['ci'])}"
                 cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**")
                 cells[-1] += " ?" if verdict and verdict.get("status") == "inconclusive" else ""
             out.append(md_row([category, *cells]))
@@ -386,180 +362,19 @@ def render_markdown(document: dict[str, Any]) -> str:
             if name not in metrics["prompt_summary"]:
                 continue
             spread = metrics["prompt_summary"][name]
-            values = [fmt(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]]
-            out.append(md_row([name, *values, f"{fmt(spread['mean'])} ± {fmt(spread['std'])}"]))
+            values = [fmt.value(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]]
+            out.append(md_row([name, *values, f"{fmt.value(spread['mean'])} ± {fmt.value(spread['std'])}"]))
     if metrics["by_label"]:
         shown = [n for n in HEADLINE if n in metrics["overall"]]
         title = "By descriptor type" if document["suite"]["benchmark"] == "hbb" else "By label"
         out += ["", f"## {title}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
         for label, table in metrics["by_label"].items():
-            out.append(md_row([label, *(f"{fmt(table[n]['value'])} {fmt_ci(table[n]['ci'])}" for n in shown)]))
+            out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))
     failures = [v for v in document["verdicts"] if not v["passed"]]
     if failures:
         out += ["", "## Failed checks", ""]
         out += [
-            f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt(v['value'])}, threshold {_threshold_text(v['threshold'])}, 95% CI {fmt_ci(v['ci'])}, n = {v['n']}"
+            f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, 95% CI {fmt.ci(v['ci'])}, n = {fmt.count(v['n'])}"
             for v in failures
         ]
     return "\n".join(out) + "\n"
-
-
-def print_table(console, table) -> None:
-    """Print a rich table in the console's width where it fits without cutting a word, else wider.
-    Left to itself rich shrinks any column to fit, cutting "0.0000" to "0.00…" and a category to
-    "disability_stat…"; a line wider than the log is still read whole. So only a cell of several
-    words (an interval, a threshold) wraps, between its words, in a column that may wrap: no column
-    gets narrower than its longest word."""
-    from rich.measure import Measurement
-
-    unbounded = console.options.update_width(100_000)
-    excess = Measurement.get(console, unbounded, table).maximum - console.width
-    if excess > 0:
-        room = []
-        for column in table.columns:
-            sizes = [Measurement.get(console, unbounded, cell) for cell in (column.header, *column.cells)]
-            widest, longest_word = max(size.maximum for size in sizes), max(size.minimum for size in sizes)
-            room.append((0 if column.no_wrap else widest - longest_word, widest, column))
-        # The columns with the most room to wrap give it first.
-        for slack, widest, column in sorted(room, key=lambda r: -r[0]):
-            cut = min(excess, slack)
-            if cut > 0:
-                column.width, excess = widest - cut, excess - cut
-    width = console.width
-    console.width = width + max(excess, 0)
-    try:
-        console.print(table)
-    finally:
-        console.width = width
-
-
-def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
-    from rich.console import Console
-    from rich.markup import escape as esc
-    from rich.table import Table
-
-    # Every piece of user or model text (suite and category names, model strings, reasons, questions)
-    # goes through esc(): rich would read "[/]" in it as markup and fail, and eat "[red]".
-
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        force_terminal=color,
-        no_color=not color,
-        color_system="standard" if color else None,
-        width=max(width, 60),
-        highlight=False,
-        emoji=False,
-    )
-    if len(documents) > 1:
-        table = Table(title="every suite", title_justify="left")
-        for header in SUMMARY_HEADERS:
-            table.add_column(header, justify="right" if header in ("cases", "checks passed") else "left")
-        for row in summary_rows(documents):
-            style = {"passed": "green", "FAILED": "bold red", "INCOMPLETE": "bold red"}[row[-1]]
-            table.add_row(*map(esc, row[:-1]), f"[{style}]{row[-1]}[/]")
-        print_table(console, table)
-    for document in documents:
-        metrics = document["metrics"]
-        verdicts = _verdict_index(document)
-        console.print(esc(_run_line(document)), style="bold" if document["passed"] else "bold red")
-        for line in judge_lines(document):
-            console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
-        for category, reason in document["suite"]["skipped_categories"].items():
-            console.print(f"  skipped {esc(category)}: {esc(reason)}", style="yellow")
-        table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
-        for header, justify in (
-            ("metric", "left"),
-            ("value", "right"),
-            ("95% CI", "left"),
-            ("n", "right"),
-            ("threshold", "left"),
-            ("verdict", "left"),
-        ):
-            table.add_column(header, justify=justify)
-        for name, value in metrics["overall"].items():
-            verdict = verdicts.get(("overall", name))
-            mark = (
-                ""
-                if verdict is None
-                else (
-                    "[yellow]pass (inconclusive)[/]"
-                    if verdict.get("status") == "inconclusive"
-                    else "[green]pass[/]"
-                    if verdict["passed"]
-                    else "[bold red]FAIL[/]"
-                )
-            )
-            table.add_row(
-                esc(name),
-                fmt(value["value"]),
-                fmt_ci(value["ci"]),
-                str(value["n"]),
-                _threshold_text(verdict["threshold"]) + _mode_text(verdict) if verdict else "",
-                mark,
-            )
-        print_table(console, table)
-        if metrics["by_category"]:
-            # Long format (a row per category and gated metric) fits a narrow terminal.
-            shown = _category_metrics(document)
-            table = Table(title=f"{esc(document['suite']['name'])}: by category", title_justify="left")
-            for header, justify in (
-                ("category", "left"),
-                ("metric", "left"),
-                ("value", "right"),
-                ("95% CI", "left"),
-                ("n", "right"),
-                ("verdict", "left"),
-            ):
-                table.add_column(header, justify=justify)
-            for category, values in metrics["by_category"].items():
-                for i, name in enumerate(shown):
-                    verdict = verdicts.get((category, name))
-                    mark = (
-                        ""
-                        if verdict is None
-                        else (
-                            "[yellow]pass (inconclusive)[/]"
-                            if verdict.get("status") == "inconclusive"
-                            else "[green]pass[/]"
-                            if verdict["passed"]
-                            else "[bold red]FAIL[/]"
-                        )
-                    )
-                    table.add_row(
-                        esc(category) if i == 0 else "",
-                        esc(name),
-                        fmt(values[name]["value"]),
-                        fmt_ci(values[name]["ci"]),
-                        str(values[name]["n"]),
-                        mark,
-                        end_section=i == len(shown) - 1,
-                    )
-            print_table(console, table)
-        examples = bbg_examples(document)
-        if examples:
-            # rich measures East Asian wide characters, so Korean questions stay aligned.
-            table = Table(title=f"{esc(document['suite']['name'])}: read as biased in both versions (first pairs)", title_justify="left")
-            for header in ("pair", "category", "question"):
-                table.add_column(header)
-            for row in examples:
-                table.add_row(*map(esc, row))
-            print_table(console, table)
-        if metrics["prompt_summary"]:
-            across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
-            table = Table(title=f"{esc(document['suite']['name'])}: across {across}", title_justify="left")
-            table.add_column("metric")
-            for prompt in metrics["by_prompt"]:
-                table.add_column(esc(prompt if across == "runs" else f"p{prompt}"), justify="right")
-            table.add_column("mean ± std", justify="right")
-            for name in HEADLINE:
-                spread = metrics["prompt_summary"].get(name)
-                if spread is None:
-                    continue
-                table.add_row(
-                    name,
-                    *(fmt(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]),
-                    f"{fmt(spread['mean'])} ± {fmt(spread['std'])}",
-                )
-            print_table(console, table)
-    return buffer.getvalue()

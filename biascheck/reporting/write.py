@@ -1,5 +1,5 @@
-"""Writing a run's report folder: every renderer's file at once. The one reporting module that
-imports the others, so the renderers never import each other."""
+"""Writing a run's report folder: the one module that imports every file renderer, so that none of
+them imports another's writer (results, comparison and HTML renderings only read documents)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
     """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``
     and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder
     each and ``summary.md`` and ``index.html`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.core.files.replace_folder`)."""
+
     comparisons = comparisons or {}
 
     def render() -> dict[str, str]:

@@ -1,0 +1,402 @@
+"""What a run is configured with: pytest's options, ini keys and environment variables mapped to a
+:class:`biascheck.session.RunConfig` and the baseline options, in one place. The ``biascheck``
+command builds its runs with the same defaults and checks (:func:`model_config`, :func:`parse_rules`).
+
+pytest is imported only where a pytest object is read: ``biascheck`` (the command) imports this
+module without it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from biascheck.core.errors import BiascheckError
+
+if TYPE_CHECKING:
+    import pytest
+
+    from biascheck.execution.llm import ModelConfig
+    from biascheck.session import RunConfig
+
+# The defaults of a run, shared by the plugin and the ``biascheck`` command.
+DEFAULT_STORE = Path(".biascheck") / "responses.sqlite"
+DEFAULT_CONCURRENCY = 32
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 6
+ESTIMATORS = ("sampling", "logprob")
+
+# How errors name a setting: the plugin's options, or the command's (``biascheck suites --price``).
+PLUGIN_NAMES = {"model": "--biascheck-model", "param": "--biascheck-param", "price": "--biascheck-price", "compare_fail": "--biascheck-compare-fail"}
+
+OPTIONS = (
+    # (option, ini key, env var, help)
+    ("--biascheck-model", "biascheck_model", "BIASCHECK_MODEL", "litellm model string, or sim/<persona> for the simulated model"),
+    (
+        "--biascheck-model-revision",
+        "biascheck_model_revision",
+        "BIASCHECK_MODEL_REVISION",
+        "what is served under the model string (a release tag, a commit, a checkpoint): part of every stored answer's key, "
+        "so a model redeployed under the same name is asked again",
+    ),
+    ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
+    ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
+    ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls, a whole number (default 32)"),
+    ("--biascheck-report", "biascheck_report", None, "folder for results.json, report.md, report.html (replaced whole by each run)"),
+    (
+        "--biascheck-max-cost",
+        "biascheck_max_cost",
+        None,
+        "stop issuing calls before this many USD would be spent, a number (calls in flight count at the mean cost per call); "
+        "the run then fails as incomplete",
+    ),
+    ("--biascheck-api-base", "biascheck_api_base", None, "API base URL (vLLM, Ollama, a proxy)"),
+    ("--biascheck-timeout", "biascheck_timeout", None, "seconds per model call attempt, a number (default 60)"),
+    ("--biascheck-price", "biascheck_price", None, "INPUT/OUTPUT USD per million tokens, for models litellm has no price for"),
+    ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts, a whole number (default 6)"),
+    (
+        "--biascheck-estimator",
+        "biascheck_estimator",
+        None,
+        "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's",
+    ),
+    (
+        "--biascheck-judge",
+        "biascheck_judge",
+        "BIASCHECK_JUDGE",
+        "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]",
+    ),
+    ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "BBG: the judge's API base URL (else its provider's variable)"),
+    ("--biascheck-judge-price", "biascheck_judge_price", None, "BBG: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for"),
+    (
+        "--biascheck-bbg-unscorable",
+        "biascheck_bbg_unscorable",
+        None,
+        "BBG: a pair with an out-of-choice judge answer or an empty or filtered story is left out ('exclude') or read as u "
+        "as in the paper ('unknown'); errored calls never are; default: the suite's [bbg] unscorable",
+    ),
+    (
+        "--biascheck-baseline",
+        "biascheck_baseline",
+        "BIASCHECK_BASELINE",
+        "baseline file to compare with ({suite}: the suite name, {model}: the model slug); with --biascheck-update-baseline, "
+        "where to write it (default baselines/{suite}/release.json)",
+    ),
+)
+FLAGS = (
+    # (option, ini key, help)
+    (
+        "--biascheck-update-baseline",
+        None,
+        "write or replace the baseline from this run (default path baselines/{suite}/release.json); refused for partial or errored "
+        "runs. Failed thresholds are reported, but a run that wrote every baseline passes (see --biascheck-strict-record)",
+    ),
+    (
+        "--biascheck-strict-record",
+        "biascheck_strict_record",
+        "with --biascheck-update-baseline: a failed threshold fails the run even though the baseline was written",
+    ),
+    ("--biascheck-allow-fingerprint-mismatch", None, "compare with a baseline made from other data, prompts or subset, on the cases both share"),
+    (
+        "--biascheck-fail-inconclusive",
+        "biascheck_fail_inconclusive",
+        "fail regression checks that can neither show nor rule out a worsening beyond the margin",
+    ),
+    ("--biascheck-rejudge", None, "BBG: judge the stored generations again (e.g. with another --biascheck-judge): no generation call is made"),
+    (
+        "--biascheck-qualify-judge",
+        "biascheck_qualify_judge",
+        "BBG: first run the judge on the disambiguated QA items of [bbg.judge_qualification] and warn when it falls short",
+    ),
+    (
+        "--biascheck-dry-run",
+        None,
+        "print the calls the selected cases would make (the response store's answers subtracted) and their cost in USD, "
+        "then stop: no model call, no test run",
+    ),
+)
+
+# Typed, so that `pytest --help` says what they take; checked again by run_config's number().
+INI_NUMBERS = {"biascheck_concurrency": "int", "biascheck_retries": "int", "biascheck_max_cost": "float", "biascheck_timeout": "float"}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("biascheck", "bias regression testing")
+    group.addoption(
+        "--biascheck",
+        action="store_true",
+        help="collect suite folders (suite.toml) as bias tests; a bare name that is no folder here (kobbq) is the packaged suite",
+    )
+    group.addoption(
+        "--biascheck-suite",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run a suite shipped with biascheck, by name (implies --biascheck); see `biascheck suites`",
+    )
+    for option, ini, env, text in OPTIONS:
+        group.addoption(option, default=None, help=text + (f" [env {env}]" if env else ""))
+        parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
+    for option, ini, text in FLAGS:
+        group.addoption(option, action="store_true", default=False, help=text)
+        if ini:
+            parser.addini(ini, text, type="bool", default=False)
+    group.addoption(
+        "--biascheck-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a sampling parameter of the manifests (temperature, seed, max_tokens, ...)",
+    )
+    group.addoption(
+        "--biascheck-compare-fail",
+        action="append",
+        default=[],
+        metavar="METRIC:MARGIN",
+        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)",
+    )
+    parser.addini("biascheck_compare_fail", "regression rules, one METRIC:MARGIN per line", type="linelist", default=[])
+
+
+def resolve_suite_names(config: pytest.Config) -> None:
+    """Packaged suites named on the command line become the paths pytest collects: each
+    ``--biascheck-suite NAME``, and a bare argument (``kobbq``) that is no file or folder here.
+    Given only ``--biascheck-suite``, they replace pytest's default arguments (testpaths or the
+    working folder): the named suites alone run. (xdist workers repeat this from the same command line.)"""
+    import pytest
+
+    from biascheck.config.catalog import looks_like_a_name, packaged_suite
+
+    here = Path(config.invocation_params.dir)
+    given = config.args_source == pytest.Config.ArgsSource.ARGS
+    args = list(config.args) if given else []
+    for index, arg in enumerate(args):
+        if looks_like_a_name(arg) and not (here / arg).exists():
+            try:
+                args[index] = str(packaged_suite(arg))
+            except BiascheckError as exc:
+                raise BiascheckError(arg, None, "no such file or folder, nor a packaged suite", f"{exc.fix}; or give a suite folder's path") from None
+    for name in config.getoption("biascheck_suite"):
+        path = str(packaged_suite(name))
+        if path not in args:
+            args.append(path)
+    if args:
+        config.args = args
+
+
+def run_suites_in_one_process(config: pytest.Config) -> str | None:
+    """pytest-xdist gives a session of bias suites alone nothing: the model calls are concurrent in
+    one process already, while every worker would collect every item and read every answer again
+    and the controller relay three reports per item (a warm KoBBQ took 2.6 times as long under -n 2).
+    Such a session runs in this process; mixed with other tests, it is distributed as asked.
+    Returns the note that says so."""
+    import pytest
+
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
+        return None
+    if config.args_source != pytest.Config.ArgsSource.ARGS or not all(map(_names_a_suite, config.args)):
+        return None
+    workers = len(config.option.tx)
+    config.option.dist, config.option.tx, config.option.numprocesses = "no", [], 0
+    return (
+        f"biascheck: bias suites only, so one process instead of {workers} xdist workers "
+        "(calls are concurrent already; workers would repeat the collection and the run)"
+    )
+
+
+def _names_a_suite(arg: str) -> bool:
+    path = Path(arg.split("::", 1)[0])
+    return path.name == "suite.toml" or (path / "suite.toml").is_file()
+
+
+def check_dry_run(config: pytest.Config) -> bool:
+    """--biascheck-dry-run, refused with -n."""
+    dry_run = config.getoption("biascheck_dry_run")
+    if dry_run and getattr(config.option, "numprocesses", None):
+        raise BiascheckError("--biascheck-dry-run", None, "cannot be combined with -n (pytest-xdist)", "drop -n: a dry run makes no call to share")
+    return dry_run
+
+
+def enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("biascheck") or config.getoption("biascheck_suite"))
+
+
+def _setting(config: pytest.Config, option: str, ini: str, env: str | None) -> str | None:
+    import pytest
+
+    value = config.getoption(option.lstrip("-").replace("-", "_"))
+    if value is None and env:
+        value = os.environ.get(env) or None
+    if value is None:
+        try:
+            value = config.getini(ini)
+        except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
+            kind = "a whole number" if INI_NUMBERS.get(ini) == "int" else "a number"
+            raise BiascheckError(
+                config.inipath or "ini file", ini, f"is not {kind}", f"e.g. {ini} = {'32' if kind == 'a whole number' else '1.5'}"
+            ) from None
+        value = None if value in (None, "") else str(value)
+    return value
+
+
+def setting(config: pytest.Config, option: str) -> str | None:
+    """An option's text: the command line, else its environment variable, else the ini file."""
+    for name, ini, env, _ in OPTIONS:
+        if name == option:
+            return _setting(config, name, ini, env)
+    raise KeyError(option)
+
+
+def flag(config: pytest.Config, option: str) -> bool:
+    """A flag: the command line, or (for those that have one) its ini key."""
+    for name, ini, _ in FLAGS:
+        if name == option:
+            given = config.getoption(name.lstrip("-").replace("-", "_"))
+            return bool(given or (ini and config.getini(ini)))
+    raise KeyError(option)
+
+
+def model_config(
+    model: str,
+    *,
+    params: list[str],
+    api_base: str | None = None,
+    price: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    revision: str | None = None,
+    names: dict[str, str] = PLUGIN_NAMES,
+) -> ModelConfig:
+    """The model under test, checked: its model string, sampling overrides and price."""
+    from biascheck.config.manifest import parse_sampling_overrides
+    from biascheck.execution.llm import ModelConfig, Price, validate_model_string
+
+    validate_model_string(model, names["model"], api_base=api_base)
+    return ModelConfig(
+        model=model,
+        params=parse_sampling_overrides(params, where=names["param"]),
+        api_base=api_base,
+        timeout=timeout,
+        price=Price.parse(price, where=names["price"]) if price else None,
+        revision=revision or None,
+    )
+
+
+def parse_price(text: str | None, where: str):
+    from biascheck.execution.llm import Price
+
+    return Price.parse(text, where=where) if text else None
+
+
+def parse_rules(texts: list[str], where: str = PLUGIN_NAMES["compare_fail"]) -> list:
+    """Regression rules given on a command line (``METRIC:MARGIN``)."""
+    from biascheck.config.manifest import Rule
+
+    return [Rule.parse_option(text, where=where) for text in texts]
+
+
+def _number(config: pytest.Config, option: str, kind, default, minimum):
+    text = setting(config, option)
+    if text is None:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value < minimum:
+        raise BiascheckError(option, None, f"{text!r} is not a {kind.__name__} >= {minimum}", f"e.g. {option} {default or 1}")
+    return value
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
+    from biascheck.benchmarks.bbg.metrics import UNSCORABLE_CONVENTIONS
+    from biascheck.execution.llm import validate_model_string
+    from biascheck.execution.runner import RetryPolicy
+    from biascheck.session import RunConfig
+
+    model = setting(config, "--biascheck-model")
+    if not model:
+        raise BiascheckError("--biascheck-model", None, "no model named", "pass --biascheck-model MODEL (e.g. sim/fair or openai/gpt-4o-mini)")
+    api_base = setting(config, "--biascheck-api-base")
+    validate_model_string(model, api_base=api_base)
+    data = setting(config, "--biascheck-data")
+    # Relative to where pytest was started, not its rootdir: the rootdir is the common ancestor of
+    # every path-like argument (a data mirror elsewhere makes it /), which no user expects.
+    cache = setting(config, "--biascheck-cache") or str(Path(config.invocation_params.dir) / DEFAULT_STORE)
+    model_settings = model_config(
+        model,
+        params=config.getoption("biascheck_param"),
+        api_base=api_base,
+        timeout=_number(config, "--biascheck-timeout", float, DEFAULT_TIMEOUT, 0.001),
+        price=setting(config, "--biascheck-price"),
+        revision=setting(config, "--biascheck-model-revision"),
+    )
+    max_cost = _number(config, "--biascheck-max-cost", float, None, 0.0)
+    run_id = getattr(config, "workerinput", {}).get("testrunuid")
+    estimator = setting(config, "--biascheck-estimator")
+    if estimator not in (None, *ESTIMATORS):
+        raise BiascheckError("--biascheck-estimator", None, f"{estimator!r} is not an estimator", "use sampling or logprob")
+    judge = setting(config, "--biascheck-judge")
+    judge_api_base = setting(config, "--biascheck-judge-api-base")
+    if judge:
+        try:
+            validate_model_string(judge, "--biascheck-judge", api_base=judge_api_base)
+        except BiascheckError as exc:
+            raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
+    judge_price = setting(config, "--biascheck-judge-price")
+    unscorable = setting(config, "--biascheck-bbg-unscorable")
+    if unscorable is not None and unscorable not in UNSCORABLE_CONVENTIONS:
+        raise BiascheckError("--biascheck-bbg-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(UNSCORABLE_CONVENTIONS)}")
+    return RunConfig(
+        model=model_settings,
+        judge=judge,
+        judge_api_base=judge_api_base,
+        judge_price=parse_price(judge_price, "--biascheck-judge-price"),
+        rejudge=config.getoption("biascheck_rejudge"),
+        qualify_judge=flag(config, "--biascheck-qualify-judge"),
+        store_path=Path(cache),
+        data_dir=Path(data) if data else None,
+        concurrency=_number(config, "--biascheck-concurrency", int, DEFAULT_CONCURRENCY, 1),
+        max_cost_usd=max_cost,
+        policy=RetryPolicy(max_retries=_number(config, "--biascheck-retries", int, DEFAULT_RETRIES, 0)),
+        shared_run_id=run_id,
+        estimator=estimator,
+        bbg_unscorable=unscorable,
+    )
+
+
+@dataclass
+class BaselineOptions:
+    pattern: str | None
+    update: bool
+    rules: list  # command-line Rules
+    allow_mismatch: bool
+    fail_inconclusive: bool
+    strict_record: bool = False
+
+    @property
+    def compare(self) -> bool:
+        return self.pattern is not None and not self.update
+
+
+def baseline_options(config: pytest.Config) -> BaselineOptions:
+    texts = list(config.getini("biascheck_compare_fail")) + list(config.getoption("biascheck_compare_fail"))
+    return BaselineOptions(
+        pattern=setting(config, "--biascheck-baseline"),
+        update=config.getoption("biascheck_update_baseline"),
+        rules=parse_rules(texts),
+        allow_mismatch=config.getoption("biascheck_allow_fingerprint_mismatch"),
+        fail_inconclusive=flag(config, "--biascheck-fail-inconclusive"),
+        strict_record=flag(config, "--biascheck-strict-record"),
+    )
+
+
+def report_dir(config: pytest.Config) -> Path | None:
+    """--biascheck-report: a folder (created if missing), never a file."""
+    report = setting(config, "--biascheck-report")
+    if report and Path(report).exists() and not Path(report).is_dir():
+        raise BiascheckError("--biascheck-report", None, f"{report} is a file", "give a folder (it is created if missing)")
+    return Path(report) if report else None

@@ -1,0 +1,76 @@
+"""GitHub Actions output: the job's step summary (``$GITHUB_STEP_SUMMARY``) and ``::error``
+annotations, for the pytest plugin and ``biascheck diff``. Text in, text out: the callers write it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from biascheck.reporting.comparison import render_comparison_markdown
+from biascheck.reporting.results import render_markdown, render_summary_markdown
+
+
+def in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]]) -> str:
+    """The job summary of a run: the table across suites (several), each suite's report and comparison."""
+    parts = [render_summary_markdown(documents)] if len(documents) > 1 else []
+    for document in documents:
+        parts.append(render_markdown(document))
+        comparison = comparisons.get(document["suite"]["name"])
+        if comparison is not None:
+            parts.append(render_comparison_markdown(comparison))
+    return "\n".join(parts)
+
+
+def append_step_summary(text: str) -> str | None:
+    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` (when set); a one-line problem when that failed."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        return f"GITHUB_STEP_SUMMARY {target}: could not append the summary ({exc.strerror or exc})"
+    return None
+
+
+def _escape_annotation(text: str) -> str:
+    # GitHub workflow-command escaping for the message part.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def annotation(title: str, message: str) -> str:
+    # Property values also escape ':' and ','.
+    title = _escape_annotation(title).replace(":", "%3A").replace(",", "%2C")
+    return f"::error title={title}::{_escape_annotation(message)}"
+
+
+def github_annotations(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``::error`` lines for regressed metrics of ``biascheck diff`` (GitHub shows them on the run).
+    Under pytest the failed items themselves are annotated, so a deselected check never is."""
+    return [
+        annotation(f"biascheck {comparison['suite']['name']}: {r['metric']} ({r['scope']}) regressed", r["explanation"])
+        for comparison in comparisons
+        for r in comparison["results"]
+        if r["verdict"] == "regressed"
+    ]
+
+
+def failed_check_annotations(failed: Iterable[tuple[str, str]], documents: Sequence[Mapping[str, Any]], rootpath: Path) -> list[str]:
+    """One annotation per failed gate or regression item, as (node id, failure text): what failed,
+    in its own one-line words. Other failed items (cases, run-complete) are not annotated."""
+    names = {Path(d["suite"]["manifest"]).resolve(): d["suite"]["name"] for d in documents}
+    lines = []
+    for nodeid, text in failed:
+        parts = nodeid.split("::")
+        if len(parts) >= 4 and parts[-3] in ("metrics", "regression"):
+            kind = "regressed" if parts[-3] == "regression" else "fails its threshold"
+            suite = names.get((Path(rootpath) / parts[0]).resolve(), parts[0])
+            lines.append(annotation(f"biascheck {suite}: {parts[-1]} ({parts[-2]}) {kind}", text.strip()))
+    return lines

@@ -1,0 +1,245 @@
+"""The terminal summary (rich): the results of a run and its comparisons with the baselines, as
+text for a writer (pytest's terminal reporter, ``biascheck diff``'s stdout). Built from the JSON
+documents alone, like the other renderings; numbers formatted by :mod:`biascheck.reporting.format`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from biascheck.reporting import format as fmt
+from biascheck.reporting.comparison import headline, rows
+from biascheck.reporting.results import (
+    HEADLINE,
+    SUMMARY_HEADERS,
+    bbg_examples,
+    category_metrics,
+    judge_lines,
+    mode_text,
+    run_line,
+    scope_label,
+    summary_rows,
+    verdict_index,
+)
+
+STYLE = {"regressed": "bold red", "improved": "green", "unchanged": "", "inconclusive": "yellow", "not compared": "dim"}
+
+
+def _console(buffer: io.StringIO, *, color: bool, width: int):
+    from rich.console import Console
+
+    return Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        width=max(width, 60),
+        highlight=False,
+        emoji=False,
+    )
+
+
+def print_table(console, table) -> None:
+    """Print a rich table in the console's width where it fits without cutting a word, else wider.
+    Left to itself rich shrinks any column to fit, cutting "0.0000" to "0.00…" and a category to
+    "disability_stat…"; a line wider than the log is still read whole. So only a cell of several
+    words (an interval, a threshold) wraps, between its words, in a column that may wrap: no column
+    gets narrower than its longest word."""
+    from rich.measure import Measurement
+
+    unbounded = console.options.update_width(100_000)
+    excess = Measurement.get(console, unbounded, table).maximum - console.width
+    if excess > 0:
+        room = []
+        for column in table.columns:
+            sizes = [Measurement.get(console, unbounded, cell) for cell in (column.header, *column.cells)]
+            widest, longest_word = max(size.maximum for size in sizes), max(size.minimum for size in sizes)
+            room.append((0 if column.no_wrap else widest - longest_word, widest, column))
+        # The columns with the most room to wrap give it first.
+        for slack, widest, column in sorted(room, key=lambda r: -r[0]):
+            cut = min(excess, slack)
+            if cut > 0:
+                column.width, excess = widest - cut, excess - cut
+    width = console.width
+    console.width = width + max(excess, 0)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
+    from rich.markup import escape as esc
+    from rich.table import Table
+
+    # Every piece of user or model text (suite and category names, model strings, reasons, questions)
+    # goes through esc(): rich would read "[/]" in it as markup and fail, and eat "[red]".
+
+    buffer = io.StringIO()
+    console = _console(buffer, color=color, width=width)
+    if len(documents) > 1:
+        table = Table(title="every suite", title_justify="left")
+        for header in SUMMARY_HEADERS:
+            table.add_column(header, justify="right" if header in ("cases", "checks passed") else "left")
+        for row in summary_rows(documents):
+            style = {"passed": "green", "FAILED": "bold red", "INCOMPLETE": "bold red"}[row[-1]]
+            table.add_row(*map(esc, row[:-1]), f"[{style}]{row[-1]}[/]")
+        print_table(console, table)
+    for document in documents:
+        metrics = document["metrics"]
+        verdicts = verdict_index(document)
+        console.print(esc(run_line(document)), style="bold" if document["passed"] else "bold red")
+        for line in judge_lines(document):
+            console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
+        for category, reason in document["suite"]["skipped_categories"].items():
+            console.print(f"  skipped {esc(category)}: {esc(reason)}", style="yellow")
+        table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
+        for header, justify in (
+            ("metric", "left"),
+            ("value", "right"),
+            ("95% CI", "left"),
+            ("n", "right"),
+            ("threshold", "left"),
+            ("verdict", "left"),
+        ):
+            table.add_column(header, justify=justify)
+        for name, value in metrics["overall"].items():
+            verdict = verdicts.get(("overall", name))
+            mark = (
+                ""
+                if verdict is None
+                else (
+                    "[yellow]pass (inconclusive)[/]"
+                    if verdict.get("status") == "inconclusive"
+                    else "[green]pass[/]"
+                    if verdict["passed"]
+                    else "[bold red]FAIL[/]"
+                )
+            )
+            table.add_row(
+                esc(name),
+                fmt.value(value["value"]),
+                fmt.ci(value["ci"]),
+                fmt.count(value["n"]),
+                fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else "",
+                mark,
+            )
+        print_table(console, table)
+        if metrics["by_category"]:
+            # Long format (a row per category and gated metric) fits a narrow terminal.
+            shown = category_metrics(document)
+            table = Table(title=f"{esc(document['suite']['name'])}: by category", title_justify="left")
+            for header, justify in (
+                ("category", "left"),
+                ("metric", "left"),
+                ("value", "right"),
+                ("95% CI", "left"),
+                ("n", "right"),
+                ("verdict", "left"),
+            ):
+                table.add_column(header, justify=justify)
+            for category, values in metrics["by_category"].items():
+                for i, name in enumerate(shown):
+                    verdict = verdicts.get((category, name))
+                    mark = (
+                        ""
+                        if verdict is None
+                        else (
+                            "[yellow]pass (inconclusive)[/]"
+                            if verdict.get("status") == "inconclusive"
+                            else "[green]pass[/]"
+                            if verdict["passed"]
+                            else "[bold red]FAIL[/]"
+                        )
+                    )
+                    table.add_row(
+                        esc(category) if i == 0 else "",
+                        esc(name),
+                        fmt.value(values[name]["value"]),
+                        fmt.ci(values[name]["ci"]),
+                        fmt.count(values[name]["n"]),
+                        mark,
+                        end_section=i == len(shown) - 1,
+                    )
+            print_table(console, table)
+        examples = bbg_examples(document)
+        if examples:
+            # rich measures East Asian wide characters, so Korean questions stay aligned.
+            table = Table(title=f"{esc(document['suite']['name'])}: read as biased in both versions (first pairs)", title_justify="left")
+            for header in ("pair", "category", "question"):
+                table.add_column(header)
+            for row in examples:
+                table.add_row(*map(esc, row))
+            print_table(console, table)
+        if metrics["prompt_summary"]:
+            across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
+            table = Table(title=f"{esc(document['suite']['name'])}: across {across}", title_justify="left")
+            table.add_column("metric")
+            for prompt in metrics["by_prompt"]:
+                table.add_column(esc(prompt if across == "runs" else f"p{prompt}"), justify="right")
+            table.add_column("mean ± std", justify="right")
+            for name in HEADLINE:
+                spread = metrics["prompt_summary"].get(name)
+                if spread is None:
+                    continue
+                table.add_row(
+                    name,
+                    *(fmt.value(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]),
+                    f"{fmt.value(spread['mean'])} ± {fmt.value(spread['std'])}",
+                )
+            print_table(console, table)
+    return buffer.getvalue()
+
+
+def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, color: bool, width: int = 100) -> str:
+    from rich.markup import escape as esc
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    console = _console(buffer, color=color, width=width)
+    # User and model text (suite, model, category names, warnings) goes through esc(): rich reads "[/]" as markup.
+    for comparison in comparisons:
+        console.print(esc(headline(comparison)), style="bold red" if comparison["regressed"] else "bold")
+        for warning in comparison["warnings"]:
+            console.print(f"  warning: {esc(warning)}", style="yellow")
+        table = Table(title=f"{esc(comparison['suite']['name'])}: regression checks", title_justify="left")
+        for header, justify in (
+            ("metric", "left"),
+            ("scope", "left"),
+            ("baseline", "right"),
+            ("candidate", "right"),
+            ("difference [95% CI]", "left"),
+            ("p (Holm)", "right"),
+            ("mde", "right"),
+            ("verdict", "left"),
+        ):
+            # Names never wrap or get cut; the interval column wraps first on a narrow terminal.
+            table.add_column(header, justify=justify, no_wrap=header in ("metric", "verdict"))
+        quiet = 0
+        for r, row in zip(comparison["results"], rows(comparison)):
+            # Every overall check is shown; a category only when it says something.
+            if r["scope"] != "overall" and r["verdict"] == "unchanged":
+                quiet += 1
+                continue
+            verdict = row.pop()
+            row.pop(-1)  # the rule is in the explanation; keep the table narrow
+            table.add_row(*map(esc, row), f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
+        print_table(console, table)
+        if quiet:
+            console.print(f"  {quiet} category checks unchanged (all are in comparison.md)", style="dim")
+        flips = comparison["flips"]
+        if flips["by_transition"]:
+            console.print("  changed cases: " + esc(", ".join(f"{t}: {n}" for t, n in flips["by_transition"].items())))
+        for r in comparison["results"]:
+            if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall"):
+                console.print(f"  {esc(r['explanation'])}", style=STYLE[r["verdict"]])
+        unresolved = sum(r["verdict"] == "inconclusive" and r["scope"] != "overall" for r in comparison["results"])
+        if unresolved:
+            console.print(
+                f"  {unresolved} category checks inconclusive: too few cases to show or rule out a worsening beyond "
+                "their margins (the mde column is the smallest worsening each detects; details in comparison.md)",
+                style="yellow",
+            )
+    return buffer.getvalue()

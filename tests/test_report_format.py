@@ -1,0 +1,148 @@
+"""One set of formatters: one results document and one comparison rendered in the terminal,
+Markdown and HTML read the same for a p-value, a threshold and a missing (NaN) value."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from biascheck.reporting import format as fmt
+from biascheck.reporting.comparison import render_comparison_markdown
+from biascheck.reporting.html import render_html
+from biascheck.reporting.results import render_markdown
+from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
+
+# --- one set of formatters ------------------------------------------------------------------
+
+NAN = float("nan")
+
+
+def metric(value, lo, hi, n):
+    return {"value": value, "ci": [lo, hi], "n": n}
+
+
+def document() -> dict:
+    overall = {
+        "diff_bias_amb": metric(0.1234, 0.1, 0.15, 400),
+        "acc_dis": metric(0.9, 0.85, 0.95, 1234),
+        "ooc_ratio": {"value": None, "ci": [None, None], "n": 0, "note": "no responses"},
+    }
+    return {
+        "schema": "biascheck.results/1",
+        "tool": {"name": "biascheck", "version": "0.1.0"},
+        "created_at": "2026-11-21T10:00:00+00:00",
+        "suite": {
+            "name": "kobbq",
+            "benchmark": "kobbq",
+            "description": "",
+            "manifest": "suites/kobbq/suite.toml",
+            "fingerprint": {"suite": "f00dfeed"},
+            "prompts": ["1"],
+            "skipped_categories": {},
+            "cases_total": 400,
+            "thresholds": {"diff_bias_amb": {"max_abs": 0.05}, "acc_dis": {"min": 0.8}},
+            "regression": {"rules": [], "alpha": 0.05},
+        },
+        "model": {"model": "sim/stereotyped", "api_base": None, "params": {}},
+        "run": {"cases": 400, "calls": 400, "cache_hits": 0, "retries": 0, "errors": 0, "cost_usd": 0.0, "unpriced_calls": 0, "complete": True},
+        "metrics": {"metrics": list(overall), "overall": overall, "by_category": {}, "by_label": {}, "by_prompt": {}, "prompt_summary": {}},
+        "verdicts": [
+            {**metric(0.1234, 0.1, 0.15, 400), "metric": "diff_bias_amb", "scope": "overall", "threshold": {"max_abs": 0.05}, "passed": False},
+            {**metric(0.9, 0.85, 0.95, 1234), "metric": "acc_dis", "scope": "overall", "threshold": {"min": 0.8}, "passed": True},
+        ],
+        "passed": False,
+        "cases": [],
+    }
+
+
+def check(name, p_adjusted, baseline, candidate, verdict):
+    return {
+        "metric": name,
+        "scope": "overall",
+        "rule": f"{name}:+0.01",
+        "baseline": baseline,
+        "candidate": candidate,
+        "difference": None if baseline["value"] is None or candidate["value"] is None else candidate["value"] - baseline["value"],
+        "difference_ci": [0.01, 0.05],
+        "p_value": p_adjusted,
+        "p_adjusted": p_adjusted,
+        "mcnemar": None,
+        "mde": 0.012,
+        "verdict": verdict,
+        "explanation": f"{name} {verdict}",
+    }
+
+
+def comparison() -> dict:
+    return {
+        "schema": "biascheck.comparison/1",
+        "suite": {"name": "kobbq", "benchmark": "kobbq"},
+        "baseline": {"path": "b.json", "model": "sim/fair", "params": {}, "created_at": "2026-11-20", "git_commit": None, "tool_version": "0.1.0"},
+        "candidate": {"model": "sim/stereotyped", "params": {}},
+        "fingerprint": {"equal": True, "differences": [], "allowed": False},
+        "warnings": [],
+        "cases": {"baseline": 400, "candidate": 400, "common": 400},
+        "settings": {"alpha": 0.05, "power": 0.8, "n_boot": 2000, "seed": 0, "family_size": 3, "fail_inconclusive": False},
+        "results": [
+            check("diff_bias_amb", 5e-8, metric(0.1, 0.09, 0.11, 400), metric(0.1234, 0.1, 0.15, 400), "regressed"),
+            check("acc_dis", 0.01234, metric(0.9, 0.85, 0.95, 400), metric(0.9, 0.85, 0.95, 400), "unchanged"),
+            check("ooc_ratio", NAN, metric(NAN, NAN, None, 0), {"value": NAN, "ci": [NAN, NAN], "n": 0}, "inconclusive"),
+        ],
+        "regressed": True,
+        "passed": False,
+        "flips": {"total": 0, "shown": 0, "limit": 200, "by_transition": {}, "by_category": {}},
+    }
+
+
+@pytest.fixture(scope="module")
+def renderings() -> dict[str, str]:
+    """The same run as terminal text, Markdown (report.md + comparison.md) and HTML, each as its reader sees it."""
+    from markdown_it import MarkdownIt
+
+    results, compared = document(), comparison()
+    markdown = render_markdown(results) + render_comparison_markdown(compared)
+    as_text = re.compile(r"<[^>]+>")
+    return {
+        "terminal": render_terminal([results], color=False, width=250) + render_comparison_terminal([compared], color=False, width=250),
+        "markdown": html.unescape(as_text.sub(" ", MarkdownIt("commonmark").enable("table").render(markdown))),
+        "html": html.unescape(as_text.sub(" ", render_html(results, compared))),
+    }
+
+
+@pytest.mark.parametrize("kind", ["terminal", "markdown", "html"])
+def test_p_values_read_the_same_everywhere(renderings, kind):
+    assert fmt.p_value(5e-8) == "5e-08" and fmt.p_value(0.01234) == "0.012"
+    text = renderings[kind]
+    assert "5e-08" in text and "0.012" in text
+    assert "5.00e-08" not in text and "0.0123 " not in text.replace("0.0123 ±", "")
+
+
+@pytest.mark.parametrize("kind", ["terminal", "markdown", "html"])
+def test_thresholds_read_the_same_everywhere(renderings, kind):
+    assert fmt.threshold({"max_abs": 0.05}) == "|x| <= 0.05" and fmt.threshold({"min": 0.8}) == "x >= 0.8"
+    text = renderings[kind]
+    assert "|x| <= 0.05" in text and "x >= 0.8" in text
+    assert "≤" not in text and "≥" not in text
+
+
+@pytest.mark.parametrize("kind", ["terminal", "markdown", "html"])
+def test_missing_and_nan_values_read_n_a_everywhere(renderings, kind):
+    text = renderings[kind]
+    assert "n/a" in text
+    assert not re.search(r"\bnan\b", text, re.IGNORECASE)
+
+
+@pytest.mark.parametrize("kind", ["terminal", "markdown", "html"])
+def test_counts_read_the_same_everywhere(renderings, kind):
+    assert "1,234" in renderings[kind] and not re.search(r"(?<![\d.,])1234", renderings[kind])
+
+
+def test_formatters():
+    assert [fmt.value(x) for x in (0.12, None, NAN, float("inf"), True, "x")] == ["0.1200"] + ["n/a"] * 5
+    assert fmt.ci([0.1, 0.14]) == "[0.1000, 0.1400]" and fmt.ci([0.1, NAN]) == "n/a" and fmt.ci(None) == "n/a"
+    assert fmt.signed(0.02) == "+0.0200" and fmt.signed_ci([-0.01, 0.05]) == "[-0.0100, +0.0500]" and fmt.signed(NAN) == "n/a"
+    assert fmt.p_value(0.5) == "0.500" and fmt.p_value(NAN) == "n/a" and fmt.p_value(None) == "n/a"
+    assert fmt.count(1234) == "1,234" and fmt.count(None) == "n/a" and fmt.usd(0.0123) == "$0.0123" and fmt.percent(0.8) == "80%"
+    assert fmt.md_cell("|x| <= 0.05") == "\\|x\\| <= 0.05"
