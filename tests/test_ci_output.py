@@ -13,8 +13,8 @@ from html.parser import HTMLParser
 
 import pytest
 
+from biascheck.core import format as fmt
 from biascheck.execution.runner import RichProgress, RunStats
-from biascheck.reporting import format as fmt
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.results import render_markdown
 from biascheck.reporting.terminal import render_comparison_terminal, render_terminal

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from biascheck.reporting import format as fmt
+from biascheck.core import format as fmt
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_html
 from biascheck.reporting.results import render_markdown

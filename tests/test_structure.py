@@ -47,7 +47,7 @@ def internal_graph(package: str) -> dict[str, set[str]]:
         targets = set()
         for module, names in imports(path):
             targets |= {module} & set(modules)
-            targets |= {f"{module}.{n}" for n in names} & set(modules)  # from biascheck.reporting import format
+            targets |= {f"{module}.{n}" for n in names} & set(modules)  # from biascheck.core import format
         graph[name] = targets - {name}
     return graph
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from biascheck.config.sources import DataFile
 from biascheck.core.errors import BiascheckError
+from biascheck.core.format import THRESHOLD_WORDS
 
 MANIFEST_NAME = "suite.toml"
 # Keys of [thresholds] that say how gates are judged (see verdicts.judge); every other key names a gated metric.
@@ -69,7 +70,7 @@ class Threshold:
         return hi >= self.limit
 
     def describe(self) -> str:
-        return {"max_abs": f"|x| <= {self.limit:g}", "max": f"x <= {self.limit:g}", "min": f"x >= {self.limit:g}"}[self.kind]
+        return THRESHOLD_WORDS[self.kind].format(self.limit)
 
     def to_dict(self) -> dict[str, float]:
         return {self.kind: self.limit}

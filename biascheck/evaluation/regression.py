@@ -31,6 +31,7 @@ import numpy as np
 
 from biascheck.benchmarks.base import get_benchmark
 from biascheck.config.manifest import Rule
+from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differences
 from biascheck.metrics.bootstrap import cluster_bootstrap_many
@@ -350,29 +351,19 @@ def _sign_test(sb: np.ndarray, sc: np.ndarray, better: str, candidate_value: flo
     return {"worse": worse, "better": improved, "p_value": mcnemar_p_value(worse, improved)}
 
 
-def _fmt(x: float, signed: bool = False) -> str:
-    if x is None or math.isnan(x):
-        return "n/a"
-    return f"{x:+.4f}" if signed else f"{x:.4f}"
-
-
-def _fmt_p(p: float) -> str:
-    return "n/a" if math.isnan(p) else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
-
-
 def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
     d = check.paired
     where = f"{check.metric} ({check.scope})"
-    moved = f"{_fmt(d.baseline)} -> {_fmt(d.candidate)} ({_fmt(d.difference, True)}, 95% CI [{_fmt(d.difference_ci[0], True)}, {_fmt(d.difference_ci[1], True)}])"
+    moved = f"{fmt.value(d.baseline)} -> {fmt.value(d.candidate)} ({fmt.signed(d.difference)}, 95% CI [{fmt.signed(d.difference_ci[0])}, {fmt.signed(d.difference_ci[1])}])"
     if math.isnan(check.p_value):
         check.verdict = "not compared"
         side = "baseline" if math.isnan(d.baseline) else "candidate"
-        check.explanation = f"{where} not compared: undefined on the {side} side ({_fmt(d.baseline)} -> {_fmt(d.candidate)})"
+        check.explanation = f"{where} not compared: undefined on the {side} side ({fmt.value(d.baseline)} -> {fmt.value(d.candidate)})"
         return
     lo, hi = d.worsening_ci
     margin = check.margin
     check.mde = margin + minimum_detectable_effect(d.worsening_se, alpha=settings.alpha / max(family_size, 1), power=settings.power)
-    tail = f"margin {margin:.4f} ({check.rule.describe()}); Holm p = {_fmt_p(check.p_adjusted)}"
+    tail = f"margin {margin:.4f} ({check.rule.describe()}); Holm p = {fmt.p_value(check.p_adjusted)}"
     if check.p_adjusted < settings.alpha:
         check.verdict = "regressed"
         check.explanation = f"{where} regressed: {moved} is worse by more than the {tail}"
@@ -389,8 +380,8 @@ def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
     else:
         check.verdict = "inconclusive"
         check.explanation = (
-            f"{where} inconclusive: {moved}; a worsening up to {_fmt(hi)} is not ruled out, {tail}; "
-            f"this comparison detects a worsening of {_fmt(check.mde)} or more with {settings.power:.0%} power"
+            f"{where} inconclusive: {moved}; a worsening up to {fmt.value(hi)} is not ruled out, {tail}; "
+            f"this comparison detects a worsening of {fmt.value(check.mde)} or more with {settings.power:.0%} power"
             + ("" if check.mde <= 2 * margin or margin == 0 else " (more cases are needed to resolve the margin)")
         )
 

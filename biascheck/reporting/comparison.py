@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from biascheck.reporting import format as fmt
-from biascheck.reporting.format import md_row
+from biascheck.core import format as fmt
+from biascheck.core.format import md_row
 
 MARK = {
     "regressed": "**REGRESSED**",
@@ -104,7 +104,7 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
 
 def _md(text: str | None) -> str:
     """Text in a list item or a ``<summary>`` (raw HTML, where a backslash escape would show): one
-    line, no tag. Table cells go through :func:`biascheck.reporting.format.md_cell`."""
+    line, no tag. Table cells go through :func:`biascheck.core.format.md_cell`."""
     if text is None:
         return "(none)"
     return " ".join(str(text).split()).replace("<", "&lt;")

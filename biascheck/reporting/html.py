@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
+from biascheck.core import format as fmt
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.reporting import format as fmt
 from biascheck.reporting.results import judge_lines, scope_label, served_warning, summary_rows
 
 __all__ = ["render_html", "render_index"]

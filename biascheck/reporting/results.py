@@ -1,7 +1,7 @@
 """Reports: ``results.json`` (the machine-readable record, schema in the package) and ``report.md``,
 and what the other renderings (terminal, HTML) read from a results document. All renderings are
 built from the same JSON document, so a pytest-xdist controller that only received the JSON
-renders exactly what a single process would. Numbers are formatted by :mod:`biascheck.reporting.format`.
+renders exactly what a single process would. Numbers are formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
+from biascheck.core.format import md_row
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.reporting import format as fmt
-from biascheck.reporting.format import md_row
 
 RESULTS_SCHEMA = "biascheck.results/1"
 HEADLINE = (

@@ -1,6 +1,6 @@
 """The terminal summary (rich): the results of a run and its comparisons with the baselines, as
 text for a writer (pytest's terminal reporter, ``biascheck diff``'s stdout). Built from the JSON
-documents alone, like the other renderings; numbers formatted by :mod:`biascheck.reporting.format`.
+documents alone, like the other renderings; numbers formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biascheck.reporting import format as fmt
+from biascheck.core import format as fmt
 from biascheck.reporting.comparison import headline, rows
 from biascheck.reporting.results import (
     HEADLINE,
