@@ -62,7 +62,7 @@ def main() -> None:
                 judge=f"sim/{args.judge}",
                 store_path=Path(tmp) / "store.sqlite",
                 concurrency=64,
-                bbg_unscorable=args.unscorable,
+                unscorable=args.unscorable,
             )
             for store in ("cold", "warm"):
                 start = time.perf_counter()

@@ -44,11 +44,11 @@ def run_suite(suite_dir: Path, persona: str, estimator: str, store: Path):
 def flagged(suite, result) -> list[bool | None]:
     import numpy as np
 
-    from biascheck.benchmarks.hbb.benchmark import HBB
+    from biascheck.benchmarks.hbb.benchmark import HBB, hbb_settings
     from biascheck.benchmarks.hbb.metrics import instance_scores
 
     outcomes = result.suites[0].outcomes
-    threshold = suite.manifest.hbb["flag_threshold"]
+    threshold = hbb_settings(suite.manifest)["flag_threshold"]
     out = []
     for _, first, second in HBB.instances(suite.cases):
         a, b = outcomes[first.case_id].p_a, outcomes[second.case_id].p_a
@@ -58,10 +58,10 @@ def flagged(suite, result) -> list[bool | None]:
 
 def truth(suite, persona: str, temperature: float) -> list[bool]:
     """Which instances the persona's exact P(a) at ``temperature`` flags."""
-    from biascheck.benchmarks.hbb.benchmark import HBB
+    from biascheck.benchmarks.hbb.benchmark import HBB, hbb_settings
     from biascheck.sim.personas import expected_p_a
 
-    threshold = suite.manifest.hbb["flag_threshold"]
+    threshold = hbb_settings(suite.manifest)["flag_threshold"]
     return [
         round(abs(expected_p_a(persona, f, temperature) - expected_p_a(persona, s, temperature)) * 100, 10) >= threshold
         for _, f, s in HBB.instances(suite.cases)

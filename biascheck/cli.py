@@ -57,12 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.set_defaults(func=_diff)
     qualify = commands.add_parser(
         "qualify-judge",
-        help="check an evaluator model on disambiguated KoBBQ / BBQ items (exit 1 when below the bounds)",
-        description="Run a candidate BBG judge on the disambiguated items of a QA suite, where the context states the answer, "
-        "and report its accuracy and diff-bias (the paper's judge: 0.97 and below 0.01).",
+        help="check an evaluator model on the disambiguated items of a QA suite (exit 1 when below the bounds)",
+        description="Run a candidate judge of a judged benchmark on the disambiguated items of a QA suite, where the context "
+        "states the answer, and report its accuracy and diff-bias.",
     )
     qualify.add_argument("model", help="litellm model string of the judge, or sim/<persona>")
-    qualify.add_argument("--suite", type=Path, default=Path("suites/kobbq"), help="QA suite folder (default suites/kobbq; suites/bbq for English)")
+    qualify.add_argument("--suite", type=Path, default=None, help="QA suite folder or packaged name (default: the judged benchmark's own choice)")
+    qualify.add_argument("--benchmark", default=None, help="the judged benchmark whose judge this is (default: the one registered)")
     qualify.add_argument("--cases", type=int, default=None, help="a seeded subset of about this many items, whole templates (default: all)")
     qualify.add_argument("--seed", type=int, default=0, help="seed of that subset")
     qualify.add_argument("--min-accuracy", type=float, default=0.95, help="warn below this accuracy (default 0.95)")
@@ -129,7 +130,7 @@ def _add_suite_commands(commands) -> None:
         help="override a sampling parameter, as --biascheck-param (max_tokens bounds the output tokens)",
     )
     suites.add_argument("--price", metavar="IN/OUT", help="USD per million input/output tokens, for a model litellm has no price for")
-    suites.add_argument("--judge-price", metavar="IN/OUT", help="the same for a BBG suite's judge")
+    suites.add_argument("--judge-price", metavar="IN/OUT", help="the same for a judged suite's judge")
     suites.add_argument("--cache", type=Path, help="response store: the requests it answers are not counted as calls")
     suites.set_defaults(func=_suites)
     init = commands.add_parser(
@@ -249,6 +250,7 @@ def _calls_cell(counted) -> str:
 
 
 def _init(args) -> int:
+    from biascheck.benchmarks.base import JudgedBenchmark, benchmark_of
     from biascheck.config.catalog import copy_suite
     from biascheck.config.manifest import load_manifest
 
@@ -256,11 +258,13 @@ def _init(args) -> int:
     copy_suite(args.name, dest, force=args.force)
     print(f"copied the packaged suite {args.name} to {dest}; edit {dest / 'suite.toml'} (subset, prompts, thresholds), then run it with:")
     print(f"  pytest --biascheck {dest} --biascheck-model MODEL")
-    qualification = load_manifest(dest).bbg.get("judge_qualification", {}).get("suite")
+    manifest = load_manifest(dest)
+    benchmark = benchmark_of(manifest)
+    qualification = benchmark.qualification_path(manifest) if isinstance(benchmark, JudgedBenchmark) else None
     if qualification and not (dest / qualification).is_dir():
-        # A BBG suite names the QA suite its judge is qualified on, relative to itself.
+        # A judged suite names the QA suite its judge is qualified on, relative to itself.
         print(
-            f"note: its [bbg.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
+            f"note: its [{benchmark.settings_table}.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
             f"(biascheck init {Path(qualification).name} {os.path.normpath(dest / qualification)}) or change the path"
         )
     return 0
@@ -336,7 +340,7 @@ def _diff(args) -> int:
 
 
 def _qualify_judge(args) -> int:
-    from biascheck.benchmarks.bbg.qualification import qualify
+    from biascheck.benchmarks.base import judged_benchmark
     from biascheck.core.files import atomic_write_text
     from biascheck.execution.llm import validate_model_string
     from biascheck.options import model_config
@@ -352,8 +356,10 @@ def _qualify_judge(args) -> int:
     config = RunConfig(
         model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency), model_source="biascheck qualify-judge MODEL"
     )
-    result = qualify(
-        judge, args.suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy, max_abs_diff_bias=args.max_abs_diff_bias
+    benchmark = judged_benchmark(args.benchmark, where="biascheck qualify-judge --benchmark")
+    suite = args.suite if args.suite is not None else benchmark.qualification_default
+    result = benchmark.qualify(
+        judge, suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy, max_abs_diff_bias=args.max_abs_diff_bias
     )
     print(result.summary)
     for warning in result.warnings:
@@ -394,8 +400,9 @@ def _serve_until_stopped(args) -> int:
         print(f"serving {server.model_path.name} at {server.api_base}", flush=True)
         print("point biascheck at it with (litellm's openai/ provider wants a key; this server checks none):")
         print(f"  export {API_KEY_ENV}=unused-local")
-        print(f"  pytest --biascheck suites/kobbq --biascheck-model {server.model} --biascheck-api-base {server.api_base} \\")
+        print(f"  pytest --biascheck SUITE --biascheck-model {server.model} --biascheck-api-base {server.api_base} \\")
         print("         --biascheck-concurrency 2 --biascheck-timeout 600 --biascheck-param max_tokens=30")
+        print("(SUITE: a suite folder, or a packaged suite's name from biascheck suites.)")
         print("It answers one request at a time (about 1.5 s for a short answer on 2 cores). Ctrl-C stops it.", flush=True)
         try:
             while server.process.poll() is None:

@@ -226,7 +226,7 @@ def _price(share: Share, price_option: str) -> None:
     if rates is None:
         share.notes.append(f"cost unknown: pass {price_option} IN/OUT (USD per million tokens); litellm has no price for {model.model}")
     elif share.output_tokens is None:
-        where = "--biascheck-param max_tokens=N" if share.role == "model" else "max_tokens in the suite's [bbg.judge] sampling"
+        where = "--biascheck-param max_tokens=N" if share.role == "model" else "max_tokens in the judge's sampling table of suite.toml"
         share.notes.append(f"cost unknown: no max_tokens bounds the replies ({where}); the prompts alone: {_usd(share.prompt_tokens * rates[0])} USD")
     else:
         share.usd = share.prompt_tokens * rates[0] + share.output_tokens * rates[1]

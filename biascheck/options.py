@@ -27,7 +27,6 @@ DEFAULT_STORE = Path(".biascheck") / "responses.sqlite"
 DEFAULT_CONCURRENCY = 32
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 6
-ESTIMATORS = ("sampling", "logprob")
 
 # How errors name a setting: the plugin's options, or the command's (``biascheck suites --price``).
 PLUGIN_NAMES = {"model": "--biascheck-model", "param": "--biascheck-param", "price": "--biascheck-price", "compare_fail": "--biascheck-compare-fail"}
@@ -61,22 +60,27 @@ OPTIONS = (
         "--biascheck-estimator",
         "biascheck_estimator",
         None,
-        "HBB: estimate P(a) by 'sampling' (k answers) or 'logprob' (one call); default: the manifest's",
+        "for a suite whose benchmark has several ways to answer (e.g. 'sampling' k answers or one 'logprob' call): which; default: the manifest's",
     ),
     (
         "--biascheck-judge",
         "biascheck_judge",
         "BIASCHECK_JUDGE",
-        "BBG: the evaluator model that reads the stories (litellm string or sim/<persona>); default: the suite's [bbg.judge]",
+        "judged suites: the evaluator model that reads the responses (litellm string or sim/<persona>); default: the suite's judge",
     ),
-    ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "BBG: the judge's API base URL (else its provider's variable)"),
-    ("--biascheck-judge-price", "biascheck_judge_price", None, "BBG: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for"),
+    ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "judged suites: the judge's API base URL (else its provider's variable)"),
     (
-        "--biascheck-bbg-unscorable",
-        "biascheck_bbg_unscorable",
+        "--biascheck-judge-price",
+        "biascheck_judge_price",
         None,
-        "BBG: a pair with an out-of-choice judge answer or an empty or filtered story is left out ('exclude') or read as u "
-        "as in the paper ('unknown'); errored calls never are; default: the suite's [bbg] unscorable",
+        "judged suites: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for",
+    ),
+    (
+        "--biascheck-unscorable",
+        "biascheck_unscorable",
+        None,
+        "judged suites: how what the judge could not read (an out-of-choice answer, an empty or filtered response) is scored, "
+        "e.g. left out ('exclude') or read as unknown as a paper does ('unknown'); errored calls never are; default: the suite's",
     ),
     (
         "--biascheck-baseline",
@@ -105,11 +109,11 @@ FLAGS = (
         "biascheck_fail_inconclusive",
         "fail regression checks that can neither show nor rule out a worsening beyond the margin",
     ),
-    ("--biascheck-rejudge", None, "BBG: judge the stored generations again (e.g. with another --biascheck-judge): no generation call is made"),
+    ("--biascheck-rejudge", None, "judged suites: judge the stored responses again (e.g. with another --biascheck-judge): no model call is made"),
     (
         "--biascheck-qualify-judge",
         "biascheck_qualify_judge",
-        "BBG: first run the judge on the disambiguated QA items of [bbg.judge_qualification] and warn when it falls short",
+        "judged suites: first run the judge on the QA suite the suite names for its qualification, and warn when it falls short",
     ),
     (
         "--biascheck-dry-run",
@@ -128,7 +132,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--biascheck",
         action="store_true",
-        help="collect suite folders (suite.toml) as bias tests; a bare name that is no folder here (kobbq) is the packaged suite",
+        help="collect suite folders (suite.toml) as bias tests; a bare name that is no folder here is the packaged suite of that name",
     )
     group.addoption(
         "--biascheck-suite",
@@ -312,7 +316,7 @@ def _number(config: pytest.Config, option: str, kind, default, minimum):
 
 def run_config(config: pytest.Config) -> RunConfig:
     """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
-    from biascheck.benchmarks.bbg.metrics import UNSCORABLE_CONVENTIONS
+    from biascheck.benchmarks.base import get_benchmark, judged_benchmarks, registered_benchmarks
     from biascheck.execution.llm import validate_model_string
     from biascheck.execution.runner import RetryPolicy
     from biascheck.session import RunConfig
@@ -337,8 +341,9 @@ def run_config(config: pytest.Config) -> RunConfig:
     max_cost = _number(config, "--biascheck-max-cost", float, None, 0.0)
     run_id = getattr(config, "workerinput", {}).get("testrunuid")
     estimator = setting(config, "--biascheck-estimator")
-    if estimator not in (None, *ESTIMATORS):
-        raise BiascheckError("--biascheck-estimator", None, f"{estimator!r} is not an estimator", "use sampling or logprob")
+    estimators = list(dict.fromkeys(kind for name in sorted(registered_benchmarks()) for kind in get_benchmark(name).estimators))
+    if estimator not in (None, *estimators):
+        raise BiascheckError("--biascheck-estimator", None, f"{estimator!r} is not an estimator", f"use {' or '.join(estimators)}")
     judge = setting(config, "--biascheck-judge")
     judge_api_base = setting(config, "--biascheck-judge-api-base")
     if judge:
@@ -347,9 +352,10 @@ def run_config(config: pytest.Config) -> RunConfig:
         except BiascheckError as exc:
             raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
     judge_price = setting(config, "--biascheck-judge-price")
-    unscorable = setting(config, "--biascheck-bbg-unscorable")
-    if unscorable is not None and unscorable not in UNSCORABLE_CONVENTIONS:
-        raise BiascheckError("--biascheck-bbg-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(UNSCORABLE_CONVENTIONS)}")
+    unscorable = setting(config, "--biascheck-unscorable")
+    conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
+    if unscorable is not None and unscorable not in conventions:
+        raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
     return RunConfig(
         model=model_settings,
         judge=judge,
@@ -364,7 +370,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         policy=RetryPolicy(max_retries=_number(config, "--biascheck-retries", int, DEFAULT_RETRIES, 0)),
         shared_run_id=run_id,
         estimator=estimator,
-        bbg_unscorable=unscorable,
+        unscorable=unscorable,
     )
 
 

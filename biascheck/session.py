@@ -47,7 +47,7 @@ class RunConfig:
     qualify_judge: bool = False
     # BBG: how a pair without a reading (out-of-choice answer, empty or filtered story) is scored,
     # "exclude" or "unknown"; None: each suite's [bbg] unscorable.
-    bbg_unscorable: str | None = None
+    unscorable: str | None = None  # how a judged suite scores what its judge could not read; None: the suite's
     # Where the model under test was named, for errors about it (a judge being qualified: its option).
     model_source: str = "--biascheck-model"
 
@@ -173,10 +173,10 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
 
 def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
     """How a suite's units are scored where a run may choose: BBG's ``unscorable`` convention
-    (``--biascheck-bbg-unscorable``, else the manifest's); None for the other benchmarks."""
+    (``--biascheck-unscorable``, else the manifest's); None for the other benchmarks."""
     if not isinstance(suite.benchmark, JudgedBenchmark):
         return None
-    return suite.benchmark.scoring(suite.manifest, config.bbg_unscorable)
+    return suite.benchmark.scoring(suite.manifest, config.unscorable)
 
 
 def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStore) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biascheck.benchmarks.base import get_benchmark
+from biascheck.benchmarks.base import benchmark_of, get_benchmark
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import Resolved, resolve
 from biascheck.core.records import Case
@@ -105,6 +105,7 @@ def load_suite(
     data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; then the cache; then a
     download unless ``offline``) and its cases built."""
     manifest = load_manifest(_suite_folder(suite_dir))
+    benchmark = benchmark_of(manifest)
     mirror = data_dir if data_dir is not None else env_data_dir()
     cache = cache_dir if cache_dir is not None else default_cache_dir() / "data"
     files = {
@@ -117,5 +118,5 @@ def load_suite(
         )
         for key, file in manifest.data.items()
     }
-    built = get_benchmark(manifest.benchmark).build_cases(manifest, files)
+    built = benchmark.build_cases(manifest, files)
     return Suite(manifest=manifest, cases=built.cases, prompts=built.prompts, files=files, skipped_categories=built.skipped_categories)

@@ -11,6 +11,7 @@ import pytest
 
 from biascheck.benchmarks.bbg.benchmark import BBG
 from biascheck.benchmarks.bbg.metrics import COUNT_FIELDS
+from biascheck.benchmarks.bbg.settings import bbg_settings
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Outcome, Response
 from biascheck.evaluation.regression import check_comparable
@@ -52,7 +53,7 @@ def test_manifest_prompts_are_the_papers(enbbg, kobbg, data_dir):
     """The prompts in the manifests are prompts.json's, byte for byte."""
     published = json.loads((data_dir / "bbg" / "prompts.json").read_text("utf-8"))
     for suite, prefix in ((enbbg, "En"), (kobbg, "Ko")):
-        settings = suite.manifest.bbg
+        settings = bbg_settings(suite.manifest)
         for k in range(1, 6):
             assert settings["story_prompts"][f"{prefix}-{k}"].encode() == published["story_continuation"][f"{prefix}-{k}"].encode()
         mrc = published["mrc"][f"{prefix}-1"]
@@ -209,8 +210,8 @@ def test_worked_example_scored_both_ways(enbbg):
     statuses = [outcomes[c.case_id].status for c in cases]
     assert statuses.count("ooc") == 2 and statuses.count("empty") == 1 and statuses.count("filtered") == 2
     manifest = enbbg.manifest
-    assert manifest.bbg["unscorable"] == "exclude"  # the default
-    paper = replace(manifest, bbg={**manifest.bbg, "unscorable": "unknown"})
+    assert bbg_settings(manifest)["unscorable"] == "exclude"  # the default
+    paper = replace(manifest, settings={**manifest.settings, "unscorable": "unknown"})
     exclude = BBG.aggregate(cases, outcomes, resamples=0, seed=0, manifest=manifest)
     unknown = BBG.aggregate(cases, outcomes, resamples=0, seed=0, manifest=paper)
 
@@ -303,13 +304,13 @@ def test_unscorable_convention_is_chosen_per_run_and_part_of_the_fingerprint(tmp
     paper = load_suite(tmp_path, data_dir=data_dir)
     # The command line's convention replaces the manifest's, either way.
     assert scoring_for(quick, config) == {"unscorable": "exclude"}
-    assert scoring_for(quick, replace(config, bbg_unscorable="unknown")) == {"unscorable": "unknown"}
+    assert scoring_for(quick, replace(config, unscorable="unknown")) == {"unscorable": "unknown"}
     assert scoring_for(paper, config) == {"unscorable": "unknown"}
-    assert scoring_for(paper, replace(config, bbg_unscorable="exclude")) == {"unscorable": "exclude"}
+    assert scoring_for(paper, replace(config, unscorable="exclude")) == {"unscorable": "exclude"}
     a, b = quick.fingerprint(), paper.fingerprint()
     assert a["scoring"] == "unscorable=exclude" and b["scoring"] == "unscorable=unknown" and a["suite"] != b["suite"]
     assert {k: v for k, v in a.items() if k not in ("scoring", "suite")} == {k: v for k, v in b.items() if k not in ("scoring", "suite")}
-    assert quick.fingerprint(None, {"unscorable": "unknown"}) == b  # what a run with --biascheck-bbg-unscorable unknown records
+    assert quick.fingerprint(None, {"unscorable": "unknown"}) == b  # what a run with --biascheck-unscorable unknown records
     # Leaving the key out is "exclude".
     (tmp_path / "suite.toml").write_text(text.replace('unscorable = "exclude"\n', ""), "utf-8")
     assert load_suite(tmp_path, data_dir=data_dir).fingerprint() == a

@@ -80,7 +80,7 @@ def test_the_default_suite_is_a_stratified_subset_with_every_category_and_type(d
     # Both manifests' instructions are the paper's Table 11 prompt, upstream's
     # prompt_evaluate_probs.txt, byte for byte, sent after upstream's system message.
     upstream = (Path(data_dir) / "hbb" / "prompt_evaluate_probs.txt").read_bytes().decode("utf-8")
-    assert suite.manifest.hbb["instructions"] == full.manifest.hbb["instructions"] == upstream
+    assert suite.manifest.settings["instructions"] == full.manifest.settings["instructions"] == upstream
     for case in (suite.cases[0], full.cases[-1]):
         (system, user) = case.messages
         assert (system.role, system.content) == ("system", "You are a useful assistant.")
@@ -168,7 +168,7 @@ def test_p_a_from_logprobs_is_a_probability_and_mirrors_when_a_and_b_swap(la, lb
 
 def test_instance_items_report_flagged_unscorable_and_errors(tmp_path):
     class Manifest:
-        hbb = {"flag_threshold": 20}
+        settings = {"flag_threshold": 20}
 
     first, second = _case(), _case()
     answered = lambda p: Outcome("x", "answered", p_a=p, valid=10)  # noqa: E731
@@ -185,7 +185,7 @@ def test_instance_items_report_flagged_unscorable_and_errors(tmp_path):
         (lambda t: t.replace('estimator = "sampling"', 'estimator = "vibes"'), "hbb.estimator"),
         (lambda t: t.replace("\nsamples = 10", "\nsamples = 0"), "hbb.samples"),
         (lambda t: t.replace("flag_threshold = 20", "flag_threshold = 120"), "hbb.flag_threshold"),
-        (lambda t: t.replace("[hbb]", '[prompts]\nfrom_data = "questions"\n\n[hbb]'), "(top level)"),
+        (lambda t: t.replace("[hbb]", '[prompts]\nfrom_data = "questions"\n\n[hbb]'), "prompts"),
     ],
 )
 def test_bad_hbb_manifests_are_one_line_errors(edit, field, tmp_path, data_dir):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from biascheck.benchmarks.base import benchmark_of
 from biascheck.config.manifest import SAMPLING_PARAMS, load_manifest, parse_sampling_overrides
 from biascheck.core.errors import BiascheckError
 from biascheck.suite import load_suite
@@ -162,11 +163,19 @@ MANIFEST_ERRORS = [
 ]  # fmt: skip
 
 
+def load_checked(suite):
+    """A manifest as load_suite checks it before any data file: the suite schema, then what its
+    benchmark owns (its name, its own table, whether it takes [prompts])."""
+    manifest = load_manifest(suite)
+    benchmark_of(manifest)
+    return manifest
+
+
 @pytest.mark.parametrize(("text", "field", "fragments"), [case[1:] for case in MANIFEST_ERRORS], ids=[case[0] for case in MANIFEST_ERRORS])
 def test_manifest_mistake_is_one_line_naming_the_field(tmp_path, text, field, fragments):
     suite = make_suite(tmp_path, text)
     with pytest.raises(BiascheckError) as exc:
-        load_manifest(suite)
+        load_checked(suite)
     assert_manifest_error(exc, suite, field, *fragments)
     # load_suite fails the same way, before touching any data file.
     with pytest.raises(BiascheckError) as again:

@@ -194,7 +194,7 @@ def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(
         "sim/fair",
         "--biascheck-judge",
         judge,
-        "--biascheck-bbg-unscorable",
+        "--biascheck-unscorable",
         "unknown",
         "--biascheck-baseline",
         pattern,
@@ -220,7 +220,7 @@ def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(
     assert f"unscorable = unknown (as the paper): {with_ooc} of {len(readings)} pairs scored" in report
     # Scored biascheck's way (here from the ini key), the run is another measurement: refused, saying why.
     refused = run_biascheck(
-        suite, "sim/fair", "--biascheck-judge", judge, "-o", "biascheck_bbg_unscorable=exclude", "--biascheck-baseline", pattern, report="refused"
+        suite, "sim/fair", "--biascheck-judge", judge, "-o", "biascheck_unscorable=exclude", "--biascheck-baseline", pattern, report="refused"
     )
     assert refused.ret in (2, 4), refused.output
     assert "suite.fingerprint: was made with other scoring convention (scoring unscorable=unknown, this run unscorable=exclude)" in refused.output
@@ -232,8 +232,8 @@ def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(
         (("--biascheck-judge", "sim/oracle"), "--biascheck-judge: unknown persona 'oracle'; choose one of"),
         (("--biascheck-judge", "sim/judge", "--biascheck-judge-price", "cheap"), "--biascheck-judge-price: 'cheap' is not INPUT/OUTPUT"),
         (
-            ("--biascheck-judge", "sim/judge", "--biascheck-bbg-unscorable", "paper"),
-            "--biascheck-bbg-unscorable: 'paper' is not a convention; use exclude or unknown",
+            ("--biascheck-judge", "sim/judge", "--biascheck-unscorable", "paper"),
+            "--biascheck-unscorable: 'paper' is not a convention; use exclude or unknown",
         ),
     ],
 )

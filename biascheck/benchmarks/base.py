@@ -19,7 +19,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from biascheck.config.manifest import SuiteManifest
+from biascheck.config.manifest import EXAMPLE_FIX, SuiteManifest, check_table
 from biascheck.config.sources import Resolved
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
@@ -32,9 +32,31 @@ class BuiltCases:
     skipped_categories: dict[str, str] = field(default_factory=dict)  # category -> reason
 
 
+@dataclass(frozen=True)
+class ReportLayout:
+    """How the reports show a benchmark's results (results.json does not say; the benchmark does)."""
+
+    headline: tuple[str, ...]  # the metrics of the across-prompts and by-label tables, in order
+    category_headline: tuple[str, ...] = ()  # shown in the per-category table whether gated or not
+    label_title: str = "By label"  # the by-label table's title: what a label is for this benchmark
+    spread_over: str = "prompts"  # what the across-... table spreads over (the by_prompt keys)
+    examples_title: str = ""  # the examples table (``report_examples``), when the benchmark has one
+    examples_columns: tuple[str, ...] = ()
+
+
+DEFAULT_LAYOUT = ReportLayout(headline=())
+
+
 class Benchmark(Protocol):
     name: str
     metric_names: tuple[str, ...]
+    # The schema fragment of the benchmark's own suite.toml table, named after it (None: it takes
+    # none), and whether its suites name their prompts in [prompts] (else its table holds them).
+    settings_schema: Mapping[str, Any] | None
+    takes_prompts: bool
+    # Ways to answer a case the run may choose (--biascheck-estimator); empty: there is one.
+    estimators: tuple[str, ...]
+    report_layout: ReportLayout
 
     def build_cases(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> BuiltCases: ...
 
@@ -54,6 +76,11 @@ class Benchmark(Protocol):
         part kept readable); None when the benchmark has no such choice."""
         ...
 
+    def report_examples(self, cases: Sequence[Mapping[str, Any]], limit: int) -> list[tuple[str, ...]]:
+        """Up to ``limit`` rows of the reports' examples table, from results.json's cases (empty:
+        the benchmark shows none); columns as ``report_layout.examples_columns``."""
+        ...
+
 
 @runtime_checkable
 class JudgedBenchmark(Protocol):
@@ -62,6 +89,10 @@ class JudgedBenchmark(Protocol):
     judge could not read is scored, and the QA suite the judge is qualified on."""
 
     settings_table: str
+    # How what the judge could not read may be scored (``scoring``'s override takes one of these).
+    scoring_choices: tuple[str, ...]
+    # The QA suite a judge is qualified on when the user names none (a folder or packaged name).
+    qualification_default: str
 
     def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
         """``{"model": str | None, "sampling": {...}}``: the judge the manifest names."""
@@ -77,6 +108,10 @@ class JudgedBenchmark(Protocol):
         """The manifest as the run scores it: the run's convention replaces the file's."""
         ...
 
+    def qualification_path(self, manifest: SuiteManifest) -> str | None:
+        """The qualification suite as the manifest writes it (relative to it); None when unset."""
+        ...
+
     def qualification(self, manifest: SuiteManifest) -> tuple[Path, dict[str, Any]]:
         """The QA suite the judge is qualified on, and the qualification's bounds."""
         ...
@@ -84,6 +119,45 @@ class JudgedBenchmark(Protocol):
     def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
         """Run the qualification (see :meth:`qualification`)."""
         ...
+
+
+def schema_fragment(package: str) -> dict[str, Any]:
+    """The ``settings.schema.json`` a benchmark package ships beside its code."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files(package).joinpath("settings.schema.json").read_text("utf-8"))
+
+
+def check_settings(manifest: SuiteManifest, benchmark: Benchmark) -> None:
+    """The manifest's benchmark-specific parts: its own table against the fragment it ships, and
+    [prompts] where the benchmark takes one (the suite schema checked everything else)."""
+    name, table, path = manifest.benchmark, manifest.settings, manifest.path
+    if benchmark.settings_schema is None:
+        if table is not None:
+            raise BiascheckError(path, name, f"{name} suites have no [{name}] table", "remove it")
+    elif table is None:
+        raise BiascheckError(path, "(top level)", f"{name!r} is a required property", f"add a [{name}] table ({EXAMPLE_FIX})")
+    else:
+        check_table(path, name, table, dict(benchmark.settings_schema))
+    if benchmark.takes_prompts and "prompts" not in manifest.raw:
+        raise BiascheckError(path, "(top level)", "'prompts' is a required property", f"add a [prompts] table ({EXAMPLE_FIX})")
+    if not benchmark.takes_prompts and "prompts" in manifest.raw:
+        raise BiascheckError(path, "prompts", f"{name} suites take no [prompts] table (their prompts are in [{name}])", "remove it")
+
+
+def suite_schema() -> dict[str, Any]:
+    """The whole suite.toml schema, for editors and documentation: the packaged suite schema with
+    each registered benchmark's table (its fragment) in place."""
+    import json
+    from importlib import resources
+
+    schema = json.loads(resources.files("biascheck.schemas").joinpath("suite.schema.json").read_text("utf-8"))
+    for name in sorted(registered_benchmarks()):
+        fragment = get_benchmark(name).settings_schema
+        if fragment is not None:
+            schema["properties"][name] = {key: value for key, value in fragment.items() if key not in ("$schema", "$id")}
+    return schema
 
 
 def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, *, estimators: bool = False) -> list[tuple[str, dict]]:
@@ -131,3 +205,49 @@ def get_benchmark(name: str) -> Benchmark:
     if entry is None:
         raise KeyError(name)
     return entry.load()
+
+
+def judged_benchmarks() -> dict[str, JudgedBenchmark]:
+    """The registered benchmarks an evaluator model reads, by name (this loads every benchmark)."""
+    found = {name: get_benchmark(name) for name in sorted(registered_benchmarks())}
+    return {name: benchmark for name, benchmark in found.items() if isinstance(benchmark, JudgedBenchmark)}
+
+
+def judged_benchmark(name: str | None, *, where: str) -> JudgedBenchmark:
+    """The judged benchmark ``name``, or the only one registered when ``name`` is None."""
+    judged = judged_benchmarks()
+    if name is None and len(judged) == 1:
+        return next(iter(judged.values()))
+    if name in judged:
+        return judged[name]
+    problem = f"{name!r} is not a judged benchmark" if name is not None else "several judged benchmarks are registered"
+    raise BiascheckError(where, None, problem, f"name one of: {', '.join(judged) or '(none registered)'}")
+
+
+def layout_of(benchmark_name: str | None) -> ReportLayout:
+    """The report layout of a results document's benchmark; a plain one when it is not registered
+    here (a report of another installation's results still renders)."""
+    try:
+        return get_benchmark(benchmark_name or "").report_layout
+    except KeyError:
+        return DEFAULT_LAYOUT
+
+
+def examples_of(document: Mapping[str, Any], limit: int = 5) -> list[tuple[str, ...]]:
+    """The examples table's rows of a results document (see ``Benchmark.report_examples``)."""
+    try:
+        benchmark = get_benchmark((document.get("suite") or {}).get("benchmark") or "")
+    except KeyError:
+        return []
+    return benchmark.report_examples(document.get("cases") or [], limit)
+
+
+def benchmark_of(manifest: SuiteManifest) -> Benchmark:
+    """The manifest's benchmark, with its settings checked; an unregistered name is a one-line error."""
+    try:
+        benchmark = get_benchmark(manifest.benchmark)
+    except KeyError:
+        known = ", ".join(map(repr, sorted(registered_benchmarks())))
+        raise BiascheckError(manifest.path, "suite.benchmark", f"{manifest.benchmark!r} is not allowed", f"use one of: {known}") from None
+    check_settings(manifest, benchmark)
+    return benchmark

@@ -190,8 +190,9 @@ class SuiteManifest:
     threshold_min_n: int | None = None  # [thresholds] min_n: category checks on fewer cases are not judged
     regression: RegressionSettings = field(default_factory=RegressionSettings)
     estimator_thresholds: dict[str, dict[str, Threshold]] = field(default_factory=dict)
-    hbb: dict[str, Any] = field(default_factory=dict)  # the [hbb] table, with defaults filled in
-    bbg: dict[str, Any] = field(default_factory=dict)  # the [bbg] table, with defaults filled in
+    # The benchmark's own table ([<benchmark>] in suite.toml) as written, None when there is none:
+    # the benchmark checks it against the schema fragment it ships and reads it with its defaults.
+    settings: dict[str, Any] | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -218,6 +219,24 @@ def _validator():
 
     schema = json.loads(resources.files("biascheck.schemas").joinpath("suite.schema.json").read_text("utf-8"))
     return jsonschema.Draft202012Validator(schema)
+
+
+def check_table(path: Path, name: str, table: Any, schema: dict[str, Any]) -> None:
+    """Validate a suite.toml table against a schema fragment (a benchmark's own table), with the
+    suite schema's one-line errors and field paths (``name.key...``)."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    suite_schema = _validator().schema  # a fragment may refer to its parts by the suite schema's $id
+    registry = Registry().with_resource(suite_schema["$id"], Resource.from_contents(suite_schema))
+    validator = jsonschema.Draft202012Validator({"type": "object", "properties": {name: schema}}, registry=registry)
+    _raise_first(path, validator.iter_errors({name: table}))
+
+
+def _raise_first(path: Path, errors) -> None:
+    ordered = sorted(errors, key=lambda e: list(map(str, e.absolute_path)))
+    if ordered:
+        raise _schema_error(path, ordered[0])
 
 
 def _field_path(error) -> str:
@@ -291,12 +310,13 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
     for where, value in _numbers(raw):
         if not math.isfinite(value):
             raise BiascheckError(path, where, f"{value!r} is not a finite number", "give a finite number")
-    errors = sorted(_validator().iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        raise _schema_error(path, errors[0])
+    # The benchmark's own table is its to check (check_table); every other key is the suite schema's.
+    benchmark = raw.get("suite", {}).get("benchmark") if isinstance(raw.get("suite"), dict) else None
+    own_table = benchmark if isinstance(benchmark, str) and benchmark not in _validator().schema["properties"] else None
+    _raise_first(path, _validator().iter_errors({key: value for key, value in raw.items() if key != own_table}))
 
     data = {key: DataFile.from_manifest(key, table, path) for key, table in raw["data"].items()}
-    prompts = raw.get("prompts", {"inline": []})  # HBB has no prompt table: its [hbb] has the instructions
+    prompts = raw.get("prompts", {"inline": []})  # a benchmark may take its prompts from its own table
     if ("from_data" in prompts) == ("inline" in prompts):
         raise BiascheckError(path, "prompts", "give exactly one of prompts.from_data or prompts.inline", EXAMPLE_FIX)
     if "from_data" in prompts and prompts["from_data"] not in data:
@@ -356,31 +376,13 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         threshold_min_n=int(raw["thresholds"]["min_n"]) if "min_n" in raw["thresholds"] else None,  # TOML 30.0 is a valid integer too
         category_thresholds={c: {m: _threshold(t) for m, t in table.items()} for c, table in raw.get("category_thresholds", {}).items()},
         estimator_thresholds={kind: {m: _threshold(t) for m, t in table.items()} for kind, table in raw.get("estimator_thresholds", {}).items()},
-        hbb={"estimator": "sampling", "samples": 10, "top_logprobs": 5, "flag_threshold": 20.0, "questions": None, "seed": 0, **raw.get("hbb", {})}
-        if "hbb" in raw
-        else {},
-        bbg=_bbg_settings(raw["bbg"]) if "bbg" in raw else {},
+        settings=raw.get(own_table) if own_table else None,
         regression=RegressionSettings(
             rules=rules,
             **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit") if key in regression},
         ),
         raw=raw,
     )
-
-
-def _bbg_settings(table: dict[str, Any]) -> dict[str, Any]:
-    """The [bbg] table with its defaults: all five runs, missing readings left out of the
-    proportions (unscorable "exclude"), the judge's parameters typed as on the command line, the
-    paper's qualification bounds (accuracy 0.95, |diff-bias| 0.02)."""
-    judge = table.get("judge", {})
-    qualification = {"suite": None, "cases": None, "seed": 0, "min_accuracy": 0.95, "max_abs_diff_bias": 0.02, **table.get("judge_qualification", {})}
-    return {
-        **table,
-        "runs": sorted(table.get("runs", [1, 2, 3, 4, 5])),
-        "unscorable": table.get("unscorable", "exclude"),
-        "judge": {"model": judge.get("model"), "sampling": {name: SAMPLING_PARAMS[name](value) for name, value in judge.get("sampling", {}).items()}},
-        "judge_qualification": qualification,
-    }
 
 
 def _threshold(table: dict[str, float]) -> Threshold:

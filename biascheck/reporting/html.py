@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
+from biascheck.benchmarks.base import layout_of
 from biascheck.core import format as fmt
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.results import judge_lines, scope_label, served_warning, summary_rows
@@ -880,7 +881,7 @@ def _extra_tables(results: dict) -> str:
     by_label = metrics.get("by_label") or {}
     if by_label:
         names = list(dict.fromkeys(n for table in by_label.values() for n in (table or {})))
-        title = "By descriptor type" if (results.get("suite") or {}).get("benchmark") == "hbb" else "By label"
+        title = layout_of((results.get("suite") or {}).get("benchmark")).label_title
         out.append(
             f'<section id="by-label">\n<details><summary><strong>{title}</strong> <span class="muted">({len(by_label)} groups)</span></summary>'
         )

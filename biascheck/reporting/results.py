@@ -13,6 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row
@@ -20,29 +21,6 @@ from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 
 RESULTS_SCHEMA = "biascheck.results/1"
-HEADLINE = (
-    "acc_amb",
-    "acc_dis",
-    "diff_bias_amb",
-    "diff_bias_dis",
-    "ooc_ratio",
-    "hbb_flagged_rate",
-    "hbb_mean_score",
-    "hbb_mean_flagged_score",
-    "hbb_flagged",
-    "refusal_rate",
-    "ntr_gen",
-    "bias_gen",
-    "p_uu",
-    "p_bc_plus_p_cb",
-    "p_bb",
-    "p_bu_plus_p_ub",
-    "p_cu_plus_p_uc",
-    "p_cc",
-    "unscorable_ratio",
-)
-# Shown per category whether gated or not: a benchmark's two headline scores (BBG).
-CATEGORY_HEADLINE = ("ntr_gen", "bias_gen")
 
 
 def _json_number(x: float) -> float | None:
@@ -185,7 +163,8 @@ def _gated(document: dict[str, Any]) -> list[str]:
 def category_metrics(document: dict[str, Any]) -> list[str]:
     """The metrics of the per-category tables: the benchmark's headline scores, then the gated ones."""
     overall = document["metrics"]["overall"]
-    return list(dict.fromkeys([m for m in CATEGORY_HEADLINE if m in overall] + _gated(document)))
+    headline = layout_of(document["suite"]["benchmark"]).category_headline
+    return list(dict.fromkeys([m for m in headline if m in overall] + _gated(document)))
 
 
 def served_warning(document: dict[str, Any]) -> str | None:
@@ -228,20 +207,6 @@ def judge_lines(document: dict[str, Any]) -> list[str]:
         lines.append(qualification["summary"])
         lines += [f"WARNING: {w}" for w in qualification["warnings"]]
     return lines
-
-
-def bbg_examples(document: dict[str, Any], limit: int = 5) -> list[tuple[str, str, str]]:
-    """BBG: up to ``limit`` pairs whose stories were read as biased in both versions, as (pair,
-    category, question): where to start reading the generations in results.json."""
-    if document["suite"]["benchmark"] != "bbg":
-        return []
-    first: dict[str, dict[str, Any]] = {}
-    outcomes: dict[str, list[str]] = {}
-    for case in document["cases"]:
-        first.setdefault(case["pair"], case)
-        outcomes.setdefault(case["pair"], []).append(case["outcome"])
-    biased = [pair for pair, seen in outcomes.items() if seen == ["b", "b"]]
-    return [(pair, first[pair]["category"], first[pair]["question"]) for pair in sorted(biased)[:limit]]
 
 
 def verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -345,12 +310,14 @@ def render_markdown(document: dict[str, Any]) -> str:
                 cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**")
                 cells[-1] += " ?" if verdict and verdict.get("status") == "inconclusive" else ""
             out.append(md_row([category, *cells]))
-    examples = bbg_examples(document)
+    layout = layout_of(document["suite"]["benchmark"])
+    examples = examples_of(document)
     if examples:
-        out += ["", "## Read as biased in both versions (first pairs)", "", "| pair | category | question |", "|---|---|---|"]
+        title = layout.examples_title[:1].upper() + layout.examples_title[1:]
+        out += ["", f"## {title}", "", md_row(layout.examples_columns), "|---" * len(layout.examples_columns) + "|"]
         out += [md_row(example) for example in examples]
     if metrics["prompt_summary"]:
-        across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
+        across = layout.spread_over
         out += [
             "",
             f"## Across {across} (mean ± sample std)",
@@ -358,15 +325,15 @@ def render_markdown(document: dict[str, Any]) -> str:
             md_row(["metric", *metrics["by_prompt"], "mean ± std"]),
             "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1),
         ]
-        for name in HEADLINE:
+        for name in layout.headline:
             if name not in metrics["prompt_summary"]:
                 continue
             spread = metrics["prompt_summary"][name]
             values = [fmt.value(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]]
             out.append(md_row([name, *values, f"{fmt.value(spread['mean'])} ± {fmt.value(spread['std'])}"]))
     if metrics["by_label"]:
-        shown = [n for n in HEADLINE if n in metrics["overall"]]
-        title = "By descriptor type" if document["suite"]["benchmark"] == "hbb" else "By label"
+        shown = [n for n in layout.headline if n in metrics["overall"]]
+        title = layout.label_title
         out += ["", f"## {title}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
         for label, table in metrics["by_label"].items():
             out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))

@@ -9,12 +9,11 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.reporting.comparison import headline, rows
 from biascheck.reporting.results import (
-    HEADLINE,
     SUMMARY_HEADERS,
-    bbg_examples,
     category_metrics,
     judge_lines,
     mode_text,
@@ -164,23 +163,24 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
                         end_section=i == len(shown) - 1,
                     )
             print_table(console, table)
-        examples = bbg_examples(document)
+        layout = layout_of(document["suite"]["benchmark"])
+        examples = examples_of(document)
         if examples:
             # rich measures East Asian wide characters, so Korean questions stay aligned.
-            table = Table(title=f"{esc(document['suite']['name'])}: read as biased in both versions (first pairs)", title_justify="left")
-            for header in ("pair", "category", "question"):
+            table = Table(title=f"{esc(document['suite']['name'])}: {layout.examples_title}", title_justify="left")
+            for header in layout.examples_columns:
                 table.add_column(header)
             for row in examples:
                 table.add_row(*map(esc, row))
             print_table(console, table)
         if metrics["prompt_summary"]:
-            across = "runs" if document["suite"]["benchmark"] == "bbg" else "prompts"
+            across = layout.spread_over
             table = Table(title=f"{esc(document['suite']['name'])}: across {across}", title_justify="left")
             table.add_column("metric")
             for prompt in metrics["by_prompt"]:
                 table.add_column(esc(prompt if across == "runs" else f"p{prompt}"), justify="right")
             table.add_column("mean ± std", justify="right")
-            for name in HEADLINE:
+            for name in layout.headline:
                 spread = metrics["prompt_summary"].get(name)
                 if spread is None:
                     continue

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import check_metric_tables
+from biascheck.benchmarks.base import ReportLayout, check_metric_tables, schema_fragment
 from biascheck.benchmarks.bbg.data import (
     PREFIX,
     STORY_PLACEHOLDER,
@@ -46,7 +46,8 @@ from biascheck.benchmarks.bbg.data import (
     render_story_prompt,
     story_prompt_id,
 )
-from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES, aggregate_bbg, pair_cell
+from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES, UNSCORABLE_CONVENTIONS, aggregate_bbg, pair_cell
+from biascheck.benchmarks.bbg.settings import bbg_settings
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Message, Outcome, Response
@@ -76,33 +77,61 @@ def _pair_vector(first: Outcome, second: Outcome, unscorable: str) -> np.ndarray
 
 class BBGBenchmark:
     name = "bbg"
+    settings_schema = schema_fragment(__package__)
+    takes_prompts = False
+    estimators: tuple[str, ...] = ()
+    report_layout = ReportLayout(
+        headline=("ntr_gen", "bias_gen", "p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub", "p_cu_plus_p_uc", "p_cc", "unscorable_ratio"),
+        category_headline=("ntr_gen", "bias_gen"),  # the paper's two scores, in every category
+        spread_over="runs",
+        examples_title="read as biased in both versions (first pairs)",
+        examples_columns=("pair", "category", "question"),
+    )
     metric_names = tuple(BBG_METRICS)
     metric_defs = BBG_METRICS
     # What a baseline keeps per MRC question: enough to rebuild its pair and the pair's type.
     record_columns = ("case_id", "category", "cluster", "run", "pair", "version", "outcome")
 
     def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
-        return [{"language": manifest.bbg["language"], "runs": manifest.bbg["runs"]}]  # the prompts are their own part
+        settings = bbg_settings(manifest)
+        return [{"language": settings["language"], "runs": settings["runs"]}]  # the prompts are their own part
 
     def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
-        return {"unscorable": manifest.bbg["unscorable"]}
+        return {"unscorable": bbg_settings(manifest)["unscorable"]}
+
+    @staticmethod
+    def report_examples(cases, limit: int) -> list[tuple[str, ...]]:
+        """Pairs whose stories were read as biased in both versions: where to start reading the
+        generations in results.json."""
+        first: dict[str, Mapping[str, Any]] = {}
+        outcomes: dict[str, list[str]] = {}
+        for case in cases:
+            first.setdefault(case["pair"], case)
+            outcomes.setdefault(case["pair"], []).append(case["outcome"])
+        biased = [pair for pair, seen in outcomes.items() if seen == ["b", "b"]]
+        return [(pair, first[pair]["category"], first[pair]["question"]) for pair in sorted(biased)[:limit]]
 
     # The judge capability (benchmarks.base.JudgedBenchmark).
     settings_table = "bbg"
+    scoring_choices = UNSCORABLE_CONVENTIONS
+    qualification_default = "kobbq"  # the paper qualified its judge on KoBBQ
 
     def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
-        return manifest.bbg["judge"]
+        return bbg_settings(manifest)["judge"]
 
     def scoring(self, manifest: SuiteManifest, override: str | None) -> dict[str, str]:
-        return {"unscorable": override or manifest.bbg["unscorable"]}
+        return {"unscorable": override or bbg_settings(manifest)["unscorable"]}
 
     def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
-        return replace(manifest, bbg={**manifest.bbg, **scoring})
+        return replace(manifest, settings={**(manifest.settings or {}), **scoring})
+
+    def qualification_path(self, manifest: SuiteManifest) -> str | None:
+        return bbg_settings(manifest)["judge_qualification"]["suite"]
 
     def qualification(self, manifest: SuiteManifest) -> tuple[Path, dict[str, Any]]:
         from biascheck.benchmarks.bbg.qualification import qualification_suite
 
-        settings = manifest.bbg["judge_qualification"]
+        settings = bbg_settings(manifest)["judge_qualification"]
         return qualification_suite(manifest), {k: settings[k] for k in ("cases", "seed", "min_accuracy", "max_abs_diff_bias")}
 
     def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
@@ -116,7 +145,7 @@ class BBGBenchmark:
         from biascheck.benchmarks.base import BuiltCases
 
         check_metric_tables(manifest, self.metric_defs, self.name)
-        settings = manifest.bbg
+        settings = bbg_settings(manifest)
         language = settings["language"]
         where = manifest.path
         # The evaluation sets are the paper's: no sampling of templates, no choice orders.
@@ -321,9 +350,9 @@ class BBGBenchmark:
         return [(first, second) for first, second in groups.values() if first is not None and second is not None]
 
     def aggregate(self, cases, outcomes, *, resamples: int, seed: int, manifest=None):
-        """The pair metrics, scored by ``manifest.bbg["unscorable"]`` (the session puts a command-line
+        """The pair metrics, scored by the [bbg] table's ``unscorable`` (the session puts a command-line
         convention there); without a manifest, the default ``"exclude"``."""
-        unscorable = manifest.bbg["unscorable"] if manifest is not None else "exclude"
+        unscorable = bbg_settings(manifest)["unscorable"] if manifest is not None else "exclude"
         pair_list = self._pairs(cases)
         vectors = np.array([_pair_vector(outcomes[a.case_id], outcomes[b.case_id], unscorable) for a, b in pair_list], dtype=np.int64).reshape(
             len(pair_list), len(COUNT_FIELDS)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from biascheck.benchmarks.bbg.settings import bbg_settings
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.llm import ModelConfig
 from biascheck.metrics.core import number
@@ -69,7 +70,7 @@ class Qualification:
 
 def qualification_suite(manifest) -> Path:
     """The QA suite a BBG manifest qualifies its judge on (relative to the manifest)."""
-    settings = manifest.bbg["judge_qualification"]
+    settings = bbg_settings(manifest)["judge_qualification"]
     if not settings["suite"]:
         raise BiascheckError(
             manifest.path, "bbg.judge_qualification.suite", "names no QA suite", 'set suite = "../kobbq" (Korean) or "../bbq" (English)'

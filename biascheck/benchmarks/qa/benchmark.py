@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from biascheck.benchmarks.base import ReportLayout
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, record_cell
 from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
@@ -147,12 +148,20 @@ class QABenchmark:
     metric_names = QA_METRIC_NAMES
     # What a baseline keeps per case: enough to re-tally it without the suite or the model's text.
     record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
+    settings_schema = None  # no table of its own: [prompts] and the common tables say it all
+    takes_prompts = True
+    estimators: tuple[str, ...] = ()
+    report_layout = ReportLayout(headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"))
 
     def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
         return []  # the manifest's common subset says it all
 
     def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
         return None  # an unread answer is "ooc", counted, never a choice to make
+
+    @staticmethod
+    def report_examples(cases, limit: int) -> list[tuple[str, ...]]:
+        return []
 
     @property
     def metric_defs(self):
