@@ -47,6 +47,7 @@ class ReportLayout:
 DEFAULT_LAYOUT = ReportLayout(headline=())
 
 
+@runtime_checkable
 class Benchmark(Protocol):
     name: str
     metric_names: tuple[str, ...]

@@ -1,0 +1,116 @@
+"""The benchmark protocol, checked for every registered benchmark: a benchmark added to the
+registry (entry-point group ``biascheck.benchmarks``) is covered by these tests without a new one.
+
+The static part reads the protocol's declarations; the round trip runs a few items of the first
+packaged suite of each benchmark through the simulator (a real HTTP server, through litellm) and
+takes the results through the baseline file and a comparison, as a release gate does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from biascheck.benchmarks.base import Benchmark, JudgedBenchmark, get_benchmark, registered_benchmarks, suite_schema
+from biascheck.config.catalog import packaged_suites
+from biascheck.config.manifest import load_manifest
+from biascheck.evaluation import baseline as baselines
+from biascheck.evaluation.regression import compare, settings_from
+from biascheck.execution.llm import ModelConfig
+from biascheck.reporting.results import build_results, validate_results
+from biascheck.session import RunConfig, run
+from biascheck.suite import load_suite
+
+REGISTERED = sorted(registered_benchmarks())
+
+
+def first_packaged_suite(name: str) -> Path | None:
+    return next((folder for folder in packaged_suites().values() if load_manifest(folder).benchmark == name), None)
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_the_protocol_is_complete_and_consistent(name):
+    benchmark = get_benchmark(name)
+    assert isinstance(benchmark, Benchmark), "a member of benchmarks.base.Benchmark is missing"
+    assert benchmark.name == name
+    assert list(benchmark.metric_names) == list(benchmark.metric_defs)
+    layout = benchmark.report_layout
+    assert layout.headline and set(layout.headline) <= set(benchmark.metric_names)
+    assert set(layout.category_headline) <= set(benchmark.metric_names)
+    assert bool(layout.examples_title) == bool(layout.examples_columns)
+    assert {"case_id", "category", "cluster", "outcome"} <= set(benchmark.record_columns)
+    if benchmark.settings_schema is not None:
+        jsonschema.Draft202012Validator.check_schema(dict(benchmark.settings_schema))
+        assert suite_schema()["properties"][name]["properties"] == benchmark.settings_schema["properties"]
+    if isinstance(benchmark, JudgedBenchmark):
+        # A judge's settings live in the benchmark's own table; its scoring choices are what
+        # --biascheck-unscorable accepts.
+        assert benchmark.settings_table == name and benchmark.settings_schema is not None
+        assert benchmark.scoring_choices
+
+
+def test_every_packaged_suite_is_valid_under_the_whole_suite_schema():
+    import tomllib
+
+    validator = jsonschema.Draft202012Validator(suite_schema())
+    for folder in packaged_suites().values():
+        validator.validate(tomllib.loads((folder / "suite.toml").read_text("utf-8")))
+
+
+def selection(suite, per_category: int = 3, categories: int = 2):
+    """A few whole items (all of an item's cases) from the first categories of the suite."""
+    chosen: dict[str, list[str]] = {}
+    for _, category, case_ids in suite.benchmark.items(suite.cases):
+        if category in chosen or len(chosen) < categories:
+            group = chosen.setdefault(category, [])
+            if len(group) < per_category:
+                group.extend(case_ids)
+    wanted = dict.fromkeys(case_id for group in chosen.values() for case_id in group)
+    return [suite.case(case_id) for case_id in wanted]
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_results_baseline_and_comparison_round_trip(name, data_dir, tmp_path):
+    folder = first_packaged_suite(name)
+    if folder is None:
+        pytest.skip(f"no packaged suite runs {name}")
+    suite = load_suite(folder, data_dir=data_dir)
+    cases = selection(suite)
+    judged = isinstance(suite.benchmark, JudgedBenchmark)
+    config = RunConfig(
+        model=ModelConfig("sim/stereotyped?p=0.3&seed=2", params={"max_tokens": 40}),
+        store_path=tmp_path / "store.sqlite",
+        data_dir=data_dir,
+        judge="sim/judge" if judged else None,
+        concurrency=8,
+    )
+    result = run([(suite, cases)], config)
+    assert result.incomplete is None and result.stats.errors == 0 and result.stats.calls > 0
+    (document,) = build_results(result)
+    validate_results(document)
+    assert document["run"]["cases"] == len(cases)
+    assert set(suite.benchmark.metric_names) <= set(document["metrics"]["overall"])
+
+    # Every item reports a status from its outcomes.
+    (suite_result,) = result.suites
+    for _, _, case_ids in suite.benchmark.items(cases):
+        status, error = suite.benchmark.item_status([suite_result.outcomes[i] for i in case_ids], [suite.case(i) for i in case_ids], suite.manifest)
+        assert isinstance(status, str) and status and error is None
+
+    # The baseline file keeps one row per case, in the benchmark's columns, and reads back unchanged.
+    path = tmp_path / "baselines" / "release.json"
+    baselines.write(baselines.from_results(document, git="0" * 40), path)
+    loaded = baselines.load(path)
+    assert loaded["cases"]["columns"] == list(suite.benchmark.record_columns)
+    assert len(loaded["cases"]["rows"]) == len(cases)
+    assert loaded["metrics"]["overall"] == document["metrics"]["overall"]
+
+    # The same run again is answered by the store, and compares with its baseline as unchanged.
+    again = run([(suite, cases)], config)
+    assert (again.stats.calls, again.stats.cache_hits) == (0, result.stats.calls + result.stats.cache_hits)
+    (second,) = build_results(again)
+    assert second["metrics"] == document["metrics"]
+    comparison = compare(loaded, second, settings_from(second), baseline_path=str(path))
+    assert comparison["passed"] and not comparison["regressed"] and comparison["flips"]["total"] == 0
+    assert {r["verdict"] for r in comparison["results"]} <= {"unchanged", "not compared"}
