@@ -31,6 +31,10 @@ def first_packaged_suite(name: str) -> Path | None:
 
 @pytest.mark.parametrize("name", REGISTERED)
 def test_the_protocol_is_complete_and_consistent(name):
+    check_protocol(name)
+
+
+def check_protocol(name: str) -> None:
     benchmark = get_benchmark(name)
     assert isinstance(benchmark, Benchmark), "a member of benchmarks.base.Benchmark is missing"
     assert benchmark.name == name
@@ -75,6 +79,12 @@ def test_results_baseline_and_comparison_round_trip(name, data_dir, tmp_path):
     folder = first_packaged_suite(name)
     if folder is None:
         pytest.skip(f"no packaged suite runs {name}")
+    check_round_trip(folder, data_dir, tmp_path)
+
+
+def check_round_trip(folder: Path, data_dir: Path, tmp_path: Path) -> None:
+    """A few items of the suite in ``folder`` run through the simulator, then results -> baseline
+    file -> a second run from the store -> a comparison that finds nothing changed."""
     suite = load_suite(folder, data_dir=data_dir)
     cases = selection(suite)
     judged = isinstance(suite.benchmark, JudgedBenchmark)
@@ -114,3 +124,38 @@ def test_results_baseline_and_comparison_round_trip(name, data_dir, tmp_path):
     comparison = compare(loaded, second, settings_from(second), baseline_path=str(path))
     assert comparison["passed"] and not comparison["regressed"] and comparison["flips"]["total"] == 0
     assert {r["verdict"] for r in comparison["results"]} <= {"unchanged", "not compared"}
+
+
+def test_documents_of_a_benchmark_not_installed_here_are_one_line_errors(data_dir, tmp_path):
+    """A baseline or results.json names its benchmark; one whose package is not installed cannot
+    be checked or compared, and says which package is missing instead of failing later."""
+    import json
+
+    from biascheck.core.errors import BiascheckError
+    from biascheck.reporting.results import validate_results
+
+    suite = load_suite(first_packaged_suite("kobbq"), data_dir=data_dir)
+    config = RunConfig(model=ModelConfig("sim/fair"), store_path=tmp_path / "store.sqlite", data_dir=data_dir)
+    (document,) = build_results(run([(suite, selection(suite, per_category=1, categories=1))], config))
+    path = tmp_path / "release.json"
+    baselines.write(baselines.from_results(document), path)
+    path.write_text(path.read_text("utf-8").replace('"benchmark": "kobbq"', '"benchmark": "notinstalled"'), "utf-8")
+    with pytest.raises(BiascheckError) as error:
+        baselines.load(path)
+    assert str(error.value).startswith(f"{path}: suite.benchmark: 'notinstalled' is not a registered benchmark; install the package")
+    assert "\n" not in str(error.value)
+    moved = json.loads(json.dumps(document))
+    moved["suite"]["benchmark"] = "notinstalled"
+    with pytest.raises(BiascheckError, match="results.json: suite.benchmark: 'notinstalled' is not a registered benchmark"):
+        validate_results(moved)
+
+
+def test_every_schema_fragment_ships_in_the_wheel():
+    """A fragment left out of the package data would pass here (an editable install reads the
+    sources) and break every installed copy at import."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    shipped = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-data"]["*"]
+    fragments = {path.name for path in (root / "biascheck" / "benchmarks").rglob("*.schema.json")}
+    assert fragments and fragments <= set(shipped)

@@ -58,6 +58,9 @@ class Benchmark(Protocol):
     # Ways to answer a case the run may choose (--biascheck-estimator); empty: there is one.
     estimators: tuple[str, ...]
     report_layout: ReportLayout
+    # Its part of the written documents: {"results_case": schema of each results.json case,
+    # "baseline_row": schema of each baseline row} (records.schema.json beside its code).
+    records_schema: Mapping[str, Any]
 
     def build_cases(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> BuiltCases: ...
 
@@ -122,12 +125,30 @@ class JudgedBenchmark(Protocol):
         ...
 
 
-def schema_fragment(package: str) -> dict[str, Any]:
-    """The ``settings.schema.json`` a benchmark package ships beside its code."""
+def schema_fragment(package: str, name: str = "settings") -> dict[str, Any]:
+    """The ``<name>.schema.json`` a benchmark package ships beside its code (``settings``: its
+    suite.toml table; ``records``: its results cases and baseline rows)."""
     import json
     from importlib import resources
 
-    return json.loads(resources.files(package).joinpath("settings.schema.json").read_text("utf-8"))
+    return json.loads(resources.files(package).joinpath(f"{name}.schema.json").read_text("utf-8"))
+
+
+def document_schema(base: Mapping[str, Any], benchmark_name: str, record: str, where: str) -> dict[str, Any]:
+    """A written document's schema (results.json, a baseline) for one benchmark: the shared
+    ``base`` with the benchmark's ``record`` fragment applied to each of its case records."""
+    try:
+        fragment = get_benchmark(benchmark_name).records_schema[record]
+    except KeyError:
+        known = ", ".join(sorted(registered_benchmarks()))
+        raise BiascheckError(
+            where,
+            "suite.benchmark",
+            f"{benchmark_name!r} is not a registered benchmark",
+            f"install the package that provides it (registered: {known})",
+        ) from None
+    cases = {"items": fragment} if record == "results_case" else {"properties": {"rows": {"items": fragment}}}
+    return {**base, "allOf": [{"properties": {"cases": cases}}]}
 
 
 def check_settings(manifest: SuiteManifest, benchmark: Benchmark) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import get_benchmark
+from biascheck.benchmarks.base import document_schema, get_benchmark
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
 from biascheck.core.version import VERSION
@@ -165,10 +165,16 @@ def write(document: Mapping[str, Any], path: Path) -> None:
 
 
 @cache
-def _validator():
+def _base_schema() -> dict[str, Any]:
+    return json.loads(resources.files("biascheck.schemas").joinpath("baseline.schema.json").read_text("utf-8"))
+
+
+@cache
+def _validator(benchmark: str | None = None, where: str = ""):
+    """The baseline schema; with ``benchmark``, its rows checked by that benchmark's fragment."""
     import jsonschema
 
-    schema = json.loads(resources.files("biascheck.schemas").joinpath("baseline.schema.json").read_text("utf-8"))
+    schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "baseline_row", where)
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -209,6 +215,8 @@ def load(path: Path) -> dict[str, Any]:
             "give a baseline file, or use `biascheck diff BASELINE RESULTS` for a results.json",
         )
     errors = sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:  # the shared part holds, so the benchmark is named: now its rows
+        errors = sorted(_validator(document["suite"]["benchmark"], where).iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise BiascheckError(where, _field(errors[0].absolute_path), errors[0].message, FIX_RECREATE)
     _check_rows(where, document)

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from biascheck.benchmarks.base import examples_of, layout_of
+from biascheck.benchmarks.base import document_schema, examples_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row
@@ -118,10 +118,16 @@ def build_results(run) -> list[dict[str, Any]]:
 
 
 @cache
-def _results_validator():
+def _base_schema() -> dict[str, Any]:
+    return json.loads(resources.files("biascheck.schemas").joinpath("results.schema.json").read_text("utf-8"))
+
+
+@cache
+def _results_validator(benchmark: str | None = None, where: str = ""):
+    """The results schema; with ``benchmark``, its cases checked by that benchmark's fragment."""
     import jsonschema
 
-    schema = json.loads(resources.files("biascheck.schemas").joinpath("results.schema.json").read_text("utf-8"))
+    schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "results_case", where)
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -133,6 +139,9 @@ def _params_notes(stats: dict[str, Any], model: str) -> dict[str, Any]:
 
 def validate_results(document: dict[str, Any], where: str = "results.json") -> None:
     error = next(iter(sorted(_results_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))), None)
+    if error is None:  # the shared part holds, so the benchmark is named: now its cases
+        benchmark_cases = _results_validator(document["suite"]["benchmark"], where).iter_errors(document)
+        error = next(iter(sorted(benchmark_cases, key=lambda e: list(map(str, e.absolute_path)))), None)
     if error is not None:
         field = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise BiascheckError(where, field, error.message, "regenerate the file with biascheck")

@@ -79,6 +79,7 @@ class BBGBenchmark:
     name = "bbg"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False
+    records_schema = schema_fragment(__package__, "records")
     estimators: tuple[str, ...] = ()
     report_layout = ReportLayout(
         headline=("ntr_gen", "bias_gen", "p_uu", "p_bc_plus_p_cb", "p_bb", "p_bu_plus_p_ub", "p_cu_plus_p_uc", "p_cc", "unscorable_ratio"),

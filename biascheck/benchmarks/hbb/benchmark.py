@@ -125,6 +125,7 @@ class HBBBenchmark:
     name = "hbb"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False
+    records_schema = schema_fragment(__package__, "records")
     estimators = ESTIMATORS
     report_layout = ReportLayout(
         headline=("hbb_flagged_rate", "hbb_mean_score", "hbb_mean_flagged_score", "hbb_flagged", "refusal_rate", "unscorable_ratio"),

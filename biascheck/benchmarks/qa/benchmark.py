@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from biascheck.benchmarks.base import ReportLayout
+from biascheck.benchmarks.base import ReportLayout, schema_fragment
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, record_cell
 from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
@@ -150,6 +150,7 @@ class QABenchmark:
     record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
     settings_schema = None  # no table of its own: [prompts] and the common tables say it all
     takes_prompts = True
+    records_schema = schema_fragment(__package__, "records")
     estimators: tuple[str, ...] = ()
     report_layout = ReportLayout(headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"))
 
