@@ -128,8 +128,8 @@ def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
     if not text or depth > 3:
         return frozenset()
     whole = _LETTER.fullmatch(text)
-    if whole and options.by_letter(whole.group(1)) is not None:
-        return frozenset({options.by_letter(whole.group(1))})
+    if whole and (only := options.by_letter(whole.group(1))) is not None:
+        return frozenset({only})
     if text in options.keys and options.keys.count(text) == 1:
         return frozenset({options.keys.index(text)})
     # An option's text before a letter: the option "A-0" is not the letter A.
@@ -148,7 +148,7 @@ def _after_letter(text: str, letter: re.Match, index: int, options: _Options, de
     separator = _SEPARATOR.match(rest)
     if separator or bracketed:
         rest = rest[separator.end() :] if separator else rest.lstrip()
-        listing = bool(separator) and any(mark in separator.group(0) for mark in ",/&，")  # "A, B both …"
+        listing = separator is not None and any(mark in separator.group(0) for mark in ",/&，")  # "A, B both …"
         return frozenset({index}) | _next_clause(rest, options, depth, listing=listing)
     if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
         return frozenset({index}) | _next_clause(rest, options, depth)
@@ -197,8 +197,8 @@ def _list_item(text: str, options: _Options) -> frozenset[int]:
         if key and text.startswith(key) and (len(text) == len(key) or not text[len(key)].isalnum() or _is_hangul(text[len(key)])):
             return frozenset({index})
     letter = _LETTER.match(text)
-    if letter and (index := options.by_letter(letter.group(1))) is not None:
-        return frozenset({index})
+    if letter and (chosen := options.by_letter(letter.group(1))) is not None:
+        return frozenset({chosen})
     return frozenset()
 
 
@@ -320,7 +320,7 @@ def _bare_options(lines: Sequence[str], options: _Options) -> tuple[frozenset[in
             index = options.by_letter(letter.group(1)) if letter else None
             if body and options.keys.count(body) == 1:
                 found.add(options.keys.index(body))
-            elif index is not None:
+            elif letter is not None and index is not None:
                 text = _strip(body[letter.end() :].lstrip(" :.)-–—"))
                 if not text or text in options.keys:  # "A", "B: 01" (a text naming another option conflicts)
                     found |= {index, *([options.keys.index(text)] if text else [])}

@@ -34,6 +34,7 @@ from biascheck.benchmarks.bbg.data import (
     STORY_PLACEHOLDER,
     UNKNOWN_ID,
     VERSIONS,
+    MRCPrompt,
     MRCQuestion,
     build_run,
     check_mrc_prompt,
@@ -65,6 +66,13 @@ class StoryPrompt:
     template: str
     unknown: str = ""
     letters: tuple[str, ...] = ()
+
+
+def _mrc_prompt(truth: MRCQuestion) -> MRCPrompt:
+    """The evaluator prompt a case was built with (build_cases gives every case one)."""
+    if truth.mrc_prompt is None:
+        raise ValueError(f"MRC question {truth.template_id} was built without its evaluator prompt")
+    return truth.mrc_prompt
 
 
 def _outcome_class(outcome: Outcome) -> str | None:
@@ -275,11 +283,11 @@ class BBGBenchmark:
         (response,) = generation
         if response.errored or response.finish_reason == "content_filter":
             return []
-        truth: MRCQuestion = case.truth
+        truth = case.truth_as(MRCQuestion)
         story = full_story(truth.seed_text, response.text)
         if story is None:
             return []
-        prompt = render_mrc_prompt(truth.mrc_prompt, story, truth)
+        prompt = render_mrc_prompt(_mrc_prompt(truth), story, truth)
         return [([{"role": "user", "content": prompt}], judge_params, 0)]
 
     @staticmethod
@@ -297,8 +305,8 @@ class BBGBenchmark:
             return Outcome(case.case_id, "error", error=f"judge: {judge.error}", generation=story)
         if judge.finish_reason == "content_filter":
             return Outcome(case.case_id, "filtered", raw=judge.text, generation=story)
-        truth: MRCQuestion = case.truth
-        answer_class = classify_mrc(judge.text, truth, truth.mrc_prompt.letters)
+        truth = case.truth_as(MRCQuestion)
+        answer_class = classify_mrc(judge.text, truth, _mrc_prompt(truth).letters)
         if answer_class is None:
             return Outcome(case.case_id, "ooc", raw=judge.text, generation=story)
         index = {"u": truth.unknown_index, "b": truth.biased_index, "c": truth.counter_index}[answer_class]
@@ -311,7 +319,8 @@ class BBGBenchmark:
     @staticmethod
     def items(cases):
         """Test items: one per MRC question, ``<template>-<version>-<qtype>[run<k>]``."""
-        return [(f"{c.truth.template_id}-{c.truth.qtype}[run{c.truth.run}]", c.category, (c.case_id,)) for c in cases]
+        truths = [c.truth_as(MRCQuestion) for c in cases]
+        return [(f"{t.template_id}-{t.qtype}[run{t.run}]", c.category, (c.case_id,)) for c, t in zip(cases, truths)]
 
     @staticmethod
     def item_status(outcomes, cases, manifest) -> tuple[str, str | None]:
@@ -322,7 +331,7 @@ class BBGBenchmark:
 
     @staticmethod
     def case_record(case: Case, outcome: Outcome) -> dict:
-        truth: MRCQuestion = case.truth
+        truth = case.truth_as(MRCQuestion)
         return {
             **case.record(),
             "run": truth.run,
@@ -346,7 +355,7 @@ class BBGBenchmark:
         """(version a or c, version b or d) of every pair whose two cases are both selected."""
         groups: dict[tuple[int, str, str], list[Case | None]] = {}
         for case in cases:
-            truth: MRCQuestion = case.truth
+            truth = case.truth_as(MRCQuestion)
             groups.setdefault((truth.run, truth.base_template, truth.qtype), [None, None])[case.order] = case
         return [(first, second) for first, second in groups.values() if first is not None and second is not None]
 
@@ -358,7 +367,7 @@ class BBGBenchmark:
         vectors = np.array([_pair_vector(outcomes[a.case_id], outcomes[b.case_id], unscorable) for a, b in pair_list], dtype=np.int64).reshape(
             len(pair_list), len(COUNT_FIELDS)
         )
-        groups = [(a.category, f"run{a.truth.run}", a.cluster) for a, _ in pair_list]
+        groups = [(a.category, f"run{a.truth_as(MRCQuestion).run}", a.cluster) for a, _ in pair_list]
         return aggregate_bbg(groups, vectors, n_boot=resamples, seed=seed)
 
     @staticmethod

@@ -169,7 +169,7 @@ class MRCQuestion:
 def _check_language(language: object) -> str:
     if language not in LANGUAGES:
         raise BiascheckError("bbg", "language", f"{language!r} is not one of {', '.join(LANGUAGES)}", "use en or ko")
-    return language  # type: ignore[return-value]
+    return language
 
 
 def _check_run(run: object) -> int:
@@ -514,7 +514,7 @@ def full_story(seed_text: str, continuation: str | None) -> str | None:
     return f"{seed_text.strip()}\n\n{continuation.strip()}\n"
 
 
-def render_mrc_prompt(mrc_prompt: dict, story: str, question: MRCQuestion) -> str:
+def render_mrc_prompt(mrc_prompt: dict | MRCPrompt, story: str, question: MRCQuestion) -> str:
     """The judge prompt: the story, the question and the three choices in row order (in one
     pass, so a story that happens to contain "{QUESTION}" is left alone)."""
     values = {

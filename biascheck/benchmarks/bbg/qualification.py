@@ -17,6 +17,7 @@ from typing import Any
 
 from biascheck.benchmarks.bbg.settings import bbg_settings
 from biascheck.core.errors import BiascheckError
+from biascheck.core.records import QATruth
 from biascheck.execution.llm import ModelConfig
 from biascheck.metrics.core import number
 
@@ -101,7 +102,7 @@ def qualify(
             f"is {suite.manifest.benchmark}, not a QA benchmark",
             "qualify judges on suites/kobbq or suites/bbq",
         )
-    selected = [case for case in suite.cases if case.truth.context == "dis"]
+    selected = [case for case in suite.cases if case.truth_as(QATruth).context == "dis"]
     if cases is not None and cases < len(selected):
         # Whole templates, so the diff-bias compares the two context types on the same stories.
         templates = sorted({case.cluster for case in selected})
@@ -143,9 +144,9 @@ def qualify(
         suite=suite.name,
         cases=len(selected),
         accuracy=accuracy,
-        accuracy_ci=tuple(map(number, overall["acc_dis"].ci)),
+        accuracy_ci=(number(overall["acc_dis"].ci[0]), number(overall["acc_dis"].ci[1])),
         diff_bias=diff_bias,
-        diff_bias_ci=tuple(map(number, overall["diff_bias_dis"].ci)),
+        diff_bias_ci=(number(overall["diff_bias_dis"].ci[0]), number(overall["diff_bias_dis"].ci[1])),
         errors=errors,
         min_accuracy=min_accuracy,
         max_abs_diff_bias=max_abs_diff_bias,

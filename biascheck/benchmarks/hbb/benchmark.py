@@ -208,7 +208,8 @@ class HBBBenchmark:
         out = []
         for (_category, _kind, question), members in sorted(groups.items()):
             for first, second in combinations(sorted(members, key=lambda c: c.order), 2):
-                out.append((f"{first.truth.descriptor_type}.{first.truth.identity}-vs-{second.truth.identity}.{question}", first, second))
+                one, other = first.truth_as(HBBTruth), second.truth_as(HBBTruth)
+                out.append((f"{one.descriptor_type}.{one.identity}-vs-{other.identity}.{question}", first, second))
         return out
 
     # --- requests and outcomes -------------------------------------------------------------------
@@ -279,7 +280,7 @@ class HBBBenchmark:
     def case_record(case: Case, outcome: Outcome) -> dict:
         return {
             **case.record(),
-            "identity": case.truth.identity,
+            "identity": case.truth_as(HBBTruth).identity,
             "raw": outcome.raw,
             "p_a": outcome.p_a,
             "valid": outcome.valid,

@@ -42,8 +42,8 @@ def load_items(path: Path, category: str) -> list[tuple[QAItem, tuple]]:
         # holding U+2028, U+0085 and other Unicode line breaks, which JSON allows unescaped.
         lines = raw.decode("utf-8").split("\n")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise BiascheckError(path, f"line {line}", f"not UTF-8 ({exc.reason} at byte {exc.start})", "restore the original file") from None
+        broken = raw.count(b"\n", 0, exc.start) + 1
+        raise BiascheckError(path, f"line {broken}", f"not UTF-8 ({exc.reason} at byte {exc.start})", "restore the original file") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

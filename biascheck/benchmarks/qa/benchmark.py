@@ -116,7 +116,7 @@ def classify(case: Case, response: Response) -> Outcome:
     index = parse_answer(response.text, case.choices, case.letters)
     if index is None:
         return Outcome(case.case_id, "ooc", raw=response.text)
-    return Outcome(case.case_id, "answered", answer=index, answer_class=case.truth.answer_class(index), raw=response.text)
+    return Outcome(case.case_id, "answered", answer=index, answer_class=case.truth_as(QATruth).answer_class(index), raw=response.text)
 
 
 # --- the benchmark protocol, shared by KoBBQ and BBQ ---------------------------------------------
@@ -269,7 +269,7 @@ class QABenchmark:
         (outcome,), (case,) = outcomes, cases
         status = outcome.status
         if status == "answered":
-            truth = case.truth
+            truth = case.truth_as(QATruth)
             status = "biased" if outcome.answer == truth.biased and outcome.answer != truth.correct else "answered"
         return status, outcome.error if outcome.status == "error" else None
 
@@ -279,7 +279,7 @@ class QABenchmark:
         return {
             **case.record(),
             "choices": list(case.choices),
-            "context_type": case.truth.context_type,
+            "context_type": case.truth_as(QATruth).context_type,
             "raw": outcome.raw,
             "answer": case.choices[outcome.answer] if outcome.answer is not None else None,
             "answer_index": outcome.answer,

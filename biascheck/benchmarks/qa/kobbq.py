@@ -48,9 +48,9 @@ def read_tsv(path: Path, required: tuple[str, ...], what: str) -> list[dict[str,
 
 
 def load_prompts(path: Path) -> list[QAPrompt]:
-    prompts = []
+    prompts: list[QAPrompt] = []
     for number, row in enumerate(read_tsv(path, PROMPT_COLUMNS, "prompt"), start=2):
-        letters = []
+        letters: list[str] = []
         for column in ("a", "b", "c"):
             match = LETTER_IN_LABEL.search(row[column])
             if not match:
@@ -76,7 +76,7 @@ def load_prompts(path: Path) -> list[QAPrompt]:
         if any(p.id == prompt_id for p in prompts):
             # Two prompts with one id would give two cases the same case id.
             raise BiascheckError(path, f"line {number}: prompt_id", f"{prompt_id!r} appears twice", "restore the original file")
-        prompts.append(QAPrompt(id=prompt_id, template=template, unknown=row["unknown"], letters=tuple(letters)))
+        prompts.append(QAPrompt(id=prompt_id, template=template, unknown=row["unknown"], letters=(letters[0], letters[1], letters[2])))
     return prompts
 
 

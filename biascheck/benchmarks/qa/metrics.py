@@ -525,7 +525,7 @@ def aggregate_qa(
             raise ValueError(f"no outcome for case {cid!r}")
         if outcome.case_id != cid:
             raise ValueError(f"outcome stored under case {cid!r} is for case {outcome.case_id!r}")
-        cell_idx[i] = cell(case.truth, outcome)
+        cell_idx[i] = cell(case.truth_as(QATruth), outcome)
         clusters.append(case.cluster)
         categories.append(case.category)
         labels.append(case.label)
