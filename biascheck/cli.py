@@ -143,6 +143,17 @@ def _add_suite_commands(commands) -> None:
     init.add_argument("dest", nargs="?", type=Path, help="the folder to create (default suites/NAME)")
     init.add_argument("--force", action="store_true", help="write the suite over an existing folder (its other files are kept)")
     init.set_defaults(func=_init)
+    store = commands.add_parser("store", help="response stores: merge the stores of sharded runs")
+    store_commands = store.add_subparsers(dest="store_command", required=True)
+    merge = store_commands.add_parser(
+        "merge",
+        help="merge response stores into OUT (atomic, idempotent; different answers to one request are an error)",
+        description="Merge the response stores of sharded runs (--biascheck-shard K/N) into one, which a full run then reads "
+        "without a model call. OUT may exist: its answers are kept. Stores of another schema are refused.",
+    )
+    merge.add_argument("out", type=Path, help="the merged store (created, or extended)")
+    merge.add_argument("inputs", type=Path, nargs="+", metavar="IN", help="the stores to merge")
+    merge.set_defaults(func=_store_merge)
 
 
 def _suites(args) -> int:
@@ -247,6 +258,16 @@ def _calls_cell(counted) -> str:
         return "-"
     model, *judges = counted.shares
     return " + ".join([f"{model.calls:,}"] + [f"{'≤' if j.uncertain else ''}{j.calls:,} judge" for j in judges])
+
+
+def _store_merge(args) -> int:
+    from biascheck.execution.store import merge_stores
+
+    result = merge_stores(args.out, args.inputs)
+    for source, added in result.added.items():
+        print(f"{source}: {added:,} answers added, {result.present[source]:,} already there")
+    print(f"{args.out}: {result.total:,} answers")
+    return 0
 
 
 def _init(args) -> int:

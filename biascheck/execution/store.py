@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
@@ -457,3 +459,113 @@ class ResponseStore:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --- merging the stores of sharded runs -----------------------------------------------------------
+
+# What makes two stored answers to one key the same answer; when, how much and at what cost it was
+# asked may differ (a retried shard), and the answer already in the merged store is kept.
+_ANSWER_COLUMNS = ("model", "request", "text", "finish_reason", "logprobs", "truncated")
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    added: dict[str, int]  # input path -> answers it added
+    present: dict[str, int]  # input path -> answers the merged store already had
+    total: int  # answers in the merged store
+
+
+def merge_stores(out: Path | str, inputs: Sequence[Path | str]) -> MergeResult:
+    """Merge response stores (e.g. one per shard job) into ``out``, which may exist already.
+
+    Atomic: the merge is built in a temporary file beside ``out`` and replaces it whole, so a
+    failure leaves ``out`` as it was. Idempotent: merging the same stores again adds nothing. Every
+    input must be a store of this schema, opened read-only. Two different answers to one request key
+    are an error naming it, never a silent choice."""
+    out = Path(out).resolve()
+    sources = [Path(p).resolve() for p in inputs]
+    for source in sources:
+        _check_mergeable(source)
+    if (out.with_name(out.name + "-wal")).exists() and out.with_name(out.name + "-wal").stat().st_size:
+        raise BiascheckError(out, None, "is open in a run (its -wal file holds unsaved pages)", "let the run finish, then merge again")
+    temporary = out.with_name(f".{out.name}.merging-{os.getpid()}")
+    for leftover in (temporary, temporary.with_name(temporary.name + "-wal"), temporary.with_name(temporary.name + "-shm")):
+        leftover.unlink(missing_ok=True)
+    added: dict[str, int] = {}
+    present: dict[str, int] = {}
+    try:
+        if out.exists():
+            _check_mergeable(out)
+            with closing(_read_only(out)) as original, closing(sqlite3.connect(temporary)) as copy:
+                original.backup(copy)  # the committed pages, WAL included
+        ResponseStore(temporary).close()  # a current store (or the copy, checked): marked and laid out
+        with closing(sqlite3.connect(temporary, isolation_level=None)) as db:
+            db.text_factory = _decode
+            db.execute("PRAGMA journal_mode=DELETE")  # one file, so the rename below moves all of it
+            columns = ", ".join(_COLUMNS["responses"])
+            same = " AND ".join(f"s.{c} IS m.{c}" for c in _ANSWER_COLUMNS)
+            for source in sources:
+                if source == out:
+                    continue
+                db.execute("ATTACH DATABASE ? AS src", (f"file:{quote(str(source))}?mode=ro",))
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                    conflicts = [
+                        k for (k,) in db.execute(f"SELECT s.key FROM src.responses s JOIN main.responses m USING (key) WHERE NOT ({same}) LIMIT 3")
+                    ]
+                    if conflicts:
+                        raise BiascheckError(
+                            source,
+                            None,
+                            f"holds answers that differ from the merged store's for the same request (keys {', '.join(k[:12] for k in conflicts)}...)",
+                            "merge stores of one model and revision whose shards did not overlap; rerun a shard into a fresh store",
+                        )
+                    before = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
+                    db.execute(f"INSERT OR IGNORE INTO main.responses ({columns}) SELECT {columns} FROM src.responses")
+                    after = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
+                    offered = db.execute("SELECT count(*) FROM src.responses").fetchone()[0]
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                finally:
+                    db.execute("DETACH DATABASE src")
+                added[str(source)] = after - before
+                present[str(source)] = offered - (after - before)
+            total = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, out)
+    except sqlite3.Error as exc:
+        raise BiascheckError(out, None, f"cannot write the merged store ({exc})", "check the disk and the folder's permissions") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+    return MergeResult(added, present, total)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, isolation_level=None)
+    db.text_factory = _decode
+    return db
+
+
+def _check_mergeable(path: Path) -> None:
+    """A store of this biascheck's schema; older or foreign files are refused, never upgraded here."""
+    if not path.is_file():
+        raise BiascheckError(path, None, "no such response store", "give the stores the runs wrote (--biascheck-cache)")
+    try:
+        with closing(_read_only(path)) as db:
+            layout = _read_layout(db)
+    except sqlite3.Error as exc:
+        raise BiascheckError(path, None, f"not a usable response store ({exc})", "give the stores the runs wrote (--biascheck-cache)") from None
+    if layout.application_id != APPLICATION_ID and not layout.is_legacy():
+        raise BiascheckError(path, None, f"not a biascheck response store ({layout.found()})", "give the stores the runs wrote (--biascheck-cache)")
+    if not layout.is_current():
+        found = layout.user_version if layout.application_id == APPLICATION_ID else "1 (unmarked)"
+        raise BiascheckError(
+            path,
+            None,
+            f"store schema {found} is not this biascheck's ({SCHEMA_VERSION})",
+            "merge stores written by one biascheck version (a run with this one upgrades a store in place)",
+        )
