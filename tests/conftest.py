@@ -24,6 +24,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 os.environ["BIASCHECK_OFFLINE"] = "1"
 
+# litellm is imported once per test process, before any in-process pytest run: pytester removes the
+# modules a run imported when it ends, and litellm's import adds an importlib_metadata finder to
+# sys.meta_path that would then outlive its module and hide every installed distribution (pytest's
+# own plugin entry points included) from the next run. Runs in a subprocess import it themselves.
+import litellm  # noqa: E402, F401
+
 
 def mirror_or_skip() -> Path:
     value = os.environ.get("BIASCHECK_DATA_DIR")
@@ -107,8 +113,7 @@ def run_biascheck(pytester: pytest.Pytester, tmp_path: Path, data_dir: Path):
 
     def run(suite: Path, model: str, *args: str, store_path: Path = store, report: str = "report") -> BiascheckRun:
         report_dir = tmp_path / report
-        # A subprocess per run: litellm's module state never leaks between runs.
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest_inprocess(
             "--biascheck",
             str(suite),
             "--biascheck-model",

@@ -169,7 +169,7 @@ def test_pytest_runs_records_and_gates_the_new_benchmark(registered, minibbq_sui
         import json
 
         report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}"
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest_inprocess(
             "--biascheck", str(suite), "--biascheck-model", model, "--biascheck-data", str(mirror),
             "--biascheck-cache", str(tmp_path / "store.sqlite"), "--biascheck-report", str(report),
             "--biascheck-baseline", str(baseline), "-p", "no:cacheprovider", "-q", *args,

@@ -311,6 +311,7 @@ def test_sigkill_resumes_from_the_store(small_kobbq, data_dir, tmp_path):
     assert results["run"]["calls"] == results["run"]["cases"] - kept
 
 
+@pytest.mark.slow  # collects the whole packaged KoBBQ (34,253 items): an acceptance run
 def test_stereotyped_fails_diff_bias_amb_on_the_real_suite(run_biascheck):
     run = run_biascheck(SUITES / "kobbq", "sim/stereotyped?p=1", "-k", "sexual_orientation")
     assert run.ret == 1
@@ -412,10 +413,10 @@ def test_errors_fail_the_gate_even_when_only_metrics_are_selected(run_biascheck,
 
 def test_a_metric_is_measured_on_its_whole_scope_and_lf_finds_failed_cases(pytester, tiny_kobbq, data_dir, tmp_path):
     args = ["--biascheck", str(tiny_kobbq), "--biascheck-data", str(data_dir), "--biascheck-cache", str(tmp_path / "s.sqlite")]
-    full = pytester.runpytest_subprocess(*args, "--biascheck-model", "sim/stereotyped?p=0.3", "--biascheck-report", str(tmp_path / "full"))
+    full = pytester.runpytest_inprocess(*args, "--biascheck-model", "sim/stereotyped?p=0.3", "--biascheck-report", str(tmp_path / "full"))
     assert full.ret == 1
     # One metric plus two cases: the metric still sees every case of its scope.
-    some = pytester.runpytest_subprocess(
+    some = pytester.runpytest_inprocess(
         *args,
         "--biascheck-model",
         "sim/stereotyped?p=0.3",
@@ -431,9 +432,9 @@ def test_a_metric_is_measured_on_its_whole_scope_and_lf_finds_failed_cases(pytes
     assert some.ret == 1
     # --lf reruns the errored case items (their ids carry [p1-o0]-style brackets).
     faulty = [*args, "--biascheck-model", "sim/fair?fail_rate=0.5&faults=500", "--biascheck-retries", "0", "-p", "cacheprovider"]
-    first = pytester.runpytest_subprocess(*faulty)
+    first = pytester.runpytest_inprocess(*faulty)
     failed = first.parseoutcomes()["failed"]
-    again = pytester.runpytest_subprocess(*faulty, "--lf", "--co", "-q")
+    again = pytester.runpytest_inprocess(*faulty, "--lf", "--co", "-q")
     assert f"{failed}/" in again.stdout.str()
 
 
