@@ -89,7 +89,7 @@ def tiny_kobbq(tmp_path: Path, data_dir: Path) -> Path:
 
 
 class BiascheckRun:
-    """One ``pytest --biascheck`` run in a subprocess, with its results.json loaded."""
+    """One ``pytest --biascheck`` run (in-process: see the litellm import above), with its results.json loaded."""
 
     def __init__(self, result: pytest.RunResult, report_dir: Path):
         self.result = result
