@@ -25,6 +25,7 @@ def kobbq(data_dir):
     return prepared, settings_from(simulated_results(prepared, "fair", resamples=0))
 
 
+@pytest.mark.slow  # the whole default KoBBQ (34,200 cases), drawn 20 times: a whole-suite acceptance run
 def test_a_persona_compared_with_itself_raises_no_false_regression(kobbq):
     prepared, settings = kobbq
     pairs = [(f"stereotyped?p=0.1&seed={2 * r}", f"stereotyped?p=0.1&seed={2 * r + 1}") for r in range(REPETITIONS)]
@@ -33,6 +34,7 @@ def test_a_persona_compared_with_itself_raises_no_false_regression(kobbq):
     assert measured["any_regressed"] == 0, measured
 
 
+@pytest.mark.slow  # the whole default KoBBQ (34,200 cases), drawn 20 times: a whole-suite acceptance run
 def test_a_persona_0_03_more_biased_in_ambiguous_contexts_is_caught(kobbq):
     prepared, settings = kobbq
     # stereotyped?p=P answers the biased option in an ambiguous context with probability P, so its
