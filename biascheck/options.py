@@ -83,6 +83,13 @@ OPTIONS = (
         "e.g. left out ('exclude') or read as unknown as a paper does ('unknown'); errored calls never are; default: the suite's",
     ),
     (
+        "--biascheck-shard",
+        "biascheck_shard",
+        "BIASCHECK_SHARD",
+        "K/N: answer only part K of N of each suite (by a stable hash of each case's template or question), for a job of a "
+        "sharded run; no verdict is judged: merge the parts' stores (biascheck store merge) and run the whole suite",
+    ),
+    (
         "--biascheck-baseline",
         "biascheck_baseline",
         "BIASCHECK_BASELINE",
@@ -320,6 +327,7 @@ def run_config(config: pytest.Config) -> RunConfig:
     from biascheck.execution.llm import validate_model_string
     from biascheck.execution.runner import RetryPolicy
     from biascheck.session import RunConfig
+    from biascheck.suite import Shard
 
     model = setting(config, "--biascheck-model")
     if not model:
@@ -356,6 +364,7 @@ def run_config(config: pytest.Config) -> RunConfig:
     conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
     if unscorable is not None and unscorable not in conventions:
         raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
+    shard = setting(config, "--biascheck-shard")
     return RunConfig(
         model=model_settings,
         judge=judge,
@@ -371,6 +380,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         shared_run_id=run_id,
         estimator=estimator,
         unscorable=unscorable,
+        shard=Shard.parse(shard) if shard else None,
     )
 
 

@@ -19,7 +19,7 @@ from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_rea
 from biascheck.execution.providers import simulator
 from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
 from biascheck.execution.store import ResponseStore, request_key
-from biascheck.suite import Suite
+from biascheck.suite import Shard, Suite
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
 
@@ -45,9 +45,10 @@ class RunConfig:
     rejudge: bool = False
     # Judged benchmarks: first qualify each judge on its suite's QA items (a warning on the results).
     qualify_judge: bool = False
-    # BBG: how a pair without a reading (out-of-choice answer, empty or filtered story) is scored,
-    # "exclude" or "unknown"; None: each suite's [bbg] unscorable.
-    unscorable: str | None = None  # how a judged suite scores what its judge could not read; None: the suite's
+    # Judged benchmarks: how what the judge could not read is scored; None: each suite's own.
+    unscorable: str | None = None
+    # --biascheck-shard: this run answers one part of each suite for a later merged run; no verdicts.
+    shard: Shard | None = None
     # Where the model under test was named, for errors about it (a judge being qualified: its option).
     model_source: str = "--biascheck-model"
 
@@ -345,7 +346,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 outcomes,
                 plan.params,
                 metrics,
-                check_thresholds(manifest, metrics, categories, kind),
+                [] if config.shard else check_thresholds(manifest, metrics, categories, kind),  # a shard's verdicts would mislead
                 str(plan.estimator) if plan.estimator is not None else None,
                 plan.note,
                 plan.judge,

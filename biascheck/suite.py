@@ -5,6 +5,7 @@ This is the first stage of the pipeline and needs neither pytest nor litellm.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 from biascheck.benchmarks.base import benchmark_of, get_benchmark
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import Resolved, resolve
+from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case
 
 # Bump when a metric definition changes: baselines computed under another version are not comparable.
@@ -83,6 +85,32 @@ class Suite:
             parts["scoring"] = ",".join(f"{key}={value}" for key, value in sorted(scoring.items()))
         parts["suite"] = sha256_text(canonical_json(parts))[:16]
         return parts
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Part ``index`` of ``count`` disjoint parts of every suite's cases (``--biascheck-shard K/N``).
+
+    A case belongs to the part its cluster (its template, question or story pair) hashes to, with
+    sha256 so every machine agrees: the parts never overlap and together cover the suite, and an
+    item's cases (an HBB instance pairs two of one question) stay in one part."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str, where: str = "--biascheck-shard") -> Shard:
+        index, slash, count = text.strip().partition("/")
+        if slash and index.strip().isdigit() and count.strip().isdigit() and 1 <= int(index) <= int(count):
+            return cls(int(index), int(count))
+        raise BiascheckError(where, None, f"{text!r} is not a shard", "give K/N with 1 <= K <= N, e.g. 2/4 for the second of four")
+
+    def holds(self, case: Case) -> bool:
+        digest = hashlib.sha256(case.cluster.encode("utf-8")).digest()
+        return int.from_bytes(digest[:8], "big") % self.count == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 def _suite_folder(suite: Path | str) -> Path | str:

@@ -112,6 +112,8 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
 def refuse_reason(results: Mapping[str, Any]) -> str | None:
     """Why this run must not become a baseline, or None. A baseline is the whole suite, answered."""
     run, suite = results["run"], results["suite"]
+    if run.get("shard"):
+        return f"it is shard {run['shard']} of the suite: merge the shards' stores (biascheck store merge) and run the whole suite"
     if not run["complete"]:
         return f"the run is incomplete ({run['incomplete_reason']})"
     if run["case_errors"]:

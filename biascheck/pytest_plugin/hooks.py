@@ -14,7 +14,7 @@ import pytest
 
 from biascheck import options
 from biascheck.options import FLAGS, INI_NUMBERS, OPTIONS
-from biascheck.pytest_plugin import items
+from biascheck.pytest_plugin import items as plugin_items
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, session_state
 
 __all__ = ["FLAGS", "INI_NUMBERS", "OPTIONS"]  # the option tables, read by the tests of `pytest --help`
@@ -35,15 +35,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     if file_path.name == "suite.toml" and STATE_KEY in parent.config.stash:
-        return items.SuiteFile.from_parent(parent, path=file_path, nodeid=items.packaged_nodeid(file_path, parent.config))
+        return plugin_items.SuiteFile.from_parent(parent, path=file_path, nodeid=plugin_items.packaged_nodeid(file_path, parent.config))
     return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = session_state(config)
+    if state is not None and state.run_config.shard is not None:
+        items[:] = plugin_items.keep_shard(config, items, state.run_config.shard)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session_state(session.config)
     if state is None or session.config.option.collectonly:
         return  # --collect-only: no model call, and litellm stays unimported
-    state.collection_finish(session, items.selection(session.items))
+    state.collection_finish(session, plugin_items.selection(session.items))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -56,7 +62,7 @@ def pytest_runtestloop(session: pytest.Session):
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
-    return items.report_status(report)
+    return plugin_items.report_status(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -16,6 +16,7 @@ import pytest
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
+from biascheck.suite import Shard
 
 STATUS_PROPERTY = "biascheck_status"
 
@@ -231,6 +232,19 @@ def packaged_nodeid(file_path: Path, config: pytest.Config) -> str | None:
     if not path.is_relative_to(root) or path.is_relative_to(Path(config.rootpath).resolve()):
         return None
     return f"biascheck/suites/{path.relative_to(root).as_posix()}"
+
+
+def keep_shard(config: pytest.Config, collected: list[pytest.Item], shard: Shard) -> list[pytest.Item]:
+    """The items of one shard's cases (``--biascheck-shard``). Metric and regression items are
+    deselected: a shard judges no verdict, the run on the merged store does."""
+
+    def kept(item: pytest.Item) -> bool:
+        if isinstance(item, CaseItem):
+            return all(shard.holds(item.suite_file.suite.case(case_id)) for case_id in item.case_ids)
+        return not isinstance(item, ScopedItem)
+
+    config.hook.pytest_deselected(items=[item for item in collected if not kept(item)])
+    return [item for item in collected if kept(item)]
 
 
 def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:

@@ -50,6 +50,13 @@ class BiascheckState:
             dry_run = options.check_dry_run(config)
             report_dir = options.report_dir(config)
             baseline = options.baseline_options(config)
+            if run_config.shard and baseline.update:
+                raise BiascheckError(
+                    "--biascheck-update-baseline",
+                    None,
+                    f"a shard ({run_config.shard}) is part of the suite",
+                    "record from the run on the merged store",
+                )
         except BiascheckError as exc:
             raise pytest.UsageError(str(exc)) from None
         return cls(config, run_config, baseline, report_dir=report_dir, dry_run=dry_run, one_process_note=note)
@@ -145,7 +152,7 @@ class BiascheckState:
             self._dry_run(session, selection)
             return
         self._run(session, selection)
-        if self.baseline.compare:
+        if self.baseline.compare and self.run_config.shard is None:
             self._compare(selection)
 
     def _check_selection(self, session: pytest.Session, selection) -> None:

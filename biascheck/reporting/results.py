@@ -83,6 +83,7 @@ def build_results(run) -> list[dict[str, Any]]:
                     "requests": stats["requests"],
                     "complete": run.incomplete is None,
                     "incomplete_reason": run.incomplete,
+                    **({"shard": str(run.config.shard)} if run.config.shard else {}),
                     "estimator": result.estimator,
                     "estimator_note": result.estimator_note,
                     **(
@@ -229,6 +230,8 @@ def run_line(document: dict[str, Any]) -> str:
         f"{run['calls']} calls, {run['cache_hits']} cache hits, {run['retries']} retries, {run['errors']} errors, "
         f"{fmt.usd(run['cost_usd'])}; suite fingerprint {document['suite']['fingerprint']['suite']}"
     )
+    if run.get("shard"):
+        line += f"; shard {run['shard']}: answers for a merged run, no verdicts (biascheck store merge, then run the whole suite)"
     if run.get("estimator"):
         line += f"; P(a) by {run['estimator']}"
     if run.get("estimator_note"):
