@@ -43,7 +43,11 @@ from conftest import ROOT, write_subset_suite
 from github_runner import parse_github_output
 
 ACTION = ROOT / "action.yml"
-WORKFLOWS = [ROOT / ".github" / "workflows" / "ci.yml", ROOT / ".github" / "workflows" / "bias-gate.yml"]
+WORKFLOWS = [
+    ROOT / ".github" / "workflows" / "ci.yml",
+    ROOT / ".github" / "workflows" / "bias-gate.yml",
+    ROOT / ".github" / "workflows" / "bias-gate-sharded.yml",
+]
 BIN = Path(sys.executable).parent
 README_ACTION = "<owner>/biascheck@v1"
 EXPRESSION = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
@@ -355,7 +359,7 @@ def test_run_scripts_are_safe_from_script_injection():
 def test_the_local_action_gets_declared_inputs_and_every_required_one():
     workflows, action = load_all()
     local = [where for where, _, _, step in workflow_steps(workflows) if step.get("uses") == "./"]
-    assert len(local) == 2, local  # the gate job and the record job
+    assert len(local) == 4, local  # bias-gate's gate and record jobs; bias-gate-sharded's shard and gate jobs
     assert local_action_problems(workflows, action) == []
 
 
@@ -387,7 +391,7 @@ def test_expressions_refer_to_declared_inputs_steps_and_matrix_keys():
     workflows, action = load_all()
     found = [(path, body) for node in (action, *workflows.values()) for path, body in expressions(node)]
     assert any("inputs.cache-path" in body for _, body in found) and any("matrix.suite" in body for _, body in found)
-    assert ("runs.steps[8].if", "steps.run.outputs.exit-code != '0'") in found  # a bare if: is an expression too
+    assert ("runs.steps[9].if", "steps.run.outputs.exit-code != '0'") in found  # a bare if: is an expression too
     assert reference_problems(workflows, action) == []
 
 
@@ -495,7 +499,7 @@ def test_action_and_workflows_are_wired_as_documented():
     assert inputs["suites"]["default"] == "suites/kobbq" and inputs["update-baseline"]["default"] == "false"
     assert inputs["report-dir"]["default"] == "biascheck-report" and inputs["python-version"]["default"] == "3.11"
     assert {"baseline", "compare-fail", "data", "cache-key", "cache-path", "extra-args"} <= inputs.keys()
-    assert set(action["outputs"]) == {"exit-code", "report-dir", "baseline-files", "baseline-artifact"}
+    assert set(action["outputs"]) == {"exit-code", "report-dir", "baseline-files", "baseline-artifact", "store-artifact"}
     steps = action_steps()
     uses = {step["uses"].split("@")[0]: step for step in steps.values() if "uses" in step}
     assert uses["actions/cache/save"]["if"].startswith("always()") and uses["actions/upload-artifact"]["if"].startswith("always()")
@@ -515,6 +519,16 @@ def test_action_and_workflows_are_wired_as_documented():
     assert jobs["record"]["environment"] == "baseline-approval"
     assert jobs["baseline-pull-request"]["needs"] == "record"
     assert jobs["baseline-pull-request"]["permissions"] == {"contents": "write", "pull-requests": "write"}
+    sharded = load_yaml(WORKFLOWS[2])
+    assert sharded["permissions"] == {"contents": "read"} and "concurrency" in sharded
+    shards = sharded["jobs"]["shard"]
+    assert shards["strategy"]["matrix"]["shard"] == ["1/4", "2/4", "3/4", "4/4"] and shards["strategy"]["fail-fast"] is True
+    assert shards["steps"][-1]["with"]["shard"] == "${{ matrix.shard }}"
+    merge = sharded["jobs"]["gate"]
+    assert merge["needs"] == "shard" and "permissions" not in merge
+    download, run = merge["steps"][1], merge["steps"][2]
+    assert download["with"] == {"pattern": "biascheck-store-*", "path": "shard-stores", "merge-multiple": True}
+    assert run["with"]["merge-stores"] == download["with"]["path"] and "shard" not in run["with"]
     ci = load_yaml(WORKFLOWS[0])
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
     assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == [
@@ -748,6 +762,39 @@ def test_prepare_step_computes_a_cache_key_and_an_artifact_name(fake_python, tmp
     assert second.outputs["key"] != key and second.outputs["restore-keys"].splitlines()[1] == restore[1]
 
 
+def test_a_shard_job_stages_its_store_and_the_gate_job_merges_the_stores_first(fake_python, tmp_path):
+    from biascheck.execution.store import ResponseStore, StoredResponse
+
+    def store_with(path: Path, keys: list[str]) -> Path:
+        with ResponseStore(path) as db:
+            for key in keys:
+                db.put(key, "sim/fair", {"key": key}, StoredResponse("A", "stop", {}, None))
+        return path
+
+    shard, _ = fake_python({"model": "sim/fair", "suites": "suites/kobbq", "shard": "2/4"}, step="prepare")
+    assert shard.outputs["store-artifact"] == "biascheck-store-suites-kobbq-shard-2-of-4-sim-fair"
+    assert shard.outputs["artifact-name"] == "biascheck-report-suites-kobbq-shard-2-of-4-sim-fair"
+    whole, _ = fake_python({"model": "sim/fair", "suites": "suites/kobbq"}, step="prepare")
+    assert "store-artifact" not in whole.outputs and whole.outputs["key"].split("-shard-")[0] != shard.outputs["key"]
+
+    work = tmp_path / "work"
+    store = store_with(work / ".biascheck" / "responses.sqlite", ["k1"])  # what the shard's pytest answered
+    result, args = fake_python({"model": "sim/fair", "shard": "2/4"})
+    assert args[args.index("--biascheck-shard") + 1] == "2/4", result.log
+    assert (Path(result.outputs["store-dir"]) / "shard-2-4.sqlite").read_bytes() == store.read_bytes()
+
+    # The gate job: the downloaded stores (at any depth) are merged into the store before pytest runs.
+    store.unlink()
+    store_with(work / "shard-stores" / "shard-1-4.sqlite", ["k1", "k2"])
+    store_with(work / "shard-stores" / "more" / "shard-2-4.sqlite", ["k3"])
+    result, args = fake_python({"model": "sim/fair", "merge-stores": "shard-stores"})
+    assert result.outputs["exit-code"] == "0" and "--biascheck-shard" not in args and "store-dir" not in result.outputs, result.log
+    with ResponseStore(store) as merged:
+        assert merged.count() == 3
+    result, args = fake_python({"model": "sim/fair", "merge-stores": "no-such-folder"})
+    assert result.proc.returncode != 0 and "merge-stores: no *.sqlite under 'no-such-folder'" in result.proc.stdout and not args
+
+
 LAX = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"
 ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"'
 
@@ -840,3 +887,48 @@ def test_the_local_runner_evaluates_expressions_as_github_documents(expression, 
     failed = {"always": True, "success": False, "failure": True, "cancelled": False}
     assert condition(expression, Evaluator(contexts, failed)) is False
     assert condition(f"always() && ({expression})", Evaluator(contexts, failed)) is bool(expected)
+
+
+@pytest.mark.data
+@pytest.mark.slow  # five action runs, each a pytest process: beside the whole-suite runs, not in the 4-minute default run
+def test_the_sharded_workflow_answers_in_four_jobs_and_gates_from_their_merged_stores(tmp_path, data_dir):
+    """bias-gate-sharded.yml end to end on tests/github_runner.py: four shard jobs answer disjoint
+    parts and upload their stores; the gate job merges them and makes no model call."""
+    from biascheck import ModelConfig, RunConfig, load_suite, run
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.reporting.results import build_results
+
+    from github_runner import Runner
+
+    # The repository's own small hbb-full (a suite in the repository wins over the bundled one).
+    repo = tmp_path / "repo"
+    text = (ROOT / "suites" / "hbb-full" / "suite.toml").read_text("utf-8")
+    text = text.replace('estimator = "sampling"', 'estimator = "logprob"')  # one call per question, the exact P(a)
+    text = re.sub(r"\n(questions = \d+\n)?seed = 0", "\nquestions = 10\nseed = 0", text, count=1)
+    (repo / "suites" / "hbb-full").mkdir(parents=True)
+    (repo / "suites" / "hbb-full" / "suite.toml").write_text(text + '\n[subset]\ncategories = ["age", "gender"]\n', "utf-8")
+    suite = load_suite(repo / "suites" / "hbb-full", data_dir=data_dir)
+    # Its baseline, recorded beforehand by an unsharded run.
+    recorded = run([(suite, suite.cases)], RunConfig(model=ModelConfig("sim/fair"), store_path=tmp_path / "record.sqlite", data_dir=data_dir))
+    baselines.write(baselines.from_results(build_results(recorded)[0]), repo / "baselines" / suite.name / "release.json")
+
+    runner = Runner(
+        repo,
+        tmp_path / "runner",
+        action_path=ROOT,
+        action_names=("./",),
+        variables={"BIASCHECK_MODEL": "sim/fair"},
+        env={"BIASCHECK_DATA_DIR": str(data_dir), "BIASCHECK_OFFLINE": "1"},
+    )
+    jobs = runner.run(parse_yaml(WORKFLOWS[2].read_text("utf-8")), event="workflow_dispatch", inputs={})
+    log = "\n".join(f"=== {r.name}: {r.result}\n" + "\n".join(r.log)[-4000:] for runs in jobs.values() for r in runs)
+    assert [r.result for r in jobs["shard"]] == ["success"] * 4 and [r.result for r in jobs["gate"]] == ["success"], log
+    stores = sorted(name for name in runner.artifacts if name.startswith("biascheck-store-"))
+    assert stores == [f"biascheck-store-suites-hbb-full-shard-{k}-of-4-sim-fair" for k in range(1, 5)], stores
+    shard_reports = [json.loads(files["results.json"]) for name, files in runner.artifacts.items() if "-shard-" in name and "report" in name]
+    assert sorted(r["run"]["shard"] for r in shard_reports) == ["1/4", "2/4", "3/4", "4/4"]
+    assert sum(r["run"]["cases"] for r in shard_reports) == len(suite.cases)
+    (gate,) = [files for name, files in runner.artifacts.items() if name == "biascheck-report-suites-hbb-full-sim-fair"]
+    results = json.loads(gate["results.json"])
+    assert results["run"]["calls"] == 0 and results["run"]["cases"] == len(suite.cases), results["run"]
+    assert json.loads(gate["comparison.json"])["passed"]
