@@ -158,6 +158,7 @@ FAVOURED_IDENTITIES: dict[str, str] = {
 }
 _MARKED = frozenset(MARKED_IDENTITIES.values())
 _FAVOURED = frozenset(FAVOURED_IDENTITIES.values())
+BATCH_FAULTS = ("failed", "expired")
 P_CLIP = 1e-6  # P_a is clipped into [P_CLIP, 1 - P_CLIP] before taking logs
 
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
@@ -176,6 +177,10 @@ class Persona:
     retry_after_ms: int = 20
     delay: float = 30.0
     logprobs: int = 1  # 0: never return log-probabilities, even when asked
+    # How a batch whose first request names this persona behaves (biascheck.sim.batches).
+    batch_delay: float = 0.0
+    batch_fault: str = ""  # "", "failed" or "expired"
+    files_fail: int = 0
     spec: str = field(default="", compare=False)
 
 
@@ -215,6 +220,12 @@ def _parse_style(raw: str) -> str:
     return raw
 
 
+def _parse_batch_fault(raw: str) -> str:
+    if raw not in BATCH_FAULTS:
+        raise ValueError
+    return raw
+
+
 def _parse_faults(raw: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in raw.split(","))
     if not kinds or any(k not in FAULT_KINDS for k in kinds) or len(set(kinds)) != len(kinds):
@@ -236,6 +247,9 @@ _COMMON_PARAMS: dict[str, _Param] = {
     "retry_after_ms": _Param(_parse_nonnegative_int, "a non-negative integer"),
     "delay": _Param(_parse_nonnegative_float, "a non-negative number of seconds"),
     "logprobs": _Param(_parse_flag, "0 or 1"),
+    "batch_delay": _Param(_parse_nonnegative_float, "a non-negative number of seconds"),
+    "batch_fault": _Param(_parse_batch_fault, "one of " + ", ".join(BATCH_FAULTS)),
+    "files_fail": _Param(_parse_nonnegative_int, "a non-negative integer"),
 }
 _P_PARAM = {"p": _Param(_parse_probability, "a number in [0, 1]")}
 _PARAMS_BY_PERSONA: dict[str, dict[str, _Param]] = {

@@ -35,13 +35,13 @@ import json
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import HBBTruth
 from biascheck.sim import faults
+from biascheck.sim.batches import SimBatches
 from biascheck.sim.knowledge import SimKnowledge, message_key
 from biascheck.sim.personas import (
     PERSONA_NAMES,
@@ -53,6 +53,7 @@ from biascheck.sim.personas import (
     parse_persona,
     render_reply,
 )
+from biascheck.sim.replies import HttpReply, HttpRequest, error_reply, json_reply
 from biascheck.sim.stories import (
     is_bbg_question,
     judge_answer,
@@ -62,27 +63,9 @@ from biascheck.sim.stories import (
 )
 
 _MAX_HEAD_BYTES = 1 << 20
-_MAX_BODY_BYTES = 64 << 20
+_MAX_BODY_BYTES = 256 << 20  # a batch input file may be 200 MB
 _MAX_TOP_LOGPROBS = 20  # as OpenAI
 _MAX_TEMPERATURE = 2.0  # as OpenAI
-
-
-@dataclass(slots=True)
-class HttpReply:
-    status: int
-    body: bytes
-    headers: dict[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-
-
-def json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> HttpReply:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    return HttpReply(status, body, headers or {})
-
-
-def error_reply(status: int, message: str, error_type: str = "invalid_request_error", code: str | None = None) -> HttpReply:
-    error = {"message": message, "type": error_type, "param": None, "code": code}
-    return json_reply(status, {"error": error})
 
 
 def _approx_tokens(chars: int) -> int:
@@ -154,17 +137,24 @@ class SimApp:
             ("GET", "/stats"): self._stats,
             ("POST", "/stats/reset"): self._reset,
         }
+        self.batches = SimBatches(self)
+        self._patterns = self.batches.routes()
 
     def reset(self) -> None:
         self.stats.reset()
         self._attempts.clear()
 
-    async def handle(self, method: str, path: str, body: bytes) -> HttpReply:
-        path = path.split("?", 1)[0].rstrip("/") or "/"
+    async def handle(self, request: HttpRequest) -> HttpReply:
+        method = request.method
+        path = request.target.split("?", 1)[0].rstrip("/") or "/"
         route = self._routes.get((method, path))
         if route is not None:
-            return await route(body)
-        if any(p == path for _, p in self._routes):
+            return await route(request.body)
+        for verb, pattern, handler in self._patterns:
+            match = pattern.fullmatch(path)
+            if match is not None and verb == method:
+                return await handler(request, *match.groups())
+        if any(p == path for _, p in self._routes) or any(pattern.fullmatch(path) for _, pattern, _ in self._patterns):
             return error_reply(405, f"method {method} not allowed on {path}")
         return error_reply(404, f"no such endpoint: {path}", code="not_found")
 
@@ -185,10 +175,28 @@ class SimApp:
             return self.default_persona
         return parse_persona(model)
 
+    def count_fault(self, kind: str) -> None:
+        self.stats.count_fault(kind)
+
+    async def answer(self, request: dict[str, Any], *, batched: bool) -> tuple[int, Any]:
+        """One request of a batch, answered as its first attempt online: (status, body as JSON, or
+        the text of a body that is not JSON)."""
+        reply = await self._answer(request, batched=batched)
+        try:
+            return reply.status, json.loads(reply.body)
+        except ValueError:
+            return reply.status, reply.body.decode("utf-8", "replace")
+
     async def _chat_completions(self, body: bytes) -> HttpReply:
-        self.stats.count(total_requests=1)
         try:
             request = json.loads(body)
+        except ValueError:
+            request = None
+        return await self._answer(request, batched=False)
+
+    async def _answer(self, request: Any, *, batched: bool) -> HttpReply:
+        self.stats.count(total_requests=1)
+        try:
             model = request["model"]
             messages = request["messages"]
             if not isinstance(model, str) or not isinstance(messages, list):
@@ -240,6 +248,8 @@ class SimApp:
             status, headers, payload = faults.http_error(fault, persona)
             return json_reply(status, payload, headers)
         if fault == "timeout":
+            if batched:  # a batch has no client to give up: the request ends with the provider's timeout
+                return error_reply(504, "The request timed out (simulated).", "server_error", "timeout")
             await asyncio.sleep(persona.delay)  # the client is expected to give up first
 
         finish_reason = "stop"
@@ -317,15 +327,7 @@ class _BadHttp(Exception):
         self.status = status
 
 
-@dataclass(slots=True)
-class _HttpRequest:
-    method: str
-    target: str
-    keep_alive: bool
-    body: bytes
-
-
-async def _read_request(reader: asyncio.StreamReader) -> _HttpRequest | None:
+async def _read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
     """One request off the connection, or None when the client closed it between requests."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -357,7 +359,7 @@ async def _read_request(reader: asyncio.StreamReader) -> _HttpRequest | None:
         if not 0 <= length <= _MAX_BODY_BYTES:
             raise _BadHttp(413, "request body too large")
         body = await reader.readexactly(length)
-    return _HttpRequest(method, target, keep_alive, body)
+    return HttpRequest(method, target, keep_alive, body, headers)
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
@@ -436,7 +438,7 @@ class SimHttpServer:
                     return
                 if request is None:
                     return
-                reply = await self.app.handle(request.method, request.target, request.body)
+                reply = await self.app.handle(request)
                 writer.write(_encode_response(reply, request.keep_alive))
                 await writer.drain()
                 if not request.keep_alive:
