@@ -34,8 +34,8 @@ KEY_VERSION = 1
 APPLICATION_ID = 0x42494153
 # PRAGMA user_version: the layout. Unmarked stores of earlier releases are schema 1 (logprobs may be
 # missing); 2 adds responses.truncated; 3 what the provider said it served (served_model,
-# system_fingerprint).
-SCHEMA_VERSION = 3
+# system_fingerprint); 4 the provider batches a run submitted (batches).
+SCHEMA_VERSION = 4
 FIX_OTHER_FILE = "point --biascheck-cache at another file"
 # What to do about a write that failed, by SQLite's primary result code; then the run resumes.
 _CAUSES = {
@@ -76,6 +76,24 @@ class StoredResponse:
     system_fingerprint: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """A provider batch as the store keeps it. ``id`` is biascheck's own (the batch's metadata
+    ``biascheck_submission``, so a batch created just before a kill is found again); ``state``:
+    ``submitting`` (recorded, not yet created), the provider's own while it runs, then ``collected``
+    (its answers stored), ``failed``, ``expired`` or ``cancelled`` (what it answered stored too)."""
+
+    id: str
+    provider: str
+    model: str
+    batch_id: str | None
+    keys: tuple[str, ...]
+    state: str
+    submitted_at: float
+    updated_at: float
+    detail: str | None = None
+
+
 class StoreWarning(UserWarning):
     """The store has damaged rows: they are read as missing, asked again and replaced."""
 
@@ -91,13 +109,20 @@ _TABLES = {
     "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
     "served_model TEXT, system_fingerprint TEXT",
     "run_errors": "run_id TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (run_id, key)",
+    # One row per provider batch, written before the batch is created: a run killed at any point
+    # finds what it submitted. ``keys``: a JSON list of the request keys in it (its custom_ids).
+    "batches": "id TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, batch_id TEXT, keys TEXT NOT NULL, "
+    "state TEXT NOT NULL, submitted_at REAL NOT NULL, updated_at REAL NOT NULL, detail TEXT",
 }
 _ADDED_COLUMNS = {"logprobs": "TEXT", "truncated": "INTEGER NOT NULL DEFAULT 0", "served_model": "TEXT", "system_fingerprint": "TEXT"}
 _COLUMNS = {
     "meta": ("name", "value"),
     "responses": ("key", "model", "request", "text", "finish_reason", "usage", "cost_usd", "created_at", *_ADDED_COLUMNS),
     "run_errors": ("run_id", "key", "error"),
+    "batches": ("id", "provider", "model", "batch_id", "keys", "state", "submitted_at", "updated_at", "detail"),
 }
+# The tables of the stores earlier releases wrote without marking them.
+_LEGACY_TABLES = ("meta", "responses", "run_errors")
 # What earlier releases wrote to responses: without, then with, log-probabilities.
 _LEGACY_RESPONSES = (_COLUMNS["responses"][:8], _COLUMNS["responses"][:9])
 
@@ -121,7 +146,7 @@ class _Layout:
             self.application_id == 0
             and self.user_version == 0
             and not self.others
-            and self.tables.keys() == _COLUMNS.keys()
+            and tuple(sorted(self.tables)) == tuple(sorted(_LEGACY_TABLES))
             and self.tables["responses"] in _LEGACY_RESPONSES
             and all(self.tables[t] == _COLUMNS[t] for t in ("meta", "run_errors"))
             and self.meta_version in (None, STORE_VERSION)
@@ -141,7 +166,7 @@ class _Layout:
             return f"application_id {self.application_id:#010x}"
         if self.user_version:
             return f"application_id 0, user_version {self.user_version}"
-        if self.tables.keys() != _COLUMNS.keys() or self.others:
+        if sorted(self.tables) != sorted(_LEGACY_TABLES) or self.others:
             return "tables: " + _listed([*self.tables, *self.others])
         for table, columns in self.tables.items():
             expected = _LEGACY_RESPONSES if table == "responses" else (_COLUMNS[table],)
@@ -428,6 +453,92 @@ class ResponseStore:
         rows = self._db.execute("SELECT key, error FROM run_errors WHERE run_id = ?", (run_id,))
         return {key: error for key, error in rows if isinstance(key, str) and isinstance(error, str)}
 
+    def put_many(self, rows: Sequence[tuple[str, str, dict[str, Any], StoredResponse]]) -> None:
+        """Store (key, model, request, response) rows in one transaction: a batch's answers, which
+        arrive together, at thousands per second; a kill keeps the transactions already committed."""
+        now = time.time()
+        values = [
+            (
+                key,
+                model,
+                canonical_json(request),
+                r.text,
+                r.finish_reason,
+                json.dumps(r.usage, sort_keys=True),
+                r.cost_usd,
+                now,
+                json.dumps(r.logprobs, sort_keys=True) if r.logprobs is not None else None,
+                int(r.truncated),
+                r.served_model,
+                r.system_fingerprint,
+            )
+            for key, model, request, r in rows
+        ]
+        try:
+            with self._transaction():
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
+                    "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    values,
+                )
+        except sqlite3.Error as exc:
+            raise self._write_error(exc, "cannot store a batch's answers") from None
+
+    # --- provider batches -----------------------------------------------------------------------
+
+    def add_batch(self, record: BatchRecord) -> None:
+        """Record a batch before it is created at the provider (its ``batch_id`` still None)."""
+        try:
+            with self._transaction():
+                self._db.execute(
+                    "INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.id,
+                        record.provider,
+                        record.model,
+                        record.batch_id,
+                        json.dumps(list(record.keys)),
+                        record.state,
+                        record.submitted_at,
+                        record.updated_at,
+                        record.detail,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise self._write_error(exc, "cannot record a batch") from None
+
+    def update_batch(self, record: BatchRecord) -> None:
+        try:
+            with self._transaction():
+                self._db.execute(
+                    "UPDATE batches SET batch_id = ?, state = ?, updated_at = ?, detail = ? WHERE id = ?",
+                    (record.batch_id, record.state, record.updated_at, record.detail, record.id),
+                )
+        except sqlite3.Error as exc:
+            raise self._write_error(exc, "cannot record a batch's state") from None
+
+    def forget_batch(self, record_id: str) -> None:
+        """A submission that never became a batch (its upload failed): its keys are free again."""
+        try:
+            with self._transaction():
+                self._db.execute("DELETE FROM batches WHERE id = ?", (record_id,))
+        except sqlite3.Error as exc:
+            raise self._write_error(exc, "cannot record a batch") from None
+
+    def batches(self, model: str) -> list[BatchRecord]:
+        """The batches submitted for ``model``, oldest first; a damaged row is left out."""
+        rows = self._db.execute("SELECT * FROM batches WHERE model = ? ORDER BY submitted_at, id", (model,)).fetchall()
+        found = []
+        for row in rows:
+            try:
+                keys = _json(row[4])
+                if not (isinstance(keys, list) and all(isinstance(k, str) for k in keys)):
+                    continue
+                found.append(BatchRecord(row[0], row[1], row[2], row[3], tuple(keys), row[5], row[6], row[7], row[8]))
+            except (ValueError, TypeError):
+                continue
+        return found
+
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
@@ -522,6 +633,8 @@ def merge_stores(out: Path | str, inputs: Sequence[Path | str]) -> MergeResult:
                         )
                     before = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
                     db.execute(f"INSERT OR IGNORE INTO main.responses ({columns}) SELECT {columns} FROM src.responses")
+                    # A shard's batches go with it: a batch it submitted without waiting is collected by the merged run.
+                    db.execute("INSERT OR IGNORE INTO main.batches SELECT * FROM src.batches")
                     after = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
                     offered = db.execute("SELECT count(*) FROM src.responses").fetchone()[0]
                     db.execute("COMMIT")
