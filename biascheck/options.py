@@ -90,6 +90,21 @@ OPTIONS = (
         "sharded run; no verdict is judged: merge the parts' stores (biascheck store merge) and run the whole suite",
     ),
     (
+        "--biascheck-batch-wait",
+        "biascheck_batch_wait",
+        "BIASCHECK_BATCH_WAIT",
+        "with --biascheck-batch: 'yes' (default) polls until every batch has ended, then scores; 'no' submits, then exits "
+        "with status 6 (submitted, not yet scored): a later run with the same response store collects and scores",
+    ),
+    (
+        "--biascheck-batch-resend",
+        "biascheck_batch_resend",
+        None,
+        "with --biascheck-batch: send the requests a batch failed or expired on again, as a new 'batch' or 'online'; "
+        "default: they are errors of this run",
+    ),
+    ("--biascheck-batch-poll", "biascheck_batch_poll", None, "with --biascheck-batch: seconds between polls of the open batches (default 30)"),
+    (
         "--biascheck-baseline",
         "biascheck_baseline",
         "BIASCHECK_BASELINE",
@@ -123,6 +138,12 @@ FLAGS = (
         "judged suites: first run the judge on the QA suite the suite names for its qualification, and warn when it falls short",
     ),
     (
+        "--biascheck-batch",
+        "biascheck_batch",
+        "send the calls the response store lacks as provider batches (OpenAI-shaped and Anthropic; half the online price, "
+        "answers within 24 hours) instead of online calls; an interrupted run resumes the batches it submitted",
+    ),
+    (
         "--biascheck-dry-run",
         None,
         "print the calls the selected cases would make (the response store's answers subtracted) and their cost in USD, "
@@ -131,7 +152,16 @@ FLAGS = (
 )
 
 # Typed, so that `pytest --help` says what they take; checked again by run_config's number().
-INI_NUMBERS = {"biascheck_concurrency": "int", "biascheck_retries": "int", "biascheck_max_cost": "float", "biascheck_timeout": "float"}
+INI_NUMBERS = {
+    "biascheck_concurrency": "int",
+    "biascheck_retries": "int",
+    "biascheck_max_cost": "float",
+    "biascheck_timeout": "float",
+    "biascheck_batch_poll": "float",
+}
+# pytest's exit status of a --biascheck-batch-wait=no run that submitted batches: not a pass, not a failure.
+EXIT_BATCH_PENDING = 6
+DEFAULT_BATCH_POLL = 30.0
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -366,6 +396,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
     shard = setting(config, "--biascheck-shard")
     return RunConfig(
+        batch=batch_options(config),
         model=model_settings,
         judge=judge,
         judge_api_base=judge_api_base,
@@ -382,6 +413,25 @@ def run_config(config: pytest.Config) -> RunConfig:
         unscorable=unscorable,
         shard=Shard.parse(shard) if shard else None,
     )
+
+
+def batch_options(config: pytest.Config):
+    """--biascheck-batch and its companions; None for an online run (the companions are then refused)."""
+    from biascheck.execution.batches import RESEND_CHOICES, BatchOptions
+
+    wait = setting(config, "--biascheck-batch-wait")
+    resend = setting(config, "--biascheck-batch-resend")
+    poll = _number(config, "--biascheck-batch-poll", float, DEFAULT_BATCH_POLL, 0.0)
+    if not flag(config, "--biascheck-batch"):
+        given = [name for name, value in (("--biascheck-batch-wait", wait), ("--biascheck-batch-resend", resend)) if value is not None]
+        if given:
+            raise BiascheckError(given[0], None, "only applies to a batch run", "add --biascheck-batch, or drop it")
+        return None
+    if wait not in (None, "yes", "no"):
+        raise BiascheckError("--biascheck-batch-wait", None, f"{wait!r} is not yes or no", "e.g. --biascheck-batch-wait=no")
+    if resend not in (None, *RESEND_CHOICES):
+        raise BiascheckError("--biascheck-batch-resend", None, f"{resend!r} is not a way to resend", f"use {' or '.join(RESEND_CHOICES)}")
+    return BatchOptions(wait=wait != "no", poll_interval=poll, resend=resend)
 
 
 @dataclass

@@ -15,6 +15,8 @@ from biascheck.config.manifest import canonical_json
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
+from biascheck.execution.batch_runner import execute_batched
+from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
 from biascheck.execution.providers import simulator
 from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
@@ -51,6 +53,8 @@ class RunConfig:
     shard: Shard | None = None
     # Where the model under test was named, for errors about it (a judge being qualified: its option).
     model_source: str = "--biascheck-model"
+    # --biascheck-batch: the calls the store lacks go as provider batches (execution/batch_runner.py).
+    batch: BatchOptions | None = None
 
 
 @dataclass
@@ -188,9 +192,13 @@ def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStor
     generating = not config.rejudge and store.count(keys) < len(keys)
     if generating:
         check_ready(config.model, config.model_source)
+        if config.batch is not None:
+            batch_provider(config.model)
     for plan in plans:
         if plan.judge is not None and (generating or config.rejudge):
             check_ready(plan.judge.model, plan.judge.source)
+            if config.batch is not None:
+                batch_provider(plan.judge.model, f"--biascheck-batch (the judge, {plan.judge.source})")
 
 
 def _check_judge_prices(plans: list[_SuitePlan]) -> None:
@@ -262,26 +270,27 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
             from rich.markup import escape
 
-            execution = run_sync(
-                execute(
-                    requests,
-                    store=store,
-                    model_name=caller.model,
-                    open_client=lambda: clients.open(
-                        caller,
-                        require_price=config.max_cost_usd is not None,
-                        where=config.model_source if part is None else judge_source[caller.model],
-                    ),
-                    concurrency=config.concurrency,
-                    policy=config.policy,
-                    budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
-                    progress=progress,
-                    shared_errors=shared,
-                    offline=offline,
-                    # The progress label is rich markup: the judge's model string must stay text.
-                    label=None if part is None else f"biascheck judge {escape(caller.model)}",
-                )
+            common: dict[str, Any] = dict(
+                store=store,
+                model_name=caller.model,
+                open_client=lambda: clients.open(
+                    caller,
+                    require_price=config.max_cost_usd is not None,
+                    where=config.model_source if part is None else judge_source[caller.model],
+                ),
+                concurrency=config.concurrency,
+                policy=config.policy,
+                budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
+                progress=progress,
+                shared_errors=shared,
+                offline=offline,
+                # The progress label is rich markup: the judge's model string must stay text.
+                label=None if part is None else f"biascheck judge {escape(caller.model)}",
             )
+            if config.batch is not None and offline is None:
+                execution = run_sync(execute_batched(requests, options=config.batch, **common))
+            else:
+                execution = run_sync(execute(requests, **common))
             responses.update(execution.responses)
             if part is not None:  # a fatal error of the judge's (e.g. its API key) names the judge
                 execution.stats.blame_judge(caller.model)

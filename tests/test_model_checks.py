@@ -318,12 +318,12 @@ def test_the_plugin_reports_an_unreachable_endpoint_in_one_line(run_biascheck, t
 
 
 def test_error_lines_carry_no_object_reprs_or_pasted_tracebacks():
-    from biascheck.execution.llm import _first_line
+    from biascheck.execution.llm import one_line_error
 
     ssl = Exception("Cannot connect to host localhost:11434 ssl:<ssl.SSLContext object at 0x7f9af69172f0> [Connect call failed]")
-    assert _first_line(ssl) == "Exception: Cannot connect to host localhost:11434 ssl:ssl.SSLContext [Connect call failed]"
+    assert one_line_error(ssl) == "Exception: Cannot connect to host localhost:11434 ssl:ssl.SSLContext [Connect call failed]"
     pasted = Exception(
         'Invalid response object Traceback (most recent call last):\n  File "x.py", line 1, in f\n'
         "    raise KeyError('choices')\nKeyError: 'choices'\n"
     )
-    assert _first_line(pasted) == "Exception: Invalid response object (KeyError: 'choices')"
+    assert one_line_error(pasted) == "Exception: Invalid response object (KeyError: 'choices')"

@@ -387,7 +387,7 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
 def _refusal_line(exc: BaseException, named: tuple[str, ...]) -> str:
     """One line that names the refused parameters first: a server's own message may name them
     only further down (llama-cpp-python's validation errors)."""
-    line = _first_line(exc)
+    line = one_line_error(exc)
     missing = [name for name in named if name not in line]
     return f"the server refused {', '.join(missing)}: {line}" if missing else line
 
@@ -396,8 +396,8 @@ _TRACEBACK = "Traceback (most recent call last):"
 _OBJECT_REPR = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
 
 
-def _first_line(exc: BaseException) -> str:
-    """The error as one line: its first line, or where litellm pasted a traceback into its message
+def one_line_error(exc: BaseException) -> str:
+    """An error as it may be reported, on one line, without secrets: its first line, or where litellm pasted a traceback into its message
     ("Invalid response object Traceback ..."), the text before it and the traceback's last line
     (the error raised); without the response litellm quotes, and object reprs shortened to their class."""
     text = str(exc).strip()
@@ -446,6 +446,9 @@ class LiteLLMClient:
                     self.model: {
                         "input_cost_per_token": config.price.input_per_million / 1e6,
                         "output_cost_per_token": config.price.output_per_million / 1e6,
+                        # The batch rate of every provider with a batch API: half the online price.
+                        "input_cost_per_token_batches": config.price.input_per_million / 2e6,
+                        "output_cost_per_token_batches": config.price.output_per_million / 2e6,
                         "litellm_provider": self.model.split("/", 1)[0] if "/" in self.model else "openai",
                         "mode": "chat",
                     }
@@ -468,9 +471,18 @@ class LiteLLMClient:
         except Exception:
             return False
 
-    def _cost(self, usage: dict[str, int]) -> float | None:
+    def cost(self, usage: dict[str, int], *, batch: bool = False) -> float | None:
+        """USD for a reply's tokens, online or at the provider's batch rate; None if unpriced."""
         if self.config.is_sim and self.config.price is None:
             return 0.0
+        if batch:
+            if not self.has_price():
+                return None  # litellm's batch calculator reads an unknown model as free
+            from litellm.cost_calculator import batch_cost_calculator
+
+            tokens = {k: usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
+            prompt_cost, completion_cost = batch_cost_calculator(self.litellm.Usage(**tokens, total_tokens=sum(tokens.values())), model=self.model)
+            return float(prompt_cost) + float(completion_cost)
         try:
             prompt_cost, completion_cost = self.litellm.cost_per_token(
                 model=self.model, prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)
@@ -498,7 +510,7 @@ class LiteLLMClient:
                 response = await litellm.acompletion(model=self.model, messages=messages, timeout=deadline, num_retries=0, max_retries=0, **kwargs)
         except TimeoutError as exc:
             if not attempt.expired():  # some other timeout litellm let through
-                raise CallError(_first_line(exc), retryable=True) from None
+                raise CallError(one_line_error(exc), retryable=True) from None
             raise CallError(
                 f"Timeout: the attempt exceeded the deadline of {deadline:g} s (--biascheck-timeout)", retryable=True, unreachable=True
             ) from None
@@ -506,9 +518,9 @@ class LiteLLMClient:
             # The provider refused the prompt: an outcome to record, not a failure to retry.
             return Completion(None, "content_filter", {}, 0.0)
         except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as exc:
-            raise CallError(_first_line(exc), retryable=False, fatal=True) from None
+            raise CallError(one_line_error(exc), retryable=False, fatal=True) from None
         except litellm.RateLimitError as exc:
-            raise CallError(_first_line(exc), retryable=True, retry_after=_retry_after(exc)) from None
+            raise CallError(one_line_error(exc), retryable=True, retry_after=_retry_after(exc)) from None
         except (litellm.BadRequestError, litellm.UnprocessableEntityError) as exc:
             # Not retried: the same request gets the same refusal. The runner leaves out a parameter
             # refused as unsupported; a value refused (out of range) stays the request's error.
@@ -527,37 +539,52 @@ class LiteLLMClient:
             named, unsupported = refused_params(exc, params, server_error=True)
             if named:
                 raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
-            line = _first_line(exc)
+            line = one_line_error(exc)
             if isinstance(exc, litellm.Timeout) or _UNREACHABLE.search(line):
                 raise CallError(f"cannot reach {self._where()}: {line}", retryable=True, unreachable=True) from None
             raise CallError(line, retryable=True, retry_after=_retry_after(exc)) from None
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
-            raise CallError(_first_line(exc), retryable=True) from None
+            raise CallError(one_line_error(exc), retryable=True) from None
         try:
             choice = response.choices[0]
             text = choice.message.content
             finish_reason = choice.finish_reason
         except (AttributeError, IndexError, TypeError) as exc:
             raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
+        usage_obj = getattr(response, "usage", None)
+        usage = (
+            {k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if usage_obj is not None else {}
+        )
+        return self.completion_of(
+            text,
+            finish_reason,
+            usage,
+            getattr(choice, "logprobs", None) if params.get("logprobs") else None,
+            getattr(response, "model", None),
+            getattr(response, "system_fingerprint", None),
+        )
+
+    def completion_of(
+        self, text: Any, finish_reason: Any, usage: dict[str, int], logprobs: Any, served_model: Any, fingerprint: Any, *, batch: bool = False
+    ) -> Completion:
+        """A reply as it is kept, whether it came online or in a batch's output: secrets redacted,
+        cut at MAX_REPLY_CHARS, the first answer token's log-probabilities, priced."""
         truncated = False
         if isinstance(text, str):
             # Redacted before it is cut: a key across the cut would otherwise leave its first half.
             text = redact_secrets(text, self._secrets)
             truncated, text = len(text) > MAX_REPLY_CHARS, text[:MAX_REPLY_CHARS]
-        logprobs = first_token_logprobs(getattr(choice, "logprobs", None)) if params.get("logprobs") else None
-        usage_obj = getattr(response, "usage", None)
-        usage = (
-            {k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if usage_obj is not None else {}
-        )
+        else:
+            text = None
         return Completion(
             text,
-            finish_reason,
+            finish_reason if isinstance(finish_reason, str) else None,
             usage,
-            self._cost(usage),
-            logprobs,
+            self.cost(usage, batch=batch),
+            first_token_logprobs(logprobs),
             truncated,
-            self._served(getattr(response, "model", None)),
-            self._served(getattr(response, "system_fingerprint", None)),
+            self._served(served_model),
+            self._served(fingerprint),
         )
 
     def _served(self, value: Any) -> str | None:

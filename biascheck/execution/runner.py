@@ -40,6 +40,8 @@ class RunStatus(enum.Enum):
     FATAL_JUDGE_ERROR = "fatal model error: the judge "
     # The response store could not be written (disk full, read-only).
     STORE_FAILURE = "response store failure: "
+    # --biascheck-batch-wait=no: the batches are submitted; a later run with the store scores them.
+    BATCH_PENDING = "submitted, not yet scored: "
 
     @property
     def prefix(self) -> str:
@@ -53,7 +55,7 @@ class RunStatus(enum.Enum):
     @classmethod
     def of(cls, reason: str) -> RunStatus:
         """The status of a reason written by another process (an xdist worker's "not run" errors)."""
-        for status in (cls.FATAL_JUDGE_ERROR, cls.FATAL_MODEL_ERROR, cls.STORE_FAILURE):
+        for status in (cls.FATAL_JUDGE_ERROR, cls.FATAL_MODEL_ERROR, cls.STORE_FAILURE, cls.BATCH_PENDING):
             if reason.startswith(status.prefix):
                 return status
         return cls.BUDGET_REACHED
@@ -186,6 +188,9 @@ class Progress(Protocol):
 
     def update(self, done: int, stats: RunStats) -> None: ...
 
+    # What a batch run has to say besides requests answered: its batches and expected finish.
+    def note(self, text: str) -> None: ...
+
     def stop(self, stats: RunStats) -> None: ...
 
 
@@ -193,6 +198,8 @@ class NoProgress:
     def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
 
     def update(self, done: int, stats: RunStats) -> None: ...
+
+    def note(self, text: str) -> None: ...
 
     def stop(self, stats: RunStats) -> None: ...
 
@@ -218,6 +225,7 @@ class RichProgress:
         self._total = self._done = self._done_at_start = 0
         self._started = 0.0
         self._stats = RunStats()
+        self._note = ""
 
     @staticmethod
     def _duration(seconds: float) -> str:
@@ -244,7 +252,8 @@ class RichProgress:
         stats, (rate, eta) = self._stats, self._pace()
         self.console.print(
             f"{self._label}: {self._done} of {self._total} requests answered, {stats.calls} calls, {stats.errors} errors, "
-            f"{stats.retries} retries, {stats.cache_hits} cache hits, ${stats.cost_usd:.4f}, {rate}, {eta}",
+            f"{stats.retries} retries, {stats.cache_hits} cache hits, ${stats.cost_usd:.4f}, {rate}, {eta}"
+            + (f"; {self._note}" if self._note else ""),
             soft_wrap=True,  # one line per report, however narrow the log says it is
         )
 
@@ -284,6 +293,12 @@ class RichProgress:
         self._done, self._stats = done, stats
         if self._progress is not None:
             self._progress.update(self._task, completed=done, **self._fields())
+
+    def note(self, text: str) -> None:
+        """A batch run's state: shown under the bar on a terminal, on each progress line in a log."""
+        self._note = text
+        if self._progress is not None:
+            self._progress.update(self._task, description=f"{self._label}\n  {text}")
 
     def stop(self, stats: RunStats) -> None:
         self._stats = stats

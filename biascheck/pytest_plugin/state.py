@@ -39,6 +39,7 @@ class BiascheckState:
     # Failed reports seen by this process (the controller's under xdist): thresholds, and the rest.
     failed_thresholds: int = 0
     failed_other: int = 0
+    batch_pending: bool = False  # --biascheck-batch-wait=no submitted batches: exit EXIT_BATCH_PENDING
 
     @classmethod
     def configure(cls, config: pytest.Config) -> BiascheckState:
@@ -202,6 +203,10 @@ class BiascheckState:
             raise pytest.UsageError(str(exc)) from None
         self.results_json = build_results(self.result)
         status = self.result.stats.status
+        if status is RunStatus.BATCH_PENDING:
+            # Nothing can be scored yet: no item runs, and the exit status says why (neither pass nor fail).
+            self.batch_pending = True
+            raise pytest.UsageError(f"biascheck: {self.result.incomplete}")
         if status.fatal:
             # The results say why the run stopped. pytest_sessionfinish runs after a usage error too
             # and writes them, as for any run: the report folder, the job summary, a refused baseline.
@@ -286,6 +291,8 @@ class BiascheckState:
         self._write_reports(session)
         if self.baseline.update:
             self._update_baselines(session)
+        if self.batch_pending:
+            session.exitstatus = options.EXIT_BATCH_PENDING
 
     def _say(self, session: pytest.Session, message: str, **markup) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -1,0 +1,421 @@
+"""Model requests -> responses through provider batches, resumable from the store.
+
+A batch is recorded in the store before it is created at the provider, and its record names every
+request key in it. A run that finds records of its keys polls those batches instead of sending the
+keys again, so a run killed at any point, or a CI job started again, never pays twice:
+- ``submitting``: created or not, depending on when the kill came; the provider is asked (by the
+  batch's metadata) and only a submission it never received is sent again;
+- ``running``: polled until it ends, then collected;
+- ended (``collected``, ``failed``, ``expired``, ``cancelled``): its answers are in the store and
+  its failed requests in ``run_errors`` under ``batch:<id>``. A request of an ended batch with
+  neither (collected by a run that did not ask for it) is read again from the provider's output.
+
+Failed requests are errored responses, counted and never scored, unless ``resend`` sends them again
+as a new batch or online. Answers land in the same store rows as online answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Response
+from biascheck.execution.batches import (
+    ANTHROPIC,
+    ANTHROPIC_DEFAULT_MAX_TOKENS,
+    BatchAPI,
+    BatchLine,
+    BatchOptions,
+    BatchStatus,
+    new_submission,
+    open_batch_api,
+    split,
+)
+from biascheck.execution.llm import CallError, Completion, LiteLLMClient
+from biascheck.execution.runner import (
+    NOT_RUN,
+    Budget,
+    CircuitBreaker,
+    Execution,
+    Executor,
+    ModelClient,
+    ModelRequest,
+    NoProgress,
+    Progress,
+    RetryPolicy,
+    RunStatus,
+    from_store,
+)
+from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError
+
+SUBMITTING, RUNNING = "submitting", "running"
+ENDED = frozenset({"collected", "failed", "expired", "cancelled"})
+ERRORS_RUN_PREFIX = "batch:"  # run_errors.run_id of a batch's failed requests
+_STORE_ROWS_PER_TRANSACTION = 5_000
+T = TypeVar("T")
+
+
+async def execute_batched(
+    requests: Sequence[ModelRequest],
+    *,
+    store: ResponseStore,
+    model_name: str,
+    open_client: Callable[[], AbstractContextManager[ModelClient]],
+    options: BatchOptions,
+    concurrency: int = 32,
+    policy: RetryPolicy = RetryPolicy(),
+    budget: Budget | None = None,
+    progress: Progress = NoProgress(),
+    shared_errors: dict[str, str] | None = None,
+    offline: str | None = None,
+    label: str | None = None,
+) -> Execution:
+    """``execute``'s batch twin: the store's answers first, then the missing ones through batches."""
+    executor = Executor(store, model_name, policy=policy, budget=budget or Budget(None), breaker=CircuitBreaker(), progress=progress)
+    pending = executor.answer_without_calling(requests, shared_errors or {}, offline)
+    if pending:
+        await BatchRun(executor, options).run(pending, open_client, concurrency, label)
+    return executor.finish()
+
+
+class BatchRun:
+    """One run's batches: submit what no batch holds, poll the open ones, collect the ended ones."""
+
+    def __init__(self, executor: Executor, options: BatchOptions):
+        self.x, self.options = executor, options
+        self.store, self.stats, self.model = executor.store, executor.stats, executor.model_name
+        self.requests: dict[str, ModelRequest] = {}
+        self.records: dict[str, BatchRecord] = {}  # this run's keys' batches, by biascheck's id
+        self.progress_of: dict[str, BatchStatus] = {}  # the provider's last word on each running batch
+        self.failed: dict[str, str] = {}  # key -> why its batch did not answer it
+        self.rng = random.Random(0)
+        self.first_poll: tuple[float, int] | None = None  # (when, requests done then): the pace's origin
+        self.dropped: dict[str, str] = {}
+
+    async def run(
+        self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None
+    ) -> None:
+        self.requests = {r.key: r for r in pending}
+        self.x.progress.start(len(self.x.unique), self.stats, label)
+        try:
+            with open_client() as client:
+                if not isinstance(client, LiteLLMClient):
+                    raise BiascheckError("--biascheck-batch", None, "batch mode needs a litellm model client", "run without --biascheck-batch")
+                api = open_batch_api(client)
+                try:
+                    await self.answer(api)
+                finally:
+                    self.dropped.update(getattr(api, "dropped", {}))
+                    await api.aclose()
+        finally:
+            self.x.progress.stop(self.stats)
+        remainder = [self.requests[k] for k in self.failed if k not in self.x.run.responses]
+        if remainder and self.options.resend == "online" and not self.stats.incomplete:
+            for request in remainder:
+                self.failed.pop(request.key)
+            await self.x.call(remainder, open_client, concurrency, label)
+        self.settle()
+
+    # --- the stages -------------------------------------------------------------------------------
+
+    async def answer(self, api: BatchAPI) -> None:
+        wanted = set(self.requests)
+        for record in self.store.batches(self.model):
+            if wanted.intersection(record.keys):
+                self.records[record.id] = record
+        for record in [r for r in self.records.values() if r.state == SUBMITTING]:
+            await self.reconcile(api, record)
+        # Ended batches first: their answers may be in the provider's output still (see the module's doc).
+        await self.reread(api)
+        held = {k for r in self.records.values() for k in r.keys}
+        new = [k for k in self.requests if k not in held]
+        if self.options.resend == "batch":
+            new += self.take_failed()
+        if new:
+            self.check_budget(api, new)
+            await self.submit(api, new)
+        await self.poll(api)
+        if self.options.resend == "batch" and not self.stats.incomplete:
+            again = self.take_failed()  # what failed in this run's batches: sent once more
+            if again:
+                await self.submit(api, again)
+                await self.poll(api)
+
+    async def reconcile(self, api: BatchAPI, record: BatchRecord) -> None:
+        """A submission a kill interrupted: the batch the provider made of it, or none."""
+        status = await self.attempt(api.find, record.id)
+        if status is None:
+            self.store.forget_batch(record.id)
+            del self.records[record.id]
+            return
+        self.records[record.id] = self.save(replace(record, batch_id=status.batch_id, state=RUNNING))
+
+    async def reread(self, api: BatchAPI) -> None:
+        for record in [r for r in self.records.values() if r.state in ENDED]:
+            known = self.store.run_errors(ERRORS_RUN_PREFIX + record.id)
+            unread = [k for k in record.keys if k in self.requests and k not in self.x.run.responses and k not in known]
+            for key in record.keys:
+                if key in self.requests and key in known and key not in self.x.run.responses:
+                    self.failed[key] = known[key]
+            if unread and record.batch_id is not None:
+                await self.collect(api, record, await self.attempt(api.status, record.batch_id))
+
+    def take_failed(self) -> list[str]:
+        keys = [k for k in self.failed if k not in self.x.run.responses]
+        self.failed.clear()
+        return keys
+
+    def check_budget(self, api: BatchAPI, keys: list[str]) -> None:
+        """Under --biascheck-max-cost, the batch's most expensive outcome is priced before anything
+        is sent: its prompt tokens as litellm counts them, and max_tokens for every answer."""
+        budget = self.x.budget.max_cost_usd
+        if budget is None:
+            return
+        client = api.client
+        prompt_tokens, answer_tokens, counted = 0, 0, {}
+        for key in keys:
+            request = self.requests[key]
+            limit = request.params.get("max_tokens") or request.params.get("max_completion_tokens")
+            if limit is None and api.provider == ANTHROPIC:
+                limit = ANTHROPIC_DEFAULT_MAX_TOKENS
+            if not isinstance(limit, int):
+                raise BiascheckError(
+                    "--biascheck-max-cost",
+                    None,
+                    "the batch's cost cannot be bounded: its requests set no max_tokens",
+                    "set one (--biascheck-param max_tokens=N) or run without --biascheck-max-cost",
+                )
+            messages = request.messages
+            if id(messages) not in counted:  # the k samples of a prompt share its messages
+                counted[id(messages)] = client.litellm.token_counter(model=client.model, messages=messages)
+            prompt_tokens += counted[id(messages)]
+            answer_tokens += limit
+        cost = client.cost({"prompt_tokens": prompt_tokens, "completion_tokens": answer_tokens}, batch=True)
+        left = budget - self.stats.cost_usd
+        if cost is None:
+            raise BiascheckError(
+                "--biascheck-max-cost",
+                None,
+                f"litellm has no price for {client.config.model}",
+                "pass --biascheck-price INPUT/OUTPUT (USD per million tokens)",
+            )
+        if cost > left:
+            raise BiascheckError(
+                "--biascheck-max-cost",
+                None,
+                f"the batch of {len(keys):,} requests could cost up to ${cost:.4f} at {api.provider}'s batch rate "
+                f"({prompt_tokens:,} prompt tokens, up to {answer_tokens:,} answer tokens), over the ${left:.4f} left of the budget; nothing was sent",
+                "raise --biascheck-max-cost, lower max_tokens, or select fewer cases",
+            )
+
+    async def submit(self, api: BatchAPI, keys: list[str]) -> None:
+        max_requests, max_bytes = api.limits
+        max_requests = min(max_requests, self.options.max_requests or max_requests)
+        max_bytes = min(max_bytes, self.options.max_bytes or max_bytes)
+        for chunk in split(self.lines(api, keys), max_requests, max_bytes):
+            if self.stats.incomplete:
+                return
+            await self.submit_one(api, chunk)
+
+    def lines(self, api: BatchAPI, keys: Iterable[str]) -> Iterator[BatchLine]:
+        """Made one at a time: the full HBB's 773,500 requests never sit in memory as JSON."""
+        for key in keys:
+            request = self.requests[key]
+            yield api.line(key, request.messages, request.params, request.sample)
+
+    async def submit_one(self, api: BatchAPI, chunk: list[BatchLine]) -> None:
+        now = time.time()
+        record = BatchRecord(new_submission(), api.provider, self.model, None, tuple(line.key for line in chunk), SUBMITTING, now, now)
+        try:
+            self.store.add_batch(record)  # before the provider hears of it
+        except StoreWriteError as exc:
+            self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
+            return
+        self.records[record.id] = record
+        try:
+            status = await self.attempt(api.submit, chunk, record.id)
+        except CallError as exc:
+            # Creation may have happened before the failure was seen: ask before letting the keys go.
+            found = None
+            if not exc.fatal:
+                try:
+                    found = await self.attempt(api.find, record.id)
+                except CallError:
+                    found = None
+            if found is None:
+                self.store.forget_batch(record.id)
+                del self.records[record.id]
+                if exc.fatal:
+                    self.stats.stop(RunStatus.FATAL_MODEL_ERROR, str(exc))
+                for line in chunk:
+                    self.failed[line.key] = str(exc)
+                return
+            status = found
+        self.stats.calls += len(chunk)
+        self.records[record.id] = self.save(replace(record, batch_id=status.batch_id, state=RUNNING))
+        self.progress_of[record.id] = status
+
+    async def poll(self, api: BatchAPI) -> None:
+        while True:
+            running = [r for r in self.records.values() if r.state == RUNNING]
+            for record in running:
+                assert record.batch_id is not None
+                try:
+                    status = await self.attempt(api.status, record.batch_id)
+                except CallError as exc:
+                    if exc.fatal:
+                        self.stats.stop(RunStatus.FATAL_MODEL_ERROR, str(exc))
+                        return
+                    raise
+                self.progress_of[record.id] = status
+                if status.ended:
+                    await self.collect(api, record, status)
+            self.report()
+            if not any(r.state == RUNNING for r in self.records.values()) or not self.options.wait or self.stats.incomplete:
+                return
+            await asyncio.sleep(self.options.poll_interval)
+
+    async def collect(self, api: BatchAPI, record: BatchRecord, status: BatchStatus) -> None:
+        """Store an ended batch's answers (in transactions of 5,000) and record its failed requests."""
+        params_of = {k: self.requests[k].params for k in record.keys if k in self.requests}
+        results = await self.attempt(api.results, status, params_of) if status.state != "failed" else []
+        answered: set[str] = set()
+        errors: dict[str, str] = {}
+        rows: list[tuple[str, str, dict[str, Any], StoredResponse]] = []
+        for key, got in results:
+            if isinstance(got, str):
+                errors[key] = got
+                continue
+            answered.add(key)
+            rows.append((key, self.model, self.row(self.requests[key]), self.stored(got)))
+            if len(rows) >= _STORE_ROWS_PER_TRANSACTION:
+                self.keep(rows)
+                rows = []
+        self.keep(rows)
+        why = f"batch {status.batch_id} {status.state}" + (f" ({status.detail})" if status.detail else "")
+        for key in params_of:
+            if key not in answered and key not in errors:
+                errors[key] = f"{why}: no answer for this request"
+        try:
+            if errors:
+                self.store.record_run_errors(ERRORS_RUN_PREFIX + record.id, errors)
+            ended = "collected" if status.state == "completed" else status.state
+            self.records[record.id] = self.save(
+                replace(record, state=ended, detail=f"{status.done - status.failed} answered, {status.failed} failed")
+            )
+        except StoreWriteError as exc:
+            self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
+        for key, error in errors.items():
+            self.failed[key] = error
+        self.x.progress.update(len(self.x.run.responses), self.stats)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def row(self, request: ModelRequest) -> dict[str, Any]:
+        row: dict[str, Any] = {"messages": request.messages, "params": request.params, "sample": request.sample}
+        left_out = {k: v for k, v in self.dropped.items() if k in request.params}
+        if left_out:
+            row["params_dropped"] = left_out
+        return row
+
+    def stored(self, completion: Completion) -> StoredResponse:
+        if completion.cost_usd is None:
+            self.stats.unpriced_calls += 1
+        else:
+            self.stats.cost_usd += completion.cost_usd
+        return StoredResponse(
+            completion.text,
+            completion.finish_reason,
+            completion.usage,
+            completion.cost_usd,
+            completion.logprobs,
+            completion.truncated,
+            completion.served_model,
+            completion.system_fingerprint,
+        )
+
+    def keep(self, rows: list[tuple[str, str, dict[str, Any], StoredResponse]]) -> None:
+        if not rows:
+            return
+        try:
+            self.store.put_many(rows)
+        except StoreWriteError as exc:
+            self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
+            return
+        for key, _, _, stored in rows:
+            self.x.run.responses[key] = from_store(stored)
+
+    def save(self, record: BatchRecord) -> BatchRecord:
+        record = replace(record, updated_at=time.time())
+        self.store.update_batch(record)
+        return record
+
+    async def attempt(self, call: Callable[..., Any], *args: Any) -> Any:
+        """One batch API call, retried with the run's policy (backoff with jitter, Retry-After)."""
+        policy, retry = self.x.policy, 0
+        while True:
+            try:
+                return await call(*args)
+            except CallError as exc:
+                if exc.fatal or not exc.retryable or retry >= policy.max_retries:
+                    raise CallError(f"{exc} (after {retry + 1} attempt{'s' if retry else ''})", retryable=False, fatal=exc.fatal) from None
+                await asyncio.sleep(policy.delay(retry, exc.retry_after, self.rng))
+                retry += 1
+                self.stats.retries += 1
+
+    def report(self) -> None:
+        """One line for the progress display: the batches by state, requests done, the expected finish."""
+        states = [r.state for r in self.records.values()]
+        running = [self.progress_of[r.id] for r in self.records.values() if r.state == RUNNING and r.id in self.progress_of]
+        total = sum(len(r.keys) for r in self.records.values())
+        done = (
+            total
+            - sum(s.total - s.done for s in running)
+            - sum(len(r.keys) for r in self.records.values() if r.state == RUNNING and r.id not in self.progress_of)
+        )
+        now = time.monotonic()
+        if self.first_poll is None:
+            self.first_poll = (now, done)
+        eta = "expected finish unknown"
+        since, done_then = self.first_poll
+        if done >= total:
+            eta = "all done"
+        elif done > done_then and now > since:
+            left = (total - done) * (now - since) / (done - done_then)
+            finish = datetime.now(UTC) + timedelta(seconds=left)
+            eta = f"expected finish {finish:%H:%M:%S} UTC (in {timedelta(seconds=round(left))})"
+        failed = sum(states.count(s) for s in ("failed", "expired", "cancelled"))
+        self.x.progress.note(
+            f"batches: {len(states)} submitted, {states.count(RUNNING)} in progress, {states.count('collected')} completed, "
+            f"{failed} failed or expired; {done:,} of {total:,} requests done; {eta}"
+        )
+
+    def settle(self) -> None:
+        """Every request of the run has a response: an answer, its error, or "not run"."""
+        responses, stats = self.x.run.responses, self.stats
+        waiting = [k for r in self.records.values() if r.state in (RUNNING, SUBMITTING) for k in r.keys if k in self.requests and k not in responses]
+        if waiting and not stats.incomplete:
+            batches = len({r.id for r in self.records.values() if r.state in (RUNNING, SUBMITTING)})
+            stats.stop(
+                RunStatus.BATCH_PENDING,
+                f"{len(waiting):,} requests in {batches} batch{'es' if batches > 1 else ''} submitted and not yet answered; "
+                "run again with the same response store to collect and score them",
+            )
+        for key in self.requests:
+            if key in responses:
+                continue
+            if key in self.failed:
+                responses[key] = Response(text=None, error=self.failed[key])
+                stats.errors += 1
+            else:
+                responses[key] = Response(text=None, error=NOT_RUN + (stats.incomplete or "not run"))
+                stats.not_run += 1
+                stats.errors += 1
+        self.x.dropped.update(self.dropped)

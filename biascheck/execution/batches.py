@@ -1,0 +1,386 @@
+"""Provider batch APIs: the same requests as online calls, sent as files of requests that the
+provider answers within a day at half the online price.
+
+Two shapes:
+- OpenAI's files and batches (``openai/``, ``azure/``, ``hosted_vllm/``, ``litellm_proxy/``, and the
+  simulator), through litellm's ``acreate_file``, ``acreate_batch``, ``aretrieve_batch``,
+  ``alist_batches`` and ``afile_content``;
+- Anthropic's Message Batches (``anthropic/``), through the official ``anthropic`` SDK (litellm's
+  support for them is incomplete, litellm #17265).
+
+Each request's ``custom_id`` is its store key. This module speaks to providers; what to submit,
+when to poll and what to store is :mod:`biascheck.execution.batch_runner`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from biascheck.core.errors import BiascheckError
+from biascheck.execution.llm import MAX_REPLY_CHARS, CallError, Completion, LiteLLMClient, ModelConfig, one_line_error, redact
+
+# litellm's providers whose files and batches API is OpenAI's (its OPENAI_COMPATIBLE_BATCH_AND_FILES_PROVIDERS, and Azure).
+OPENAI_SHAPED = ("openai", "azure", "hosted_vllm", "litellm_proxy")
+ANTHROPIC = "anthropic"
+SUPPORTED = (*OPENAI_SHAPED, ANTHROPIC)
+# Documented limits: OpenAI, 50,000 requests and 200 MB per input file; Anthropic, 100,000 requests
+# and 256 MB per batch. A little under the byte limits: a file's multipart framing counts too.
+OPENAI_LIMITS = (50_000, 190 * 2**20)
+ANTHROPIC_LIMITS = (100_000, 240 * 2**20)
+# Anthropic requires max_tokens; litellm's own default for Anthropic, so a batch asks what the online call would.
+ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
+RESEND_CHOICES = ("batch", "online")
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """``--biascheck-batch`` and its companions. ``wait``: poll until every batch has ended (else
+    submit, and stop with "submitted, not yet scored"). ``resend``: what becomes of requests a
+    batch ended without answering (failed, expired): sent again as a new batch, online, or (None)
+    reported as errors. ``max_requests``/``max_bytes`` lower the provider's limits per batch."""
+
+    wait: bool = True
+    poll_interval: float = 30.0
+    resend: str | None = None
+    max_requests: int | None = None
+    max_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """What the provider says of a batch. ``state``: ``running``, or how it ended: ``completed``,
+    ``failed``, ``expired``, ``cancelled``. ``done``: requests the provider has finished so far."""
+
+    batch_id: str
+    state: str
+    total: int
+    done: int
+    failed: int
+    detail: str | None = None
+    files: tuple[str, ...] = ()  # OpenAI: the output and error files, once it has ended
+
+    @property
+    def ended(self) -> bool:
+        return self.state != "running"
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One request of a batch, as the provider receives it."""
+
+    key: str
+    body: bytes
+
+
+class BatchAPI(Protocol):
+    provider: str
+    client: LiteLLMClient
+    limits: tuple[int, int]  # (requests, bytes) one batch may hold
+
+    def line(self, key: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int) -> BatchLine: ...
+
+    async def submit(self, lines: Sequence[BatchLine], submission: str) -> BatchStatus: ...
+
+    async def find(self, submission: str) -> BatchStatus | None: ...
+
+    async def status(self, batch_id: str) -> BatchStatus: ...
+
+    async def results(self, status: BatchStatus, params_of: dict[str, dict[str, Any]]) -> list[tuple[str, Completion | str]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def batch_provider(model: ModelConfig, where: str = "--biascheck-batch") -> str:
+    """The batch API that serves ``model``, or a one-line refusal naming those that exist."""
+    if model.is_sim:
+        return "openai"
+    prefix = model.model.split("/", 1)[0] if "/" in model.model else "openai"
+    if prefix in OPENAI_SHAPED:
+        return prefix
+    if prefix == ANTHROPIC:
+        try:
+            import anthropic  # noqa: F401
+        except ImportError:
+            raise BiascheckError(
+                where, None, "Anthropic's Message Batches need the anthropic SDK, which is not installed", "pip install 'biascheck[anthropic]'"
+            ) from None
+        return ANTHROPIC
+    raise BiascheckError(
+        where,
+        None,
+        f"{model.model}: biascheck has no batch API for {prefix}/ models",
+        f"batch mode serves {', '.join(p + '/' for p in SUPPORTED)} models; run this one online (without --biascheck-batch)",
+    )
+
+
+def open_batch_api(client: LiteLLMClient) -> BatchAPI:
+    provider = batch_provider(client.config)
+    return AnthropicBatches(client) if provider == ANTHROPIC else OpenAIBatches(client, provider)
+
+
+def new_submission() -> str:
+    return "bc-" + uuid.uuid4().hex
+
+
+def split(lines: Iterable[BatchLine], max_requests: int, max_bytes: int) -> Iterator[list[BatchLine]]:
+    """Consecutive batches of at most ``max_requests`` lines and ``max_bytes`` bytes each."""
+    chunk: list[BatchLine] = []
+    size = 0
+    for line in lines:
+        if chunk and (len(chunk) >= max_requests or size + len(line.body) > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line.body)
+    if chunk:
+        yield chunk
+
+
+def classify(exc: BaseException, what: str) -> CallError:
+    """A failed batch API call (litellm's or the SDK's exception) as a CallError: credentials or a
+    missing endpoint stop the run, a refusal is not retried, the rest (429, 5xx, no reply) is."""
+    if isinstance(exc, CallError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    line = f"{what}: {one_line_error(exc)}"
+    if status in (401, 403, 404):
+        return CallError(line, retryable=False, fatal=True)
+    if status in (400, 413, 422):
+        return CallError(line, retryable=False)
+    return CallError(line, retryable=True, unreachable=status is None and bool(re.search(r"connect|timed? ?out", line, re.IGNORECASE)))
+
+
+def _api_model(client: LiteLLMClient) -> str:
+    """The model name the provider knows: litellm's string without its provider prefix."""
+    return client.model.split("/", 1)[1] if "/" in client.model else client.model
+
+
+class OpenAIBatches:
+    """OpenAI's files and batches API, through litellm."""
+
+    limits = OPENAI_LIMITS
+
+    def __init__(self, client: LiteLLMClient, provider: str):
+        self.client, self.provider = client, provider
+        self.litellm = client.litellm
+        self._kwargs: dict[str, Any] = {"custom_llm_provider": provider}
+        if client.api_base:
+            self._kwargs["api_base"] = client.api_base
+        if client.api_key:
+            self._kwargs["api_key"] = client.api_key
+        self._model = _api_model(client)
+
+    def line(self, key: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int) -> BatchLine:
+        body: dict[str, Any] = {"model": self._model, "messages": messages, **params}
+        if self.client.config.is_sim and sample:
+            body["biascheck_sample"] = sample  # as the online call's extra_body
+        request = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+        return BatchLine(key, json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+    async def submit(self, lines: Sequence[BatchLine], submission: str) -> BatchStatus:
+        content = b"".join(line.body for line in lines)
+        try:
+            file = await self.litellm.acreate_file(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch", **self._kwargs)
+        except Exception as exc:
+            raise classify(exc, "uploading the batch's requests") from None
+        try:
+            batch = await self.litellm.acreate_batch(
+                completion_window="24h",
+                endpoint="/v1/chat/completions",
+                input_file_id=file.id,
+                metadata={"biascheck_submission": submission},
+                **self._kwargs,
+            )
+        except Exception as exc:
+            raise classify(exc, "creating the batch") from None
+        return self._status(batch)
+
+    async def find(self, submission: str) -> BatchStatus | None:
+        """The batch created for ``submission``, if the provider has it (a kill came between its
+        creation and the store's record of its id)."""
+        after = None
+        for _ in range(50):  # the newest 5,000 batches: a submission is looked for soon after it was made
+            try:
+                page = await self.litellm.alist_batches(limit=100, after=after, **self._kwargs)
+            except Exception as exc:
+                raise classify(exc, "listing the batches") from None
+            for batch in page.data:
+                if (getattr(batch, "metadata", None) or {}).get("biascheck_submission") == submission:
+                    return self._status(batch)
+            if not page.data or not getattr(page, "has_more", False):
+                return None
+            after = page.data[-1].id
+        return None
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        try:
+            batch = await self.litellm.aretrieve_batch(batch_id=batch_id, **self._kwargs)
+        except Exception as exc:
+            raise classify(exc, f"retrieving batch {batch_id}") from None
+        return self._status(batch)
+
+    @staticmethod
+    def _status(batch: Any) -> BatchStatus:
+        counts = batch.request_counts
+        total, completed, failed = (int(getattr(counts, k, 0) or 0) for k in ("total", "completed", "failed")) if counts else (0, 0, 0)
+        state = {"completed": "completed", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}.get(batch.status, "running")
+        detail = None
+        errors = getattr(getattr(batch, "errors", None), "data", None)
+        if errors:
+            detail = "; ".join(redact(f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}") for e in errors[:3])[:500]
+        files = tuple(f for f in (getattr(batch, "output_file_id", None), getattr(batch, "error_file_id", None)) if f)
+        return BatchStatus(batch.id, state, total, completed + failed, failed, detail, files)
+
+    async def _file(self, file_id: str) -> bytes:
+        try:
+            content = await self.litellm.afile_content(file_id=file_id, **self._kwargs)
+        except Exception as exc:
+            raise classify(exc, f"downloading file {file_id}") from None
+        return content.content
+
+    async def results(self, status: BatchStatus, params_of: dict[str, dict[str, Any]]) -> list[tuple[str, Completion | str]]:
+        """Each answered request's completion, each failed one's error, from the batch's output and
+        error files (an expired or cancelled batch has them too, for what it finished)."""
+        found: list[tuple[str, Completion | str]] = []
+        for file_id in status.files:
+            for raw in (await self._file(file_id)).splitlines():
+                if raw.strip():
+                    parsed = self._result(raw, params_of)
+                    if parsed is not None:
+                        found.append(parsed)
+        return found
+
+    def _result(self, raw: bytes, params_of: dict[str, dict[str, Any]]) -> tuple[str, Completion | str] | None:
+        try:
+            line = json.loads(raw)
+            key = line["custom_id"]
+        except (ValueError, KeyError, TypeError):
+            return None  # no key: nothing to attach it to; its request stays unanswered
+        if key not in params_of:
+            return None
+        error, response = line.get("error"), line.get("response")
+        if error:
+            return key, redact(
+                f"batch request failed: {error.get('code')}: {error.get('message')}" if isinstance(error, dict) else f"batch request failed: {error}"
+            )[:500]
+        body = response.get("body") if isinstance(response, dict) else None
+        status = response.get("status_code") if isinstance(response, dict) else None
+        if status != 200 or not isinstance(body, dict):
+            message = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+            return key, redact(f"batch request failed: HTTP {status}: {message or 'malformed response body'}")[:500]
+        try:
+            choice = body["choices"][0]
+            text, finish_reason = choice["message"].get("content"), choice.get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return key, "batch request failed: malformed response body"
+        usage = {
+            k: int(v)
+            for k, v in (body.get("usage") or {}).items()
+            if k in ("prompt_tokens", "completion_tokens", "total_tokens") and isinstance(v, int)
+        }
+        logprobs = choice.get("logprobs") if params_of[key].get("logprobs") else None
+        return key, self.client.completion_of(text, finish_reason, usage, logprobs, body.get("model"), body.get("system_fingerprint"), batch=True)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class AnthropicBatches:
+    """Anthropic's Message Batches, through the official SDK."""
+
+    provider = ANTHROPIC
+    limits = ANTHROPIC_LIMITS
+    # Chat-completion parameters with a Messages API counterpart (by name, or renamed).
+    _RENAMED = {
+        "max_tokens": "max_tokens",
+        "max_completion_tokens": "max_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "stop": "stop_sequences",
+    }
+
+    def __init__(self, client: LiteLLMClient):
+        import anthropic
+
+        self.client = client
+        self._sdk = anthropic.AsyncAnthropic(
+            api_key=client.api_key or None, base_url=client.api_base or None, max_retries=0, timeout=client.config.timeout
+        )
+        self._model = _api_model(client)
+        self.dropped: dict[str, str] = {}
+
+    def line(self, key: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int) -> BatchLine:
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        request: dict[str, Any] = {"model": self._model, "messages": [m for m in messages if m["role"] != "system"]}
+        if system:
+            request["system"] = system
+        for name, value in params.items():
+            if name in self._RENAMED:
+                request[self._RENAMED[name]] = [value] if name == "stop" and isinstance(value, str) else value
+            else:
+                self.dropped.setdefault(name, "not a parameter of Anthropic's Messages API, not sent")
+        request.setdefault("max_tokens", ANTHROPIC_DEFAULT_MAX_TOKENS)
+        return BatchLine(key, json.dumps({"custom_id": key, "params": request}, ensure_ascii=False, separators=(",", ":")).encode())
+
+    async def submit(self, lines: Sequence[BatchLine], submission: str) -> BatchStatus:
+        # Anthropic's batches carry no metadata: a kill between creation and the store's record of its id
+        # leaves a batch that find() cannot tell, and its requests are sent again.
+        try:
+            batch = await self._sdk.messages.batches.create(requests=[json.loads(line.body) for line in lines])
+        except Exception as exc:
+            raise classify(exc, "creating the message batch") from None
+        return self._status(batch)
+
+    async def find(self, submission: str) -> BatchStatus | None:
+        return None
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        try:
+            batch = await self._sdk.messages.batches.retrieve(batch_id)
+        except Exception as exc:
+            raise classify(exc, f"retrieving message batch {batch_id}") from None
+        return self._status(batch)
+
+    @staticmethod
+    def _status(batch: Any) -> BatchStatus:
+        counts = batch.request_counts
+        finished = counts.succeeded + counts.errored + counts.canceled + counts.expired
+        total = finished + counts.processing
+        state = "running"
+        if batch.processing_status == "ended":
+            state = "expired" if counts.expired else "cancelled" if counts.canceled else "completed"
+        return BatchStatus(batch.id, state, total, finished, counts.errored + counts.canceled + counts.expired)
+
+    async def results(self, status: BatchStatus, params_of: dict[str, dict[str, Any]]) -> list[tuple[str, Completion | str]]:
+        found: list[tuple[str, Completion | str]] = []
+        try:
+            async for entry in await self._sdk.messages.batches.results(status.batch_id):
+                key = entry.custom_id
+                if key in params_of:
+                    found.append((key, self._result(entry.result)))
+        except Exception as exc:
+            raise classify(exc, f"downloading the results of message batch {status.batch_id}") from None
+        return found
+
+    def _result(self, result: Any) -> Completion | str:
+        if result.type != "succeeded":
+            error = getattr(getattr(result, "error", None), "error", None)
+            message = getattr(error, "message", None) if error is not None else None
+            return redact(f"batch request {result.type}" + (f": {message}" if message else ""))[:500]
+        message = result.message
+        text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")[: MAX_REPLY_CHARS + 1]
+        finish = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "content_filter"}.get(
+            message.stop_reason or "", message.stop_reason
+        )
+        usage = {"prompt_tokens": message.usage.input_tokens, "completion_tokens": message.usage.output_tokens}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return self.client.completion_of(text, finish, usage, None, message.model, None, batch=True)
+
+    async def aclose(self) -> None:
+        await self._sdk.close()
+        await self.client.aclose()
