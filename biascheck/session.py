@@ -19,7 +19,7 @@ from biascheck.execution.batch_runner import execute_batched
 from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
 from biascheck.execution.providers import simulator
-from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, execute, run_sync
+from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, RunStatus, execute, run_sync
 from biascheck.execution.store import ResponseStore, request_key
 from biascheck.suite import Shard, Suite
 
@@ -101,7 +101,8 @@ def effective_params(suite: Suite, model: ModelConfig) -> dict[str, Any]:
 
 class _Clients:
     """Model clients for one run; ``sim/`` models (the model under test and a sim judge alike) share
-    one simulated server that knows these suites, started on first use and stopped with the run."""
+    one simulated server that knows these suites, started on first use and stopped with the run,
+    unless an api_base names a simulator already serving (whose batches outlive the run)."""
 
     def __init__(self, suites: Sequence[Suite], data_dir: Path | None, stack: ExitStack):
         self._suites, self._data_dir, self._stack = suites, data_dir, stack
@@ -111,6 +112,9 @@ class _Clients:
     def open(self, model: ModelConfig, *, require_price: bool, where: str = "--biascheck-model") -> Iterator[LiteLLMClient]:
         if not model.is_sim:
             yield LiteLLMClient(model, require_price=require_price, where=where)
+            return
+        if model.api_base is not None:  # a simulator the user runs (biascheck sim serve), e.g. one that outlives runs
+            yield LiteLLMClient(model, api_base=model.api_base, require_price=require_price)
             return
         if self._sim_url is None:
             self._sim_url = self._stack.enter_context(simulator([s.manifest.directory for s in self._suites], self._data_dir))
@@ -336,6 +340,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 call(requests, plan.judge.model, part=plan.judge_stats)
 
     results = []
+    pending = stats.status is RunStatus.BATCH_PENDING  # nothing is answered yet: no verdict
     for plan in plans:
         suite, benchmark, manifest = plan.suite, plan.suite.benchmark, plan.suite.manifest
         if plan.scoring and isinstance(benchmark, JudgedBenchmark):  # this run's convention replaces the file's
@@ -355,7 +360,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 outcomes,
                 plan.params,
                 metrics,
-                [] if config.shard else check_thresholds(manifest, metrics, categories, kind),  # a shard's verdicts would mislead
+                [] if config.shard or pending else check_thresholds(manifest, metrics, categories, kind),  # they would mislead
                 str(plan.estimator) if plan.estimator is not None else None,
                 plan.note,
                 plan.judge,

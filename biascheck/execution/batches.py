@@ -168,7 +168,9 @@ class OpenAIBatches:
     def __init__(self, client: LiteLLMClient, provider: str):
         self.client, self.provider = client, provider
         self.litellm = client.litellm
-        self._kwargs: dict[str, Any] = {"custom_llm_provider": provider}
+        # Retries are the run's (RetryPolicy), not the SDK's hidden two. An upload of up to 200 MB gets
+        # at least five minutes whatever --biascheck-timeout says of one call.
+        self._kwargs: dict[str, Any] = {"custom_llm_provider": provider, "max_retries": 0, "timeout": max(client.config.timeout, 300.0)}
         if client.api_base:
             self._kwargs["api_base"] = client.api_base
         if client.api_key:
@@ -308,9 +310,9 @@ class AnthropicBatches:
         import anthropic
 
         self.client = client
-        self._sdk = anthropic.AsyncAnthropic(
-            api_key=client.api_key or None, base_url=client.api_base or None, max_retries=0, timeout=client.config.timeout
-        )
+        # The SDK adds /v1/messages/batches itself; an api_base may name the API's root, its /v1 or litellm's /v1/messages.
+        base_url = re.sub(r"(/v1)?(/messages)?/*$", "", client.api_base) if client.api_base else None
+        self._sdk = anthropic.AsyncAnthropic(api_key=client.api_key or None, base_url=base_url, max_retries=0, timeout=client.config.timeout)
         self._model = _api_model(client)
         self.dropped: dict[str, str] = {}
 

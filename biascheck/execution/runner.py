@@ -313,7 +313,8 @@ class RichProgress:
         rate, _ = self._pace()
         self.console.print(
             f"{self._label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
-            f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f} in {self._duration(self.clock() - self._started)}, {rate}",
+            f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f} in {self._duration(self.clock() - self._started)}, {rate}"
+            + (f"; {self._note}" if self._note else ""),
             soft_wrap=True,
         )
 

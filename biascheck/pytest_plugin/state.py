@@ -204,9 +204,9 @@ class BiascheckState:
         self.results_json = build_results(self.result)
         status = self.result.stats.status
         if status is RunStatus.BATCH_PENDING:
-            # Nothing can be scored yet: no item runs, and the exit status says why (neither pass nor fail).
+            # Nothing can be scored yet: no item runs, and the exit status says so (neither pass nor fail).
             self.batch_pending = True
-            raise pytest.UsageError(f"biascheck: {self.result.incomplete}")
+            pytest.exit(f"biascheck: {self.result.incomplete}", returncode=options.EXIT_BATCH_PENDING)
         if status.fatal:
             # The results say why the run stopped. pytest_sessionfinish runs after a usage error too
             # and writes them, as for any run: the report folder, the job summary, a refused baseline.

@@ -46,6 +46,8 @@ class Answering(Protocol):
 
     def count_fault(self, kind: str) -> None: ...
 
+    def count(self, **increments: int) -> None: ...
+
     async def answer(self, request: dict[str, Any], *, batched: bool) -> tuple[int, Any]: ...
 
 
@@ -164,6 +166,7 @@ class SimBatches:
             return error_reply(500, "The server had an error while processing your request (simulated).", "server_error")
         file = _File(self._new_id("file"), content, purpose, int(time.time()))
         self.files[file.id] = file
+        self.app.count(files_uploaded=1)
         return json_reply(200, file.to_dict())
 
     async def retrieve_file(self, request: HttpRequest, file_id: str) -> HttpReply:
@@ -338,6 +341,7 @@ class SimBatches:
     # --- processing ---------------------------------------------------------------------------
 
     def _start(self, batch: _Batch) -> None:
+        self.app.count(batches_created=1, batched_requests=len(batch.requests))
         self.batches[batch.id] = batch
         batch.task = asyncio.get_running_loop().create_task(self._process(batch))
 

@@ -88,6 +88,9 @@ class SimStats:
             self.bad_requests = 0
             self.completions = 0
             self.connections = 0
+            self.files_uploaded = 0
+            self.batches_created = 0
+            self.batched_requests = 0
 
     def count(self, **increments: int) -> None:
         with self._lock:
@@ -112,6 +115,9 @@ class SimStats:
                 "bad_requests": self.bad_requests,
                 "completions": self.completions,
                 "connections": self.connections,
+                "files_uploaded": self.files_uploaded,
+                "batches_created": self.batches_created,
+                "batched_requests": self.batched_requests,
             }
 
 
@@ -177,6 +183,9 @@ class SimApp:
 
     def count_fault(self, kind: str) -> None:
         self.stats.count_fault(kind)
+
+    def count(self, **increments: int) -> None:
+        self.stats.count(**increments)
 
     async def answer(self, request: dict[str, Any], *, batched: bool) -> tuple[int, Any]:
         """One request of a batch, answered as its first attempt online: (status, body as JSON, or
