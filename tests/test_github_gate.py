@@ -800,6 +800,7 @@ ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"
 
 
 @pytest.mark.data
+@pytest.mark.slow  # seven action runs, each a pytest process (47 s): an acceptance run, beside the sharded workflow's
 def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_release(tmp_path, data_dir):
     """The README's workflow, end to end on tests/github_runner.py against the simulated model."""
     from biascheck.evaluation import baseline as baselines
