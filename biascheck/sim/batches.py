@@ -371,8 +371,10 @@ class SimBatches:
         batch.results = results
         batch.status, batch.ended = ("expired" if persona.batch_fault == "expired" else "completed"), time.time()
         if batch.shape == "openai":
-            succeeded = [line for line in results if line.get("error") is None and line["response"]["status_code"] == 200]
-            failed = [line for line in results if line not in succeeded]
+            succeeded: list[dict[str, Any]] = []
+            failed: list[dict[str, Any]] = []
+            for line in results:
+                (succeeded if line.get("error") is None and line["response"]["status_code"] == 200 else failed).append(line)
             batch.output_file_id = self._output_file(succeeded)
             batch.error_file_id = self._output_file(failed)
 
