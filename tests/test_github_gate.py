@@ -449,7 +449,7 @@ def test_checks_fail_on_broken_copies(tmp_path):
     broken_action = broken(
         ACTION.read_text("utf-8"),
         ("      shell: bash\n", ""),  # the first run step loses its shell
-        ('"$GITHUB_ACTION_PATH"\n', '"$GITHUB_ACTION_PATH" ${{ inputs.python-version }}\n'),
+        ('"$GITHUB_ACTION_PATH$extra"\n', '"$GITHUB_ACTION_PATH$extra" ${{ inputs.python-version }}\n'),
         ("${{ inputs.cache-path }}\n", "${{ inputs.cache-paths }}\n"),
         ("key: ${{ steps.prepare.outputs.key }}", "key: ${{ steps.prep.outputs.key }}"),
         ("actions/upload-artifact@v6", "actions/upload-artifact@releases/v6"),
@@ -793,6 +793,23 @@ def test_a_shard_job_stages_its_store_and_the_gate_job_merges_the_stores_first(f
         assert merged.count() == 3
     result, args = fake_python({"model": "sim/fair", "merge-stores": "no-such-folder"})
     assert result.proc.returncode != 0 and "merge-stores: no *.sqlite under 'no-such-folder'" in result.proc.stdout and not args
+
+
+def test_the_batch_inputs_pass_batch_mode_and_a_submitted_run_fails_the_gate_with_its_own_message(fake_python):
+    result, args = fake_python({"model": "openai/gpt-4o-mini", "batch": "true"})
+    assert "--biascheck-batch" in args and "--biascheck-batch-wait" not in args, result.log
+    result, args = fake_python({"model": "openai/gpt-4o-mini", "batch": "true", "batch-wait": "no"}, rc=6)
+    assert args[args.index("--biascheck-batch-wait") + 1] == "no", result.log
+    assert result.outputs["exit-code"] == "6" and "batches submitted, not yet scored" in result.proc.stdout, result.log
+    result, args = fake_python({"model": "openai/gpt-4o-mini"})
+    assert "--biascheck-batch" not in args, result.log
+    for bad, message in (
+        ({"batch": "yes"}, "batch must be 'true' or 'false'"),
+        ({"batch-wait": "no"}, "batch-wait: 'no' needs batch: 'true'"),
+        ({"batch": "true", "batch-wait": "later"}, "batch-wait must be 'yes' or 'no'"),
+    ):
+        result, args = fake_python({"model": "sim/fair", **bad})
+        assert result.proc.returncode != 0 and message in result.proc.stdout and not args, result.log
 
 
 LAX = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"

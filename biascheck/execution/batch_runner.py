@@ -261,6 +261,7 @@ class BatchRun:
         self.stats.calls += len(chunk)
         self.records[record.id] = self.save(replace(record, batch_id=status.batch_id, state=RUNNING))
         self.progress_of[record.id] = status
+        self.report()
 
     async def poll(self, api: BatchAPI) -> None:
         while True:
