@@ -53,7 +53,7 @@ from biascheck.execution.runner import (
     RunStatus,
     from_store,
 )
-from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError
+from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError, shared_values
 
 SUBMITTING, RUNNING = "submitting", "running"
 ENDED = frozenset({"collected", "failed", "expired", "cancelled"})
@@ -98,6 +98,7 @@ class BatchRun:
         self.rng = random.Random(0)
         self.first_poll: tuple[float, int] | None = None  # (when, requests done then): the pace's origin
         self.dropped: dict[str, str] = {}
+        self.shared: dict[object, Any] = {}  # equal values of the answers, held once (store.shared_values)
 
     async def run(
         self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None
@@ -331,7 +332,7 @@ class BatchRun:
             self.stats.unpriced_calls += 1
         else:
             self.stats.cost_usd += completion.cost_usd
-        return StoredResponse(
+        stored = StoredResponse(
             completion.text,
             completion.finish_reason,
             completion.usage,
@@ -341,6 +342,7 @@ class BatchRun:
             completion.served_model,
             completion.system_fingerprint,
         )
+        return shared_values(stored, self.shared)
 
     def keep(self, rows: list[tuple[str, str, dict[str, Any], StoredResponse]]) -> None:
         if not rows:

@@ -228,15 +228,24 @@ def _json(value: object) -> Any:
     return json.loads(value)
 
 
-def _response(
-    text: object, finish: object, usage: object, cost: object, logprobs: object, truncated: object, served_model: object, system_fingerprint: object
-) -> StoredResponse | None:
-    """The row as a StoredResponse, or None when it is damaged."""
+def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredResponse | None:
+    """The row as a StoredResponse, or None when it is damaged. ``shared`` (one per read) makes equal
+    short values one object: a full HBB's 773,500 answers repeat a few usages, finish reasons, model
+    names and replies, and reading each as its own object took 800 MB."""
+    text, finish, usage, cost, logprobs, truncated, served_model, system_fingerprint = row
     try:
-        usage = _json(usage)
+        parsed = shared.get(("usage", usage)) if isinstance(usage, str) else None
+        if parsed is None:
+            parsed = shared[("usage", usage)] = _json(usage)
+        usage = parsed
         logprobs = None if logprobs is None else _json(logprobs)
     except (ValueError, TypeError):
         return None
+    finish, served_model, system_fingerprint = (
+        shared.setdefault(v, v) if isinstance(v, str) else v for v in (finish, served_model, system_fingerprint)
+    )
+    if isinstance(text, str) and len(text) <= 512:
+        text = shared.setdefault(text, text)
     if not (
         isinstance(text, str | None)
         and isinstance(finish, str | None)
@@ -249,6 +258,17 @@ def _response(
     ):
         return None
     return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint)
+
+
+def shared_values(response: StoredResponse, shared: dict[object, Any]) -> StoredResponse:
+    """``response`` with its usage, finish reason, model names and short reply replaced by the equal
+    objects already in ``shared``: what makes a run's many answers cheap to hold (see _response)."""
+    usage = shared.setdefault(("usage", *sorted(response.usage.items())), response.usage)
+    finish, served, fingerprint = (
+        shared.setdefault(v, v) if isinstance(v, str) else v for v in (response.finish_reason, response.served_model, response.system_fingerprint)
+    )
+    text = shared.setdefault(response.text, response.text) if isinstance(response.text, str) and len(response.text) <= 512 else response.text
+    return StoredResponse(text, finish, usage, response.cost_usd, response.logprobs, response.truncated, served, fingerprint)
 
 
 def _errorcode(exc: sqlite3.Error) -> int | None:
@@ -378,8 +398,9 @@ class ResponseStore:
         ``put``), with one StoreWarning per call."""
         found: dict[str, StoredResponse] = {}
         damaged = 0
+        shared: dict[object, Any] = {}
         for key, *row in self._rows("key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint", keys):
-            response = _response(*row)
+            response = _response(row, shared)
             if response is None:
                 damaged += 1
             else:

@@ -89,6 +89,7 @@ class _Batch:
     metadata: dict[str, str] | None = None
     input_file_id: str | None = None
     status: str = "validating"
+    total: int = 0  # requests in it (``requests`` is emptied once they are answered, to spare memory)
     results: list[dict[str, Any]] = field(default_factory=list)  # one line per request, once ended
     output_file_id: str | None = None
     error_file_id: str | None = None
@@ -278,7 +279,7 @@ class SimBatches:
             "failed_at": int(batch.ended) if batch.ended and batch.status == "failed" else None,
             "expired_at": int(batch.ended) if batch.ended and batch.status == "expired" else None,
             "cancelled_at": int(batch.ended) if batch.ended and batch.status == "cancelled" else None,
-            "request_counts": {"total": len(batch.requests), "completed": len(batch.results) - failed, "failed": failed},
+            "request_counts": {"total": batch.total, "completed": len(batch.results) - failed, "failed": failed},
             "metadata": batch.metadata,
         }
 
@@ -324,7 +325,7 @@ class SimBatches:
             "type": "message_batch",
             "processing_status": "ended" if ended else "in_progress",
             "request_counts": {
-                "processing": len(batch.requests) - len(batch.results),
+                "processing": batch.total - len(batch.results),
                 "succeeded": counts["succeeded"],
                 "errored": counts["errored"],
                 "canceled": counts["canceled"],
@@ -341,6 +342,7 @@ class SimBatches:
     # --- processing ---------------------------------------------------------------------------
 
     def _start(self, batch: _Batch) -> None:
+        batch.total = len(batch.requests)
         self.app.count(batches_created=1, batched_requests=len(batch.requests))
         self.batches[batch.id] = batch
         batch.task = asyncio.get_running_loop().create_task(self._process(batch))
@@ -368,7 +370,7 @@ class SimBatches:
         remaining = batch.created + persona.batch_delay - time.time()
         if remaining > 0:
             await asyncio.sleep(remaining)
-        batch.results = results
+        batch.results, batch.requests = results, []
         batch.status, batch.ended = ("expired" if persona.batch_fault == "expired" else "completed"), time.time()
         if batch.shape == "openai":
             succeeded: list[dict[str, Any]] = []
