@@ -422,6 +422,8 @@ def _add(total: RunStats, part: RunStats) -> None:
     for name in ("requests", "cache_hits", "calls", "retries", "errors", "unpriced_calls", "not_run"):
         setattr(total, name, getattr(total, name) + getattr(part, name))
     total.cost_usd += part.cost_usd
+    for state, count in part.batches.items():
+        total.batches[state] = total.batches.get(state, 0) + count
     if part.incomplete and total.incomplete is None:
         total.status, total.incomplete = part.status, part.incomplete
     total.merge_params_notes(part)

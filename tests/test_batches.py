@@ -85,6 +85,8 @@ def test_a_batch_run_scores_as_the_online_run_does_at_half_the_cost_and_a_rerun_
     assert a["run"]["calls"] == b["run"]["calls"] == 96 and b["run"]["errors"] == 0
     assert a["run"]["cost_usd"] > 0 and b["run"]["cost_usd"] == pytest.approx(a["run"]["cost_usd"] / 2, rel=1e-9)
     assert [state for state, _ in batches_in(tmp_path / "batch.sqlite")] == ["collected"]
+    assert b["run"]["batches"] == {"collected": 1} and "batches" not in a["run"]
+    assert "provider batches: 1 collected" in (batch.report_dir / "report.md").read_text("utf-8")
 
     again = run_at(run_biascheck, sim, suite, model, *BATCH, *PRICE, store_path=tmp_path / "batch.sqlite", report="again")
     c = again.results()
@@ -99,6 +101,7 @@ def test_without_waiting_the_run_exits_6_and_a_later_run_collects_without_resubm
     assert "submitted, not yet scored: 96 requests in 1 batch" in submitted.output
     assert "not writing the baseline" in submitted.output  # an unscored run records nothing
     assert submitted.results()["run"]["incomplete_reason"].startswith("submitted, not yet scored")
+    assert submitted.results()["run"]["batches"] == {"running": 1} and submitted.results()["verdicts"] == []
     assert provider()["batches_created"] == before["batches_created"] + 1
 
     collected = run_at(run_biascheck, sim, suite, model, *BATCH, report="collected")
@@ -116,7 +119,7 @@ def test_a_failed_batch_makes_errors_not_answers_until_its_requests_are_resent(r
     document = failed.results()
     assert document["run"]["errors"] == 96 and {outcome for _, outcome, _ in outcomes(document)} == {"error"}
     assert "batch" in document["cases"][0]["error"] and "failed" in document["cases"][0]["error"]
-    assert [state for state, _ in batches_in(tmp_path / "store.sqlite")] == ["failed"]
+    assert [state for state, _ in batches_in(tmp_path / "store.sqlite")] == ["failed"] and document["run"]["batches"] == {"failed": 1}
 
     still = run_at(run_biascheck, sim, suite, model, *BATCH, report="still")
     assert still.results()["run"]["errors"] == 96 and provider()["batches_created"] == before["batches_created"] + 1  # not sent again
@@ -200,6 +203,9 @@ def test_anthropic_message_batches_through_the_sdk_score_as_the_online_openai_ru
     assert provider()["batched_requests"] - before["batched_requests"] == 96 and provider()["files_uploaded"] == before["files_uploaded"]
     again = run_at(run_biascheck, sim, suite, "anthropic/stereotyped?p=0.2", *BATCH, report="again")
     assert again.results()["run"]["calls"] == 0 and provider()["batched_requests"] - before["batched_requests"] == 96
+    expired = run_at(run_biascheck, sim, suite, "anthropic/stereotyped?p=0.2&batch_fault=expired", *BATCH, report="expired").results()
+    errors = [case["error"] for case in expired["cases"] if case["outcome"] == "error"]
+    assert expired["run"]["errors"] == len(errors) == 48 and all(error == "batch request expired" for error in errors)
 
 
 def test_split_keeps_order_and_every_batch_within_both_limits():

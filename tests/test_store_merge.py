@@ -125,3 +125,16 @@ def test_runs_of_two_halves_merged_answer_the_whole_run_without_a_call(tiny_kobb
     (from_merged,), (from_whole,) = build_results(merged), build_results(whole)
     assert from_merged["metrics"] == from_whole["metrics"] and from_merged["verdicts"] == from_whole["verdicts"]
     assert [c["outcome"] for c in from_merged["cases"]] == [c["outcome"] for c in from_whole["cases"]]
+
+
+def test_the_batches_a_shard_submitted_go_with_its_answers(tmp_path):
+    from biascheck.execution.store import BatchRecord
+
+    shard = store(tmp_path / "shard.sqlite", {"k1": "A"})
+    with ResponseStore(shard) as db:
+        db.add_batch(BatchRecord("bc-1", "openai", "openai/m", "batch_1", ("k2", "k3"), "running", 1.0, 2.0))
+    out = tmp_path / "merged.sqlite"
+    merge_stores(out, [shard])
+    merge_stores(out, [shard])  # idempotent for batches too
+    with ResponseStore(out) as db:
+        assert db.batches("openai/m") == [BatchRecord("bc-1", "openai", "openai/m", "batch_1", ("k2", "k3"), "running", 1.0, 2.0)]

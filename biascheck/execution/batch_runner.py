@@ -422,3 +422,6 @@ class BatchRun:
                 stats.not_run += 1
                 stats.errors += 1
         self.x.dropped.update(self.dropped)
+        for record in self.records.values():
+            state = RUNNING if record.state == SUBMITTING else record.state
+            stats.batches[state] = stats.batches.get(state, 0) + 1

@@ -146,6 +146,9 @@ class RunStats:
     params_dropped: dict[str, dict[str, str]] = field(default_factory=dict)
     # model -> parameter -> why: accepted, but visibly without effect (logprobs asked, none returned)
     params_ignored: dict[str, dict[str, str]] = field(default_factory=dict)
+    # --biascheck-batch: the provider batches that held this run's requests, by how they stand
+    # (running, collected, failed, expired, cancelled)
+    batches: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The counters as results.json records them (the status is in ``incomplete``'s prefix)."""

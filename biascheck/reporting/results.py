@@ -84,6 +84,7 @@ def build_results(run) -> list[dict[str, Any]]:
                     "complete": run.incomplete is None,
                     "incomplete_reason": run.incomplete,
                     **({"shard": str(run.config.shard)} if run.config.shard else {}),
+                    **({"batches": dict(sorted(stats["batches"].items()))} if stats.get("batches") else {}),
                     "estimator": result.estimator,
                     "estimator_note": result.estimator_note,
                     **(
@@ -232,6 +233,8 @@ def run_line(document: dict[str, Any]) -> str:
     )
     if run.get("shard"):
         line += f"; shard {run['shard']}: answers for a merged run, no verdicts (biascheck store merge, then run the whole suite)"
+    if run.get("batches"):
+        line += "; provider batches: " + ", ".join(f"{count} {state}" for state, count in run["batches"].items())
     if run.get("estimator"):
         line += f"; P(a) by {run['estimator']}"
     if run.get("estimator_note"):

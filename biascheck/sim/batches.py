@@ -353,7 +353,11 @@ class SimBatches:
         batch.status = "in_progress"
         if persona.batch_fault == "failed":
             await asyncio.sleep(persona.batch_delay)
-            batch.errors = [{"code": "simulated_failure", "message": "The batch failed (simulated).", "param": None, "line": None}]
+            if batch.shape == "anthropic":  # a message batch never fails whole: each request errors
+                error = {"type": "error", "error": {"type": "api_error", "message": "The batch failed (simulated)."}}
+                batch.results = [{"custom_id": c, "result": {"type": "errored", "error": error}} for c, _ in batch.requests]
+            else:
+                batch.errors = [{"code": "simulated_failure", "message": "The batch failed (simulated).", "param": None, "line": None}]
             batch.status, batch.ended = "failed", time.time()
             return
         answered = len(batch.requests) // 2 if persona.batch_fault == "expired" else len(batch.requests)
