@@ -15,7 +15,7 @@ from biascheck.config.manifest import canonical_json
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
-from biascheck.execution.batch_runner import execute_batched
+from biascheck.execution.batch_runner import in_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
 from biascheck.execution.providers import simulator
@@ -274,27 +274,28 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
             from rich.markup import escape
 
-            common: dict[str, Any] = dict(
-                store=store,
-                model_name=caller.model,
-                open_client=lambda: clients.open(
-                    caller,
-                    require_price=config.max_cost_usd is not None,
-                    where=config.model_source if part is None else judge_source[caller.model],
-                ),
-                concurrency=config.concurrency,
-                policy=config.policy,
-                budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
-                progress=progress,
-                shared_errors=shared,
-                offline=offline,
-                # The progress label is rich markup: the judge's model string must stay text.
-                label=None if part is None else f"biascheck judge {escape(caller.model)}",
+            backend = in_batches(config.batch) if config.batch is not None and offline is None else None
+            execution = run_sync(
+                execute(
+                    requests,
+                    store=store,
+                    model_name=caller.model,
+                    open_client=lambda: clients.open(
+                        caller,
+                        require_price=config.max_cost_usd is not None,
+                        where=config.model_source if part is None else judge_source[caller.model],
+                    ),
+                    concurrency=config.concurrency,
+                    policy=config.policy,
+                    budget=Budget(config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None),
+                    progress=progress,
+                    shared_errors=shared,
+                    offline=offline,
+                    # The progress label is rich markup: the judge's model string must stay text.
+                    label=None if part is None else f"biascheck judge {escape(caller.model)}",
+                    backend=backend,
+                )
             )
-            if config.batch is not None and offline is None:
-                execution = run_sync(execute_batched(requests, options=config.batch, **common))
-            else:
-                execution = run_sync(execute(requests, **common))
             responses.update(execution.responses)
             if part is not None:  # a fatal error of the judge's (e.g. its API key) names the judge
                 execution.stats.blame_judge(caller.model)

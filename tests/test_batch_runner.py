@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.batch_runner import BatchRun, execute_batched
+from biascheck.execution.batch_runner import BatchRun, in_batches
 from biascheck.execution.batches import BatchLine, BatchOptions, BatchStatus
 from biascheck.execution.llm import Completion
-from biascheck.execution.runner import Budget, CircuitBreaker, Executor, ModelRequest, NoProgress, RetryPolicy, RunStatus
+from biascheck.execution.runner import Budget, CircuitBreaker, Executor, ModelRequest, NoProgress, RetryPolicy, RunStatus, execute
 from biascheck.execution.store import BatchRecord, ResponseStore
 
 MODEL = "openai/fake"
@@ -169,7 +169,7 @@ def test_an_unboundable_batch_under_a_budget_is_refused_before_anything_is_sent(
     assert api.submitted == []
 
 
-def test_execute_batched_answers_from_the_store_first(store: ResponseStore):
+def test_the_batch_backend_answers_from_the_store_first(store: ResponseStore):
     api = FakeBatches()
     run_with(api, store, requests(2))
 
@@ -178,5 +178,5 @@ def test_execute_batched_answers_from_the_store_first(store: ResponseStore):
         raise AssertionError("no client is opened when the store answers everything")
         yield
 
-    execution = asyncio.run(execute_batched(requests(2), store=store, model_name=MODEL, open_client=never_opened, options=BatchOptions()))
+    execution = asyncio.run(execute(requests(2), store=store, model_name=MODEL, open_client=never_opened, backend=in_batches(BatchOptions())))
     assert execution.stats.cache_hits == 2 and execution.stats.calls == 0

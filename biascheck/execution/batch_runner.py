@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -41,19 +41,15 @@ from biascheck.execution.batches import (
 from biascheck.execution.llm import CallError, Completion, LiteLLMClient
 from biascheck.execution.runner import (
     NOT_RUN,
-    Budget,
-    CircuitBreaker,
-    Execution,
+    Backend,
     Executor,
     ModelClient,
     ModelRequest,
-    NoProgress,
-    Progress,
-    RetryPolicy,
     RunStatus,
     from_store,
+    to_store,
 )
-from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError, shared_values
+from biascheck.execution.store import BatchRecord, StoredResponse, StoreWriteError, shared_values
 
 SUBMITTING, RUNNING = "submitting", "running"
 ENDED = frozenset({"collected", "failed", "expired", "cancelled"})
@@ -62,27 +58,19 @@ _STORE_ROWS_PER_TRANSACTION = 5_000
 T = TypeVar("T")
 
 
-async def execute_batched(
-    requests: Sequence[ModelRequest],
-    *,
-    store: ResponseStore,
-    model_name: str,
-    open_client: Callable[[], AbstractContextManager[ModelClient]],
-    options: BatchOptions,
-    concurrency: int = 32,
-    policy: RetryPolicy = RetryPolicy(),
-    budget: Budget | None = None,
-    progress: Progress = NoProgress(),
-    shared_errors: dict[str, str] | None = None,
-    offline: str | None = None,
-    label: str | None = None,
-) -> Execution:
-    """``execute``'s batch twin: the store's answers first, then the missing ones through batches."""
-    executor = Executor(store, model_name, policy=policy, budget=budget or Budget(None), breaker=CircuitBreaker(), progress=progress)
-    pending = executor.answer_without_calling(requests, shared_errors or {}, offline)
-    if pending:
+def in_batches(options: BatchOptions) -> Backend:
+    """The batch backend of ``execute``: what the store lacks goes as provider batches."""
+
+    async def answer(
+        executor: Executor,
+        pending: list[ModelRequest],
+        open_client: Callable[[], AbstractContextManager[ModelClient]],
+        concurrency: int,
+        label: str | None,
+    ) -> None:
         await BatchRun(executor, options).run(pending, open_client, concurrency, label)
-    return executor.finish()
+
+    return answer
 
 
 class BatchRun:
@@ -332,17 +320,7 @@ class BatchRun:
             self.stats.unpriced_calls += 1
         else:
             self.stats.cost_usd += completion.cost_usd
-        stored = StoredResponse(
-            completion.text,
-            completion.finish_reason,
-            completion.usage,
-            completion.cost_usd,
-            completion.logprobs,
-            completion.truncated,
-            completion.served_model,
-            completion.system_fingerprint,
-        )
-        return shared_values(stored, self.shared)
+        return shared_values(to_store(completion), self.shared)
 
     def keep(self, rows: list[tuple[str, str, dict[str, Any], StoredResponse]]) -> None:
         if not rows:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.llm import MAX_REPLY_CHARS, CallError, Completion, LiteLLMClient, ModelConfig, one_line_error, redact
@@ -35,6 +35,7 @@ ANTHROPIC_LIMITS = (100_000, 240 * 2**20)
 # Anthropic requires max_tokens; litellm's own default for Anthropic, so a batch asks what the online call would.
 ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
 RESEND_CHOICES = ("batch", "online")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,14 @@ def classify(exc: BaseException, what: str) -> CallError:
     return CallError(line, retryable=True, unreachable=status is None and bool(re.search(r"connect|timed? ?out", line, re.IGNORECASE)))
 
 
+async def provider_call(what: str, call: Awaitable[T]) -> T:
+    """Await one call of a provider's batch API; its failure as a CallError saying what was being done."""
+    try:
+        return await call
+    except Exception as exc:
+        raise classify(exc, what) from None
+
+
 def _api_model(client: LiteLLMClient) -> str:
     """The model name the provider knows: litellm's string without its provider prefix."""
     return client.model.split("/", 1)[1] if "/" in client.model else client.model
@@ -186,20 +195,20 @@ class OpenAIBatches:
 
     async def submit(self, lines: Sequence[BatchLine], submission: str) -> BatchStatus:
         content = b"".join(line.body for line in lines)
-        try:
-            file = await self.litellm.acreate_file(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch", **self._kwargs)
-        except Exception as exc:
-            raise classify(exc, "uploading the batch's requests") from None
-        try:
-            batch = await self.litellm.acreate_batch(
+        file = await provider_call(
+            "uploading the batch's requests",
+            self.litellm.acreate_file(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch", **self._kwargs),
+        )
+        batch = await provider_call(
+            "creating the batch",
+            self.litellm.acreate_batch(
                 completion_window="24h",
                 endpoint="/v1/chat/completions",
                 input_file_id=file.id,
                 metadata={"biascheck_submission": submission},
                 **self._kwargs,
-            )
-        except Exception as exc:
-            raise classify(exc, "creating the batch") from None
+            ),
+        )
         return self._status(batch)
 
     async def find(self, submission: str) -> BatchStatus | None:
@@ -207,10 +216,7 @@ class OpenAIBatches:
         creation and the store's record of its id)."""
         after = None
         for _ in range(50):  # the newest 5,000 batches: a submission is looked for soon after it was made
-            try:
-                page = await self.litellm.alist_batches(limit=100, after=after, **self._kwargs)
-            except Exception as exc:
-                raise classify(exc, "listing the batches") from None
+            page = await provider_call("listing the batches", self.litellm.alist_batches(limit=100, after=after, **self._kwargs))
             for batch in page.data:
                 if (getattr(batch, "metadata", None) or {}).get("biascheck_submission") == submission:
                     return self._status(batch)
@@ -220,10 +226,7 @@ class OpenAIBatches:
         return None
 
     async def status(self, batch_id: str) -> BatchStatus:
-        try:
-            batch = await self.litellm.aretrieve_batch(batch_id=batch_id, **self._kwargs)
-        except Exception as exc:
-            raise classify(exc, f"retrieving batch {batch_id}") from None
+        batch = await provider_call(f"retrieving batch {batch_id}", self.litellm.aretrieve_batch(batch_id=batch_id, **self._kwargs))
         return self._status(batch)
 
     @staticmethod
@@ -239,10 +242,7 @@ class OpenAIBatches:
         return BatchStatus(batch.id, state, total, completed + failed, failed, detail, files)
 
     async def _file(self, file_id: str) -> bytes:
-        try:
-            content = await self.litellm.afile_content(file_id=file_id, **self._kwargs)
-        except Exception as exc:
-            raise classify(exc, f"downloading file {file_id}") from None
+        content = await provider_call(f"downloading file {file_id}", self.litellm.afile_content(file_id=file_id, **self._kwargs))
         return content.content
 
     async def results(self, status: BatchStatus, params_of: dict[str, dict[str, Any]]) -> list[tuple[str, Completion | str]]:
@@ -332,20 +332,16 @@ class AnthropicBatches:
     async def submit(self, lines: Sequence[BatchLine], submission: str) -> BatchStatus:
         # Anthropic's batches carry no metadata: a kill between creation and the store's record of its id
         # leaves a batch that find() cannot tell, and its requests are sent again.
-        try:
-            batch = await self._sdk.messages.batches.create(requests=[json.loads(line.body) for line in lines])
-        except Exception as exc:
-            raise classify(exc, "creating the message batch") from None
+        batch = await provider_call(
+            "creating the message batch", self._sdk.messages.batches.create(requests=[json.loads(line.body) for line in lines])
+        )
         return self._status(batch)
 
     async def find(self, submission: str) -> BatchStatus | None:
         return None
 
     async def status(self, batch_id: str) -> BatchStatus:
-        try:
-            batch = await self._sdk.messages.batches.retrieve(batch_id)
-        except Exception as exc:
-            raise classify(exc, f"retrieving message batch {batch_id}") from None
+        batch = await provider_call(f"retrieving message batch {batch_id}", self._sdk.messages.batches.retrieve(batch_id))
         return self._status(batch)
 
     @staticmethod

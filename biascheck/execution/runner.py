@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -354,6 +354,20 @@ class Execution:
         return f"Execution({len(self.responses)} responses, {self.stats.calls} calls)"
 
 
+def to_store(completion: Completion) -> StoredResponse:
+    """A completion as the store keeps it, online or from a batch."""
+    return StoredResponse(
+        completion.text,
+        completion.finish_reason,
+        completion.usage,
+        completion.cost_usd,
+        completion.logprobs,
+        completion.truncated,
+        completion.served_model,
+        completion.system_fingerprint,
+    )
+
+
 def from_store(stored: StoredResponse) -> Response:
     """A stored answer as the run reads it."""
     return Response(
@@ -397,14 +411,21 @@ async def execute(
     offline: str | None = None,
     label: str | None = None,
     breaker: CircuitBreaker | None = None,
+    backend: Backend | None = None,
 ) -> Execution:
     """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by
-    calling; with ``offline`` (why no call may be made) a request missing from the store is that error."""
+    calling; with ``offline`` (why no call may be made) a request missing from the store is that error.
+    ``backend`` answers what the store lacks another way than online calls (provider batches)."""
     executor = Executor(store, model_name, policy=policy, budget=budget or Budget(None), breaker=breaker or CircuitBreaker(), progress=progress)
     pending = executor.answer_without_calling(requests, shared_errors or {}, offline)
     if pending:
-        await executor.call(pending, open_client, concurrency, label)
+        await (backend or Executor.call)(executor, pending, open_client, concurrency, label)
     return executor.finish()
+
+
+# How the requests the store lacks are answered: Executor.call (online, the default) or another
+# backend given the executor, the requests, the client factory, the concurrency and the progress label.
+Backend = Callable[["Executor", list[ModelRequest], Callable[[], AbstractContextManager[ModelClient]], int, str | None], Awaitable[None]]
 
 
 class Executor:
@@ -563,16 +584,7 @@ class Executor:
 
     def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
         """Store a completion as it arrives; the response the run reads is the stored one."""
-        stored = StoredResponse(
-            completion.text,
-            completion.finish_reason,
-            completion.usage,
-            completion.cost_usd,
-            completion.logprobs,
-            completion.truncated,
-            completion.served_model,
-            completion.system_fingerprint,
-        )
+        stored = to_store(completion)
         row = {"messages": request.messages, "params": request.params, "sample": request.sample}
         left_out = {k: self.dropped[k] for k in request.params if k not in params}
         if left_out:

@@ -260,6 +260,29 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
     return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint)
 
 
+_INSERT_RESPONSE = (
+    "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
+    "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row(key: str, model: str, request: dict[str, Any], response: StoredResponse, now: float) -> tuple:
+    return (
+        key,
+        model,
+        canonical_json(request),
+        response.text,
+        response.finish_reason,
+        json.dumps(response.usage, sort_keys=True),
+        response.cost_usd,
+        now,
+        json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None,
+        int(response.truncated),
+        response.served_model,
+        response.system_fingerprint,
+    )
+
+
 def shared_values(response: StoredResponse, shared: dict[object, Any]) -> StoredResponse:
     """``response`` with its usage, finish reason, model names and short reply replaced by the equal
     objects already in ``shared``: what makes a run's many answers cheap to hold (see _response)."""
@@ -430,26 +453,8 @@ class ResponseStore:
 
     def put(self, key: str, model: str, request: dict[str, Any], response: StoredResponse) -> None:
         # One transaction per answer: what was answered is never lost to a kill.
-        row = (
-            key,
-            model,
-            canonical_json(request),
-            response.text,
-            response.finish_reason,
-            json.dumps(response.usage, sort_keys=True),
-            response.cost_usd,
-            time.time(),
-            json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None,
-            int(response.truncated),
-            response.served_model,
-            response.system_fingerprint,
-        )
         try:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
-                "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
+            self._db.execute(_INSERT_RESPONSE, _row(key, model, request, response, time.time()))
         except sqlite3.Error as exc:
             raise self._write_error(exc, "cannot store an answer") from None
 
@@ -478,30 +483,9 @@ class ResponseStore:
         """Store (key, model, request, response) rows in one transaction: a batch's answers, which
         arrive together, at thousands per second; a kill keeps the transactions already committed."""
         now = time.time()
-        values = [
-            (
-                key,
-                model,
-                canonical_json(request),
-                r.text,
-                r.finish_reason,
-                json.dumps(r.usage, sort_keys=True),
-                r.cost_usd,
-                now,
-                json.dumps(r.logprobs, sort_keys=True) if r.logprobs is not None else None,
-                int(r.truncated),
-                r.served_model,
-                r.system_fingerprint,
-            )
-            for key, model, request, r in rows
-        ]
         try:
             with self._transaction():
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
-                    "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    values,
-                )
+                self._db.executemany(_INSERT_RESPONSE, [_row(key, model, request, response, now) for key, model, request, response in rows])
         except sqlite3.Error as exc:
             raise self._write_error(exc, "cannot store a batch's answers") from None
 
@@ -509,42 +493,30 @@ class ResponseStore:
 
     def add_batch(self, record: BatchRecord) -> None:
         """Record a batch before it is created at the provider (its ``batch_id`` still None)."""
-        try:
-            with self._transaction():
-                self._db.execute(
-                    "INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        record.id,
-                        record.provider,
-                        record.model,
-                        record.batch_id,
-                        json.dumps(list(record.keys)),
-                        record.state,
-                        record.submitted_at,
-                        record.updated_at,
-                        record.detail,
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise self._write_error(exc, "cannot record a batch") from None
+        row = (record.id, record.provider, record.model, record.batch_id, json.dumps(list(record.keys)), record.state)
+        self._write(
+            "cannot record a batch",
+            "INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*row, record.submitted_at, record.updated_at, record.detail),
+        )
 
     def update_batch(self, record: BatchRecord) -> None:
-        try:
-            with self._transaction():
-                self._db.execute(
-                    "UPDATE batches SET batch_id = ?, state = ?, updated_at = ?, detail = ? WHERE id = ?",
-                    (record.batch_id, record.state, record.updated_at, record.detail, record.id),
-                )
-        except sqlite3.Error as exc:
-            raise self._write_error(exc, "cannot record a batch's state") from None
+        self._write(
+            "cannot record a batch's state",
+            "UPDATE batches SET batch_id = ?, state = ?, updated_at = ?, detail = ? WHERE id = ?",
+            (record.batch_id, record.state, record.updated_at, record.detail, record.id),
+        )
 
     def forget_batch(self, record_id: str) -> None:
         """A submission that never became a batch (its upload failed): its keys are free again."""
+        self._write("cannot record a batch", "DELETE FROM batches WHERE id = ?", (record_id,))
+
+    def _write(self, problem: str, statement: str, values: tuple) -> None:
         try:
             with self._transaction():
-                self._db.execute("DELETE FROM batches WHERE id = ?", (record_id,))
+                self._db.execute(statement, values)
         except sqlite3.Error as exc:
-            raise self._write_error(exc, "cannot record a batch") from None
+            raise self._write_error(exc, problem) from None
 
     def batches(self, model: str) -> list[BatchRecord]:
         """The batches submitted for ``model``, oldest first; a damaged row is left out."""

@@ -213,13 +213,10 @@ class SimBatches:
                 raise ValueError
         except (ValueError, KeyError, TypeError):
             return error_reply(400, "each line of the input file must be a JSON request with custom_id, method, url and body")
-        if len(requests) > MAX_FILE_REQUESTS:
-            return error_reply(400, f"{len(requests)} requests, over the {MAX_FILE_REQUESTS} a batch may hold")
-        if len({custom_id for custom_id, _ in requests}) != len(requests):
-            return error_reply(400, "custom_id values must be unique within a batch")
-        persona = self._persona_of(lines[0], "body") or parse_persona("fair")
-        batch = _Batch(self._new_id("batch"), "openai", persona, requests, time.time(), body.get("metadata"), file.id)
-        self._start(batch)
+        batch = self._admit("openai", requests, MAX_FILE_REQUESTS, self._persona_of(lines[0], "body"))
+        if isinstance(batch, HttpReply):
+            return batch
+        batch.metadata, batch.input_file_id = body.get("metadata"), file.id
         return json_reply(200, self._openai_view(batch))
 
     async def retrieve_batch(self, request: HttpRequest, batch_id: str) -> HttpReply:
@@ -292,13 +289,9 @@ class SimBatches:
                 raise ValueError
         except (ValueError, KeyError, TypeError):
             return error_reply(400, "'requests' must be a non-empty list of {custom_id (1-64 of [A-Za-z0-9_-]), params}")
-        if len(requests) > MAX_MESSAGE_BATCH_REQUESTS:
-            return error_reply(400, f"{len(requests)} requests, over the {MAX_MESSAGE_BATCH_REQUESTS} a message batch may hold")
-        if len({c for c, _ in requests}) != len(requests):
-            return error_reply(400, "custom_id values must be unique within a batch")
-        persona = self._persona_of({"params": requests[0][1]}, "params") or parse_persona("fair")
-        batch = _Batch(self._new_id("msgbatch"), "anthropic", persona, requests, time.time())
-        self._start(batch)
+        batch = self._admit("anthropic", requests, MAX_MESSAGE_BATCH_REQUESTS, self._persona_of({"params": requests[0][1]}, "params"))
+        if isinstance(batch, HttpReply):
+            return batch
         return json_reply(200, self._anthropic_view(batch, request))
 
     async def retrieve_message_batch(self, request: HttpRequest, batch_id: str) -> HttpReply:
@@ -340,6 +333,16 @@ class SimBatches:
         }
 
     # --- processing ---------------------------------------------------------------------------
+
+    def _admit(self, shape: str, requests: list[tuple[str, dict[str, Any]]], limit: int, persona: Persona | None) -> _Batch | HttpReply:
+        """A new batch of these requests, started; or why it is refused (too many, custom_ids that repeat)."""
+        if len(requests) > limit:
+            return error_reply(400, f"{len(requests)} requests, over the {limit} a batch may hold")
+        if len({custom_id for custom_id, _ in requests}) != len(requests):
+            return error_reply(400, "custom_id values must be unique within a batch")
+        batch = _Batch(self._new_id("batch" if shape == "openai" else "msgbatch"), shape, persona or parse_persona("fair"), requests, time.time())
+        self._start(batch)
+        return batch
 
     def _start(self, batch: _Batch) -> None:
         batch.total = len(batch.requests)
