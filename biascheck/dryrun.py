@@ -88,6 +88,7 @@ class Share:
     output_tokens: int | None = None  # at most: each request's max_tokens
     usd: float | None = None
     notes: list[str] = field(default_factory=list)
+    batch: bool = False  # priced at the provider's batch rate (--biascheck-batch)
 
     @property
     def calls(self) -> int:
@@ -128,6 +129,7 @@ def estimate(
     if price:
         for suite_estimate in estimates:
             for share in suite_estimate.shares:
+                share.batch = config.batch is not None
                 _price(share, price_options[share.role == "judge"])
     return estimates
 
@@ -222,7 +224,7 @@ def _price(share: Share, price_option: str) -> None:
         share.notes.append("cost unknown: no max_tokens bounds the stories the judge reads (--biascheck-param max_tokens=N)")
         return
     share.prompt_tokens = tokens + share.story_tokens
-    rates = _rates(model)
+    rates = _rates(model, batch=share.batch)
     if rates is None:
         share.notes.append(f"cost unknown: pass {price_option} IN/OUT (USD per million tokens); litellm has no price for {model.model}")
     elif share.output_tokens is None:
@@ -261,15 +263,22 @@ def _prompt_tokens(model: ModelConfig, requests: list[Request]) -> tuple[int, bo
     return round(total / len(sample) * len(requests)), True
 
 
-def _rates(model: ModelConfig) -> tuple[float, float] | None:
-    """USD per input and per output token: the user's price, else litellm's; None if neither."""
+def _rates(model: ModelConfig, *, batch: bool = False) -> tuple[float, float] | None:
+    """USD per input and per output token: the user's price, else litellm's; None if neither. With
+    ``batch``, the provider's batch rate: litellm's batch prices, half the user's price."""
     if model.price is not None:
-        return model.price.input_per_million / 1e6, model.price.output_per_million / 1e6
+        share = 0.5 if batch else 1.0
+        return share * model.price.input_per_million / 1e6, share * model.price.output_per_million / 1e6
     litellm = import_litellm()
     try:
         # Asked for one call of typical size: a price tiered by context length (e.g. above 128k
         # tokens) must not be applied to the sum of a run's calls.
         prompt, completion = litellm.cost_per_token(model=model.model, prompt_tokens=1_000, completion_tokens=1_000)
+        if batch:
+            from litellm.cost_calculator import batch_cost_calculator
+
+            usage = litellm.Usage(prompt_tokens=1_000, completion_tokens=1_000, total_tokens=2_000)
+            prompt, completion = batch_cost_calculator(usage, model=model.model)
     except Exception:  # litellm raises several types for a model it has no price for
         return None
     return float(prompt) / 1_000, float(completion) / 1_000
@@ -301,6 +310,8 @@ def render(estimates: Sequence[SuiteEstimate]) -> str:
         footnotes.append(f"~ prompt tokens: estimated from a seeded sample of {TOKEN_SAMPLE:,} prompts")
     if any(share.output_tokens for share in shares):
         footnotes.append("≤ output tokens: each request's max_tokens, so the cost is an upper bound")
+    if any(share.batch for share in shares):
+        footnotes.append("USD at the provider's batch rate (--biascheck-batch)")
     costs = [item.usd for item in estimates]
     total = f"total: {'at most ' if any(share.uncertain for share in shares) else ''}{sum(item.calls for item in estimates):,} model calls, "
     total += "cost unknown" if None in costs else f"at most {_usd(sum(costs))} USD"

@@ -243,12 +243,13 @@ def priced(suite, model: str, price=None, **options):
     from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig
 
-    config = RunConfig(model=ModelConfig(model, price=price), store_path=Path("unused.sqlite"))
+    config = RunConfig(model=ModelConfig(model, price=price), store_path=Path("unused.sqlite"), batch=options.pop("batch", None))
     (share,) = estimate([(suite, suite.cases)], config, **options)[0].shares
     return share, render(estimate([(suite, suite.cases)], config, **options))
 
 
 def test_the_dry_run_prices_with_litellm_or_the_given_price(tiny, monkeypatch):
+    from biascheck.execution.batches import BatchOptions
     from biascheck.execution.llm import Price, import_litellm
 
     # The module priced() uses: pytester may have re-imported it since `biascheck.dryrun` was first bound.
@@ -265,6 +266,15 @@ def test_the_dry_run_prices_with_litellm_or_the_given_price(tiny, monkeypatch):
     share, _ = priced(tiny, "openai/gpt-4o-mini")  # litellm's price map
     rates = litellm.model_cost["gpt-4o-mini"]
     assert share.usd == pytest.approx(share.prompt_tokens * rates["input_cost_per_token"] + share.output_tokens * rates["output_cost_per_token"])
+    # --biascheck-batch: litellm's batch prices, and half a given price; the table says which rate.
+    batched, text = priced(tiny, "openai/gpt-4o-mini", batch=BatchOptions())
+    assert batched.usd == pytest.approx(
+        share.prompt_tokens * rates["input_cost_per_token_batches"] + share.output_tokens * rates["output_cost_per_token_batches"]
+    )
+    assert batched.usd == pytest.approx(share.usd / 2) and "USD at the provider's batch rate" in text
+    assert priced(tiny, "hosted_vllm/my-model", Price(1000, 2000), batch=BatchOptions())[0].usd == pytest.approx(
+        exact * 0.5e-3 + len(tiny.cases) * 30 * 1e-3
+    )
     assert priced(tiny, "sim/fair")[0].usd == 0.0
     # Over TOKEN_SAMPLE prompts, a seeded sample is counted and scaled, and the table says so.
     monkeypatch.setattr(dryrun, "TOKEN_SAMPLE", 40)
