@@ -70,8 +70,10 @@ def requests(n: int) -> list[ModelRequest]:
     return [ModelRequest(f"k{i:02d}", [{"role": "user", "content": f"q{i}"}], {"max_tokens": 4}) for i in range(n)]
 
 
-def run_with(api: FakeBatches, store: ResponseStore, todo: list[ModelRequest], options: BatchOptions = BatchOptions(poll_interval=0)):
-    executor = Executor(store, MODEL, policy=RetryPolicy(max_retries=0), budget=Budget(None), breaker=CircuitBreaker(), progress=NoProgress())
+def run_with(api: FakeBatches, store: ResponseStore, todo: list[ModelRequest], options: BatchOptions = BatchOptions(poll_interval=0), progress=None):
+    executor = Executor(
+        store, MODEL, policy=RetryPolicy(max_retries=0), budget=Budget(None), breaker=CircuitBreaker(), progress=progress or NoProgress()
+    )
     pending = executor.answer_without_calling(todo, {}, None)
     batch_run = BatchRun(executor, options)
     batch_run.requests = {r.key: r for r in pending}
@@ -180,3 +182,17 @@ def test_the_batch_backend_answers_from_the_store_first(store: ResponseStore):
 
     execution = asyncio.run(execute(requests(2), store=store, model_name=MODEL, open_client=never_opened, backend=in_batches(BatchOptions())))
     assert execution.stats.cache_hits == 2 and execution.stats.calls == 0
+
+
+def test_the_progress_note_counts_batches_by_state_and_requests_done(store: ResponseStore):
+    class Notes(NoProgress):
+        def __init__(self) -> None:
+            self.notes: list[str] = []
+
+        def note(self, text: str) -> None:
+            self.notes.append(text)
+
+    notes = Notes()
+    run_with(FakeBatches(), store, requests(7), progress=notes)
+    assert notes.notes[0].startswith("batches: 1 submitted, 1 in progress, 0 completed, 0 failed or expired; 0 of 3 requests done")
+    assert notes.notes[-1] == "batches: 3 submitted, 0 in progress, 3 completed, 0 failed or expired; 7 of 7 requests done; all done"

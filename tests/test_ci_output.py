@@ -208,6 +208,21 @@ def test_progress_outside_a_terminal_prints_start_periodic_and_end_lines():
     ]
 
 
+def test_a_batch_runs_progress_lines_carry_its_batches_and_expected_finish():
+    stream, clock = io.StringIO(), FakeClock()
+    progress = RichProgress("biascheck openai/m", stream=stream, interval=3600, clock=clock)
+    stats = RunStats(requests=100)
+    progress.start(100, stats)
+    note = "batches: 2 submitted, 1 in progress, 1 completed, 0 failed or expired; 60 of 100 requests done; expected finish 12:00:00 UTC (in 0:01:00)"
+    progress.note(note)
+    progress.tick()
+    stats.calls = 100
+    progress.stop(stats)
+    lines = stream.getvalue().splitlines()
+    assert lines[1].endswith("ETA unknown; " + note) and lines[-1].endswith("; " + note)
+    assert not lines[0].endswith(note)  # said once it is known, not before
+
+
 def test_progress_outside_a_terminal_ticks_at_its_interval_while_calls_run():
     stream = io.StringIO()
     progress = RichProgress("biascheck sim/x", stream=stream, interval=0.01)
