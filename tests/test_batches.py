@@ -233,3 +233,21 @@ def test_the_openai_requests_name_the_store_key_and_carry_the_request_as_planned
     for line in lines:
         assert line["url"] == "/v1/chat/completions" and line["body"]["model"] == "stereotyped?p=0.2"
         assert line["body"]["messages"] == stored[line["custom_id"]]["messages"] and line["body"]["max_tokens"] == 8
+
+
+def test_a_batch_the_provider_no_longer_knows_is_lost_its_requests_errors_until_resent(run_biascheck, suite: Path, data_dir: Path):
+    """A simulator restarted (its batches forgotten), as a provider that deleted a batch or a key of
+    another project: 404. Not a stop, not a silent resubmission: errors, until the user resends."""
+    model = "sim/stereotyped?p=0.2&batch_delay=2"  # sim/: the same store keys whichever simulator answers
+    cases = load_suite(suite, data_dir=data_dir).cases
+    with SimServer(SimKnowledge.from_cases(cases)) as first:
+        submitted = run_biascheck(suite, model, "--biascheck-api-base", first.base_url, *BATCH, "--biascheck-batch-wait=no")
+        assert submitted.ret == 6, submitted.output
+    with SimServer(SimKnowledge.from_cases(cases)) as second:
+        lost = run_biascheck(suite, model, "--biascheck-api-base", second.base_url, *BATCH, report="lost")
+        document = lost.results()
+        assert lost.ret == 1 and document["run"]["errors"] == 96 and document["run"]["batches"] == {"lost": 1}, lost.output
+        assert "the provider does not know it" in document["cases"][0]["error"]
+        assert second.stats()["batches_created"] == 0
+        again = run_biascheck(suite, model, "--biascheck-api-base", second.base_url, *BATCH, "--biascheck-batch-resend=batch", report="again")
+        assert again.results()["run"]["errors"] == 0 and second.stats()["batches_created"] == 1

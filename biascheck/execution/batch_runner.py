@@ -6,8 +6,9 @@ keys again, so a run killed at any point, or a CI job started again, never pays 
 - ``submitting``: created or not, depending on when the kill came; the provider is asked (by the
   batch's metadata) and only a submission it never received is sent again;
 - ``running``: polled until it ends, then collected;
-- ended (``collected``, ``failed``, ``expired``, ``cancelled``): its answers are in the store and
-  its failed requests in ``run_errors`` under ``batch:<id>``. A request of an ended batch with
+- ended (``collected``, ``failed``, ``expired``, ``cancelled``, or ``lost`` when the provider
+  answers 404 for it): its answers are in the store and its failed requests in ``run_errors``
+  under ``batch:<id>``. A request of an ended batch with
   neither (collected by a run that did not ask for it) is read again from the provider's output.
 
 Failed requests are errored responses, counted and never scored, unless ``resend`` sends them again
@@ -52,7 +53,7 @@ from biascheck.execution.runner import (
 from biascheck.execution.store import BatchRecord, StoredResponse, StoreWriteError, shared_values
 
 SUBMITTING, RUNNING = "submitting", "running"
-ENDED = frozenset({"collected", "failed", "expired", "cancelled"})
+ENDED = frozenset({"collected", "failed", "expired", "cancelled", "lost"})
 ERRORS_RUN_PREFIX = "batch:"  # run_errors.run_id of a batch's failed requests
 _STORE_ROWS_PER_TRANSACTION = 5_000
 T = TypeVar("T")
@@ -275,7 +276,7 @@ class BatchRun:
     async def collect(self, api: BatchAPI, record: BatchRecord, status: BatchStatus) -> None:
         """Store an ended batch's answers (in transactions of 5,000) and record its failed requests."""
         params_of = {k: self.requests[k].params for k in record.keys if k in self.requests}
-        results = await self.attempt(api.results, status, params_of) if status.state != "failed" else []
+        results = await self.attempt(api.results, status, params_of) if status.state not in ("failed", "lost") else []
         answered: set[str] = set()
         errors: dict[str, str] = {}
         rows: list[tuple[str, str, dict[str, Any], StoredResponse]] = []
@@ -298,7 +299,11 @@ class BatchRun:
                 self.store.record_run_errors(ERRORS_RUN_PREFIX + record.id, errors)
             ended = "collected" if status.state == "completed" else status.state
             self.records[record.id] = self.save(
-                replace(record, state=ended, detail=f"{status.done - status.failed} answered, {status.failed} failed")
+                replace(
+                    record,
+                    state=ended,
+                    detail=status.detail if ended == "lost" else f"{status.done - status.failed} answered, {status.failed} failed",
+                )
             )
         except StoreWriteError as exc:
             self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
@@ -372,7 +377,7 @@ class BatchRun:
             left = (total - done) * (now - since) / (done - done_then)
             finish = datetime.now(UTC) + timedelta(seconds=left)
             eta = f"expected finish {finish:%H:%M:%S} UTC (in {timedelta(seconds=round(left))})"
-        failed = sum(states.count(s) for s in ("failed", "expired", "cancelled"))
+        failed = sum(states.count(s) for s in ("failed", "expired", "cancelled", "lost"))
         self.x.progress.note(
             f"batches: {len(states)} submitted, {states.count(RUNNING)} in progress, {states.count('collected')} completed, "
             f"{failed} failed or expired; {done:,} of {total:,} requests done; {eta}"

@@ -55,7 +55,8 @@ class BatchOptions:
 @dataclass(frozen=True)
 class BatchStatus:
     """What the provider says of a batch. ``state``: ``running``, or how it ended: ``completed``,
-    ``failed``, ``expired``, ``cancelled``. ``done``: requests the provider has finished so far."""
+    ``failed``, ``expired``, ``cancelled``, or ``lost`` (the provider does not know it). ``done``:
+    requests the provider has finished so far."""
 
     batch_id: str
     state: str
@@ -164,6 +165,18 @@ async def provider_call(what: str, call: Awaitable[T]) -> T:
         raise classify(exc, what) from None
 
 
+async def batch_or_lost(batch_id: str, what: str, call: Awaitable[T]) -> T | BatchStatus:
+    """A batch as the provider reports it, or, when it answers 404, the batch as ``lost``: deleted,
+    expired from its records, or made under another key or project. Its requests then become
+    errors of the run rather than a stop; sending them again is the user's decision (resend)."""
+    try:
+        return await call
+    except Exception as exc:
+        if getattr(exc, "status_code", None) == 404:
+            return BatchStatus(batch_id, "lost", 0, 0, 0, f"the provider does not know it ({one_line_error(exc)[:200]})")
+        raise classify(exc, what) from None
+
+
 def _api_model(client: LiteLLMClient) -> str:
     """The model name the provider knows: litellm's string without its provider prefix."""
     return client.model.split("/", 1)[1] if "/" in client.model else client.model
@@ -226,8 +239,8 @@ class OpenAIBatches:
         return None
 
     async def status(self, batch_id: str) -> BatchStatus:
-        batch = await provider_call(f"retrieving batch {batch_id}", self.litellm.aretrieve_batch(batch_id=batch_id, **self._kwargs))
-        return self._status(batch)
+        batch = await batch_or_lost(batch_id, f"retrieving batch {batch_id}", self.litellm.aretrieve_batch(batch_id=batch_id, **self._kwargs))
+        return batch if isinstance(batch, BatchStatus) else self._status(batch)
 
     @staticmethod
     def _status(batch: Any) -> BatchStatus:
@@ -341,8 +354,8 @@ class AnthropicBatches:
         return None
 
     async def status(self, batch_id: str) -> BatchStatus:
-        batch = await provider_call(f"retrieving message batch {batch_id}", self._sdk.messages.batches.retrieve(batch_id))
-        return self._status(batch)
+        batch = await batch_or_lost(batch_id, f"retrieving message batch {batch_id}", self._sdk.messages.batches.retrieve(batch_id))
+        return batch if isinstance(batch, BatchStatus) else self._status(batch)
 
     @staticmethod
     def _status(batch: Any) -> BatchStatus:

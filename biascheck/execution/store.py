@@ -80,8 +80,9 @@ class StoredResponse:
 class BatchRecord:
     """A provider batch as the store keeps it. ``id`` is biascheck's own (the batch's metadata
     ``biascheck_submission``, so a batch created just before a kill is found again); ``state``:
-    ``submitting`` (recorded, not yet created), the provider's own while it runs, then ``collected``
-    (its answers stored), ``failed``, ``expired`` or ``cancelled`` (what it answered stored too)."""
+    ``submitting`` (recorded, not yet created), ``running``, then ``collected`` (its answers
+    stored), ``failed``, ``expired`` or ``cancelled`` (what it answered stored too), or ``lost``
+    (the provider does not know it)."""
 
     id: str
     provider: str
