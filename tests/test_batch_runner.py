@@ -28,12 +28,14 @@ class FakeBatches:
 
     provider = "openai"
     limits = (3, 10_000)
+    default_max_tokens = None
 
     def __init__(self, *, ended: str = "completed") -> None:
         self.batches: dict[str, tuple[str, list[str]]] = {}  # batch id -> (submission, keys)
         self.submitted: list[str] = []
         self.ended = ended
         self.client: Any = None
+        self.dropped: dict[str, str] = {}
 
     def line(self, key: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int) -> BatchLine:
         return BatchLine(key, key.encode() + b"\n")

@@ -24,13 +24,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Response
 from biascheck.execution.batches import (
-    ANTHROPIC,
-    ANTHROPIC_DEFAULT_MAX_TOKENS,
     BatchAPI,
     BatchLine,
     BatchOptions,
@@ -48,6 +46,7 @@ from biascheck.execution.runner import (
     ModelRequest,
     RunStatus,
     from_store,
+    store_request,
     to_store,
 )
 from biascheck.execution.store import BatchRecord, StoredResponse, StoreWriteError, shared_values
@@ -56,7 +55,6 @@ SUBMITTING, RUNNING = "submitting", "running"
 ENDED = frozenset({"collected", "failed", "expired", "cancelled", "lost"})
 ERRORS_RUN_PREFIX = "batch:"  # run_errors.run_id of a batch's failed requests
 _STORE_ROWS_PER_TRANSACTION = 5_000
-T = TypeVar("T")
 
 
 def in_batches(options: BatchOptions) -> Backend:
@@ -102,7 +100,7 @@ class BatchRun:
                 try:
                     await self.answer(api)
                 finally:
-                    self.dropped.update(getattr(api, "dropped", {}))
+                    self.dropped.update(api.dropped)
                     await api.aclose()
         finally:
             self.x.progress.stop(self.stats)
@@ -172,9 +170,7 @@ class BatchRun:
         prompt_tokens, answer_tokens, counted = 0, 0, {}
         for key in keys:
             request = self.requests[key]
-            limit = request.params.get("max_tokens") or request.params.get("max_completion_tokens")
-            if limit is None and api.provider == ANTHROPIC:
-                limit = ANTHROPIC_DEFAULT_MAX_TOKENS
+            limit = request.params.get("max_tokens") or request.params.get("max_completion_tokens") or api.default_max_tokens
             if not isinstance(limit, int):
                 raise BiascheckError(
                     "--biascheck-max-cost",
@@ -285,7 +281,9 @@ class BatchRun:
                 errors[key] = got
                 continue
             answered.add(key)
-            rows.append((key, self.model, self.row(self.requests[key]), self.stored(got)))
+            request = self.requests[key]
+            left_out = {k: v for k, v in self.dropped.items() if k in request.params}
+            rows.append((key, self.model, store_request(request, left_out), self.stored(got)))
             if len(rows) >= _STORE_ROWS_PER_TRANSACTION:
                 self.keep(rows)
                 rows = []
@@ -312,13 +310,6 @@ class BatchRun:
         self.x.progress.update(len(self.x.run.responses), self.stats)
 
     # --- helpers ------------------------------------------------------------------------------
-
-    def row(self, request: ModelRequest) -> dict[str, Any]:
-        row: dict[str, Any] = {"messages": request.messages, "params": request.params, "sample": request.sample}
-        left_out = {k: v for k, v in self.dropped.items() if k in request.params}
-        if left_out:
-            row["params_dropped"] = left_out
-        return row
 
     def stored(self, completion: Completion) -> StoredResponse:
         if completion.cost_usd is None:

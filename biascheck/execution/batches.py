@@ -83,6 +83,10 @@ class BatchAPI(Protocol):
     provider: str
     client: LiteLLMClient
     limits: tuple[int, int]  # (requests, bytes) one batch may hold
+    # The answer length the provider assumes when a request names none (None: unbounded).
+    default_max_tokens: int | None
+    # Parameters the provider's request shape has no place for: left out, with why.
+    dropped: dict[str, str]
 
     def line(self, key: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int) -> BatchLine: ...
 
@@ -186,9 +190,11 @@ class OpenAIBatches:
     """OpenAI's files and batches API, through litellm."""
 
     limits = OPENAI_LIMITS
+    default_max_tokens: int | None = None
 
     def __init__(self, client: LiteLLMClient, provider: str):
         self.client, self.provider = client, provider
+        self.dropped: dict[str, str] = {}  # the chat completion's own shape: nothing is left out
         self.litellm = client.litellm
         # Retries are the run's (RetryPolicy), not the SDK's hidden two. An upload of up to 200 MB gets
         # at least five minutes whatever --biascheck-timeout says of one call.
@@ -310,6 +316,7 @@ class AnthropicBatches:
 
     provider = ANTHROPIC
     limits = ANTHROPIC_LIMITS
+    default_max_tokens: int | None = ANTHROPIC_DEFAULT_MAX_TOKENS
     # Chat-completion parameters with a Messages API counterpart (by name, or renamed).
     _RENAMED = {
         "max_tokens": "max_tokens",

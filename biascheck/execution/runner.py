@@ -354,6 +354,15 @@ class Execution:
         return f"Execution({len(self.responses)} responses, {self.stats.calls} calls)"
 
 
+def store_request(request: ModelRequest, left_out: dict[str, str]) -> dict[str, Any]:
+    """A request as its stored answer records it: as planned (the key's), and the parameters left
+    out of what was sent, with why."""
+    row: dict[str, Any] = {"messages": request.messages, "params": request.params, "sample": request.sample}
+    if left_out:
+        row["params_dropped"] = left_out
+    return row
+
+
 def to_store(completion: Completion) -> StoredResponse:
     """A completion as the store keeps it, online or from a batch."""
     return StoredResponse(
@@ -585,12 +594,9 @@ class Executor:
     def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
         """Store a completion as it arrives; the response the run reads is the stored one."""
         stored = to_store(completion)
-        row = {"messages": request.messages, "params": request.params, "sample": request.sample}
         left_out = {k: self.dropped[k] for k in request.params if k not in params}
-        if left_out:
-            row["params_dropped"] = left_out
         try:
-            self.store.put(request.key, self.model_name, row, stored)
+            self.store.put(request.key, self.model_name, store_request(request, left_out), stored)
         except StoreWriteError as exc:
             # What is stored stays; this answer is asked again when the run resumes.
             self.stats.stop(RunStatus.STORE_FAILURE, str(exc))

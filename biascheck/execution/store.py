@@ -230,23 +230,15 @@ def _json(value: object) -> Any:
 
 
 def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredResponse | None:
-    """The row as a StoredResponse, or None when it is damaged. ``shared`` (one per read) makes equal
-    short values one object: a full HBB's 773,500 answers repeat a few usages, finish reasons, model
-    names and replies, and reading each as its own object took 800 MB."""
+    """The row as a StoredResponse, or None when it is damaged. Its equal short values are the
+    objects already in ``shared`` (one per read, see shared_values): a full HBB's 773,500 answers
+    repeat a few usages, finish reasons, model names and replies, and held apart they took 800 MB."""
     text, finish, usage, cost, logprobs, truncated, served_model, system_fingerprint = row
     try:
-        parsed = shared.get(("usage", usage)) if isinstance(usage, str) else None
-        if parsed is None:
-            parsed = shared[("usage", usage)] = _json(usage)
-        usage = parsed
+        usage = _json(usage)
         logprobs = None if logprobs is None else _json(logprobs)
     except (ValueError, TypeError):
         return None
-    finish, served_model, system_fingerprint = (
-        shared.setdefault(v, v) if isinstance(v, str) else v for v in (finish, served_model, system_fingerprint)
-    )
-    if isinstance(text, str) and len(text) <= 512:
-        text = shared.setdefault(text, text)
     if not (
         isinstance(text, str | None)
         and isinstance(finish, str | None)
@@ -258,7 +250,7 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
         and isinstance(system_fingerprint, str | None)
     ):
         return None
-    return StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint)
+    return shared_values(StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint), shared)
 
 
 _INSERT_RESPONSE = (
@@ -286,8 +278,12 @@ def _row(key: str, model: str, request: dict[str, Any], response: StoredResponse
 
 def shared_values(response: StoredResponse, shared: dict[object, Any]) -> StoredResponse:
     """``response`` with its usage, finish reason, model names and short reply replaced by the equal
-    objects already in ``shared``: what makes a run's many answers cheap to hold (see _response)."""
-    usage = shared.setdefault(("usage", *sorted(response.usage.items())), response.usage)
+    objects already in ``shared``: what makes a run's many answers cheap to hold."""
+    usage = response.usage
+    try:
+        usage = shared.setdefault(("usage", *sorted(usage.items())), usage)
+    except TypeError:  # a value that cannot be a key (not what biascheck writes): kept as it is
+        pass
     finish, served, fingerprint = (
         shared.setdefault(v, v) if isinstance(v, str) else v for v in (response.finish_reason, response.served_model, response.system_fingerprint)
     )
