@@ -192,6 +192,15 @@ def test_batch_options_that_cannot_work_stop_before_the_first_call(run_biascheck
     assert alone.ret == 4 and "--biascheck-batch-wait: only applies to a batch run" in alone.output
     wrong = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-batch", "--biascheck-batch-resend=later")
     assert wrong.ret == 4 and "'later' is not a way to resend" in wrong.output
+    for args, message in (
+        (("--biascheck-batch-wait=maybe",), "--biascheck-batch-wait: 'maybe' is not yes or no"),
+        (("--biascheck-batch-poll", "-1"), "--biascheck-batch-poll: '-1' is not a float >= 0.0"),
+        (("--biascheck-batch-poll", "soon"), "--biascheck-batch-poll: 'soon' is not a float >= 0.0"),
+    ):
+        bad = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-batch", *args)
+        assert bad.ret == 4 and message in bad.output and "Traceback" not in bad.output, bad.output
+    fault = run_biascheck(tiny_kobbq, "sim/fair?batch_fault=sometimes", "--biascheck-batch")
+    assert fault.ret == 4 and "batch_fault must be one of failed, expired" in fault.output
 
 
 def test_anthropic_message_batches_through_the_sdk_score_as_the_online_openai_run(run_biascheck, sim, provider, suite: Path, tmp_path: Path):
