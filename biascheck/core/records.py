@@ -125,6 +125,27 @@ class Case:
 OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]
 
 
+# What an answer mode may need from a provider (execution.llm.check_serves checks it up front):
+# /v1/completions with echo and logprobs (loglikelihood answers), or chat completions with logprobs
+# and top_logprobs (first-token answers).
+PROMPT_LOGPROBS = "prompt log-probabilities"
+TOKEN_LOGPROBS = "token log-probabilities"
+
+
+@dataclass(frozen=True, slots=True)
+class Loglikelihood:
+    """What a log-likelihood request measured: the summed log-probability of the continuation's
+    tokens after the prompt, how many tokens it took, and whether each was the model's most
+    likely next token (lm-evaluation-harness's ``is_greedy``)."""
+
+    logprob: float
+    tokens: int
+    greedy: bool
+
+    def to_dict(self) -> dict[str, float | int | bool]:
+        return {"logprob": self.logprob, "tokens": self.tokens, "greedy": self.greedy}
+
+
 @dataclass(frozen=True, slots=True)
 class Response:
     """What came back for one request: text, or an error that survived every retry.
@@ -145,6 +166,9 @@ class Response:
     # What the provider said answered (its reply's ``model`` and ``system_fingerprint``), if it said.
     served_model: str | None = None
     system_fingerprint: str | None = None
+    # A log-likelihood request's measurement (``echo`` requests); None otherwise, or when the
+    # provider returned no prompt log-probabilities.
+    loglikelihood: Loglikelihood | None = None
 
     @property
     def errored(self) -> bool:
@@ -165,6 +189,10 @@ class Outcome:
     has ``answer_class`` ``b`` / ``c`` / ``u``, ``generation`` (the continuation the judge read)
     and status ``empty`` when the model wrote no continuation (nothing to judge: unscorable).
     ``truncated``: a reply was longer than biascheck keeps and only its beginning was read.
+    A QA case answered by log-likelihood also has ``answer_norm`` (the option of the highest
+    length-normalised log-likelihood, lm-evaluation-harness's ``acc_norm`` reading) and
+    ``loglikelihoods`` (one per continuation scored); one answered by its first token has
+    ``choice_mass``, the probability the option letters held at that position.
     """
 
     case_id: str
@@ -178,6 +206,9 @@ class Outcome:
     refused: int = 0
     generation: str | None = None
     truncated: bool = False  # a reply it was read from was cut at llm.MAX_REPLY_CHARS
+    answer_norm: int | None = None
+    loglikelihoods: tuple[float, ...] | None = None
+    choice_mass: float | None = None
 
     @property
     def scored(self) -> bool:

@@ -14,13 +14,15 @@ import os
 import re
 import time
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from biascheck.core.errors import BiascheckError
+from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Loglikelihood
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
 
 
@@ -197,6 +199,7 @@ class Completion:
     truncated: bool = False  # the reply was longer than MAX_REPLY_CHARS and was cut there
     served_model: str | None = None  # the reply's ``model``: what the provider says answered
     system_fingerprint: str | None = None
+    loglikelihood: Loglikelihood | None = None  # a log-likelihood request's measurement
 
 
 # The longest reply kept, stored, parsed and reported: an answer, a story or a judge's reasoning
@@ -229,6 +232,143 @@ def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
         if isinstance(token, str) and isinstance(value, (int, float)) and token not in out:
             out[token] = float(value)
     return out or None
+
+
+def _usage(response: Any) -> dict[str, int]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return {}
+    return {k: int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+# --- log-likelihood requests -----------------------------------------------------------------------
+#
+# A request whose parameters ask for ``echo`` scores a continuation instead of asking for a reply:
+# its messages are the prompt (no chat template: their contents joined, as lm-evaluation-harness's
+# ``local-completions`` sends raw text) followed by one assistant message holding the continuation.
+# It goes to the OpenAI-compatible ``/v1/completions`` endpoint with ``echo`` and ``logprobs``, which
+# returns every prompt token with its log-probability.
+
+
+def is_loglikelihood_request(params: dict[str, Any]) -> bool:
+    return params.get("echo") is True
+
+
+def loglikelihood_texts(messages: list[dict[str, str]]) -> tuple[str, str]:
+    """(context, continuation) of a log-likelihood request's messages."""
+    *prompt, last = messages
+    if last.get("role") != "assistant" or not prompt:
+        raise ValueError("a log-likelihood request ends with the continuation as an assistant message")
+    return "\n\n".join(m["content"] for m in prompt), last["content"]
+
+
+LATE_LOGPROBS = (
+    "the server's prompt log-probabilities are one token late (each token scored by the distribution after it, as "
+    "llama-cpp-python's echo gives them for a model without a BOS token), so log-likelihoods read from them would be wrong"
+)
+
+
+def echo_is_late(tokens: Sequence[Any], tops: Any) -> bool:
+    """Whether an echoed prompt's alternatives describe the position after each token instead of
+    the token's own: the most likely alternative listed at a position is far more often the *next*
+    token than the token itself. A correct server lists at position i the distribution token i was
+    drawn from, so its most likely alternative is token i whenever the model predicted it."""
+    if not isinstance(tops, list) or len(tops) != len(tokens):
+        return False
+    own = following = 0
+    for i in range(1, len(tokens) - 1):
+        top, token, after = tops[i], tokens[i], tokens[i + 1]
+        if not isinstance(top, dict) or not top or not token or not after or token == after:
+            continue  # byte pieces decode to "", and a repeated token says nothing about the position
+        values = {k: v for k, v in top.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if values:
+            best = max(values, key=values.__getitem__)
+            own += best == token
+            following += best == after
+    return following > 2 * own + 2
+
+
+def continuation_loglikelihood(logprobs: Any, start: int, end: int) -> Loglikelihood | None:
+    """The summed log-probability of the text between characters ``start`` and ``end`` of the
+    echoed prompt, from OpenAI's completions ``logprobs`` (``tokens``, ``token_logprobs``,
+    ``text_offset``, ``top_logprobs``), or None when the reply holds no prompt log-probabilities.
+
+    The continuation's tokens are those that end after ``start`` and begin before ``end``: a token
+    that straddles the boundary (the tokenizer merged the context's last characters with the
+    continuation's first) counts, since the continuation's probability is in it. ``greedy``: each of
+    them was the most likely token at its position (when the reply lists alternatives)."""
+
+    def get(name: str) -> Any:
+        return logprobs.get(name) if isinstance(logprobs, dict) else getattr(logprobs, name, None)
+
+    if logprobs is None:
+        return None
+    tokens, values, offsets, tops = get("tokens"), get("token_logprobs"), get("text_offset"), get("top_logprobs")
+    if not (isinstance(tokens, list) and isinstance(values, list) and isinstance(offsets, list)) or not len(tokens) == len(values) == len(offsets):
+        return None
+    if echo_is_late(tokens, tops):
+        raise CallError(LATE_LOGPROBS, retryable=False)
+    total, count, greedy = 0.0, 0, True
+    for i, (offset, value) in enumerate(zip(offsets, values)):
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            return None
+        following = offsets[i + 1] if i + 1 < len(offsets) and isinstance(offsets[i + 1], int) else offset + len(str(tokens[i] or ""))
+        if not (start <= offset < end or offset < start < following):
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            return None  # a continuation token without its log-probability (the first token of a prompt has none)
+        total += float(value)
+        count += 1
+        alternatives = tops[i] if isinstance(tops, list) and i < len(tops) and isinstance(tops[i], dict) else {}
+        best = max((v for v in alternatives.values() if isinstance(v, (int, float)) and not isinstance(v, bool)), default=None)
+        if best is not None and float(value) < best - 1e-9:
+            greedy = False
+    return Loglikelihood(total, count, greedy) if count else None
+
+
+# litellm providers that speak OpenAI's completions protocol to an OpenAI-compatible server.
+_COMPLETIONS_PROVIDERS = frozenset({"openai", "text-completion-openai", "hosted_vllm", "litellm_proxy"})
+# OpenAI's own models that return log-probabilities of an echoed prompt: its base completion models.
+_OPENAI_ECHO_MODELS = frozenset({"davinci-002", "babbage-002"})
+
+
+def check_serves(config: ModelConfig, needs: str, where: str, *, batch: bool = False) -> None:
+    """Stop before the first call a run whose answer mode the provider cannot serve: a chat-only
+    provider asked for prompt log-probabilities, or one litellm says returns no log-probabilities.
+    (What only the endpoint can tell, the run's first reply tells: see the session's probe.)"""
+    if batch and needs == PROMPT_LOGPROBS:
+        raise BiascheckError(where, None, "loglikelihood answers are not sent as provider batches", "drop --biascheck-batch for this run")
+    if config.is_sim:
+        return
+    litellm = import_litellm()
+    try:
+        name, provider, *_ = litellm.get_llm_provider(config.model, api_base=config.api_base)
+    except Exception:
+        return  # check_ready names the model litellm cannot route
+    if needs == PROMPT_LOGPROBS:
+        if provider not in _COMPLETIONS_PROVIDERS:
+            raise BiascheckError(
+                where,
+                None,
+                f"{provider} serves no completions endpoint that returns prompt log-probabilities, which loglikelihood answers need",
+                "answer by generate or first-token, or serve the model on an OpenAI-compatible server (vLLM; llama.cpp's with --logits_all true)",
+            )
+        if provider == "openai" and config.api_base is None and name not in _OPENAI_ECHO_MODELS:
+            raise BiascheckError(
+                where,
+                None,
+                f"OpenAI's API returns prompt log-probabilities only for {' and '.join(sorted(_OPENAI_ECHO_MODELS))}, not {name}",
+                "answer by generate or first-token, or give --biascheck-api-base of an OpenAI-compatible server",
+            )
+    elif needs == TOKEN_LOGPROBS and provider not in _COMPLETIONS_PROVIDERS:
+        try:
+            supported = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider) or []
+        except Exception:
+            return  # litellm cannot tell: the first reply will
+        if "logprobs" not in supported:
+            raise BiascheckError(
+                where, None, f"{provider} returns no token log-probabilities (litellm), which first-token answers need", "answer by generate"
+            )
 
 
 class CallError(Exception):
@@ -437,6 +577,7 @@ class LiteLLMClient:
             self.model = config.model
             self.api_key = api_key
         self.api_base = api_base or config.api_base
+        self._text_client: Any = None  # see _completions_client
         register_secrets_of_url(config.api_base)
         # Read once per client, not per reply: the environment does not change during a run.
         self._secrets = configured_secrets(self.api_key)
@@ -492,22 +633,111 @@ class LiteLLMClient:
         return float(prompt_cost) + float(completion_cost)
 
     async def complete(self, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0) -> Completion:
+        if is_loglikelihood_request(params):
+            return await self._score_continuation(messages, params)
         litellm = self.litellm
         kwargs: dict[str, Any] = dict(params)
         if self.config.is_sim and sample:
             # The k samples of one prompt are identical requests; a real model varies by chance, the
             # simulator by this index, so its samples are independent and reproducible.
             kwargs["extra_body"] = {"biascheck_sample": sample}
+        response = await self._attempt(
+            params,
+            lambda timeout: litellm.acompletion(
+                model=self.model, messages=messages, timeout=timeout, num_retries=0, max_retries=0, **self._endpoint(), **kwargs
+            ),
+        )
+        if response is None:
+            return Completion(None, "content_filter", {}, 0.0)
+        try:
+            choice = response.choices[0]
+            text = choice.message.content
+            finish_reason = choice.finish_reason
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
+        return self.completion_of(
+            text,
+            finish_reason,
+            _usage(response),
+            getattr(choice, "logprobs", None) if params.get("logprobs") else None,
+            getattr(response, "model", None),
+            getattr(response, "system_fingerprint", None),
+        )
+
+    async def _score_continuation(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
+        """A log-likelihood request: the prompt and its continuation sent as one text to the
+        completions endpoint, which echoes the prompt's tokens with their log-probabilities; the
+        continuation's are summed (see :func:`continuation_loglikelihood`)."""
+        litellm = self.litellm
+        context, continuation = loglikelihood_texts(messages)
+        kwargs = {k: v for k, v in params.items() if k != "echo"}
+        response = await self._attempt(
+            params,
+            lambda timeout: litellm.atext_completion(
+                model=self.completions_model,
+                prompt=context + continuation,
+                echo=True,
+                timeout=timeout,
+                num_retries=0,
+                max_retries=0,
+                client=self._completions_client(),
+                **self._endpoint(),
+                **kwargs,
+            ),
+        )
+        if response is None:
+            return Completion(None, "content_filter", {}, 0.0)
+        try:
+            choice = response.choices[0]
+            text, finish_reason = choice.text, choice.finish_reason
+            logprobs = getattr(choice, "logprobs", None)
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
+        completion = self.completion_of(text, finish_reason, _usage(response), None, getattr(response, "model", None), None)
+        return replace(completion, loglikelihood=continuation_loglikelihood(logprobs, len(context), len(context) + len(continuation)))
+
+    @property
+    def completions_model(self) -> str:
+        """The model string that makes litellm call the completions endpoint of an
+        OpenAI-compatible server (its ``openai/`` path decides by the model's name, and
+        ``hosted_vllm/`` would call the chat endpoint)."""
+        return "text-completion-openai/" + self.model.split("/", 1)[1] if "/" in self.model else "text-completion-openai/" + self.model
+
+    def _completions_client(self) -> Any:
+        """One OpenAI SDK client for the run's completions calls: litellm builds a new one, with its
+        own connection pool that is never closed, for every text completion not given one."""
+        if self._text_client is None:
+            import openai
+
+            key = self.api_key
+            if key is None:
+                try:
+                    key = self.litellm.get_llm_provider(self.model, api_base=self.api_base)[2]
+                except Exception:
+                    key = None
+            # A local server checks no key, and the SDK refuses to send a request without one.
+            key = key or os.environ.get("OPENAI_API_KEY") or "unused-local"
+            self._text_client = openai.AsyncOpenAI(api_key=key, base_url=self.api_base or "https://api.openai.com/v1", max_retries=0)
+        return self._text_client
+
+    def _endpoint(self) -> dict[str, Any]:
+        endpoint: dict[str, Any] = {}
         if self.api_base:
-            kwargs["api_base"] = self.api_base
+            endpoint["api_base"] = self.api_base
         if self.api_key:
-            kwargs["api_key"] = self.api_key
+            endpoint["api_key"] = self.api_key
+        return endpoint
+
+    async def _attempt(self, params: dict[str, Any], call) -> Any:
+        """One attempt of ``call`` (a litellm coroutine), bounded by the deadline; its failure as a
+        :class:`CallError`; None when the provider's content filter refused the prompt."""
+        litellm = self.litellm
         deadline = self.config.timeout
         try:
             # litellm's timeout bounds each read, so a server trickling its answer could hold an
             # attempt for minutes; the wall-clock deadline bounds the whole attempt.
             async with asyncio.timeout(deadline) as attempt:
-                response = await litellm.acompletion(model=self.model, messages=messages, timeout=deadline, num_retries=0, max_retries=0, **kwargs)
+                return await call(deadline)
         except TimeoutError as exc:
             if not attempt.expired():  # some other timeout litellm let through
                 raise CallError(one_line_error(exc), retryable=True) from None
@@ -516,7 +746,7 @@ class LiteLLMClient:
             ) from None
         except litellm.ContentPolicyViolationError:
             # The provider refused the prompt: an outcome to record, not a failure to retry.
-            return Completion(None, "content_filter", {}, 0.0)
+            return None
         except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as exc:
             raise CallError(one_line_error(exc), retryable=False, fatal=True) from None
         except litellm.RateLimitError as exc:
@@ -545,24 +775,6 @@ class LiteLLMClient:
             raise CallError(line, retryable=True, retry_after=_retry_after(exc)) from None
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
             raise CallError(one_line_error(exc), retryable=True) from None
-        try:
-            choice = response.choices[0]
-            text = choice.message.content
-            finish_reason = choice.finish_reason
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
-        usage_obj = getattr(response, "usage", None)
-        usage = (
-            {k: int(getattr(usage_obj, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if usage_obj is not None else {}
-        )
-        return self.completion_of(
-            text,
-            finish_reason,
-            usage,
-            getattr(choice, "logprobs", None) if params.get("logprobs") else None,
-            getattr(response, "model", None),
-            getattr(response, "system_fingerprint", None),
-        )
 
     def completion_of(
         self, text: Any, finish_reason: Any, usage: dict[str, int], logprobs: Any, served_model: Any, fingerprint: Any, *, batch: bool = False
@@ -598,3 +810,6 @@ class LiteLLMClient:
     async def aclose(self) -> None:
         # Without this the aiohttp/httpx sessions outlive the loop and leak sockets.
         await self.litellm.close_litellm_async_clients()
+        if self._text_client is not None:
+            await self._text_client.close()
+            self._text_client = None

@@ -62,8 +62,9 @@ class RunStatus(enum.Enum):
 
 
 # Parameters the answer is read from or bounded by: a refusal of one of them is the request's
-# error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded).
-KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens"})
+# error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded;
+# a log-likelihood request without echo would measure nothing).
+KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens", "echo"})
 
 
 @dataclass(frozen=True)
@@ -374,6 +375,7 @@ def to_store(completion: Completion) -> StoredResponse:
         completion.truncated,
         completion.served_model,
         completion.system_fingerprint,
+        completion.loglikelihood,
     )
 
 
@@ -388,6 +390,7 @@ def from_store(stored: StoredResponse) -> Response:
         truncated=stored.truncated,
         served_model=stored.served_model,
         system_fingerprint=stored.system_fingerprint,
+        loglikelihood=stored.loglikelihood,
     )
 
 
@@ -610,7 +613,13 @@ def _note_params(run: Execution, requests: Sequence[ModelRequest], dropped: dict
     notes = {name: reason for name, reason in dropped.items() if name in used}
     if notes:
         run.stats.params_dropped[model_name] = notes
-    asked = [run.responses[r.key] for r in requests if r.params.get("logprobs") and "logprobs" not in dropped]
-    answered = [r for r in asked if not r.errored and r.finish_reason != "content_filter"]
-    if answered and all(r.logprobs is None for r in answered):
-        run.stats.params_ignored[model_name] = {"logprobs": f"accepted, but none of {len(answered)} replies carried log-probabilities"}
+    ignored: dict[str, str] = {}
+    for name, kept, what in (("echo", "loglikelihood", "prompt log-probabilities"), ("logprobs", "logprobs", "log-probabilities")):
+        asked = [
+            run.responses[r.key] for r in requests if r.params.get(name) and name not in dropped and (name == "echo" or not r.params.get("echo"))
+        ]
+        answered = [r for r in asked if not r.errored and r.finish_reason != "content_filter"]
+        if answered and all(getattr(r, kept) is None for r in answered):
+            ignored[name] = f"accepted, but none of {len(answered)} replies carried {what}"
+    if ignored:
+        run.stats.params_ignored[model_name] = ignored

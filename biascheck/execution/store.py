@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sqlite3
 import time
@@ -26,6 +27,7 @@ from urllib.parse import quote
 
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
+from biascheck.core.records import Loglikelihood
 
 STORE_VERSION = "1"  # meta.version: what a key and a row mean; unchanged by added columns
 KEY_VERSION = 1
@@ -34,8 +36,9 @@ KEY_VERSION = 1
 APPLICATION_ID = 0x42494153
 # PRAGMA user_version: the layout. Unmarked stores of earlier releases are schema 1 (logprobs may be
 # missing); 2 adds responses.truncated; 3 what the provider said it served (served_model,
-# system_fingerprint); 4 the provider batches a run submitted (batches).
-SCHEMA_VERSION = 4
+# system_fingerprint); 4 the provider batches a run submitted (batches); 5 what a log-likelihood
+# request measured (responses.loglikelihood).
+SCHEMA_VERSION = 5
 FIX_OTHER_FILE = "point --biascheck-cache at another file"
 # What to do about a write that failed, by SQLite's primary result code; then the run resumes.
 _CAUSES = {
@@ -74,6 +77,7 @@ class StoredResponse:
     # ``system_fingerprint``, when it sends them.
     served_model: str | None = None
     system_fingerprint: str | None = None
+    loglikelihood: Loglikelihood | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +112,20 @@ _TABLES = {
     "meta": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
     "responses": "key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT, finish_reason TEXT, "
     "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
-    "served_model TEXT, system_fingerprint TEXT",
+    "served_model TEXT, system_fingerprint TEXT, loglikelihood TEXT",
     "run_errors": "run_id TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (run_id, key)",
     # One row per provider batch, written before the batch is created: a run killed at any point
     # finds what it submitted. ``keys``: a JSON list of the request keys in it (its custom_ids).
     "batches": "id TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, batch_id TEXT, keys TEXT NOT NULL, "
     "state TEXT NOT NULL, submitted_at REAL NOT NULL, updated_at REAL NOT NULL, detail TEXT",
 }
-_ADDED_COLUMNS = {"logprobs": "TEXT", "truncated": "INTEGER NOT NULL DEFAULT 0", "served_model": "TEXT", "system_fingerprint": "TEXT"}
+_ADDED_COLUMNS = {
+    "logprobs": "TEXT",
+    "truncated": "INTEGER NOT NULL DEFAULT 0",
+    "served_model": "TEXT",
+    "system_fingerprint": "TEXT",
+    "loglikelihood": "TEXT",
+}
 _COLUMNS = {
     "meta": ("name", "value"),
     "responses": ("key", "model", "request", "text", "finish_reason", "usage", "cost_usd", "created_at", *_ADDED_COLUMNS),
@@ -233,11 +243,12 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
     """The row as a StoredResponse, or None when it is damaged. Its equal short values are the
     objects already in ``shared`` (one per read, see shared_values): a full HBB's 773,500 answers
     repeat a few usages, finish reasons, model names and replies, and held apart they took 800 MB."""
-    text, finish, usage, cost, logprobs, truncated, served_model, system_fingerprint = row
+    text, finish, usage, cost, logprobs, truncated, served_model, system_fingerprint, loglikelihood = row
     try:
         usage = _json(usage)
         logprobs = None if logprobs is None else _json(logprobs)
-    except (ValueError, TypeError):
+        measured = None if loglikelihood is None else _loglikelihood(_json(loglikelihood))
+    except (ValueError, TypeError, KeyError):
         return None
     if not (
         isinstance(text, str | None)
@@ -250,12 +261,22 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
         and isinstance(system_fingerprint, str | None)
     ):
         return None
-    return shared_values(StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint), shared)
+    return shared_values(StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint, measured), shared)
+
+
+def _loglikelihood(value: Any) -> Loglikelihood:
+    """A stored log-likelihood measurement; TypeError or KeyError when it is damaged."""
+    logprob, tokens, greedy = value["logprob"], value["tokens"], value["greedy"]
+    if not (isinstance(logprob, float | int) and not isinstance(logprob, bool) and math.isfinite(logprob)):
+        raise TypeError("logprob")
+    if not (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 1 and isinstance(greedy, bool)):
+        raise TypeError("tokens or greedy")
+    return Loglikelihood(float(logprob), tokens, greedy)
 
 
 _INSERT_RESPONSE = (
     "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
-    "truncated, served_model, system_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "truncated, served_model, system_fingerprint, loglikelihood) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -273,6 +294,7 @@ def _row(key: str, model: str, request: dict[str, Any], response: StoredResponse
         int(response.truncated),
         response.served_model,
         response.system_fingerprint,
+        json.dumps(response.loglikelihood.to_dict(), sort_keys=True) if response.loglikelihood is not None else None,
     )
 
 
@@ -288,7 +310,7 @@ def shared_values(response: StoredResponse, shared: dict[object, Any]) -> Stored
         shared.setdefault(v, v) if isinstance(v, str) else v for v in (response.finish_reason, response.served_model, response.system_fingerprint)
     )
     text = shared.setdefault(response.text, response.text) if isinstance(response.text, str) and len(response.text) <= 512 else response.text
-    return StoredResponse(text, finish, usage, response.cost_usd, response.logprobs, response.truncated, served, fingerprint)
+    return StoredResponse(text, finish, usage, response.cost_usd, response.logprobs, response.truncated, served, fingerprint, response.loglikelihood)
 
 
 def _errorcode(exc: sqlite3.Error) -> int | None:
@@ -419,7 +441,9 @@ class ResponseStore:
         found: dict[str, StoredResponse] = {}
         damaged = 0
         shared: dict[object, Any] = {}
-        for key, *row in self._rows("key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint", keys):
+        for key, *row in self._rows(
+            "key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint, loglikelihood", keys
+        ):
             response = _response(row, shared)
             if response is None:
                 damaged += 1
@@ -566,7 +590,7 @@ class ResponseStore:
 
 # What makes two stored answers to one key the same answer; when, how much and at what cost it was
 # asked may differ (a retried shard), and the answer already in the merged store is kept.
-_ANSWER_COLUMNS = ("model", "request", "text", "finish_reason", "logprobs", "truncated")
+_ANSWER_COLUMNS = ("model", "request", "text", "finish_reason", "logprobs", "truncated", "loglikelihood")
 
 
 @dataclass(frozen=True, slots=True)
