@@ -148,7 +148,7 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
     model = config.model
     params = effective_params(suite, model)
     benchmark = suite.benchmark
-    estimator = benchmark.estimator(suite.manifest, config.estimator)
+    estimator = benchmark.estimator(suite.manifest, config.estimator if config.estimator in benchmark.estimators else None)
     keys = _Keys(model, keyed=store is not None)
     per_case = [[keys(*r) for r in benchmark.requests(case, params, estimator)] for case in cases]
     distinct = {r.key: r for requests in per_case for r in requests}

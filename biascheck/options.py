@@ -57,10 +57,12 @@ OPTIONS = (
     ("--biascheck-price", "biascheck_price", None, "INPUT/OUTPUT USD per million tokens, for models litellm has no price for"),
     ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts, a whole number (default 6)"),
     (
-        "--biascheck-estimator",
-        "biascheck_estimator",
-        None,
-        "for a suite whose benchmark has several ways to answer (e.g. 'sampling' k answers or one 'logprob' call): which; default: the manifest's",
+        "--biascheck-answer-mode",
+        "biascheck_answer_mode",
+        "BIASCHECK_ANSWER_MODE",
+        "how the cases of suites whose benchmark has several ways to answer are answered: QA 'generate', 'loglikelihood' or "
+        "'first-token'; HBB 'sampling' or 'logprob' (its estimator; --biascheck-estimator is the same option); applies to the "
+        "suites that have the mode, default: each manifest's",
     ),
     (
         "--biascheck-judge",
@@ -151,6 +153,8 @@ FLAGS = (
     ),
 )
 
+# Other spellings of an option: HBB's estimator is its answer mode.
+ALIASES = {"--biascheck-answer-mode": ("--biascheck-estimator",)}
 # Typed, so that `pytest --help` says what they take; checked again by run_config's number().
 INI_NUMBERS = {
     "biascheck_concurrency": "int",
@@ -179,7 +183,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="run a suite shipped with biascheck, by name (implies --biascheck); see `biascheck suites`",
     )
     for option, ini, env, text in OPTIONS:
-        group.addoption(option, default=None, help=text + (f" [env {env}]" if env else ""))
+        group.addoption(option, *ALIASES.get(option, ()), default=None, help=text + (f" [env {env}]" if env else ""))
         parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
     for option, ini, text in FLAGS:
         group.addoption(option, action="store_true", default=False, help=text)
@@ -353,7 +357,7 @@ def _number(config: pytest.Config, option: str, kind, default, minimum):
 
 def run_config(config: pytest.Config) -> RunConfig:
     """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
-    from biascheck.benchmarks.base import get_benchmark, judged_benchmarks, registered_benchmarks
+    from biascheck.benchmarks.base import judged_benchmarks
     from biascheck.execution.llm import validate_model_string
     from biascheck.execution.runner import RetryPolicy
     from biascheck.session import RunConfig
@@ -378,10 +382,7 @@ def run_config(config: pytest.Config) -> RunConfig:
     )
     max_cost = _number(config, "--biascheck-max-cost", float, None, 0.0)
     run_id = getattr(config, "workerinput", {}).get("testrunuid")
-    estimator = setting(config, "--biascheck-estimator")
-    estimators = list(dict.fromkeys(kind for name in sorted(registered_benchmarks()) for kind in get_benchmark(name).estimators))
-    if estimator not in (None, *estimators):
-        raise BiascheckError("--biascheck-estimator", None, f"{estimator!r} is not an estimator", f"use {' or '.join(estimators)}")
+    estimator = answer_mode_option(setting(config, "--biascheck-answer-mode"))
     judge = setting(config, "--biascheck-judge")
     judge_api_base = setting(config, "--biascheck-judge-api-base")
     if judge:
@@ -413,6 +414,18 @@ def run_config(config: pytest.Config) -> RunConfig:
         unscorable=unscorable,
         shard=Shard.parse(shard) if shard else None,
     )
+
+
+def answer_mode_option(mode: str | None, where: str = "--biascheck-answer-mode") -> str | None:
+    """An answer mode some registered benchmark has (each suite takes it when its benchmark does)."""
+    from biascheck.benchmarks.base import get_benchmark, registered_benchmarks
+
+    modes = {name: get_benchmark(name).estimators for name in sorted(registered_benchmarks())}
+    known = list(dict.fromkeys(mode for kinds in modes.values() for mode in kinds))
+    if mode not in (None, *known):
+        by_benchmark = "; ".join(f"{name}: {', '.join(kinds)}" for name, kinds in modes.items() if kinds)
+        raise BiascheckError(where, None, f"{mode!r} is not an answer mode", f"use one of them ({by_benchmark})")
+    return mode
 
 
 def batch_options(config: pytest.Config):

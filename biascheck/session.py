@@ -17,7 +17,7 @@ from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
-from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
+from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, check_serves, validate_model_string
 from biascheck.execution.providers import simulator
 from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, RunStatus, execute, run_sync
 from biascheck.execution.store import ResponseStore, request_key
@@ -36,7 +36,8 @@ class RunConfig:
     policy: RetryPolicy = RetryPolicy()
     # pytest-xdist's testrunuid: the workers of one run share its errors through the store.
     shared_run_id: str | None = None
-    # How a benchmark that has several estimates its answers (HBB: sampling | logprob); None: the manifest's.
+    # The answer mode (--biascheck-answer-mode) of the suites whose benchmark has it (QA: generate |
+    # loglikelihood | first-token; HBB's estimator: sampling | logprob); None: each manifest's.
     estimator: str | None = None
     # The evaluator of judged benchmarks (BBG), a model string; None: each suite's own. Its endpoint,
     # price (for --biascheck-max-cost) and the run's timeout apply to whichever judge is used.
@@ -190,12 +191,15 @@ def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
 
 def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStore) -> None:
     """Before the first call: the model under test and every judge can be called (a known
-    provider, credentials set), when they will be. A run answered from the store needs neither;
-    a judge whose readings are all stored is checked when its first call is about to be made."""
+    provider, credentials set), when they will be, and the provider can serve each suite's answer
+    mode. A run answered from the store needs neither; a judge whose readings are all stored is
+    checked when its first call is about to be made."""
     keys = {key for plan in plans for keys in plan.keys for key in keys}
     generating = not config.rejudge and store.count(keys) < len(keys)
     if generating:
         check_ready(config.model, config.model_source)
+        for needs in dict.fromkeys(n for plan in plans if (n := _needs(plan)) is not None):
+            check_serves(config.model, needs, _mode_source(config), batch=config.batch is not None)
         if config.batch is not None:
             batch_provider(config.model)
     for plan in plans:
@@ -203,6 +207,42 @@ def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStor
             check_ready(plan.judge.model, plan.judge.source)
             if config.batch is not None:
                 batch_provider(plan.judge.model, f"--biascheck-batch (the judge, {plan.judge.source})")
+
+
+def _needs(plan: _SuitePlan) -> str | None:
+    """What a suite's answer mode needs from the provider (a QA mode read from log-probabilities)."""
+    return getattr(plan.estimator, "needs", None)
+
+
+def _mode_source(config: RunConfig) -> str:
+    return "--biascheck-answer-mode" if config.estimator else config.model_source
+
+
+def _probe_answer_modes(plans: list[_SuitePlan], store: ResponseStore, call, responses: dict[str, Any], config: RunConfig) -> set[str]:
+    """A mode read from log-probabilities that only the endpoint can tell it does not serve (a
+    chat-only server, llama.cpp's without --logits_all) stops the run after one request, not
+    after all of them: the first request the store lacks goes alone, and its reply is checked.
+    Its answer is stored and counted like any other; returns the keys so asked."""
+    probed: set[str] = set()
+    for plan in plans:
+        unserved = getattr(plan.estimator, "unserved", None)
+        if unserved is None:
+            continue
+        stored = store.stored_keys(r.key for r in plan.requests)
+        first = next((r for r in plan.requests if r.key not in stored and r.key not in responses), None)
+        if first is None:
+            continue
+        call([first])
+        probed.add(first.key)
+        reason = unserved(responses[first.key])
+        if reason:
+            raise BiascheckError(
+                _mode_source(config),
+                None,
+                f"{config.model.model} cannot answer {plan.suite.manifest.name} by {plan.estimator.kind}: {reason}",
+                "answer by generate (--biascheck-answer-mode generate), or serve what the mode needs",
+            )
+    return probed
 
 
 def _check_judge_prices(plans: list[_SuitePlan]) -> None:
@@ -252,7 +292,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             suite,
             list(cases),
             effective_params(suite, model),
-            suite.benchmark.estimator(suite.manifest, config.estimator),
+            suite.benchmark.estimator(suite.manifest, config.estimator if config.estimator in suite.benchmark.estimators else None),
             judge_for(suite, config),
             scoring=scoring_for(suite, config),
         )
@@ -308,8 +348,9 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     store.record_run_errors(config.shared_run_id, errors)
 
         judge_source = {plan.judge.model.model: plan.judge.source for plan in plans if plan.judge}
+        probed = _probe_answer_modes(plans, store, call, responses, config) if not config.rejudge and config.batch is None else set()
         # Re-judging calls the judge only: every answer of the model under test comes from the store.
-        call([r for plan in plans for r in plan.requests], offline=REJUDGE_MISSING if config.rejudge else None)
+        call([r for plan in plans for r in plan.requests if r.key not in probed], offline=REJUDGE_MISSING if config.rejudge else None)
         # A provider that returns no log-probabilities: the whole suite is estimated by sampling
         # instead, and the results say so (estimators are never mixed within one run).
         fallback = []

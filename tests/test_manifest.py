@@ -224,14 +224,32 @@ def test_manifest_mistake_found_against_the_data(tmp_path, text, field, fragment
 
 
 def test_every_reported_metric_can_be_gated(tmp_path):
-    from biascheck.benchmarks.qa.benchmark import QA_METRIC_NAMES as QA_METRICS
+    from biascheck.benchmarks.qa.benchmark import QA_METRIC_NAMES
+    from biascheck.benchmarks.qa.metrics import READING_METRICS
 
+    QA_METRICS = [name for name in QA_METRIC_NAMES if name not in READING_METRICS]
     gates = "".join(f"{metric} = {{ max = 1.0 }}\n" for metric in QA_METRICS)
     text = BASE.split("[thresholds]")[0] + "[thresholds]\n" + gates + "\n[category_thresholds.ses]\nacc_dis = { min = 0.1 }\n"
     suite = load(tmp_path, make_suite(tmp_path, text))
     assert set(suite.manifest.thresholds) == set(QA_METRICS)
     assert suite.manifest.threshold_for("acc_dis", "ses").limit == 0.1
     assert suite.manifest.threshold_for("acc_dis", "age").limit == 1.0
+
+
+@pytest.mark.parametrize("metric", ["acc_norm_amb", "choice_mass"])
+@pytest.mark.parametrize("table", ["thresholds", "category_thresholds.ses", "regression.margins"])
+def test_a_gate_on_a_reading_metric_is_refused_with_what_to_gate_instead(tmp_path, metric, table):
+    # acc_norm_* and choice_mass say how answers were read: no baseline keeps what they are made of.
+    gate = f'{metric} = "+0.01"' if table == "regression.margins" else f"{metric} = {{ max = 1.0 }}"
+    if table == "thresholds":
+        text = BASE + f"{gate}\n"  # [thresholds] is BASE's last table
+    else:
+        text = BASE + (f"\n[regression]\nmargins = {{ {gate} }}\n" if table == "regression.margins" else f"\n[{table}]\n{gate}\n")
+    with pytest.raises(BiascheckError) as caught:
+        load(tmp_path, make_suite(tmp_path, text))
+    message = str(caught.value)
+    assert f"{table}.{metric}" in message and "never gated" in message and "gate one of: acc_amb" in message
+    assert "\n" not in message
 
 
 # --- sampling overrides from the command line -----------------------------------------------------

@@ -55,6 +55,8 @@ class Benchmark(Protocol):
     # none), and whether its suites name their prompts in [prompts] (else its table holds them).
     settings_schema: Mapping[str, Any] | None
     takes_prompts: bool
+    # Whether its suites may say how a case is answered in [answers] (QA: its answer modes).
+    takes_answers: bool
     # Ways to answer a case the run may choose (--biascheck-estimator); empty: there is one.
     estimators: tuple[str, ...]
     report_layout: ReportLayout
@@ -166,6 +168,8 @@ def check_settings(manifest: SuiteManifest, benchmark: Benchmark) -> None:
         raise BiascheckError(path, "(top level)", "'prompts' is a required property", f"add a [prompts] table ({EXAMPLE_FIX})")
     if not benchmark.takes_prompts and "prompts" in manifest.raw:
         raise BiascheckError(path, "prompts", f"{name} suites take no [prompts] table (their prompts are in [{name}])", "remove it")
+    if not benchmark.takes_answers and "answers" in manifest.raw:
+        raise BiascheckError(path, "answers", f"{name} suites take no [answers] table", "remove it (answer modes are the QA benchmarks')")
 
 
 def suite_schema() -> dict[str, Any]:
@@ -195,17 +199,19 @@ def check_metric_tables(manifest: SuiteManifest, defs: Mapping, benchmark: str, 
         *((f"category_thresholds.{c}", t) for c, t in manifest.category_thresholds.items()),
         *((f"estimator_thresholds.{e}", t) for e, t in manifest.estimator_thresholds.items()),
     ]
-    for where, table in tables:
-        for metric in table:
-            if metric not in defs:
-                raise BiascheckError(
-                    manifest.path, f"{where}.{metric}", f"{benchmark} does not report a metric {metric!r}", f"use one of: {', '.join(defs)}"
-                )
-    for metric, rule in manifest.regression.rules.items():
+    gated = [name for name, d in defs.items() if d.gated]
+    named = [(f"{where}.{metric}", metric) for where, table in tables for metric in table]
+    for where, metric in [*named, *((f"regression.margins.{m}", m) for m in manifest.regression.rules)]:
         if metric not in defs:
+            raise BiascheckError(manifest.path, where, f"{benchmark} does not report a metric {metric!r}", f"use one of: {', '.join(gated)}")
+        if not defs[metric].gated:
             raise BiascheckError(
-                manifest.path, f"regression.margins.{metric}", f"{benchmark} does not report a metric {metric!r}", f"use one of: {', '.join(defs)}"
+                manifest.path,
+                where,
+                f"{metric} is reported beside the gated metrics, never gated ({defs[metric].description})",
+                f"gate one of: {', '.join(gated)}",
             )
+    for metric, rule in manifest.regression.rules.items():
         rule.check_direction(defs[metric].better, where=manifest.path, field=f"regression.margins.{metric}")
     return tables
 

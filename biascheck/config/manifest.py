@@ -193,6 +193,8 @@ class SuiteManifest:
     # The benchmark's own table ([<benchmark>] in suite.toml) as written, None when there is none:
     # the benchmark checks it against the schema fragment it ships and reads it with its defaults.
     settings: dict[str, Any] | None = None
+    # [answers] as written: how a case is answered, for benchmarks with answer modes (QA).
+    answers: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -377,6 +379,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         category_thresholds={c: {m: _threshold(t) for m, t in table.items()} for c, table in raw.get("category_thresholds", {}).items()},
         estimator_thresholds={kind: {m: _threshold(t) for m, t in table.items()} for kind, table in raw.get("estimator_thresholds", {}).items()},
         settings=raw.get(own_table) if own_table else None,
+        answers=dict(raw.get("answers", {})),
         regression=RegressionSettings(
             rules=rules,
             **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit") if key in regression},

@@ -104,9 +104,18 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
         "bootstrap": dict(metrics["bootstrap"]),
         # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
         "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),
-        "metrics": {"overall": metrics["overall"], "by_category": metrics["by_category"]},
+        # Only what a comparison checks: a metric never gated is not a function of the kept rows.
+        "metrics": {
+            "overall": _gated(benchmark, metrics["overall"]),
+            "by_category": {c: _gated(benchmark, t) for c, t in metrics["by_category"].items()},
+        },
         "cases": {"columns": columns, "rows": rows},
     }
+
+
+def _gated(benchmark, table: Mapping[str, Any]) -> dict[str, Any]:
+    defs = benchmark.metric_defs
+    return {name: value for name, value in table.items() if name not in defs or defs[name].gated}
 
 
 def refuse_reason(results: Mapping[str, Any]) -> str | None:

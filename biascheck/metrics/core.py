@@ -35,6 +35,8 @@ class MetricDef:
     better, or ``zero``: smaller ``|value|`` is better.  ``denominator`` gives the count reported
     as the metric's ``n``; ``requires`` lists every denominator with the note to give when it is
     zero (the value is then NaN).  ``bound`` names the metric that bounds ``|value|``, if any.
+    ``gated``: False for a metric only reported, never gated nor kept in a baseline (how answers
+    were read, e.g. QA's ``acc_norm_*``: not a function of the cells a baseline keeps).
     """
 
     name: str
@@ -45,6 +47,7 @@ class MetricDef:
     denominator: Callable[[np.ndarray], np.ndarray]
     requires: tuple[tuple[Callable[[np.ndarray], np.ndarray], str], ...]
     bound: str | None = None
+    gated: bool = True
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         return self.fn(counts)

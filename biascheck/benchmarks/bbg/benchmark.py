@@ -87,6 +87,7 @@ class BBGBenchmark:
     name = "bbg"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False
+    takes_answers = False
     records_schema = schema_fragment(__package__, "records")
     estimators: tuple[str, ...] = ()
     report_layout = ReportLayout(

@@ -125,6 +125,7 @@ class HBBBenchmark:
     name = "hbb"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False
+    takes_answers = False
     records_schema = schema_fragment(__package__, "records")
     estimators = ESTIMATORS
     report_layout = ReportLayout(

@@ -15,7 +15,9 @@ import numpy as np
 
 from biascheck.benchmarks.base import ReportLayout, schema_fragment
 from biascheck.benchmarks.choices import parse_answer
-from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, record_cell
+from biascheck.benchmarks.qa import answers
+from biascheck.benchmarks.qa.answers import ANSWER_MODES, AnswerMode
+from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, READING_METRICS, record_cell
 from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.records import Case, Message, Outcome, QATruth, Response
@@ -132,6 +134,7 @@ QA_METRIC_NAMES = (
     "bias_score_dis",
     "ooc_ratio",
     "error_ratio",
+    *READING_METRICS,
 )
 
 
@@ -148,14 +151,19 @@ class QABenchmark:
     metric_names = QA_METRIC_NAMES
     # What a baseline keeps per case: enough to re-tally it without the suite or the model's text.
     record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
-    settings_schema = None  # no table of its own: [prompts] and the common tables say it all
+    settings_schema = None  # no table of its own: [prompts], [answers] and the common tables say it all
     takes_prompts = True
+    takes_answers = True
     records_schema = schema_fragment(__package__, "records")
-    estimators: tuple[str, ...] = ()
+    # The answer modes (benchmarks/qa/answers.py): [answers] mode, or --biascheck-answer-mode.
+    estimators: tuple[str, ...] = ANSWER_MODES
     report_layout = ReportLayout(headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"))
 
     def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
-        return []  # the manifest's common subset says it all
+        # The manifest's common subset says the rest; a suite that answers by generation (the
+        # papers' protocol) keeps the fingerprint of the releases that had no answer modes.
+        mode = answers.answer_mode(manifest, None)
+        return [mode.fingerprint()] if mode is not None else []
 
     def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
         return None  # an unread answer is "ooc", counted, never a choice to make
@@ -166,7 +174,7 @@ class QABenchmark:
 
     @property
     def metric_defs(self):
-        return {name: METRIC_DEFS[name] for name in self.metric_names}
+        return {name: METRIC_DEFS.get(name) or READING_METRICS[name] for name in self.metric_names}
 
     @staticmethod
     def comparison_units(records, scoring) -> dict:
@@ -192,7 +200,8 @@ class QABenchmark:
         from biascheck.core.errors import BiascheckError
 
         # A gate on a metric this benchmark never reports would only fail at the end of a paid run.
-        check_metric_tables(manifest, {name: METRIC_DEFS[name] for name in self.metric_names}, self.name)
+        answers.check_table(manifest, self.estimators)
+        check_metric_tables(manifest, self.metric_defs, self.name)
         items, prompts, skipped = self.load(manifest, files)
         available = sorted({item.category for item in items} | set(skipped))
         # Per-file categories (BBQ) count even when subset.categories leaves them out of this run.
@@ -238,18 +247,21 @@ class QABenchmark:
         cases = build_cases(items, prompts, choice_orders(manifest.choice_orders))
         return BuiltCases(cases=cases, prompts=prompts, skipped_categories=skipped)
 
-    # One request per case, one way to answer: no estimator to choose or fall back from.
+    # The answer mode is the QA benchmarks' estimator: None (generation) or an AnswerMode; a mode
+    # the provider cannot serve stops the run up front (session), never falls back.
 
     @staticmethod
-    def estimator(manifest, override: str | None) -> None:
-        return None
+    def estimator(manifest, override: str | None) -> AnswerMode | None:
+        return answers.answer_mode(manifest, override)
 
     @staticmethod
-    def requests(case: Case, params: dict, estimator: str | None) -> list[tuple[list[dict], dict, int]]:
-        return [(case.messages_as_dicts(), params, 0)]
+    def requests(case: Case, params: dict, estimator: AnswerMode | None) -> list[tuple[list[dict], dict, int]]:
+        return answers.requests(case, params, estimator)
 
     @staticmethod
-    def classify(case: Case, responses, estimator: str | None) -> Outcome:
+    def classify(case: Case, responses, estimator: AnswerMode | None) -> Outcome:
+        if estimator is not None:
+            return answers.classify(case, responses, estimator)
         (response,) = responses
         return classify(case, response)
 
@@ -285,6 +297,7 @@ class QABenchmark:
             "answer_index": outcome.answer,
             "outcome": outcome.answer_class if outcome.status == "answered" else outcome.status,
             "error": outcome.error,
+            **answers.case_record(outcome),
         }
 
     def aggregate(self, cases, outcomes, *, resamples: int, seed: int, manifest=None):
