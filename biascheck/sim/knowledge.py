@@ -9,11 +9,13 @@ rendering with the story it must reproduce exactly (:meth:`SimKnowledge.lookup_m
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from biascheck.benchmarks.bbg.data import MRCPrompt, MRCQuestion
-from biascheck.core.records import Case
+from biascheck.benchmarks.qa.answers import CONTINUATIONS, AnswerMode, continuations
+from biascheck.core.records import Case, QATruth
 from biascheck.sim.messages import message_key
 from biascheck.sim.stories import find_question, mrc_user_content, parse_mrc_prompt, writer_rank
 
@@ -53,6 +55,8 @@ class SimKnowledge:
             if question.mrc_prompt is not None:
                 prompts.setdefault(question.mrc_prompt, None)
         self._mrc_prompts = tuple(prompts)
+        # prompt + continuation -> (message key, option, continuation start): built on first use.
+        self._continuations: dict[bytes, tuple[str, int, int]] | None = None
 
     @classmethod
     def from_cases(cls, cases: Iterable[Case]) -> SimKnowledge:
@@ -98,6 +102,24 @@ class SimKnowledge:
 
     def lookup_key(self, key: str) -> Case | None:
         return self._by_key.get(key)
+
+    def lookup_continuation(self, prompt: str) -> tuple[Case, str, int, int] | None:
+        """The QA case whose prompt, followed by one of its options' continuations (as the
+        loglikelihood answer mode writes them: letters or texts), is ``prompt``: (case, its
+        message key, the option, where the continuation starts); None for any other text."""
+        if self._continuations is None:
+            self._continuations = {}
+            for key, case in self._by_key.items():
+                if isinstance(case.truth, QATruth) and len(case.messages) == 1:
+                    for kind in CONTINUATIONS:
+                        for option, text in continuations(case, AnswerMode("loglikelihood", continuations=kind)):
+                            whole = case.messages[0].content + text
+                            self._continuations.setdefault(hashlib.sha256(whole.encode()).digest(), (key, option, len(case.messages[0].content)))
+        found = self._continuations.get(hashlib.sha256(prompt.encode()).digest())
+        if found is None:
+            return None
+        key, option, start = found
+        return self._by_key[key], key, option, start
 
     def shares_prompt(self, key: str) -> bool:
         """Whether the generation prompt with this message key is more than one version's."""

@@ -457,6 +457,41 @@ def answer_logprobs(persona: Persona, case: Case, index: int, top_logprobs: int,
     return {"content": [first], "refusal": None}
 
 
+# QA answers read from log-probabilities (the loglikelihood and first-token answer modes): the
+# persona's answer to the prompt (the same draw as its reply) holds this much, the other options
+# share the rest, so every mode reads the same answers. The refuser's first token is a refusal.
+QA_ANSWER_PROBABILITY = 0.9
+REFUSAL_TOKEN = "I"
+
+
+def qa_option_probabilities(persona: Persona, case: Case, key: str) -> list[float]:
+    """The probability of each option of a QA case as the next thing said after its prompt: the
+    persona's answer :data:`QA_ANSWER_PROBABILITY`, the others the rest in equal shares; for the
+    refuser, who answers with something else, the options share ``1 - QA_ANSWER_PROBABILITY``."""
+    n = len(case.choices)
+    index = choose_answer(persona, case, key)
+    if index is None:
+        return [(1.0 - QA_ANSWER_PROBABILITY) / n] * n
+    rest = (1.0 - QA_ANSWER_PROBABILITY) / (n - 1)
+    return [QA_ANSWER_PROBABILITY if i == index else rest for i in range(n)]
+
+
+def qa_first_token_logprobs(persona: Persona, case: Case, key: str, top_logprobs: int) -> tuple[str, dict[str, Any]]:
+    """The one-token reply to a QA prompt asked for log-probabilities, and OpenAI's
+    ``choices[0].logprobs`` of it: the option letters (and the refuser's refusal token) with the
+    probabilities of :func:`qa_option_probabilities`, most probable first."""
+    probabilities = dict(zip(case.letters, qa_option_probabilities(persona, case, key)))
+    if persona.name == "refuser":
+        probabilities[REFUSAL_TOKEN] = QA_ANSWER_PROBABILITY
+
+    def entry(token: str) -> dict[str, Any]:
+        return {"token": token, "logprob": math.log(probabilities[token]), "bytes": list(token.encode("utf-8"))}
+
+    ranked = sorted(probabilities, key=lambda token: -probabilities[token])
+    chosen = ranked[0]
+    return chosen, {"content": [{**entry(chosen), "top_logprobs": [entry(t) for t in ranked[: max(0, top_logprobs)]]}], "refusal": None}
+
+
 def is_korean(case: Case) -> bool:
     return any(_HANGUL.search(m.content) for m in case.messages)
 

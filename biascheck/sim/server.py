@@ -32,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import re
 import threading
 import time
 from collections import Counter
@@ -39,18 +41,21 @@ from http import HTTPStatus
 from typing import Any
 
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import HBBTruth
+from biascheck.core.records import HBBTruth, QATruth
 from biascheck.sim import faults
 from biascheck.sim.batches import SimBatches
 from biascheck.sim.knowledge import SimKnowledge, message_key
 from biascheck.sim.personas import (
     PERSONA_NAMES,
+    QA_ANSWER_PROBABILITY,
     Persona,
     answer_logprobs,
     choose_answer,
     is_korean,
     is_persona_spec,
     parse_persona,
+    qa_first_token_logprobs,
+    qa_option_probabilities,
     render_reply,
 )
 from biascheck.sim.replies import HttpReply, HttpRequest, error_reply, json_reply
@@ -139,6 +144,8 @@ class SimApp:
         self._routes = {
             ("POST", "/v1/chat/completions"): self._chat_completions,
             ("POST", "/chat/completions"): self._chat_completions,
+            ("POST", "/v1/completions"): self._text_completions,
+            ("POST", "/completions"): self._text_completions,
             ("GET", "/v1/models"): self._models,
             ("GET", "/stats"): self._stats,
             ("POST", "/stats/reset"): self._reset,
@@ -197,34 +204,47 @@ class SimApp:
             return reply.status, reply.body.decode("utf-8", "replace")
 
     async def _chat_completions(self, body: bytes) -> HttpReply:
-        try:
-            request = json.loads(body)
-        except ValueError:
-            request = None
-        return await self._answer(request, batched=False)
+        return await self._answer(_json_or_none(body), batched=False)
 
-    async def _answer(self, request: Any, *, batched: bool) -> HttpReply:
+    async def _text_completions(self, body: bytes) -> HttpReply:
+        return await self._answer(_json_or_none(body), batched=False, text=True)
+
+    async def _answer(self, request: Any, *, batched: bool, text: bool = False) -> HttpReply:
+        """A chat completion, or (``text``) a completion of a prompt: a QA case's prompt followed by
+        one of its options' continuations, scored (``echo`` with ``logprobs``: the loglikelihood
+        answer mode), or a case's prompt alone, continued by the persona's reply."""
         self.stats.count(total_requests=1)
         try:
             model = request["model"]
-            messages = request["messages"]
-            if not isinstance(model, str) or not isinstance(messages, list):
-                raise TypeError
+            if text:
+                prompt = request["prompt"]
+                if not isinstance(model, str) or not isinstance(prompt, str):
+                    raise TypeError
+                scored = self.knowledge.lookup_continuation(prompt)
+                messages = [{"role": "user", "content": prompt if scored is None else prompt[: scored[3]]}]
+            else:
+                messages = request["messages"]
+                if not isinstance(model, str) or not isinstance(messages, list):
+                    raise TypeError
+                scored = None
             key = message_key(messages)
         except (ValueError, KeyError, TypeError, AttributeError):
             self.stats.count(bad_requests=1)
-            return error_reply(400, "request body must be JSON with a string 'model' and a list 'messages' of {role, content}")
+            what = "a string 'prompt'" if text else "a list 'messages' of {role, content}"
+            return error_reply(400, f"request body must be JSON with a string 'model' and {what}")
         sample = request.get("biascheck_sample")
         sample = 0 if sample is None else sample
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
             self.stats.count(bad_requests=1)
             return error_reply(400, "'biascheck_sample' must be a non-negative integer")
         want_logprobs = bool(request.get("logprobs"))
-        top_logprobs = request.get("top_logprobs")
+        # Chat: logprobs true and top_logprobs 0..20; completions: logprobs itself is the number of alternatives.
+        alternatives = "logprobs" if text else "top_logprobs"
+        top_logprobs = request.get(alternatives)
         top_logprobs = 0 if top_logprobs is None else top_logprobs
         if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 0 <= top_logprobs <= _MAX_TOP_LOGPROBS:
             self.stats.count(bad_requests=1)
-            return error_reply(400, f"'top_logprobs' must be an integer from 0 to {_MAX_TOP_LOGPROBS}")
+            return error_reply(400, f"'{alternatives}' must be an integer from 0 to {_MAX_TOP_LOGPROBS}")
         temperature = request.get("temperature")
         temperature = 1.0 if temperature is None else temperature
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= _MAX_TEMPERATURE:
@@ -239,15 +259,18 @@ class SimApp:
         self.stats.count_persona(persona.spec)
 
         case = self.knowledge.lookup_key(key)
-        judged = self.knowledge.lookup_mrc(messages) if case is None else None
+        judged = self.knowledge.lookup_mrc(messages) if case is None and not text else None
         if case is None and judged is None:
             self.stats.count(unknown_prompts=1)
             return error_reply(
                 400, "the prompt is not in the simulated model's suite (biascheck-sim only answers the suite's cases)", code="unknown_prompt"
             )
 
-        # Sample 0 draws exactly as a request without a sample index always has.
+        # Sample 0 draws exactly as a request without a sample index always has; a scored
+        # continuation is a request of its own.
         draw_key = key if sample == 0 else f"{key}#sample={sample}"
+        if scored is not None:
+            draw_key = f"{draw_key}#option={scored[2]}"
         self._attempts[(persona.spec, draw_key)] += 1
         attempt = self._attempts[(persona.spec, draw_key)]
         fault = faults.choose_fault(persona, draw_key, attempt)
@@ -261,6 +284,18 @@ class SimApp:
                 return error_reply(504, "The request timed out (simulated).", "server_error", "timeout")
             await asyncio.sleep(persona.delay)  # the client is expected to give up first
 
+        if text:
+            payload = self._text_completion(model, persona, request, case, key, scored, want_logprobs, top_logprobs, fault)
+        else:
+            payload = self._chat_reply(model, persona, request, messages, case, key, judged, sample, temperature, want_logprobs, top_logprobs, fault)
+        if fault == "garbage":
+            return HttpReply(200, faults.garbage_body(payload))
+        self.stats.count(completions=1)
+        return json_reply(200, payload)
+
+    def _chat_reply(
+        self, model, persona, request, messages, case, key, judged, sample, temperature, want_logprobs, top_logprobs, fault
+    ) -> dict[str, Any]:
         finish_reason = "stop"
         logprobs = None
         writes_story = judged is None and is_bbg_question(case.truth)
@@ -272,6 +307,8 @@ class SimApp:
             index = None
         else:
             index = choose_answer(persona, case, key, sample, temperature)
+        draw_key = key if sample == 0 else f"{key}#sample={sample}"
+        attempt = self._attempts[(persona.spec, draw_key)]
         if fault == "filter":
             content, finish_reason = "", "content_filter"
         elif fault == "freetext":
@@ -287,17 +324,56 @@ class SimApp:
         elif want_logprobs and persona.logprobs and index is not None and isinstance(case.truth, HBBTruth):
             content = case.letters[index]
             logprobs = answer_logprobs(persona, case, index, top_logprobs, temperature)
+        elif want_logprobs and persona.logprobs and isinstance(case.truth, QATruth) and judged is None:
+            content, logprobs = qa_first_token_logprobs(persona, case, key, top_logprobs)
         else:
             content = render_reply(persona, case, index, draw_key)
-        max_tokens = request.get("max_tokens") or request.get("max_completion_tokens")
-        if isinstance(max_tokens, int) and max_tokens > 0 and len(content) > max_tokens * 4:
-            content, finish_reason = content[: max_tokens * 4], "length"
+        content, finish_reason = _cut(content, finish_reason, request)
+        return self._completion(model, messages, content, finish_reason, logprobs)
 
-        payload = self._completion(model, messages, content, finish_reason, logprobs)
-        if fault == "garbage":
-            return HttpReply(200, faults.garbage_body(payload))
-        self.stats.count(completions=1)
-        return json_reply(200, payload)
+    def _text_completion(self, model, persona, request, case, key, scored, want_logprobs, top_logprobs, fault) -> dict[str, Any]:
+        """OpenAI's legacy completion object. A scored continuation with ``echo``: the prompt's
+        tokens (the context split at spaces, the continuation one token, the first without a
+        log-probability, as real servers give it) and one generated token; the continuation's
+        log-probability is its option's (:func:`qa_option_probabilities`). ``logprobs`` null for a
+        persona with ``logprobs=0`` (a server that returns no prompt log-probabilities)."""
+        prompt = request["prompt"]
+        finish_reason = "length"
+        if fault == "filter":
+            generated, finish_reason = "", "content_filter"
+        elif scored is None:
+            generated, finish_reason = _cut(render_reply(persona, case, choose_answer(persona, case, key), key), "stop", request)
+        else:
+            generated = "\n"
+        tokens: list[str] = []
+        values: list[float | None] = []
+        if request.get("echo") and scored is not None:
+            start = scored[3]
+            tokens = re.findall(r"\s*\S+|\s+", prompt[:start]) + [prompt[start:]]
+            option_logprob = math.log(qa_option_probabilities(persona, case, key)[scored[2]])
+            values = [None, *([-1.0] * (len(tokens) - 2)), option_logprob]
+        elif request.get("echo"):
+            tokens = re.findall(r"\s*\S+|\s+", prompt)
+            values = [None, *([-1.0] * (len(tokens) - 1))]
+        text = (prompt if request.get("echo") else "") + generated
+        tokens.append(generated)
+        values.append(-0.1)
+        offsets = [sum(len(t) for t in tokens[:i]) for i in range(len(tokens))]
+        logprobs = None
+        if want_logprobs and persona.logprobs and fault != "filter":
+            # A top alternative is the token itself when it is the likelier one (greedy), else a better one.
+            tops = [None if v is None else {t: max(v, math.log(QA_ANSWER_PROBABILITY))} for t, v in zip(tokens, values)] if top_logprobs else None
+            logprobs = {"tokens": tokens, "token_logprobs": values, "top_logprobs": tops, "text_offset": offsets}
+        self._completion_ids += 1
+        prompt_tokens, completion_tokens = _approx_tokens(len(prompt)), _approx_tokens(len(generated))
+        return {
+            "id": f"cmpl-sim-{self._completion_ids}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        }
 
     def _completion(
         self, model: str, messages: list[Any], content: str, finish_reason: str, logprobs: dict[str, Any] | None = None
@@ -325,6 +401,21 @@ class SimApp:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _cut(content: str, finish_reason: str, request: dict[str, Any]) -> tuple[str, str]:
+    """A reply cut to the request's ``max_tokens`` (about four characters a token)."""
+    max_tokens = request.get("max_tokens") or request.get("max_completion_tokens")
+    if isinstance(max_tokens, int) and max_tokens > 0 and len(content) > max_tokens * 4:
+        return content[: max_tokens * 4], "length"
+    return content, finish_reason
 
 
 # --- HTTP ------------------------------------------------------------------------------------
