@@ -83,12 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.set_defaults(func=_qualify_judge)
     local = commands.add_parser(
         "serve-local",
-        help="serve a real small model (Gemma 3 270M) on loopback until Ctrl-C; needs the [local-model] extra",
-        description="Start llama-cpp-python's OpenAI-compatible server with Gemma 3 270M (a base model: many replies are not "
-        "answers) on 127.0.0.1 and print the options that point a biascheck run at it.",
+        help="serve a real small model (Gemma 3 270M or SmolLM2-135M-Instruct) on loopback until Ctrl-C; needs the [local-model] extra",
+        description="Start llama-cpp-python's OpenAI-compatible server with a small model the [local-model] extra ships "
+        "(gemma-3-270m: a base model, whose replies are mostly not answers; smollm2-135m-instruct: an instruction-tuned one) "
+        "on 127.0.0.1, with the chat template the model carries, and print the options that point a biascheck run at it.",
     )
+    local.add_argument("--model", default="gemma-3-270m", help="gemma-3-270m (default) or smollm2-135m-instruct")
     local.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
-    local.add_argument("--model-file", type=Path, default=None, help="another GGUF file to serve (default: the packaged Gemma 3 270M)")
+    local.add_argument("--model-file", type=Path, default=None, help="another GGUF file to serve under --model's name and chat format")
+
     local.add_argument("--n-ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     local.add_argument("--startup-timeout", type=float, default=180.0, help="seconds to wait for the server to answer (default 180)")
     local.add_argument("--log", type=Path, default=None, help="write the server's log to this file")
@@ -400,6 +403,9 @@ def _serve_local(args) -> int:
 
     if args.port is not None and not 0 < args.port < 65536:
         raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or leave it out for a free one")
+    from biascheck.execution.local_model import local_model
+
+    local_model(args.model)
     if args.n_ctx < 256:
         raise BiascheckError("--n-ctx", None, f"{args.n_ctx} is too small for any benchmark prompt", "give at least 256, e.g. 4096")
     if args.log is not None and not args.log.parent.is_dir():
@@ -417,12 +423,20 @@ def _serve_until_stopped(args) -> int:
 
     from biascheck.execution.local_model import API_KEY_ENV, start_local_server
 
-    with start_local_server(args.model_file, port=args.port, n_ctx=args.n_ctx, startup_timeout_s=args.startup_timeout, log_path=args.log) as server:
-        print(f"serving {server.model_path.name} at {server.api_base}", flush=True)
+    with start_local_server(
+        args.model_file,
+        model=args.model,
+        port=args.port,
+        n_ctx=args.n_ctx,
+        startup_timeout_s=args.startup_timeout,
+        log_path=args.log,
+    ) as server:
+        print(f"serving {server.model_path.name} as {server.served.name} at {server.api_base}", flush=True)
         print("point biascheck at it with (litellm's openai/ provider wants a key; this server checks none):")
         print(f"  export {API_KEY_ENV}=unused-local")
         print(f"  pytest --biascheck SUITE --biascheck-model {server.model} --biascheck-api-base {server.api_base} \\")
         print("         --biascheck-concurrency 2 --biascheck-timeout 600 --biascheck-param max_tokens=30")
+        print("(--biascheck-answer-mode first-token or loglikelihood reads log-probabilities instead of replies; see the README.)")
         print("(SUITE: a suite folder, or a packaged suite's name from biascheck suites.)")
         print("It answers one request at a time (about 1.5 s for a short answer on 2 cores). Ctrl-C stops it.", flush=True)
         try:

