@@ -249,6 +249,25 @@ def test_a_merge_killed_at_any_point_leaves_the_output_whole_and_no_file_of_its_
         assert db.count() in (1, 20_001)  # all or nothing
 
 
+def test_a_store_of_another_version_is_refused_naming_the_field(tmp_path):
+    shard = store(tmp_path / "shard.sqlite", {"k1": "A"})
+    with closing(sqlite3.connect(shard)) as db, db:
+        db.execute("UPDATE meta SET value = '99' WHERE name = 'version'")
+    with pytest.raises(BiascheckError) as error:
+        merge_stores(tmp_path / "merged.sqlite", [shard])
+    assert str(error.value).startswith(f"{shard.resolve()}: meta.version: store version 99 is not 1"), str(error.value)
+    assert not (tmp_path / "merged.sqlite").exists()
+
+
+def test_a_merge_into_a_folder_that_is_not_there_creates_none(tmp_path, capsys):
+    shard = store(tmp_path / "shard.sqlite", {"k1": "A"})
+    out = tmp_path / "nonexistent" / "x" / "merged.sqlite"
+    assert main(["store", "merge", str(out), str(shard)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "is not a folder" in error, error
+    assert not (tmp_path / "nonexistent").exists()
+
+
 @pytest.mark.slow
 def test_a_merge_during_a_live_run_loses_none_of_its_answers(small_kobbq, data_dir, tmp_path):
     """The issue's case end to end: a pytest run of 1,200 calls into R, and a merge into R as soon

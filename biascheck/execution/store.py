@@ -212,6 +212,23 @@ def _read_layout(db: sqlite3.Connection) -> _Layout:
     )
 
 
+def _check_layout(path: Path, layout: _Layout, fix: str) -> None:
+    """Refuse a file that is not a store this biascheck reads or may adopt (empty, or an earlier
+    biascheck's); ``fix`` says what to give instead."""
+    if layout.application_id == APPLICATION_ID:
+        if layout.user_version > SCHEMA_VERSION:
+            raise BiascheckError(
+                path,
+                None,
+                f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
+                "upgrade biascheck or " + fix,
+            )
+        if layout.meta_version not in (None, STORE_VERSION):
+            raise BiascheckError(path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", fix)
+    elif not (layout.is_empty() or layout.is_legacy()):
+        raise BiascheckError(path, None, f"not a biascheck response store ({layout.found()})", fix)
+
+
 class _Undecodable(bytes):
     """A TEXT value that is not UTF-8: a damaged row, read as missing instead of failing the query."""
 
@@ -346,18 +363,7 @@ class ResponseStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
 
     def _check(self, layout: _Layout) -> None:
-        if layout.application_id == APPLICATION_ID:
-            if layout.user_version > SCHEMA_VERSION:
-                raise BiascheckError(
-                    self.path,
-                    None,
-                    f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
-                    "upgrade biascheck or " + FIX_OTHER_FILE,
-                )
-            if layout.meta_version not in (None, STORE_VERSION):
-                raise BiascheckError(self.path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", FIX_OTHER_FILE)
-        elif not (layout.is_empty() or layout.is_legacy()):
-            raise BiascheckError(self.path, None, f"not a biascheck response store ({layout.found()})", FIX_OTHER_FILE)
+        _check_layout(self.path, layout, FIX_OTHER_FILE)
 
     def _initialise(self, layout: _Layout) -> None:
         """Create what is missing and mark the file as ours, in the caller's transaction."""
@@ -599,6 +605,8 @@ def merge_stores(out: Path | str, inputs: Sequence[Path | str]) -> MergeResult:
     sources = [Path(p).resolve() for p in inputs]
     for source in sources:
         _check_mergeable(source)
+    if not out.parent.is_dir():
+        raise BiascheckError(out, None, f"{out.parent} is not a folder", "create it first, or name a store in an existing folder")
     if out.exists():
         _check_mergeable(out, empty_ok=True)
     _remove_dead_mergers_files(out)
@@ -702,17 +710,19 @@ def _read_only(path: Path) -> sqlite3.Connection:
 def _check_mergeable(path: Path, *, empty_ok: bool = False) -> None:
     """A store of this biascheck's schema; older or foreign files are refused, never upgraded here.
     ``empty_ok``: an empty file is fine too (the merged store, made one)."""
+    fix = "give the stores the runs wrote (--biascheck-cache)"
     if not path.is_file():
-        raise BiascheckError(path, None, "no such response store", "give the stores the runs wrote (--biascheck-cache)")
+        raise BiascheckError(path, None, "no such response store", fix)
     try:
         with closing(_read_only(path)) as db:
             layout = _read_layout(db)
     except sqlite3.Error as exc:
-        raise BiascheckError(path, None, f"not a usable response store ({exc})", "give the stores the runs wrote (--biascheck-cache)") from None
-    if empty_ok and layout.is_empty():
-        return
-    if layout.application_id != APPLICATION_ID and not layout.is_legacy():
-        raise BiascheckError(path, None, f"not a biascheck response store ({layout.found()})", "give the stores the runs wrote (--biascheck-cache)")
+        raise BiascheckError(path, None, f"not a usable response store ({exc})", fix) from None
+    _check_layout(path, layout, fix)
+    if layout.is_empty():
+        if empty_ok:
+            return
+        raise BiascheckError(path, None, "is an empty file, not a response store", fix)
     if not layout.is_current():
         found = layout.user_version if layout.application_id == APPLICATION_ID else "1 (unmarked)"
         raise BiascheckError(
