@@ -260,3 +260,21 @@ def test_a_batch_the_provider_no_longer_knows_is_lost_its_requests_errors_until_
         assert second.stats()["batches_created"] == 0
         again = run_biascheck(suite, model, "--biascheck-api-base", second.base_url, *BATCH, "--biascheck-batch-resend=batch", report="again")
         assert again.results()["run"]["errors"] == 0 and second.stats()["batches_created"] == 1
+
+
+# Issue 23: a batch created twice after a lost reply, an online run beside an open batch, a batch
+# whose status the provider does not give.
+
+
+def test_a_batch_created_though_its_reply_was_lost_is_found_not_created_again(run_biascheck, sim, provider, suite: Path):
+    """POST /v1/batches reaches the provider and its reply is a 502: the retry looks the batch up by
+    its submission before creating another, so each request is paid for once."""
+    before = provider()
+    run = run_at(run_biascheck, sim, suite, "openai/stereotyped?p=0.2&create_lost=1", *BATCH, "-k", "age")
+    document = run.results()
+    requests = document["run"]["requests"]
+    assert requests > 0 and document["run"]["errors"] == 0 and document["run"]["calls"] == requests, run.output
+    after = provider()
+    assert after["batches_created"] - before["batches_created"] == 1
+    # Paid once each: the simulator answered each request once (it counts batched answers as completions too).
+    assert after["batched_requests"] - before["batched_requests"] == after["completions"] - before["completions"] == requests

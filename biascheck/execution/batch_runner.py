@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -226,7 +226,8 @@ class BatchRun:
             return
         self.records[record.id] = record
         try:
-            status = await self.attempt(api.submit, chunk, record.id)
+            # A failed creation may have reached the provider (its reply lost): looked up before each retry.
+            status = await self.attempt(api.submit, chunk, record.id, made=lambda: api.find(record.id))
         except CallError as exc:
             # Creation may have happened before the failure was seen: ask before letting the keys go.
             found = None
@@ -334,11 +335,17 @@ class BatchRun:
         self.store.update_batch(record)
         return record
 
-    async def attempt(self, call: Callable[..., Any], *args: Any) -> Any:
-        """One batch API call, retried with the run's policy (backoff with jitter, Retry-After)."""
+    async def attempt(self, call: Callable[..., Any], *args: Any, made: Callable[[], Awaitable[Any]] | None = None) -> Any:
+        """One batch API call, retried with the run's policy (backoff with jitter, Retry-After).
+        ``made``, for a call that creates something: asked before each retry whether the failed
+        attempt created it after all; what it finds (not None) is the call's result."""
         policy, retry = self.x.policy, 0
         while True:
             try:
+                if retry and made is not None:
+                    found = await made()
+                    if found is not None:
+                        return found
                 return await call(*args)
             except CallError as exc:
                 if exc.fatal or not exc.retryable or retry >= policy.max_retries:
