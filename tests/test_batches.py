@@ -278,3 +278,19 @@ def test_a_batch_created_though_its_reply_was_lost_is_found_not_created_again(ru
     assert after["batches_created"] - before["batches_created"] == 1
     # Paid once each: the simulator answered each request once (it counts batched answers as completions too).
     assert after["batched_requests"] - before["batched_requests"] == after["completions"] - before["completions"] == requests
+
+
+def test_a_batch_whose_status_the_provider_does_not_give_ends_the_run_resumable_in_one_line(run_biascheck, sim, provider, suite: Path):
+    """Status requests answered 503 until the retries run out: no traceback, the usual report with
+    the batch still running, exit code 4 with one line; the next run collects it without a call."""
+    model = "openai/stereotyped?p=0.2&status_fail=2"
+    before = provider()
+    stopped = run_at(run_biascheck, sim, suite, model, *BATCH, "--biascheck-retries", "1", "-k", "age")
+    assert stopped.ret == 4 and "INTERNALERROR" not in stopped.output and "Traceback" not in stopped.output, stopped.output
+    line = next(line for line in stopped.output.splitlines() if line.startswith("ERROR: "))
+    assert "retrieving batch" in line and "(after 2 attempts)" in line and "run again with the same response store" in line, line
+    document = stopped.results()
+    assert document["run"]["batches"] == {"running": 1} and document["run"]["incomplete_reason"].startswith("fatal model error: retrieving batch")
+    resumed = run_at(run_biascheck, sim, suite, model, *BATCH, "-k", "age", report="resumed")
+    assert resumed.results()["run"]["calls"] == 0 and resumed.results()["run"]["errors"] == 0, resumed.output
+    assert provider()["batches_created"] - before["batches_created"] == 1

@@ -114,6 +114,16 @@ class BatchRun:
     # --- the stages -------------------------------------------------------------------------------
 
     async def answer(self, api: BatchAPI) -> None:
+        try:
+            await self.stages(api)
+        except CallError as exc:
+            # The provider gave no word on a batch (its retries spent, or a refusal): the run stops, and
+            # what it submitted stays recorded, so the next run polls and collects it.
+            self.stats.stop(
+                RunStatus.FATAL_MODEL_ERROR, f"{exc}; the batches submitted stay open: run again with the same response store to collect them"
+            )
+
+    async def stages(self, api: BatchAPI) -> None:
         wanted = set(self.requests)
         for record in self.store.batches(self.model):
             if wanted.intersection(record.keys):
@@ -255,13 +265,7 @@ class BatchRun:
             running = [r for r in self.records.values() if r.state == RUNNING]
             for record in running:
                 assert record.batch_id is not None
-                try:
-                    status = await self.attempt(api.status, record.batch_id)
-                except CallError as exc:
-                    if exc.fatal:
-                        self.stats.stop(RunStatus.FATAL_MODEL_ERROR, str(exc))
-                        return
-                    raise
+                status = await self.attempt(api.status, record.batch_id)
                 self.progress_of[record.id] = status
                 if status.ended:
                     await self.collect(api, record, status)
