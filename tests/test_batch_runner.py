@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.batch_runner import BatchRun, in_batches
+from biascheck.execution.batch_runner import BatchRun, in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchLine, BatchOptions, BatchStatus
 from biascheck.execution.llm import CallError, Completion
 from biascheck.execution.runner import Budget, CircuitBreaker, Executor, ModelRequest, NoProgress, RetryPolicy, RunStatus, execute
-from biascheck.execution.store import BatchRecord, ResponseStore
+from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse
 
 MODEL = "openai/fake"
 
@@ -253,3 +253,26 @@ def test_a_batch_api_that_stays_unavailable_stops_the_run_resumable_never_with_a
     resumed = run_with(api, store, todo)
     assert resumed.stats.errors == 0 and {r.text for r in resumed.responses.values()} == {"A"}
     assert len(api.submitted) == 2  # each request sent once
+
+
+def test_an_online_run_refuses_the_requests_a_batch_holds_until_it_is_collected(store: ResponseStore):
+    """Issue 23, item 3: held are the requests of an open batch, and those of an ended one that
+    neither answered nor recorded an error for them (collected by a run that did not ask for them);
+    not those of a batch that failed, nor those answered or errored already."""
+    now = time.time()
+    keys = [r.key for r in requests(8)]
+    refuse_open_batches(store, MODEL, keys)  # no batch: nothing refused
+    store.add_batch(BatchRecord("bc-failed", "openai", MODEL, "b-failed", tuple(keys[:2]), "failed", now, now))
+    store.add_batch(BatchRecord("bc-read", "openai", MODEL, "b-read", tuple(keys[2:4]), "collected", now, now))
+    store.put(keys[2], MODEL, {"messages": []}, StoredResponse("A", "stop", {}, None))
+    store.record_run_errors("batch:bc-read", {keys[3]: "batch request failed"})
+    refuse_open_batches(store, MODEL, keys)  # all of it answered, errored, or failed: free to send
+    store.add_batch(BatchRecord("bc-unread", "openai", MODEL, "b-unread", tuple(keys[4:6]), "collected", now, now))
+    store.add_batch(BatchRecord("bc-open", "openai", MODEL, None, tuple(keys[6:]), "submitting", now, now))
+    with pytest.raises(BiascheckError) as refused:
+        refuse_open_batches(store, MODEL, keys)
+    message = str(refused.value)
+    assert message.startswith(
+        f"{store.path}: 4 of this run's requests are in 2 provider batches an earlier run submitted, not yet collected (bc-open, b-unread)"
+    )
+    assert "\n" not in message

@@ -280,6 +280,28 @@ def test_a_batch_created_though_its_reply_was_lost_is_found_not_created_again(ru
     assert after["batched_requests"] - before["batched_requests"] == after["completions"] - before["completions"] == requests
 
 
+def test_an_online_run_sends_none_of_the_requests_an_open_batch_holds(run_biascheck, sim, provider, suite: Path):
+    """A run without --biascheck-batch after one that submitted without waiting: it refuses in one
+    line saying how to collect or cancel the batch, and sends nothing online; the batch run it
+    names collects with 0 calls."""
+    model = "openai/stereotyped?p=0.2&batch_delay=2"
+    before = provider()
+    submitted = run_at(run_biascheck, sim, suite, model, *BATCH, "--biascheck-batch-wait=no", "-k", "age")
+    assert submitted.ret == 6, submitted.output
+    requests = submitted.results()["run"]["requests"]
+    online = run_at(run_biascheck, sim, suite, model, "-k", "age", report="online")
+    assert online.ret == 4, online.output
+    line = next(line for line in online.output.splitlines() if line.startswith("ERROR: "))
+    assert f"{requests} of this run's requests are in 1 provider batch an earlier run submitted, not yet collected" in line, line
+    assert "collect them with --biascheck-batch" in line and "--biascheck-batch-resend=online" in line, line
+    assert "Traceback" not in online.output and "INTERNALERROR" not in online.output
+    collected = run_at(run_biascheck, sim, suite, model, *BATCH, "-k", "age", report="collected")
+    document = collected.results()
+    assert document["run"]["calls"] == 0 and document["run"]["errors"] == 0 and document["run"]["cache_hits"] == 0, collected.output
+    after = provider()  # each request answered once, in the batch: none online (the simulator counts both as completions)
+    assert after["batched_requests"] - before["batched_requests"] == after["completions"] - before["completions"] == requests
+
+
 def test_a_batch_whose_status_the_provider_does_not_give_ends_the_run_resumable_in_one_line(run_biascheck, sim, provider, suite: Path):
     """Status requests answered 503 until the retries run out: no traceback, the usual report with
     the batch still running, exit code 4 with one line; the next run collects it without a call."""

@@ -49,7 +49,7 @@ from biascheck.execution.runner import (
     store_request,
     to_store,
 )
-from biascheck.execution.store import BatchRecord, StoredResponse, StoreWriteError, shared_values
+from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError, shared_values
 
 SUBMITTING, RUNNING = "submitting", "running"
 ENDED = frozenset({"collected", "failed", "expired", "cancelled", "lost"})
@@ -70,6 +70,38 @@ def in_batches(options: BatchOptions) -> Backend:
         await BatchRun(executor, options).run(pending, open_client, concurrency, label)
 
     return answer
+
+
+def refuse_open_batches(store: ResponseStore, model: str, keys: Iterable[str]) -> None:
+    """An online run sends none of the requests a batch an earlier run submitted holds and has not
+    collected: the provider answers them (or did), so calling would pay for them twice. Refused in
+    one line that says how to collect the batch, or to cancel it and pay again."""
+    wanted = set(keys)
+    held: dict[str, set[str]] = {}  # batch (the provider's id, else biascheck's) -> this run's keys in it
+    for record in store.batches(model):
+        if record.state in (SUBMITTING, RUNNING):
+            keys_in = wanted.intersection(record.keys)
+        elif record.state in ("collected", "expired", "cancelled"):  # ended: what it answered may be unread
+            errors = store.run_errors(ERRORS_RUN_PREFIX + record.id)
+            keys_in = {k for k in wanted.intersection(record.keys) if k not in errors}
+        else:  # failed, lost: nothing to collect
+            continue
+        if keys_in:
+            held[record.batch_id or record.id] = keys_in
+    if not held:
+        return
+    answered = store.stored_keys(set().union(*held.values()))
+    held = {batch: keys_in - answered for batch, keys_in in held.items() if keys_in - answered}
+    if held:
+        count = len(set().union(*held.values()))
+        raise BiascheckError(
+            store.path,
+            None,
+            f"{count:,} of this run's requests are in {len(held)} provider batch{'es' if len(held) > 1 else ''} an earlier run submitted, "
+            f"not yet collected ({', '.join(list(held)[:3])}{', ...' if len(held) > 3 else ''}); sending them online would pay for them twice",
+            "collect them with --biascheck-batch (add --biascheck-batch-wait=no to take only what has ended, without waiting), "
+            "or cancel the batch at the provider and run with --biascheck-batch --biascheck-batch-resend=online to pay again online",
+        )
 
 
 class BatchRun:
