@@ -161,8 +161,9 @@ def _add_suite_commands(commands) -> None:
 
 def _suites(args) -> int:
     from biascheck.config.catalog import packaged_suites_dir
-    from biascheck.dryrun import render, table
+    from biascheck.dryrun import existing_store, render, table
 
+    existing_store(args.cache)  # refused once, not read as no store, nor as a note on every suite
     config = _suites_run_config(args)
     rows, estimates, notes = [["suite", "where", "benchmark", "cases", "model calls"]], [], []
     for label, where, path in _listed_suites(args.suites):
@@ -376,6 +377,8 @@ def _qualify_judge(args) -> int:
             raise BiascheckError(option, None, f"{value!r} is out of range", f"give a number in [{low}, {high}]")
     if args.cases is not None and args.cases < 1:
         raise BiascheckError("--cases", None, f"{args.cases} is not a positive number", "e.g. --cases 2000")
+    if args.json is not None:
+        _in_a_folder("--json", args.json)  # before the calls, rather than creating folders after them
     judge = model_config(args.model, params=args.param, api_base=args.api_base, names={**COMMAND_NAMES, "model": "biascheck qualify-judge MODEL"})
     config = RunConfig(
         model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency), model_source="biascheck qualify-judge MODEL"
@@ -394,6 +397,12 @@ def _qualify_judge(args) -> int:
     return 0 if result.qualified else 1
 
 
+def _in_a_folder(option: str, path: Path) -> None:
+    """A file to write must be in a folder that exists: biascheck creates none for it."""
+    if not path.parent.is_dir():
+        raise BiascheckError(option, None, f"{path.parent} is not a folder", "name a file in an existing folder")
+
+
 def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
@@ -408,8 +417,8 @@ def _serve_local(args) -> int:
     local_model(args.model)
     if args.n_ctx < 256:
         raise BiascheckError("--n-ctx", None, f"{args.n_ctx} is too small for any benchmark prompt", "give at least 256, e.g. 4096")
-    if args.log is not None and not args.log.parent.is_dir():
-        raise BiascheckError("--log", None, f"{args.log.parent} is not a folder", "name a file in an existing folder")
+    if args.log is not None:
+        _in_a_folder("--log", args.log)
     # SIGTERM (e.g. from a CI step's timeout) stops the server like Ctrl-C does.
     signal.signal(signal.SIGTERM, _interrupt)
     try:

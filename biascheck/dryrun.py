@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Response
 from biascheck.execution.llm import ModelConfig, import_litellm
 from biascheck.execution.runner import from_store
@@ -134,13 +135,25 @@ def estimate(
     return estimates
 
 
+def existing_store(path: Path | None) -> Path | None:
+    """The response store's file at ``path``, or None when there is none yet (a dry run creates
+    none). Anything else there (a folder) is refused, never read as an empty store."""
+    if path is None or not Path(path).exists():
+        return None
+    if not Path(path).is_file():
+        kind = "a folder" if Path(path).is_dir() else "not a regular file"
+        raise BiascheckError(path, None, f"is {kind}, not a response store", "name the store's file (the --biascheck-cache of a run)")
+    return Path(path)
+
+
 @contextmanager
 def _open_store(path: Path | None) -> Iterator[ResponseStore | None]:
     """The response store, if there is one: a dry run creates none."""
-    if path is None or not Path(path).is_file():
+    found = existing_store(path)
+    if found is None:
         yield None
         return
-    with ResponseStore(path) as store:
+    with ResponseStore(found) as store:
         yield store
 
 

@@ -15,7 +15,7 @@ from biascheck.config.manifest import canonical_json
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
-from biascheck.execution.batch_runner import in_batches
+from biascheck.execution.batch_runner import in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, check_serves, validate_model_string
 from biascheck.execution.providers import simulator
@@ -315,6 +315,8 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             from rich.markup import escape
 
             backend = in_batches(config.batch) if config.batch is not None and offline is None else None
+            if backend is None and offline is None:
+                refuse_open_batches(store, caller.model, [r.key for r in requests])
             execution = run_sync(
                 execute(
                     requests,

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.batch_runner import BatchRun, in_batches
+from biascheck.execution.batch_runner import BatchRun, in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchLine, BatchOptions, BatchStatus
-from biascheck.execution.llm import Completion
+from biascheck.execution.llm import CallError, Completion
 from biascheck.execution.runner import Budget, CircuitBreaker, Executor, ModelRequest, NoProgress, RetryPolicy, RunStatus, execute
-from biascheck.execution.store import BatchRecord, ResponseStore
+from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse
 
 MODEL = "openai/fake"
 
@@ -198,3 +198,81 @@ def test_the_progress_note_counts_batches_by_state_and_requests_done(store: Resp
     run_with(FakeBatches(), store, requests(7), progress=notes)
     assert notes.notes[0].startswith("batches: 1 submitted, 1 in progress, 0 completed, 0 failed or expired; 0 of 3 requests done")
     assert notes.notes[-1] == "batches: 3 submitted, 0 in progress, 3 completed, 0 failed or expired; 7 of 7 requests done; all done"
+
+
+class Unavailable(FakeBatches):
+    """A provider whose named batch API calls answer 503, whatever the retries."""
+
+    def __init__(self, *failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    async def _fail_if(self, name: str) -> None:
+        if name in self.failing:
+            raise CallError(f"{name}: HTTP 503: overloaded (simulated)", retryable=True)
+
+    async def find(self, submission: str) -> BatchStatus | None:
+        await self._fail_if("find")
+        return await super().find(submission)
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        await self._fail_if("status")
+        return await super().status(batch_id)
+
+    async def results(self, status: BatchStatus, params_of: dict[str, dict[str, Any]]):
+        await self._fail_if("results")
+        return await super().results(status, params_of)
+
+
+@pytest.mark.parametrize(
+    ("stage", "failing"),
+    [("reconcile", ("find",)), ("poll", ("status",)), ("reread", ("status",)), ("collect", ("results",))],
+)
+def test_a_batch_api_that_stays_unavailable_stops_the_run_resumable_never_with_a_traceback(
+    store: ResponseStore, stage: str, failing: tuple[str, ...]
+):
+    """Issue 23, item 4: every path that asks the provider about a batch (reconcile a submission a
+    kill interrupted, poll, re-read an ended batch, collect) ends the run in one line that says the
+    batches stay open, and the next run resumes."""
+    todo = requests(2)
+    api = Unavailable()
+    now = time.time()
+    if stage == "reconcile":
+        asyncio.run(api.submit([BatchLine(r.key, b"") for r in todo], "bc-killed"))
+        store.add_batch(BatchRecord("bc-killed", "openai", MODEL, None, tuple(r.key for r in todo), "submitting", now, now))
+    elif stage == "reread":  # ended, collected by a run that did not ask for these requests
+        asyncio.run(api.submit([BatchLine(r.key, b"") for r in todo], "bc-other-run"))
+        store.add_batch(BatchRecord("bc-other-run", "openai", MODEL, "b0", tuple(r.key for r in todo), "collected", now, now))
+    api.failing = failing
+    execution = run_with(api, store, todo)
+    stats = execution.stats
+    assert stats.status is RunStatus.FATAL_MODEL_ERROR and "\n" not in stats.incomplete
+    assert "HTTP 503" in stats.incomplete and "run again with the same response store" in stats.incomplete, stats.incomplete
+    assert all(r.errored for r in execution.responses.values()) and store.count() == 0
+    api.failing = ()
+    resumed = run_with(api, store, todo)
+    assert resumed.stats.errors == 0 and {r.text for r in resumed.responses.values()} == {"A"}
+    assert len(api.submitted) == 2  # each request sent once
+
+
+def test_an_online_run_refuses_the_requests_a_batch_holds_until_it_is_collected(store: ResponseStore):
+    """Issue 23, item 3: held are the requests of an open batch, and those of an ended one that
+    neither answered nor recorded an error for them (collected by a run that did not ask for them);
+    not those of a batch that failed, nor those answered or errored already."""
+    now = time.time()
+    keys = [r.key for r in requests(8)]
+    refuse_open_batches(store, MODEL, keys)  # no batch: nothing refused
+    store.add_batch(BatchRecord("bc-failed", "openai", MODEL, "b-failed", tuple(keys[:2]), "failed", now, now))
+    store.add_batch(BatchRecord("bc-read", "openai", MODEL, "b-read", tuple(keys[2:4]), "collected", now, now))
+    store.put(keys[2], MODEL, {"messages": []}, StoredResponse("A", "stop", {}, None))
+    store.record_run_errors("batch:bc-read", {keys[3]: "batch request failed"})
+    refuse_open_batches(store, MODEL, keys)  # all of it answered, errored, or failed: free to send
+    store.add_batch(BatchRecord("bc-unread", "openai", MODEL, "b-unread", tuple(keys[4:6]), "collected", now, now))
+    store.add_batch(BatchRecord("bc-open", "openai", MODEL, None, tuple(keys[6:]), "submitting", now, now))
+    with pytest.raises(BiascheckError) as refused:
+        refuse_open_batches(store, MODEL, keys)
+    message = str(refused.value)
+    assert message.startswith(
+        f"{store.path}: 4 of this run's requests are in 2 provider batches an earlier run submitted, not yet collected (bc-open, b-unread)"
+    )
+    assert "\n" not in message

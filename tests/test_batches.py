@@ -260,3 +260,59 @@ def test_a_batch_the_provider_no_longer_knows_is_lost_its_requests_errors_until_
         assert second.stats()["batches_created"] == 0
         again = run_biascheck(suite, model, "--biascheck-api-base", second.base_url, *BATCH, "--biascheck-batch-resend=batch", report="again")
         assert again.results()["run"]["errors"] == 0 and second.stats()["batches_created"] == 1
+
+
+# Issue 23: a batch created twice after a lost reply, an online run beside an open batch, a batch
+# whose status the provider does not give.
+
+
+def test_a_batch_created_though_its_reply_was_lost_is_found_not_created_again(run_biascheck, sim, provider, suite: Path):
+    """POST /v1/batches reaches the provider and its reply is a 502: the retry looks the batch up by
+    its submission before creating another, so each request is paid for once."""
+    before = provider()
+    run = run_at(run_biascheck, sim, suite, "openai/stereotyped?p=0.2&create_lost=1", *BATCH, "-k", "age")
+    document = run.results()
+    requests = document["run"]["requests"]
+    assert requests > 0 and document["run"]["errors"] == 0 and document["run"]["calls"] == requests, run.output
+    after = provider()
+    assert after["batches_created"] - before["batches_created"] == 1
+    # Paid once each: the simulator answered each request once (it counts batched answers as completions too).
+    assert after["batched_requests"] - before["batched_requests"] == after["completions"] - before["completions"] == requests
+
+
+def test_an_online_run_sends_none_of_the_requests_an_open_batch_holds(run_biascheck, sim, provider, suite: Path):
+    """A run without --biascheck-batch after one that submitted without waiting: it refuses in one
+    line saying how to collect or cancel the batch, and sends nothing online; the batch run it
+    names collects with 0 calls."""
+    model = "openai/stereotyped?p=0.2&batch_delay=2"
+    before = provider()
+    submitted = run_at(run_biascheck, sim, suite, model, *BATCH, "--biascheck-batch-wait=no", "-k", "age")
+    assert submitted.ret == 6, submitted.output
+    requests = submitted.results()["run"]["requests"]
+    online = run_at(run_biascheck, sim, suite, model, "-k", "age", report="online")
+    assert online.ret == 4, online.output
+    line = next(line for line in online.output.splitlines() if line.startswith("ERROR: "))
+    assert f"{requests} of this run's requests are in 1 provider batch an earlier run submitted, not yet collected" in line, line
+    assert "collect them with --biascheck-batch" in line and "--biascheck-batch-resend=online" in line, line
+    assert "Traceback" not in online.output and "INTERNALERROR" not in online.output
+    collected = run_at(run_biascheck, sim, suite, model, *BATCH, "-k", "age", report="collected")
+    document = collected.results()
+    assert document["run"]["calls"] == 0 and document["run"]["errors"] == 0 and document["run"]["cache_hits"] == 0, collected.output
+    after = provider()  # each request answered once, in the batch: none online (the simulator counts both as completions)
+    assert after["batched_requests"] - before["batched_requests"] == after["completions"] - before["completions"] == requests
+
+
+def test_a_batch_whose_status_the_provider_does_not_give_ends_the_run_resumable_in_one_line(run_biascheck, sim, provider, suite: Path):
+    """Status requests answered 503 until the retries run out: no traceback, the usual report with
+    the batch still running, exit code 4 with one line; the next run collects it without a call."""
+    model = "openai/stereotyped?p=0.2&status_fail=2"
+    before = provider()
+    stopped = run_at(run_biascheck, sim, suite, model, *BATCH, "--biascheck-retries", "1", "-k", "age")
+    assert stopped.ret == 4 and "INTERNALERROR" not in stopped.output and "Traceback" not in stopped.output, stopped.output
+    line = next(line for line in stopped.output.splitlines() if line.startswith("ERROR: "))
+    assert "retrieving batch" in line and "(after 2 attempts)" in line and "run again with the same response store" in line, line
+    document = stopped.results()
+    assert document["run"]["batches"] == {"running": 1} and document["run"]["incomplete_reason"].startswith("fatal model error: retrieving batch")
+    resumed = run_at(run_biascheck, sim, suite, model, *BATCH, "-k", "age", report="resumed")
+    assert resumed.results()["run"]["calls"] == 0 and resumed.results()["run"]["errors"] == 0, resumed.output
+    assert provider()["batches_created"] - before["batches_created"] == 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -49,7 +49,7 @@ from biascheck.execution.runner import (
     store_request,
     to_store,
 )
-from biascheck.execution.store import BatchRecord, StoredResponse, StoreWriteError, shared_values
+from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError, shared_values
 
 SUBMITTING, RUNNING = "submitting", "running"
 ENDED = frozenset({"collected", "failed", "expired", "cancelled", "lost"})
@@ -70,6 +70,38 @@ def in_batches(options: BatchOptions) -> Backend:
         await BatchRun(executor, options).run(pending, open_client, concurrency, label)
 
     return answer
+
+
+def refuse_open_batches(store: ResponseStore, model: str, keys: Iterable[str]) -> None:
+    """An online run sends none of the requests a batch an earlier run submitted holds and has not
+    collected: the provider answers them (or did), so calling would pay for them twice. Refused in
+    one line that says how to collect the batch, or to cancel it and pay again."""
+    wanted = set(keys)
+    held: dict[str, set[str]] = {}  # batch (the provider's id, else biascheck's) -> this run's keys in it
+    for record in store.batches(model):
+        if record.state in (SUBMITTING, RUNNING):
+            keys_in = wanted.intersection(record.keys)
+        elif record.state in ("collected", "expired", "cancelled"):  # ended: what it answered may be unread
+            errors = store.run_errors(ERRORS_RUN_PREFIX + record.id)
+            keys_in = {k for k in wanted.intersection(record.keys) if k not in errors}
+        else:  # failed, lost: nothing to collect
+            continue
+        if keys_in:
+            held[record.batch_id or record.id] = keys_in
+    if not held:
+        return
+    answered = store.stored_keys(set().union(*held.values()))
+    held = {batch: keys_in - answered for batch, keys_in in held.items() if keys_in - answered}
+    if held:
+        count = len(set().union(*held.values()))
+        raise BiascheckError(
+            store.path,
+            None,
+            f"{count:,} of this run's requests are in {len(held)} provider batch{'es' if len(held) > 1 else ''} an earlier run submitted, "
+            f"not yet collected ({', '.join(list(held)[:3])}{', ...' if len(held) > 3 else ''}); sending them online would pay for them twice",
+            "collect them with --biascheck-batch (add --biascheck-batch-wait=no to take only what has ended, without waiting), "
+            "or cancel the batch at the provider and run with --biascheck-batch --biascheck-batch-resend=online to pay again online",
+        )
 
 
 class BatchRun:
@@ -114,6 +146,16 @@ class BatchRun:
     # --- the stages -------------------------------------------------------------------------------
 
     async def answer(self, api: BatchAPI) -> None:
+        try:
+            await self.stages(api)
+        except CallError as exc:
+            # The provider gave no word on a batch (its retries spent, or a refusal): the run stops, and
+            # what it submitted stays recorded, so the next run polls and collects it.
+            self.stats.stop(
+                RunStatus.FATAL_MODEL_ERROR, f"{exc}; the batches submitted stay open: run again with the same response store to collect them"
+            )
+
+    async def stages(self, api: BatchAPI) -> None:
         wanted = set(self.requests)
         for record in self.store.batches(self.model):
             if wanted.intersection(record.keys):
@@ -226,7 +268,8 @@ class BatchRun:
             return
         self.records[record.id] = record
         try:
-            status = await self.attempt(api.submit, chunk, record.id)
+            # A failed creation may have reached the provider (its reply lost): looked up before each retry.
+            status = await self.attempt(api.submit, chunk, record.id, made=lambda: api.find(record.id))
         except CallError as exc:
             # Creation may have happened before the failure was seen: ask before letting the keys go.
             found = None
@@ -254,13 +297,7 @@ class BatchRun:
             running = [r for r in self.records.values() if r.state == RUNNING]
             for record in running:
                 assert record.batch_id is not None
-                try:
-                    status = await self.attempt(api.status, record.batch_id)
-                except CallError as exc:
-                    if exc.fatal:
-                        self.stats.stop(RunStatus.FATAL_MODEL_ERROR, str(exc))
-                        return
-                    raise
+                status = await self.attempt(api.status, record.batch_id)
                 self.progress_of[record.id] = status
                 if status.ended:
                     await self.collect(api, record, status)
@@ -334,11 +371,17 @@ class BatchRun:
         self.store.update_batch(record)
         return record
 
-    async def attempt(self, call: Callable[..., Any], *args: Any) -> Any:
-        """One batch API call, retried with the run's policy (backoff with jitter, Retry-After)."""
+    async def attempt(self, call: Callable[..., Any], *args: Any, made: Callable[[], Awaitable[Any]] | None = None) -> Any:
+        """One batch API call, retried with the run's policy (backoff with jitter, Retry-After).
+        ``made``, for a call that creates something: asked before each retry whether the failed
+        attempt created it after all; what it finds (not None) is the call's result."""
         policy, retry = self.x.policy, 0
         while True:
             try:
+                if retry and made is not None:
+                    found = await made()
+                    if found is not None:
+                        return found
                 return await call(*args)
             except CallError as exc:
                 if exc.fatal or not exc.retryable or retry >= policy.max_retries:

@@ -204,6 +204,7 @@ class OpenAIBatches:
         if client.api_key:
             self._kwargs["api_key"] = client.api_key
         self._model = _api_model(client)
+        self._uploaded: dict[str, str] = {}  # submission -> its input file: a retried creation does not upload it again
 
     def line(self, key: str, messages: list[dict[str, str]], params: dict[str, Any], sample: int) -> BatchLine:
         body: dict[str, Any] = {"model": self._model, "messages": messages, **params}
@@ -213,17 +214,19 @@ class OpenAIBatches:
         return BatchLine(key, json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
 
     async def submit(self, lines: Sequence[BatchLine], submission: str) -> BatchStatus:
-        content = b"".join(line.body for line in lines)
-        file = await provider_call(
-            "uploading the batch's requests",
-            self.litellm.acreate_file(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch", **self._kwargs),
-        )
+        if submission not in self._uploaded:
+            content = b"".join(line.body for line in lines)
+            file = await provider_call(
+                "uploading the batch's requests",
+                self.litellm.acreate_file(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch", **self._kwargs),
+            )
+            self._uploaded[submission] = file.id
         batch = await provider_call(
             "creating the batch",
             self.litellm.acreate_batch(
                 completion_window="24h",
                 endpoint="/v1/chat/completions",
-                input_file_id=file.id,
+                input_file_id=self._uploaded[submission],
                 metadata={"biascheck_submission": submission},
                 **self._kwargs,
             ),

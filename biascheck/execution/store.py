@@ -15,6 +15,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import sqlite3
 import time
 import warnings
@@ -221,6 +222,23 @@ def _read_layout(db: sqlite3.Connection) -> _Layout:
     )
 
 
+def _check_layout(path: Path, layout: _Layout, fix: str) -> None:
+    """Refuse a file that is not a store this biascheck reads or may adopt (empty, or an earlier
+    biascheck's); ``fix`` says what to give instead."""
+    if layout.application_id == APPLICATION_ID:
+        if layout.user_version > SCHEMA_VERSION:
+            raise BiascheckError(
+                path,
+                None,
+                f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
+                "upgrade biascheck or " + fix,
+            )
+        if layout.meta_version not in (None, STORE_VERSION):
+            raise BiascheckError(path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", fix)
+    elif not (layout.is_empty() or layout.is_legacy()):
+        raise BiascheckError(path, None, f"not a biascheck response store ({layout.found()})", fix)
+
+
 class _Undecodable(bytes):
     """A TEXT value that is not UTF-8: a damaged row, read as missing instead of failing the query."""
 
@@ -367,18 +385,7 @@ class ResponseStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
 
     def _check(self, layout: _Layout) -> None:
-        if layout.application_id == APPLICATION_ID:
-            if layout.user_version > SCHEMA_VERSION:
-                raise BiascheckError(
-                    self.path,
-                    None,
-                    f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
-                    "upgrade biascheck or " + FIX_OTHER_FILE,
-                )
-            if layout.meta_version not in (None, STORE_VERSION):
-                raise BiascheckError(self.path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", FIX_OTHER_FILE)
-        elif not (layout.is_empty() or layout.is_legacy()):
-            raise BiascheckError(self.path, None, f"not a biascheck response store ({layout.found()})", FIX_OTHER_FILE)
+        _check_layout(self.path, layout, FIX_OTHER_FILE)
 
     def _initialise(self, layout: _Layout) -> None:
         """Create what is missing and mark the file as ours, in the caller's transaction."""
@@ -570,8 +577,9 @@ class ResponseStore:
             raise
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the store's call lock: one process of a run makes the calls, the others wait and read."""
+    def exclusive(self, *, wait: bool = True) -> Iterator[None]:
+        """Hold the store's call lock: one process of a run makes the calls, the others wait and read.
+        ``wait=False`` (a merge): refuse in one line while another process holds it."""
         try:
             handle = open(self._lock_path, "a")  # noqa: SIM115 - closed by the with below
         except OSError as exc:
@@ -579,7 +587,15 @@ class ResponseStore:
                 self._lock_path, None, f"cannot create the store's lock file ({exc.strerror})", "point --biascheck-cache at a writable path"
             ) from None
         with handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                raise BiascheckError(
+                    self.path,
+                    None,
+                    f"in use by another biascheck process (a run or a merge holds {self._lock_path.name})",
+                    "let it finish, then try again",
+                ) from None
             try:
                 yield
             finally:
@@ -603,72 +619,110 @@ class MergeResult:
 def merge_stores(out: Path | str, inputs: Sequence[Path | str]) -> MergeResult:
     """Merge response stores (e.g. one per shard job) into ``out``, which may exist already.
 
-    Atomic: the merge is built in a temporary file beside ``out`` and replaces it whole, so a
-    failure leaves ``out`` as it was. Idempotent: merging the same stores again adds nothing. Every
-    input must be a store of this schema, opened read-only. Two different answers to one request key
-    are an error naming it, never a silent choice."""
+    In place, in one transaction, under the lock a run takes (:meth:`ResponseStore.exclusive`): a
+    merge into a store a live run holds is refused, and the file is never replaced, so a process
+    that has it open (a run waiting for the lock, a reader) keeps reading and writing the merged
+    store. A failure, or a kill, leaves ``out``'s answers as they were. Idempotent: merging the same
+    stores again adds nothing. Every input must be a store of this schema, opened read-only. Two
+    different answers to one request key are an error naming it, never a silent choice."""
     out = Path(out).resolve()
     sources = [Path(p).resolve() for p in inputs]
     for source in sources:
         _check_mergeable(source)
-    if (out.with_name(out.name + "-wal")).exists() and out.with_name(out.name + "-wal").stat().st_size:
-        raise BiascheckError(out, None, "is open in a run (its -wal file holds unsaved pages)", "let the run finish, then merge again")
-    temporary = out.with_name(f".{out.name}.merging-{os.getpid()}")
-    for leftover in (temporary, temporary.with_name(temporary.name + "-wal"), temporary.with_name(temporary.name + "-shm")):
-        leftover.unlink(missing_ok=True)
+    if not out.parent.is_dir():
+        raise BiascheckError(out, None, f"{out.parent} is not a folder", "create it first, or name a store in an existing folder")
+    if out.exists():
+        _check_mergeable(out, empty_ok=True)
+    _remove_dead_mergers_files(out)
     added: dict[str, int] = {}
     present: dict[str, int] = {}
-    try:
-        if out.exists():
-            _check_mergeable(out)
-            with closing(_read_only(out)) as original, closing(sqlite3.connect(temporary)) as copy:
-                original.backup(copy)  # the committed pages, WAL included
-        ResponseStore(temporary).close()  # a current store (or the copy, checked): marked and laid out
-        with closing(sqlite3.connect(temporary, isolation_level=None)) as db:
-            db.text_factory = _decode
-            db.execute("PRAGMA journal_mode=DELETE")  # one file, so the rename below moves all of it
-            columns = ", ".join(_COLUMNS["responses"])
-            same = " AND ".join(f"s.{c} IS m.{c}" for c in _ANSWER_COLUMNS)
-            for source in sources:
-                if source == out:
-                    continue
-                db.execute("ATTACH DATABASE ? AS src", (f"file:{quote(str(source))}?mode=ro",))
-                try:
-                    db.execute("BEGIN IMMEDIATE")
-                    conflicts = [
-                        k for (k,) in db.execute(f"SELECT s.key FROM src.responses s JOIN main.responses m USING (key) WHERE NOT ({same}) LIMIT 3")
-                    ]
-                    if conflicts:
-                        raise BiascheckError(
-                            source,
-                            None,
-                            f"holds answers that differ from the merged store's for the same request (keys {', '.join(k[:12] for k in conflicts)}...)",
-                            "merge stores of one model and revision whose shards did not overlap; rerun a shard into a fresh store",
-                        )
-                    before = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
-                    db.execute(f"INSERT OR IGNORE INTO main.responses ({columns}) SELECT {columns} FROM src.responses")
-                    # A shard's batches go with it: a batch it submitted without waiting is collected by the merged run.
-                    db.execute("INSERT OR IGNORE INTO main.batches SELECT * FROM src.batches")
-                    after = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
-                    offered = db.execute("SELECT count(*) FROM src.responses").fetchone()[0]
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-                finally:
-                    db.execute("DETACH DATABASE src")
-                added[str(source)] = after - before
-                present[str(source)] = offered - (after - before)
-            total = db.execute("SELECT count(*) FROM main.responses").fetchone()[0]
-        with open(temporary, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, out)
-    except sqlite3.Error as exc:
-        raise BiascheckError(out, None, f"cannot write the merged store ({exc})", "check the disk and the folder's permissions") from None
-    finally:
-        temporary.unlink(missing_ok=True)
+    with ResponseStore(out) as store, store.exclusive(wait=False):
+        try:
+            with store._transaction():
+                for source in sources:
+                    if source != out:
+                        added[str(source)], present[str(source)] = _merge_into(store._db, source)
+            total = store.count()
+        except sqlite3.Error as exc:
+            fix = _CAUSES.get(_errorcode(exc) or 0, "fix the cause")
+            raise BiascheckError(
+                out, None, f"cannot write the merged store ({exc}); its answers are as they were", f"{fix}, then merge again"
+            ) from None
     return MergeResult(added, present, total)
+
+
+_MERGE_CHUNK = 500  # rows compared and inserted at once (SQLite's variable limit: 999 at least)
+
+
+def _merge_into(db: sqlite3.Connection, source: Path) -> tuple[int, int]:
+    """Add ``source``'s answers and batches to ``db`` in its open transaction: (answers added,
+    answers it already had). A failure to read ``source`` names it, not the merged store."""
+    columns = _COLUMNS["responses"]
+    answer = [columns.index(c) for c in _ANSWER_COLUMNS]
+    insert = f"INSERT INTO responses ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    added = offered = 0
+    for chunk in _source_rows(source, f"SELECT {', '.join(columns)} FROM responses"):
+        offered += len(chunk)
+        marks = ",".join("?" * len(chunk))
+        held = {
+            row[0]: row[1:]
+            for row in db.execute(f"SELECT key, {', '.join(_ANSWER_COLUMNS)} FROM responses WHERE key IN ({marks})", [r[0] for r in chunk])
+        }
+        conflicts = [row[0] for row in chunk if row[0] in held and tuple(row[i] for i in answer) != held[row[0]]]
+        if conflicts:
+            raise BiascheckError(
+                source,
+                None,
+                f"holds answers that differ from the merged store's for the same request (keys {', '.join(k[:12] for k in conflicts[:3])}...)",
+                "merge stores of one model and revision whose shards did not overlap; rerun a shard into a fresh store",
+            )
+        new = [row for row in chunk if row[0] not in held]
+        db.executemany(insert, new)
+        added += len(new)
+    # A shard's batches go with it: a batch it submitted without waiting is collected by the merged run.
+    batch_columns = _COLUMNS["batches"]
+    for chunk in _source_rows(source, f"SELECT {', '.join(batch_columns)} FROM batches"):
+        db.executemany(f"INSERT OR IGNORE INTO batches VALUES ({', '.join('?' * len(batch_columns))})", chunk)
+    return added, offered - added
+
+
+def _source_rows(source: Path, query: str) -> Iterator[list[tuple]]:
+    """The rows of ``query`` on ``source``, read-only, one snapshot, in chunks; a store that cannot
+    be read (damaged pages) is named."""
+    try:
+        with closing(_read_only(source)) as db:
+            db.execute("BEGIN")  # one snapshot of a store a shard may still be writing
+            cursor = db.execute(query)
+            while chunk := cursor.fetchmany(_MERGE_CHUNK):
+                yield chunk
+            db.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise BiascheckError(
+            source, None, f"cannot be read ({exc}); nothing of it was merged", "rerun its shard into a fresh store, or merge without it"
+        ) from None
+
+
+def _remove_dead_mergers_files(out: Path) -> None:
+    """What merges of earlier biascheck releases, killed, left beside ``out`` (they built the merge
+    in ``.OUT.merging-PID`` and its journal): removed once that process is gone. A merge now
+    writes ``out`` in place and leaves nothing of its own."""
+    pattern = re.compile(re.escape(f".{out.name}.merging-") + r"(\d+)(-journal|-wal|-shm)?")
+    for entry in out.parent.iterdir():
+        match = pattern.fullmatch(entry.name)
+        if match and not _alive(int(match.group(1))):
+            entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():  # this merge writes no such file: one of an earlier process with this id
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -677,17 +731,22 @@ def _read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _check_mergeable(path: Path) -> None:
-    """A store of this biascheck's schema; older or foreign files are refused, never upgraded here."""
+def _check_mergeable(path: Path, *, empty_ok: bool = False) -> None:
+    """A store of this biascheck's schema; older or foreign files are refused, never upgraded here.
+    ``empty_ok``: an empty file is fine too (the merged store, made one)."""
+    fix = "give the stores the runs wrote (--biascheck-cache)"
     if not path.is_file():
-        raise BiascheckError(path, None, "no such response store", "give the stores the runs wrote (--biascheck-cache)")
+        raise BiascheckError(path, None, "no such response store", fix)
     try:
         with closing(_read_only(path)) as db:
             layout = _read_layout(db)
     except sqlite3.Error as exc:
-        raise BiascheckError(path, None, f"not a usable response store ({exc})", "give the stores the runs wrote (--biascheck-cache)") from None
-    if layout.application_id != APPLICATION_ID and not layout.is_legacy():
-        raise BiascheckError(path, None, f"not a biascheck response store ({layout.found()})", "give the stores the runs wrote (--biascheck-cache)")
+        raise BiascheckError(path, None, f"not a usable response store ({exc})", fix) from None
+    _check_layout(path, layout, fix)
+    if layout.is_empty():
+        if empty_ok:
+            return
+        raise BiascheckError(path, None, "is an empty file, not a response store", fix)
     if not layout.is_current():
         found = layout.user_version if layout.application_id == APPLICATION_ID else "1 (unmarked)"
         raise BiascheckError(

@@ -9,6 +9,9 @@ how the batch behaves:
 ``batch_fault=K``    ``failed`` (the batch fails: no output), ``expired`` (it expires: the first half
                      of its requests are answered, the rest end as expired)
 ``files_fail=N``     the first N upload attempts of each file get an HTTP 500
+``create_lost=N``    the first N creations of a batch from each file's content make the batch, then
+                     answer 502, as a gateway that lost the provider's reply
+``status_fail=N``    the first N status requests of each batch get an HTTP 503
 
 Requests whose online attempt would meet a fault (``fail_rate``) end as that request's error
 line, so a batch completes with some failed requests. State is in memory: a restarted
@@ -126,6 +129,8 @@ class SimBatches:
         self.files: dict[str, _File] = {}
         self.batches: dict[str, _Batch] = {}
         self.upload_attempts: Counter[str] = Counter()
+        self.create_attempts: Counter[str] = Counter()  # by the input file's content
+        self.status_requests: Counter[str] = Counter()  # by batch id
         self._ids = 0
 
     def routes(self) -> list[tuple[str, re.Pattern[str], Callable[..., Awaitable[HttpReply]]]]:
@@ -213,17 +218,33 @@ class SimBatches:
                 raise ValueError
         except (ValueError, KeyError, TypeError):
             return error_reply(400, "each line of the input file must be a JSON request with custom_id, method, url and body")
-        batch = self._admit("openai", requests, MAX_FILE_REQUESTS, self._persona_of(lines[0], "body"))
+        persona = self._persona_of(lines[0], "body")
+        batch = self._admit("openai", requests, MAX_FILE_REQUESTS, persona)
         if isinstance(batch, HttpReply):
             return batch
         batch.metadata, batch.input_file_id = body.get("metadata"), file.id
+        digest = hashlib.sha256(file.content).hexdigest()
+        self.create_attempts[digest] += 1
+        if persona is not None and self.create_attempts[digest] <= persona.create_lost:
+            self.app.count_fault("create502")  # made, and paid for: only the reply is lost
+            return error_reply(502, "Bad gateway (simulated): the batch was created, its reply lost.", "server_error")
         return json_reply(200, self._openai_view(batch))
 
     async def retrieve_batch(self, request: HttpRequest, batch_id: str) -> HttpReply:
         batch = self.batches.get(batch_id)
         if batch is None or batch.shape != "openai":
             return error_reply(404, f"no such batch: {batch_id}", code="not_found")
+        if self._status_fails(batch):
+            return error_reply(503, "The engine is currently overloaded, please try again later (simulated).", "server_error")
         return json_reply(200, self._openai_view(batch))
+
+    def _status_fails(self, batch: _Batch) -> bool:
+        """Whether this status request of ``batch`` meets its persona's ``status_fail``."""
+        self.status_requests[batch.id] += 1
+        if self.status_requests[batch.id] > batch.persona.status_fail:
+            return False
+        self.app.count_fault("status503")
+        return True
 
     async def list_batches(self, request: HttpRequest) -> HttpReply:
         from urllib.parse import parse_qs
@@ -298,6 +319,8 @@ class SimBatches:
         batch = self.batches.get(batch_id)
         if batch is None or batch.shape != "anthropic":
             return _anthropic_error(404, "not_found_error", f"no such message batch: {batch_id}")
+        if self._status_fails(batch):
+            return _anthropic_error(503, "overloaded_error", "Overloaded (simulated).")
         return json_reply(200, self._anthropic_view(batch, request))
 
     async def message_batch_results(self, request: HttpRequest, batch_id: str) -> HttpReply:

@@ -181,6 +181,8 @@ class Persona:
     batch_delay: float = 0.0
     batch_fault: str = ""  # "", "failed" or "expired"
     files_fail: int = 0
+    create_lost: int = 0
+    status_fail: int = 0
     spec: str = field(default="", compare=False)
 
 
@@ -250,6 +252,8 @@ _COMMON_PARAMS: dict[str, _Param] = {
     "batch_delay": _Param(_parse_nonnegative_float, "a non-negative number of seconds"),
     "batch_fault": _Param(_parse_batch_fault, "one of " + ", ".join(BATCH_FAULTS)),
     "files_fail": _Param(_parse_nonnegative_int, "a non-negative integer"),
+    "create_lost": _Param(_parse_nonnegative_int, "a non-negative integer"),
+    "status_fail": _Param(_parse_nonnegative_int, "a non-negative integer"),
 }
 _P_PARAM = {"p": _Param(_parse_probability, "a number in [0, 1]")}
 _PARAMS_BY_PERSONA: dict[str, dict[str, _Param]] = {
