@@ -135,6 +135,11 @@ def _add_suite_commands(commands) -> None:
     suites.add_argument("--price", metavar="IN/OUT", help="USD per million input/output tokens, for a model litellm has no price for")
     suites.add_argument("--judge-price", metavar="IN/OUT", help="the same for a judged suite's judge")
     suites.add_argument("--cache", type=Path, help="response store: the requests it answers are not counted as calls")
+    suites.add_argument(
+        "--answer-mode",
+        default=None,
+        help="count and price the suites answered this way (QA: generate, loglikelihood, first-token; HBB: sampling, logprob)",
+    )
     suites.set_defaults(func=_suites)
     init = commands.add_parser(
         "init",
@@ -207,11 +212,12 @@ def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
 
 def _suites_run_config(args):
     """The run ``biascheck suites`` counts (and, with --model, prices)."""
-    from biascheck.options import model_config, parse_price
+    from biascheck.options import answer_mode_option, model_config, parse_price
     from biascheck.session import RunConfig
 
     model = args.model or "sim/fair"  # without --model only the counts are shown, and they depend on no model
     return RunConfig(
+        estimator=answer_mode_option(args.answer_mode, "--answer-mode"),
         model=model_config(model, params=args.param, api_base=args.api_base, price=args.price, names=COMMAND_NAMES),
         store_path=args.cache,
         data_dir=args.data,

@@ -19,10 +19,10 @@ from typing import Any
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Response
-from biascheck.execution.llm import ModelConfig, import_litellm
+from biascheck.execution.llm import ModelConfig, check_serves, import_litellm
 from biascheck.execution.runner import from_store
 from biascheck.execution.store import ResponseStore, request_key
-from biascheck.session import Judge, RunConfig, effective_params, judge_for
+from biascheck.session import Judge, RunConfig, answer_mode, effective_params, judge_for
 from biascheck.suite import Suite
 
 # Prompts whose tokens are counted one by one; more are estimated from a seeded sample of this many
@@ -161,12 +161,18 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
     model = config.model
     params = effective_params(suite, model)
     benchmark = suite.benchmark
-    estimator = benchmark.estimator(suite.manifest, config.estimator if config.estimator in benchmark.estimators else None)
+    estimator = answer_mode(suite, config)
     keys = _Keys(model, keyed=store is not None)
     per_case = [[keys(*r) for r in benchmark.requests(case, params, estimator)] for case in cases]
     distinct = {r.key: r for requests in per_case for r in requests}
     stored = store.stored_keys(distinct) if store else set()
     notes = []
+    needs = getattr(estimator, "needs", None)  # an answer mode read from log-probabilities
+    if needs is not None and not config.rejudge:
+        try:
+            check_serves(model, needs, "--biascheck-answer-mode", batch=config.batch is not None)
+        except BiascheckError as exc:
+            notes.append(f"the run would stop before its first call: {exc.problem}")
     if config.rejudge:  # the generations come from the store only: a missing one is an error, not a call
         missing = len(distinct) - len(stored)
         notes.append(f"--biascheck-rejudge: generations are read from the store ({missing:,} missing: errors, not calls)")

@@ -155,6 +155,13 @@ class Judge:
         return {**self.model.to_dict(), "params": self.params}
 
 
+def answer_mode(suite: Suite, config: RunConfig) -> Any:
+    """How the suite's cases are answered: the run's --biascheck-answer-mode when its benchmark has
+    that mode, else the manifest's (the benchmark's estimator: None when there is one way)."""
+    override = config.estimator if config.estimator in suite.benchmark.estimators else None
+    return suite.benchmark.estimator(suite.manifest, override)
+
+
 def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
     """The judge of a suite whose benchmark has one: ``--biascheck-judge`` or the manifest's, with
     the run's judge endpoint, price and timeout."""
@@ -292,7 +299,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             suite,
             list(cases),
             effective_params(suite, model),
-            suite.benchmark.estimator(suite.manifest, config.estimator if config.estimator in suite.benchmark.estimators else None),
+            answer_mode(suite, config),
             judge_for(suite, config),
             scoring=scoring_for(suite, config),
         )

@@ -179,6 +179,21 @@ def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, a
     return differences
 
 
+def check_same_answer_mode(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, path: str) -> None:
+    """Refuse to compare runs answered in different ways (QA's answer modes, HBB's estimators):
+    a reply parsed, a log-likelihood arg max and a first-token reading of one model differ by
+    construction, as sampled and log-probability P(a) do, whatever the model did."""
+    mode = {"baseline": baseline["model"].get("estimator"), "this run": candidate.get("run", {}).get("estimator")}
+    if mode["baseline"] != mode["this run"]:
+        shown = {side: value or "generation (the default)" for side, value in mode.items()}
+        raise BiascheckError(
+            path,
+            "model.estimator",
+            f"was answered by {shown['baseline']}, and this run by {shown['this run']}: answers read in different ways are not comparable",
+            "run in the baseline's answer mode (--biascheck-answer-mode), or record a baseline in this one (--biascheck-update-baseline)",
+        )
+
+
 def compare(
     baseline: Mapping[str, Any],
     candidate: Mapping[str, Any],
@@ -191,6 +206,7 @@ def compare(
     with a loaded baseline. Raises :class:`BiascheckError` when they are not comparable."""
     c_suite = candidate["suite"]
     differences = check_comparable(baseline, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
+    check_same_answer_mode(baseline, candidate, path=baseline_path)
 
     benchmark = get_benchmark(c_suite["benchmark"])
     defs = benchmark.metric_defs
@@ -308,12 +324,6 @@ def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, diff
     if changed:
         out.append("sampling parameters differ: " + ", ".join(f"{k} {b_params.get(k, 'unset')} -> {c_params.get(k, 'unset')}" for k in changed))
     out += _identity_warnings(baseline["model"], candidate["model"])
-    b_estimator, c_estimator = baseline["model"].get("estimator"), candidate.get("run", {}).get("estimator")
-    if b_estimator != c_estimator and (b_estimator or c_estimator):
-        out.append(
-            f"P(a) was estimated by {b_estimator} for the baseline and by {c_estimator} for this run: "
-            "their flagged rates differ by construction (sampling noise), so compare runs of one estimator"
-        )
     if n_common < n_cand:
         out.append(f"{n_cand - n_common} of the candidate's {n_cand} cases are not in the baseline and are not compared")
     if n_common < n_base:

@@ -355,7 +355,7 @@ def _header(results: dict) -> str:
         pieces.append(f"{_fmt_int(run['truncated'])} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters")
     pieces.append("cost n/a" if cost is None else fmt.usd(cost))
     if run.get("estimator"):
-        pieces.append(f"P(a) by {_e(run['estimator'])}")
+        pieces.append(f"answered by {_e(run['estimator'])}")
     pieces.append(f"suite fingerprint <code>{_e(fingerprint.get('suite'))}</code>")
     out.append('<p class="run">Run: ' + ", ".join(pieces) + "</p>")
     if fingerprint:

@@ -236,7 +236,7 @@ def run_line(document: dict[str, Any]) -> str:
     if run.get("batches"):
         line += "; provider batches: " + ", ".join(f"{count} {state}" for state, count in run["batches"].items())
     if run.get("estimator"):
-        line += f"; P(a) by {run['estimator']}"
+        line += f"; answered by {run['estimator']}"
     if run.get("estimator_note"):
         line += f" ({run['estimator_note']})"
     if run["unpriced_calls"]:

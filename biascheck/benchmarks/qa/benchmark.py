@@ -138,6 +138,14 @@ QA_METRIC_NAMES = (
 )
 
 
+# Which outcomes carry the reading each reading metric reports.
+READINGS = {
+    "acc_norm_amb": lambda o: o.answer_norm is not None,
+    "acc_norm_dis": lambda o: o.answer_norm is not None,
+    "choice_mass": lambda o: o.choice_mass is not None,
+}
+
+
 def _stable_rank(seed: int, key: str) -> bytes:
     import hashlib
 
@@ -303,4 +311,8 @@ class QABenchmark:
     def aggregate(self, cases, outcomes, *, resamples: int, seed: int, manifest=None):
         from biascheck.benchmarks.qa.metrics import aggregate_qa
 
-        return aggregate_qa(cases, outcomes, metrics=self.metric_names, n_boot=resamples, seed=seed)
+        # A reading metric is reported when the run read its answers that way (a generation run's
+        # results stay as they were before answer modes).
+        readings = {name for name, present in READINGS.items() if any(present(o) for o in outcomes.values())}
+        names = [name for name in self.metric_names if name not in READING_METRICS or name in readings]
+        return aggregate_qa(cases, outcomes, metrics=names, n_boot=resamples, seed=seed)
