@@ -12,6 +12,7 @@ from typing import Any
 
 from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
+from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
@@ -55,6 +56,10 @@ class RunConfig:
     model_source: str = "--biascheck-model"
     # --biascheck-batch: the calls the store lacks go as provider batches (execution/batch_runner.py).
     batch: BatchOptions | None = None
+
+    def __post_init__(self) -> None:
+        # The bound of --biascheck-concurrency, for Python callers too: 0 workers would answer nothing.
+        BOUNDS["concurrency"].check(self.concurrency, "RunConfig", "concurrency")
 
 
 @dataclass

@@ -158,6 +158,10 @@ MANIFEST_ERRORS = [
     ("regression-negative-seed", BASE + "\n[regression]\nseed = -1\n", "regression.seed", ("-1 is less than the minimum of 0",)),
     ("bootstrap-resamples-huge", BASE + "\n[bootstrap]\nresamples = 2000000000\n", "bootstrap.resamples", ("greater than the maximum", "from 100 to 20000")),
     ("regression-resamples-huge", BASE + "\n[regression]\nresamples = 2000000000\n", "regression.resamples", ("greater than the maximum",)),
+    # Issue 23, item 11: counts take the bounds of biascheck.core.bounds, as options do.
+    ("templates-per-category-huge", replace('choice_orders = "cyclic"', 'choice_orders = "cyclic"\ntemplates_per_category = 1000000000000'),
+     "subset.templates_per_category", ("greater than the maximum", "from 1 to 1000000")),
+    ("flip-limit-negative", BASE + "\n[regression]\nflip_limit = -1\n", "regression.flip_limit", ("less than the minimum", "from 0 to 1000000")),
     ("empty-subset-categories", replace('choice_orders = "cyclic"', 'choice_orders = "cyclic"\ncategories = []'), "subset.categories",
      ("subset.categories: empty; leave the key out for every category, or name some",)),
 ]  # fmt: skip

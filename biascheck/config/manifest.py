@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.config.sources import DataFile
+from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import THRESHOLD_WORDS
 
@@ -214,11 +215,11 @@ class SuiteManifest:
 
 
 @cache
-def _validator():
+def suite_validator():
     import jsonschema
 
     schema = json.loads(resources.files("biascheck.schemas").joinpath("suite.schema.json").read_text("utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(with_bounds(schema))
 
 
 def check_table(path: Path, name: str, table: Any, schema: dict[str, Any]) -> None:
@@ -227,7 +228,7 @@ def check_table(path: Path, name: str, table: Any, schema: dict[str, Any]) -> No
     import jsonschema
     from referencing import Registry, Resource
 
-    suite_schema = _validator().schema  # a fragment may refer to its parts by the suite schema's $id
+    suite_schema = suite_validator().schema  # a fragment may refer to its parts by the suite schema's $id
     registry = Registry().with_resource(suite_schema["$id"], Resource.from_contents(suite_schema))
     validator = jsonschema.Draft202012Validator({"type": "object", "properties": {name: schema}}, registry=registry)
     _raise_first(path, validator.iter_errors({name: table}))
@@ -312,8 +313,8 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
             raise BiascheckError(path, where, f"{value!r} is not a finite number", "give a finite number")
     # The benchmark's own table is its to check (check_table); every other key is the suite schema's.
     benchmark = raw.get("suite", {}).get("benchmark") if isinstance(raw.get("suite"), dict) else None
-    own_table = benchmark if isinstance(benchmark, str) and benchmark not in _validator().schema["properties"] else None
-    _raise_first(path, _validator().iter_errors({key: value for key, value in raw.items() if key != own_table}))
+    own_table = benchmark if isinstance(benchmark, str) and benchmark not in suite_validator().schema["properties"] else None
+    _raise_first(path, suite_validator().iter_errors({key: value for key, value in raw.items() if key != own_table}))
 
     data = {key: DataFile.from_manifest(key, table, path) for key, table in raw["data"].items()}
     prompts = raw.get("prompts", {"inline": []})  # a benchmark may take its prompts from its own table
@@ -408,7 +409,7 @@ def parse_sampling_overrides(pairs: list[str], where: str = "--biascheck-param")
         except ValueError:
             raise BiascheckError(where, name, f"{value!r} is not a valid {SAMPLING_PARAMS[name].__name__}", "give a number") from None
         # The same bounds as a manifest's [sampling] (e.g. temperature >= 0), and never nan/inf.
-        bounds = _validator().schema["properties"]["sampling"]["properties"][name]
+        bounds = suite_validator().schema["properties"]["sampling"]["properties"][name]
         problem = None if math.isfinite(typed) else "is not a finite number"
         for key, test in (("minimum", lambda b: typed >= b), ("exclusiveMinimum", lambda b: typed > b), ("maximum", lambda b: typed <= b)):
             if problem is None and key in bounds and not test(bounds[key]):
