@@ -77,6 +77,9 @@ class Threshold:
         return {self.kind: self.limit}
 
 
+# The largest margins: absolute, the widest metric's span (HBB's scores, 0 to 100); relative, ten times the baseline.
+MAX_MARGIN = 100.0
+MAX_RELATIVE_MARGIN = 10.0
 _RULE = re.compile(r"^\s*(?P<sign>[+-]?)\s*(?P<number>(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)\s*(?P<percent>%?)\s*$")
 
 
@@ -104,7 +107,15 @@ class Rule:
                 "write METRIC:MARGIN with MARGIN like +0.02 (absolute) or -2% (relative to the baseline)",
             )
         sign = {"+": 1, "-": -1, "": 0}[match["sign"]]
-        return cls(metric, float(match["number"]) / (100 if match["percent"] else 1), bool(match["percent"]), sign, source)
+        margin = float(match["number"]) / (100 if match["percent"] else 1)
+        if margin > (MAX_RELATIVE_MARGIN if match["percent"] else MAX_MARGIN):
+            raise BiascheckError(
+                where,
+                field,
+                f"{text!r} is out of range",
+                f"give an absolute margin of at most {MAX_MARGIN:g} or a relative one of at most {MAX_RELATIVE_MARGIN * 100:g}%",
+            )
+        return cls(metric, margin, bool(match["percent"]), sign, source)
 
     @classmethod
     def parse_option(cls, text: str, where: str = "--biascheck-compare-fail") -> Rule:
@@ -275,6 +286,8 @@ def _schema_error(path: Path, error) -> BiascheckError:
             error.message,
             'a gate is a table, e.g. diff_bias_amb = { max_abs = 0.05 }; only [thresholds] also takes mode = "point" | "credible" and min_n = N',
         )
+    if validator == "maxLength" and isinstance(error.instance, str):  # the message would repeat the whole text
+        return BiascheckError(path, where, f"is {len(error.instance)} characters long", f"give at most {error.validator_value} characters")
     if validator in ("minimum", "maximum") and "minimum" in error.schema and "maximum" in error.schema:
         low, high = error.schema["minimum"], error.schema["maximum"]
         return BiascheckError(path, where, error.message, f"give a value from {low} to {high}")
@@ -293,6 +306,26 @@ def _numbers(value: Any, where: str = ""):
             yield from _numbers(item, f"{where}[{index}]")
 
 
+# Tables and arrays inside each other: a suite.toml needs five (prompts.inline[0].letters[0]).
+MAX_DEPTH = 32
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether tables and arrays nest more than ``limit`` deep (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _too_deep(path: Path) -> BiascheckError:
+    return BiascheckError(path, None, f"tables or arrays are nested too deeply (more than {MAX_DEPTH} levels)", EXAMPLE_FIX)
+
+
 def load_manifest(suite: Path | str) -> SuiteManifest:
     """Read and validate a manifest; ``suite`` is the suite folder or its ``suite.toml``."""
     path = Path(suite)
@@ -306,6 +339,10 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         raise BiascheckError(path, None, f"not UTF-8 text ({exc.reason})", "save the manifest as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise BiascheckError(path, None, f"invalid TOML: {exc}", "fix the TOML syntax") from None
+    except RecursionError:  # tomllib parses arrays and inline tables recursively
+        raise _too_deep(path) from None
+    if _depth_over(raw, MAX_DEPTH):  # before anything below walks it recursively
+        raise _too_deep(path)
 
     # TOML has nan and inf; the schema's bounds let them through and no hash can serialise nan.
     for where, value in _numbers(raw):

@@ -356,8 +356,8 @@ class BiascheckState:
                 self._say(session, f"biascheck: {name}: not writing the baseline {self._shown_path(path)}: {reason}", red=True)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 continue
-            replaced = path.exists()
             try:
+                replaced = path.exists()  # raises too for a name the file system refuses (too long)
                 baselines.write(baselines.from_results(document, git=commit), path)
             except OSError as exc:
                 self._say(session, f"biascheck: {path}: could not write the baseline ({exc.strerror or exc})", red=True)
