@@ -317,6 +317,15 @@ def _read_results(path: Path) -> dict:
         raise BiascheckError(path, None, "no such file", "give the results.json a run wrote (--biascheck-report DIR)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BiascheckError(path, None, f"is not a results.json ({exc})", "give the results.json a run wrote") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise BiascheckError(
+            path,
+            None,
+            f"is not a results.json (it holds a number of more than {sys.get_int_max_str_digits()} digits)",
+            "give the results.json a run wrote",
+        ) from None
+    except RecursionError:
+        raise BiascheckError(path, None, "is not a results.json (it is nested too deeply)", "give the results.json a run wrote") from None
     validate_results(document, str(path))
     return document
 
@@ -383,6 +392,8 @@ def _qualify_judge(args) -> int:
     from biascheck.session import RunConfig
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)
+    if args.json is not None and args.json.is_dir():  # refused before the qualification's calls
+        raise BiascheckError("--json", None, f"{args.json} is a folder", "give the path of a file, e.g. --json qualification.json")
     judge = model_config(args.model, params=args.param, api_base=args.api_base, names={**COMMAND_NAMES, "model": "biascheck qualify-judge MODEL"})
     config = RunConfig(
         model=judge, store_path=args.cache, data_dir=args.data, concurrency=args.concurrency, model_source="biascheck qualify-judge MODEL"

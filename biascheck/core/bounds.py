@@ -56,6 +56,8 @@ BOUNDS: dict[str, Bound] = {
     "retries": Bound(True, 0, 100, "6"),
     "batch_poll": Bound(False, 0, 86_400, "30"),
     "max_cost": Bound(False, 0, 1e9, "5"),  # USD
+    # USD per million tokens: the dearest models cost hundreds; inf printed "at most inf USD".
+    "price": Bound(False, 0, 1e6, "0.15"),
     "port": Bound(True, 0, 65_535, "8080"),  # 0: any free one
     "context_tokens": Bound(True, 256, 1_048_576, "4096"),
     # Counts of suite.toml (and of qualify-judge --cases): a few million is past every benchmark.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
 
@@ -38,8 +39,11 @@ class Price:
             values = [float(p) for p in parts]
         except ValueError:
             values = []
-        if len(values) != 2 or any(v < 0 or v != v for v in values):
-            raise BiascheckError(where, None, f"{text!r} is not INPUT/OUTPUT USD per million tokens", "e.g. --biascheck-price 0.15/0.60")
+        bound = BOUNDS["price"]
+        if len(values) != 2 or not all(math.isfinite(v) and bound.low <= v <= bound.high for v in values):
+            raise BiascheckError(
+                where, None, f"{text!r} is not INPUT/OUTPUT USD per million tokens", f"each {bound.describe()}, e.g. {where} 0.15/0.60"
+            )
         return cls(*values)
 
 
