@@ -117,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BiascheckError as error:
         print(f"biascheck: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
+        print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 def _add_suite_commands(commands) -> None:

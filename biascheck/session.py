@@ -20,7 +20,19 @@ from biascheck.execution.batch_runner import in_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, validate_model_string
 from biascheck.execution.providers import simulator
-from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, RunStatus, execute, run_sync
+from biascheck.execution.runner import (
+    NOT_RUN,
+    Budget,
+    ModelRequest,
+    NoProgress,
+    Progress,
+    RetryPolicy,
+    RunInterrupted,
+    RunStats,
+    RunStatus,
+    execute,
+    run_sync,
+)
 from biascheck.execution.store import ResponseStore, request_key
 from biascheck.suite import Shard, Suite
 
@@ -271,7 +283,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     if config.qualify_judge:
         _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
-    with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive():
+    with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive(), _kept_on_interrupt(store, plans):
         clients = _Clients(suites, config.data_dir, stack)
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
         _check_ready(plans, config, store)
@@ -379,6 +391,16 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     for plan in plans:
         _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)
+
+
+@contextmanager
+def _kept_on_interrupt(store: ResponseStore, plans: list[_SuitePlan]) -> Iterator[None]:
+    """Ctrl-C: say how many of the run's answers the store holds (read from it: what a re-run finds)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        keys = {key for plan in plans for keys in [*plan.keys, *(plan.judge_keys or [])] for key in keys}
+        raise RunInterrupted(store.path, store.count(keys), len(keys)) from None
 
 
 def served_by(responses: Sequence[Response]) -> dict[str, dict[str, int]]:

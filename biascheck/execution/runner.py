@@ -66,6 +66,17 @@ class RunStatus(enum.Enum):
 KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens"})
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run's calls, with what the store kept: the answers made so far are committed
+    one by one as they arrive, so the same run started again asks only for the rest."""
+
+    def __init__(self, store: object, kept: int, requests: int):
+        super().__init__(
+            f"interrupted: {kept:,} of the run's {requests:,} answers are kept in {store}; "
+            "run the same command again to resume (stored answers are not asked again)"
+        )
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 6
@@ -548,11 +559,11 @@ class Executor:
             if budget.exhausted(stats):
                 stats.stop(RunStatus.BUDGET_REACHED, f"budget of ${budget.max_cost_usd:g} reached")
                 continue
-            stats.calls += 1
             budget.in_flight += 1
             try:
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
+                stats.calls += 1  # counted as it returns: an attempt cut off by Ctrl-C answered nothing
                 await self.returned()
                 if not exc.unreachable:
                     breaker.reply()
@@ -582,6 +593,7 @@ class Executor:
                 retry += 1
                 stats.retries += 1
                 continue
+            stats.calls += 1
             breaker.reply()
             if completion.cost_usd is None:
                 stats.unpriced_calls += 1
