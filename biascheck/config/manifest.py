@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -341,6 +342,10 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         raise BiascheckError(path, None, f"invalid TOML: {exc}", "fix the TOML syntax") from None
     except RecursionError:  # tomllib parses arrays and inline tables recursively
         raise _too_deep(path) from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise BiascheckError(
+            path, None, f"holds a number of more than {sys.get_int_max_str_digits()} digits", "give a number a suite can use"
+        ) from None
     if _depth_over(raw, MAX_DEPTH):  # before anything below walks it recursively
         raise _too_deep(path)
 
