@@ -399,6 +399,10 @@ def test_huge_integers_and_deep_nesting_are_one_line_errors(baseline_file, prepa
     huge.write_text(text.replace('"confidence": 0.95', '"confidence": 1' + "0" * 5000), "utf-8")
     message = _error(huge)
     assert "holds a number of more than 4300 digits" in message, message
+    # Found by fuzzing: a schema message quotes the value whole, here 5,000 characters.
+    long_value = tmp_path / "long-value.json"
+    long_value.write_text(text.replace('"schema": "biascheck.baseline/1"', '"schema": "' + "a" * 5000 + '"'), "utf-8")
+    assert " characters ...] " in _error(long_value) and len(_error(long_value)) < 1000
     # The results a diff reads, the same way.
     results = simulated_results(prepared, "stereotyped?p=0.2", resamples=0)
     for name, body in (
@@ -409,3 +413,13 @@ def test_huge_integers_and_deep_nesting_are_one_line_errors(baseline_file, prepa
         assert main(["diff", str(baseline_file), str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith(f"biascheck: {tmp_path / name}: is not a results.json"), err
+
+
+def test_a_diff_reads_results_without_the_optional_manifest(baseline_file, prepared, tmp_path, capsys):
+    # Found by fuzzing: suite.manifest is optional in results.json, but its margins were named by it (KeyError).
+    from biascheck.cli import main
+
+    results = simulated_results(prepared, "stereotyped?p=0.2", resamples=0)
+    del results["suite"]["manifest"]
+    (tmp_path / "results.json").write_text(json.dumps(results), "utf-8")
+    assert main(["diff", str(baseline_file), str(tmp_path / "results.json")]) in (0, 1), capsys.readouterr().err

@@ -173,6 +173,8 @@ MANIFEST_ERRORS = [
     ("nested-arrays", BASE.replace("schema_version = 1", "schema_version = 1\nx = " + "[" * 500 + "]" * 500), "", ("nested too deeply",)),
     ("nested-inline-tables", BASE.replace("schema_version = 1", "schema_version = 1\nx = " + "{ a = " * 500 + "1" + " }" * 500), "", ("nested too deeply",)),
     ("nested-dotted-keys", BASE + "\n[regression]\n" + ".".join(["a"] * 3000) + " = 1\n", "", ("nested too deeply",)),
+    # Issue 23, fuzzing: tomllib raised ValueError for an integer Python will not convert.
+    ("integer-of-5000-digits", replace("temperature = 0", "temperature = 1" + "0" * 4999), "", ("more than 4300 digits",)),
     # Issue 23, item 10: a suite's name names its baseline's folder and report folder.
     ("suite-name-too-long", replace('name = "tmp"', f'name = "{"a" * 5000}"'), "suite.name", ("5000 characters", "at most 100")),
     ("empty-subset-categories", replace('choice_orders = "cyclic"', 'choice_orders = "cyclic"\ncategories = []'), "subset.categories",
