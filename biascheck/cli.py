@@ -117,6 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BiascheckError as error:
         print(f"biascheck: {error}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path the system refuses (too long, under a file, no permission) where no check named it
+        error = BiascheckError(exc.filename or "a file", None, exc.strerror or str(exc), "check the path and its permissions")
+        print(f"biascheck: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
         return 130

@@ -115,3 +115,12 @@ def test_an_infinite_price_is_refused(tmp_path, capsys):
     for price in ("inf/1", "1/-inf", "1e400/1", "1e300/1"):
         assert main(["suites", "--model", "openai/gpt-4o-mini", "--price", price, str(tmp_path)]) == 2
         assert _one_line(capsys).startswith(f"biascheck: --price: {price!r} is not INPUT/OUTPUT USD per million tokens"), price
+
+
+def test_a_path_the_system_refuses_is_one_line_in_every_command(tmp_path, capsys):
+    # Found by fuzzing: store merge with a 5,000-character input name raised OSError: File name too long.
+    from biascheck.cli import main
+
+    assert main(["store", "merge", str(tmp_path / "out.sqlite"), str(tmp_path / ("9" * 5000))]) == 2
+    err = _one_line(capsys)
+    assert "File name too long; check the path" in err and len(err) < 1000, err

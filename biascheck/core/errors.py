@@ -16,7 +16,7 @@ class BiascheckError(Exception):
         self.field = field
         self.problem = problem
         self.fix = fix
-        parts = [self.where]
+        parts = [_shortened(self.where)]
         if field:
             parts.append(field)
         # One line, always: newlines in a problem (e.g. a quoted bad value) are flattened, and a
