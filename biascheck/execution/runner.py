@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from biascheck.core.records import Response
@@ -404,7 +405,9 @@ def from_store(stored: StoredResponse) -> Response:
 
 def run_sync(execution: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(execute(...))``, quiet about what Ctrl-C leaves behind: it cancels calls
-    litellm had begun to create, and Python then reports their coroutines as never awaited."""
+    litellm had begun to create, and Python then reports their coroutines as never awaited. Quiet
+    too about pydantic's remarks on an odd reply made by litellm's success handlers, tasks that may
+    run after the calls and their own filter (Executor.call)."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -413,6 +416,7 @@ def run_sync(execution: Coroutine[Any, Any, T]) -> T:
         caught = [w for w in caught if not (issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message))]
         raise
     finally:
+        caught = [w for w in caught if not (issubclass(w.category, UserWarning) and "pydantic" in Path(w.filename).parts)]
         for w in caught:  # every other warning, as if never caught
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
