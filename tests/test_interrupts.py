@@ -103,44 +103,69 @@ def test_run_sync_keeps_other_warnings():
         run_sync(warns())
 
 
-def test_ctrl_c_in_a_pytest_run_says_what_the_store_kept_and_how_to_resume(tmp_path, tiny_kobbq, data_dir):
-    # Issue 23, item 17: a raw KeyboardInterrupt at asyncio/runners.py, and a last progress line of
-    # 417 calls where the resume found 385 stored: the calls in flight were counted when sent.
-    answered, concurrency = 20, 4
+ANSWERED, CONCURRENCY = 20, 4
+
+
+def _ctrl_c_mid_run(command: list[str], cwd: Path) -> tuple[int, str]:
+    """``command`` (its arguments after the API base) against a loopback server that answers the first
+    ANSWERED calls and holds the next ones in flight; SIGINT once they all arrived. (exit code, output)"""
 
     def serve(handler, n, body):
-        if n >= answered:  # these stay in flight until Ctrl-C
+        if n >= ANSWERED:  # these stay in flight until Ctrl-C
             stopping(handler).wait()
             return
         send_json(handler, 200, chat_answer(body))
 
-    store = tmp_path / "store.sqlite"
     with loopback_server(serve) as (api_base, arrivals):
         process = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "--biascheck", str(tiny_kobbq), "--biascheck-model", "openai/x", "--biascheck-api-base", api_base,
-             "--biascheck-data", str(data_dir), "--biascheck-cache", str(store), "--biascheck-concurrency", str(concurrency),
-             "-p", "no:cacheprovider", "-q"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+            [sys.executable, "-m", *command, api_base],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
             env={**os.environ, "OPENAI_API_KEY": "sk-unused-000000"},
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         deadline = time.monotonic() + 120
-        while len(arrivals) < answered + concurrency and time.monotonic() < deadline and process.poll() is None:
+        while len(arrivals) < ANSWERED + CONCURRENCY and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)
-        assert len(arrivals) == answered + concurrency, "the calls never went out"
+        assert len(arrivals) == ANSWERED + CONCURRENCY, "the calls never went out"
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=120)
+    return process.returncode, output
+
+
+def _assert_says_what_was_kept(output: str, store: Path) -> None:
     import sqlite3
     from contextlib import closing
 
     with closing(sqlite3.connect(store)) as db:
-        stored = db.execute("SELECT count(*) FROM responses").fetchone()[0]
-    assert stored == answered
-    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+        assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == ANSWERED
     assert "Traceback" not in output and "KeyboardInterrupt" not in output and "runners.py" not in output, output
     lines = [line for line in output.splitlines() if "interrupted" in line]
     assert len(lines) == 1, output
-    assert f"interrupted: {answered} of the run's " in lines[0] and f"answers are kept in {store}" in lines[0], lines[0]
+    assert f"interrupted: {ANSWERED} of the run's " in lines[0] and f"answers are kept in {store}" in lines[0], lines[0]
     assert "run the same command again to resume" in lines[0], lines[0]
+
+
+def test_ctrl_c_in_a_pytest_run_says_what_the_store_kept_and_how_to_resume(tmp_path, tiny_kobbq, data_dir):
+    # Issue 23, item 17: a raw KeyboardInterrupt at asyncio/runners.py, and a last progress line of
+    # 417 calls where the resume found 385 stored: the calls in flight were counted when sent.
+    store = tmp_path / "store.sqlite"
+    code, output = _ctrl_c_mid_run(
+        ["pytest", "--biascheck", str(tiny_kobbq), "--biascheck-model", "openai/x", "--biascheck-data", str(data_dir),
+         "--biascheck-cache", str(store), "--biascheck-concurrency", str(CONCURRENCY), "-p", "no:cacheprovider", "-q", "--biascheck-api-base"],
+        tmp_path,
+    )  # fmt: skip
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    _assert_says_what_was_kept(output, store)
     last_progress = [line for line in output.splitlines() if line.startswith("biascheck openai/x:")][-1]
-    assert f", {answered} calls," in last_progress, output
+    assert f", {ANSWERED} calls," in last_progress, output
+
+
+def test_ctrl_c_in_a_command_says_what_the_store_kept(tmp_path, tiny_kobbq, data_dir):
+    store = tmp_path / "store.sqlite"
+    code, output = _ctrl_c_mid_run(
+        ["biascheck.cli", "qualify-judge", "openai/x", "--suite", str(tiny_kobbq), "--data", str(data_dir), "--cache", str(store),
+         "--concurrency", str(CONCURRENCY), "--api-base"],
+        tmp_path,
+    )  # fmt: skip
+    assert code == 130, output
+    _assert_says_what_was_kept(output, store)
