@@ -26,7 +26,7 @@ class Bound:
     example: str
 
     def describe(self) -> str:
-        return f"{'a whole number' if self.whole else 'a number'} from {self.low:g} to {self.high:g}"
+        return f"{'a whole number' if self.whole else 'a number'} from {_shown(self.low)} to {_shown(self.high)}"
 
     def parse(self, text: object, where: object, field: str | None = None) -> Any:
         """``text`` (an option's or ini key's value) as a number within the bound, else one line."""
@@ -43,6 +43,11 @@ class Bound:
             return value
         problem = "is out of range" if number else f"is not {'a whole number' if self.whole else 'a number'}"
         raise BiascheckError(where, field, f"{value if shown is None else shown!r} {problem}", f"give {self.describe()}, e.g. {self.example}")
+
+
+def _shown(number: float) -> str:
+    """As a user would type it: 1000000, not 1e+06."""
+    return str(int(number)) if number == int(number) else f"{number:g}"
 
 
 # 1,024 open files is the usual limit of a process, and each concurrent call holds a connection.
