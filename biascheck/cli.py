@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
 from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE
 
@@ -64,10 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.add_argument("model", help="litellm model string of the judge, or sim/<persona>")
     qualify.add_argument("--suite", type=Path, default=None, help="QA suite folder or packaged name (default: the judged benchmark's own choice)")
     qualify.add_argument("--benchmark", default=None, help="the judged benchmark whose judge this is (default: the one registered)")
-    qualify.add_argument("--cases", type=int, default=None, help="a seeded subset of about this many items, whole templates (default: all)")
+    qualify.add_argument(
+        "--cases", type=argument("cases", "--cases"), default=None, help="a seeded subset of about this many items, whole templates (default: all)"
+    )
     qualify.add_argument("--seed", type=int, default=0, help="seed of that subset")
-    qualify.add_argument("--min-accuracy", type=float, default=0.95, help="warn below this accuracy (default 0.95)")
-    qualify.add_argument("--max-abs-diff-bias", type=float, default=0.02, help="warn above this |diff-bias| (default 0.02)")
+    qualify.add_argument("--min-accuracy", type=argument("accuracy", "--min-accuracy"), default=0.95, help="warn below this accuracy (default 0.95)")
+    qualify.add_argument(
+        "--max-abs-diff-bias", type=argument("abs_diff_bias", "--max-abs-diff-bias"), default=0.02, help="warn above this |diff-bias| (default 0.02)"
+    )
     qualify.add_argument(
         "--param",
         action="append",
@@ -78,7 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.add_argument("--api-base", default=None, help="API base URL (vLLM, Ollama, a proxy)")
     qualify.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     qualify.add_argument("--cache", type=Path, default=DEFAULT_STORE, help="response store (SQLite)")
-    qualify.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help=f"concurrent model calls (default {DEFAULT_CONCURRENCY})")
+    qualify.add_argument(
+        "--concurrency",
+        type=argument("concurrency", "--concurrency"),
+        default=DEFAULT_CONCURRENCY,
+        help=f"concurrent model calls (default {DEFAULT_CONCURRENCY})",
+    )
     qualify.add_argument("--json", type=Path, help="also write the qualification as JSON to this file")
     qualify.set_defaults(func=_qualify_judge)
     local = commands.add_parser(
@@ -89,22 +99,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         "on 127.0.0.1, with the chat template the model carries, and print the options that point a biascheck run at it.",
     )
     local.add_argument("--model", default="gemma-3-270m", help="gemma-3-270m (default) or smollm2-135m-instruct")
-    local.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
+    local.add_argument("--port", type=argument("port", "--port"), default=None, help="port to listen on (default or 0: a free one)")
     local.add_argument("--model-file", type=Path, default=None, help="another GGUF file to serve under --model's name and chat format")
-
-    local.add_argument("--n-ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    local.add_argument("--startup-timeout", type=float, default=180.0, help="seconds to wait for the server to answer (default 180)")
+    local.add_argument("--n-ctx", type=argument("context_tokens", "--n-ctx"), default=4096, help="context size in tokens (default 4096)")
+    local.add_argument(
+        "--startup-timeout",
+        type=argument("timeout", "--startup-timeout"),
+        default=180.0,
+        help="seconds to wait for the server to answer (default 180)",
+    )
     local.add_argument("--log", type=Path, default=None, help="write the server's log to this file")
     local.set_defaults(func=_serve_local)
     _add_suite_commands(commands)
     sim = commands.add_parser("sim", help="the simulated model server (a calibration instrument)")
     add_simulator_subcommands(sim)
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)  # a bounded option's type raises BiascheckError
         return args.func(args)
     except BiascheckError as error:
         print(f"biascheck: {error}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path the system refuses (too long, under a file, no permission) where no check named it
+        error = BiascheckError(exc.filename or "a file", None, exc.strerror or str(exc), "check the path and its permissions")
+        print(f"biascheck: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
+        print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 def _add_suite_commands(commands) -> None:
@@ -312,6 +333,15 @@ def _read_results(path: Path) -> dict:
         raise BiascheckError(path, None, "no such file", "give the results.json a run wrote (--biascheck-report DIR)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BiascheckError(path, None, f"is not a results.json ({exc})", "give the results.json a run wrote") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise BiascheckError(
+            path,
+            None,
+            f"is not a results.json (it holds a number of more than {sys.get_int_max_str_digits()} digits)",
+            "give the results.json a run wrote",
+        ) from None
+    except RecursionError:
+        raise BiascheckError(path, None, "is not a results.json (it is nested too deeply)", "give the results.json a run wrote") from None
     validate_results(document, str(path))
     return document
 
@@ -378,16 +408,13 @@ def _qualify_judge(args) -> int:
     from biascheck.session import RunConfig
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)
-    for option, value, low, high in (("--min-accuracy", args.min_accuracy, 0, 1), ("--max-abs-diff-bias", args.max_abs_diff_bias, 0, 2)):
-        if not low <= value <= high:
-            raise BiascheckError(option, None, f"{value!r} is out of range", f"give a number in [{low}, {high}]")
-    if args.cases is not None and args.cases < 1:
-        raise BiascheckError("--cases", None, f"{args.cases} is not a positive number", "e.g. --cases 2000")
     if args.json is not None:
+        if args.json.is_dir():  # refused before the qualification's calls
+            raise BiascheckError("--json", None, f"{args.json} is a folder", "give the path of a file, e.g. --json qualification.json")
         _in_a_folder("--json", args.json)  # before the calls, rather than creating folders after them
     judge = model_config(args.model, params=args.param, api_base=args.api_base, names={**COMMAND_NAMES, "model": "biascheck qualify-judge MODEL"})
     config = RunConfig(
-        model=judge, store_path=args.cache, data_dir=args.data, concurrency=max(1, args.concurrency), model_source="biascheck qualify-judge MODEL"
+        model=judge, store_path=args.cache, data_dir=args.data, concurrency=args.concurrency, model_source="biascheck qualify-judge MODEL"
     )
     benchmark = judged_benchmark(args.benchmark, where="biascheck qualify-judge --benchmark")
     suite = args.suite if args.suite is not None else benchmark.qualification_default
@@ -416,13 +443,9 @@ def _interrupt(*_: object) -> None:
 def _serve_local(args) -> int:
     import signal
 
-    if args.port is not None and not 0 < args.port < 65536:
-        raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or leave it out for a free one")
     from biascheck.execution.local_model import local_model
 
     local_model(args.model)
-    if args.n_ctx < 256:
-        raise BiascheckError("--n-ctx", None, f"{args.n_ctx} is too small for any benchmark prompt", "give at least 256, e.g. 4096")
     if args.log is not None:
         _in_a_folder("--log", args.log)
     # SIGTERM (e.g. from a CI step's timeout) stops the server like Ctrl-C does.
@@ -441,7 +464,7 @@ def _serve_until_stopped(args) -> int:
     with start_local_server(
         args.model_file,
         model=args.model,
-        port=args.port,
+        port=args.port or None,
         n_ctx=args.n_ctx,
         startup_timeout_s=args.startup_timeout,
         log_path=args.log,

@@ -8,12 +8,12 @@ module without it.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 
 if TYPE_CHECKING:
@@ -155,14 +155,16 @@ FLAGS = (
 
 # Other spellings of an option: HBB's estimator is its answer mode.
 ALIASES = {"--biascheck-answer-mode": ("--biascheck-estimator",)}
-# Typed, so that `pytest --help` says what they take; checked again by run_config's number().
-INI_NUMBERS = {
-    "biascheck_concurrency": "int",
-    "biascheck_retries": "int",
-    "biascheck_max_cost": "float",
-    "biascheck_timeout": "float",
-    "biascheck_batch_poll": "float",
+# The number settings, by ini key: each takes its bound (biascheck.core.bounds) wherever it is given,
+# and its ini key is typed, so that `pytest --help` says what it takes.
+BOUNDED = {
+    "biascheck_concurrency": "concurrency",
+    "biascheck_retries": "retries",
+    "biascheck_max_cost": "max_cost",
+    "biascheck_timeout": "timeout",
+    "biascheck_batch_poll": "batch_poll",
 }
+INI_NUMBERS = {ini: "int" if BOUNDS[bound].whole else "float" for ini, bound in BOUNDED.items()}
 # pytest's exit status of a --biascheck-batch-wait=no run that submitted batches: not a pass, not a failure.
 EXIT_BATCH_PENDING = 6
 DEFAULT_BATCH_POLL = 30.0
@@ -270,21 +272,26 @@ def enabled(config: pytest.Config) -> bool:
 
 
 def _setting(config: pytest.Config, option: str, ini: str, env: str | None) -> str | None:
+    return _given(config, option, ini, env)[0]
+
+
+def _given(config: pytest.Config, option: str, ini: str, env: str | None) -> tuple[str | None, str, str | None]:
+    """An option's text and where it was given (where, field): the command line, else its
+    environment variable, else the ini file and key."""
     import pytest
 
     value = config.getoption(option.lstrip("-").replace("-", "_"))
-    if value is None and env:
-        value = os.environ.get(env) or None
-    if value is None:
-        try:
-            value = config.getini(ini)
-        except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
-            kind = "a whole number" if INI_NUMBERS.get(ini) == "int" else "a number"
-            raise BiascheckError(
-                config.inipath or "ini file", ini, f"is not {kind}", f"e.g. {ini} = {'32' if kind == 'a whole number' else '1.5'}"
-            ) from None
-        value = None if value in (None, "") else str(value)
-    return value
+    if value is not None:
+        return value, option, None
+    if env and os.environ.get(env):
+        return os.environ[env], env, None
+    try:
+        value = config.getini(ini)
+    except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
+        bound = BOUNDS[BOUNDED[ini]]
+        kind = "a whole number" if bound.whole else "a number"
+        raise BiascheckError(config.inipath or "ini file", ini, f"is not {kind}", f"give {bound.describe()}, e.g. {ini} = {bound.example}") from None
+    return (None if value in (None, "") else str(value)), str(config.inipath or "ini file"), ini
 
 
 def setting(config: pytest.Config, option: str) -> str | None:
@@ -342,17 +349,13 @@ def parse_rules(texts: list[str], where: str = PLUGIN_NAMES["compare_fail"]) -> 
     return [Rule.parse_option(text, where=where) for text in texts]
 
 
-def _number(config: pytest.Config, option: str, kind, default, minimum):
-    text = setting(config, option)
-    if text is None:
-        return default
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value < minimum:
-        raise BiascheckError(option, None, f"{text!r} is not a {kind.__name__} >= {minimum}", f"e.g. {option} {default or 1}")
-    return value
+def _number(config: pytest.Config, option: str, default):
+    """A number setting within its bound, from wherever it was given; ``default`` when not given."""
+    for name, ini, env, _ in OPTIONS:
+        if name == option:
+            text, where, field = _given(config, name, ini, env)
+            return default if text is None else BOUNDS[BOUNDED[ini]].parse(text, where, field)
+    raise KeyError(option)
 
 
 def run_config(config: pytest.Config) -> RunConfig:
@@ -376,11 +379,11 @@ def run_config(config: pytest.Config) -> RunConfig:
         model,
         params=config.getoption("biascheck_param"),
         api_base=api_base,
-        timeout=_number(config, "--biascheck-timeout", float, DEFAULT_TIMEOUT, 0.001),
+        timeout=_number(config, "--biascheck-timeout", DEFAULT_TIMEOUT),
         price=setting(config, "--biascheck-price"),
         revision=setting(config, "--biascheck-model-revision"),
     )
-    max_cost = _number(config, "--biascheck-max-cost", float, None, 0.0)
+    max_cost = _number(config, "--biascheck-max-cost", None)
     run_id = getattr(config, "workerinput", {}).get("testrunuid")
     estimator = answer_mode_option(setting(config, "--biascheck-answer-mode"))
     judge = setting(config, "--biascheck-judge")
@@ -406,9 +409,9 @@ def run_config(config: pytest.Config) -> RunConfig:
         qualify_judge=flag(config, "--biascheck-qualify-judge"),
         store_path=Path(cache),
         data_dir=Path(data) if data else None,
-        concurrency=_number(config, "--biascheck-concurrency", int, DEFAULT_CONCURRENCY, 1),
+        concurrency=_number(config, "--biascheck-concurrency", DEFAULT_CONCURRENCY),
         max_cost_usd=max_cost,
-        policy=RetryPolicy(max_retries=_number(config, "--biascheck-retries", int, DEFAULT_RETRIES, 0)),
+        policy=RetryPolicy(max_retries=_number(config, "--biascheck-retries", DEFAULT_RETRIES)),
         shared_run_id=run_id,
         estimator=estimator,
         unscorable=unscorable,
@@ -434,7 +437,7 @@ def batch_options(config: pytest.Config):
 
     wait = setting(config, "--biascheck-batch-wait")
     resend = setting(config, "--biascheck-batch-resend")
-    poll = _number(config, "--biascheck-batch-poll", float, DEFAULT_BATCH_POLL, 0.0)
+    poll = _number(config, "--biascheck-batch-poll", DEFAULT_BATCH_POLL)
     if not flag(config, "--biascheck-batch"):
         given = [name for name, value in (("--biascheck-batch-wait", wait), ("--biascheck-batch-resend", resend)) if value is not None]
         if given:

@@ -12,6 +12,7 @@ from typing import Any
 
 from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
+from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
@@ -19,7 +20,19 @@ from biascheck.execution.batch_runner import in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, check_serves, validate_model_string
 from biascheck.execution.providers import simulator
-from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, NoProgress, Progress, RetryPolicy, RunStats, RunStatus, execute, run_sync
+from biascheck.execution.runner import (
+    NOT_RUN,
+    Budget,
+    ModelRequest,
+    NoProgress,
+    Progress,
+    RetryPolicy,
+    RunInterrupted,
+    RunStats,
+    RunStatus,
+    execute,
+    run_sync,
+)
 from biascheck.execution.store import ResponseStore, request_key
 from biascheck.suite import Shard, Suite
 
@@ -56,6 +69,10 @@ class RunConfig:
     model_source: str = "--biascheck-model"
     # --biascheck-batch: the calls the store lacks go as provider batches (execution/batch_runner.py).
     batch: BatchOptions | None = None
+
+    def __post_init__(self) -> None:
+        # The bound of --biascheck-concurrency, for Python callers too: 0 workers would answer nothing.
+        BOUNDS["concurrency"].check(self.concurrency, "RunConfig", "concurrency")
 
 
 @dataclass
@@ -313,7 +330,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     if config.qualify_judge:
         _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
-    with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive():
+    with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive(), _kept_on_interrupt(store, plans):
         clients = _Clients(suites, config.data_dir, stack)
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
         _check_ready(plans, config, store)
@@ -424,6 +441,16 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     for plan in plans:
         _add(judge_stats, plan.judge_stats)
     return RunResult(config, results, stats, judge_stats)
+
+
+@contextmanager
+def _kept_on_interrupt(store: ResponseStore, plans: list[_SuitePlan]) -> Iterator[None]:
+    """Ctrl-C: say how many of the run's answers the store holds (read from it: what a re-run finds)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        keys = {key for plan in plans for keys in [*plan.keys, *(plan.judge_keys or [])] for key in keys}
+        raise RunInterrupted(store.path, store.count(keys), len(keys)) from None
 
 
 def served_by(responses: Sequence[Response]) -> dict[str, dict[str, int]]:

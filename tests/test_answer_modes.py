@@ -179,7 +179,9 @@ def test_a_provider_that_cannot_serve_a_mode_is_refused_before_any_call(model, a
 def kobbq_small(tmp_path, data_dir) -> Path:
     """12 templates (one per category, 4 contexts each), prompts 1 and 3 (upper- and lower-case letters), the original order: 192 cases."""
     return write_subset_suite(
-        tmp_path / "kobbq", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1", "3"]'
+        tmp_path / "kobbq",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1", "3"]',
     )
 
 

@@ -391,3 +391,38 @@ def test_a_bbg_baseline_made_before_the_scoring_part_compares_only_with_a_run_sc
     assert fingerprint_differences(before, {**before, "scoring": "unscorable=unknown"}) == ["scoring"]
     assert fingerprint_differences({**before, "scoring": "unscorable=unknown"}, {**before, "scoring": "unscorable=exclude"}) == ["scoring"]
     assert fingerprint_differences(before, before) == []  # benchmarks with no scoring part
+
+
+def test_huge_integers_and_deep_nesting_are_one_line_errors(baseline_file, prepared, tmp_path, capsys):
+    # Issue 23, item 9: a 5,000-digit number raised ValueError (Python's 4,300-digit limit).
+    from biascheck.cli import main
+
+    text = baseline_file.read_text("utf-8")
+    huge = tmp_path / "huge-int.json"
+    huge.write_text(text.replace('"confidence": 0.95', '"confidence": 1' + "0" * 5000), "utf-8")
+    message = _error(huge)
+    assert "holds a number of more than 4300 digits" in message, message
+    # Found by fuzzing: a schema message quotes the value whole, here 5,000 characters.
+    long_value = tmp_path / "long-value.json"
+    long_value.write_text(text.replace('"schema": "biascheck.baseline/1"', '"schema": "' + "a" * 5000 + '"'), "utf-8")
+    assert " characters ...] " in _error(long_value) and len(_error(long_value)) < 1000
+    # The results a diff reads, the same way.
+    results = simulated_results(prepared, "stereotyped?p=0.2", resamples=0)
+    for name, body in (
+        ("huge.json", '{"huge": ' + "9" * 5000 + ", " + json.dumps(results)[1:]),
+        ("deep.json", "[" * 100_000 + "]" * 100_000),
+    ):
+        (tmp_path / name).write_text(body, "utf-8")
+        assert main(["diff", str(baseline_file), str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"biascheck: {tmp_path / name}: is not a results.json"), err
+
+
+def test_a_diff_reads_results_without_the_optional_manifest(baseline_file, prepared, tmp_path, capsys):
+    # Found by fuzzing: suite.manifest is optional in results.json, but its margins were named by it (KeyError).
+    from biascheck.cli import main
+
+    results = simulated_results(prepared, "stereotyped?p=0.2", resamples=0)
+    del results["suite"]["manifest"]
+    (tmp_path / "results.json").write_text(json.dumps(results), "utf-8")
+    assert main(["diff", str(baseline_file), str(tmp_path / "results.json")]) in (0, 1), capsys.readouterr().err

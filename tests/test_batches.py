@@ -194,8 +194,8 @@ def test_batch_options_that_cannot_work_stop_before_the_first_call(run_biascheck
     assert wrong.ret == 4 and "'later' is not a way to resend" in wrong.output
     for args, message in (
         (("--biascheck-batch-wait=maybe",), "--biascheck-batch-wait: 'maybe' is not yes or no"),
-        (("--biascheck-batch-poll", "-1"), "--biascheck-batch-poll: '-1' is not a float >= 0.0"),
-        (("--biascheck-batch-poll", "soon"), "--biascheck-batch-poll: 'soon' is not a float >= 0.0"),
+        (("--biascheck-batch-poll", "-1"), "--biascheck-batch-poll: '-1' is out of range; give a number from 0 to 86400"),
+        (("--biascheck-batch-poll", "soon"), "--biascheck-batch-poll: 'soon' is not a number"),
     ):
         bad = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-batch", *args)
         assert bad.ret == 4 and message in bad.output and "Traceback" not in bad.output, bad.output

@@ -1,6 +1,8 @@
 """Ctrl-C during a run of model calls stops it quietly: no "coroutine ... was never awaited"
 (issue 11, item 16). A subprocess runs calls through litellm's real HTTP path to a loopback server
-answering every call after 20 ms; once hundreds have been made it gets SIGINT."""
+answering every call after 20 ms; once hundreds have been made it gets SIGINT. A pytest run so
+interrupted says in one line how many answers the store kept and how to resume, and its progress
+counts what was stored (issue 23, item 17)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pytest
 
 from biascheck.execution.runner import run_sync
 
-from loopback import chat_answer, loopback_server, send_json
+from loopback import chat_answer, loopback_server, send_json, stopping
 
 SCRIPT = textwrap.dedent("""
     import asyncio, contextlib, sys
@@ -99,3 +101,71 @@ def test_run_sync_keeps_other_warnings():
 
     with pytest.warns(UserWarning, match="kept"):
         run_sync(warns())
+
+
+ANSWERED, CONCURRENCY = 20, 4
+
+
+def _ctrl_c_mid_run(command: list[str], cwd: Path) -> tuple[int, str]:
+    """``command`` (its arguments after the API base) against a loopback server that answers the first
+    ANSWERED calls and holds the next ones in flight; SIGINT once they all arrived. (exit code, output)"""
+
+    def serve(handler, n, body):
+        if n >= ANSWERED:  # these stay in flight until Ctrl-C
+            stopping(handler).wait()
+            return
+        send_json(handler, 200, chat_answer(body))
+
+    with loopback_server(serve) as (api_base, arrivals):
+        process = subprocess.Popen(
+            [sys.executable, "-m", *command, api_base],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+            env={**os.environ, "OPENAI_API_KEY": "sk-unused-000000"},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while len(arrivals) < ANSWERED + CONCURRENCY and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert len(arrivals) == ANSWERED + CONCURRENCY, "the calls never went out"
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=120)
+    return process.returncode, output
+
+
+def _assert_says_what_was_kept(output: str, store: Path) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(store)) as db:
+        assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == ANSWERED
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output and "runners.py" not in output, output
+    lines = [line for line in output.splitlines() if "interrupted" in line]
+    assert len(lines) == 1, output
+    assert f"interrupted: {ANSWERED} of the run's " in lines[0] and f"answers are kept in {store}" in lines[0], lines[0]
+    assert "run the same command again to resume" in lines[0], lines[0]
+
+
+def test_ctrl_c_in_a_pytest_run_says_what_the_store_kept_and_how_to_resume(tmp_path, tiny_kobbq, data_dir):
+    # Issue 23, item 17: a raw KeyboardInterrupt at asyncio/runners.py, and a last progress line of
+    # 417 calls where the resume found 385 stored: the calls in flight were counted when sent.
+    store = tmp_path / "store.sqlite"
+    code, output = _ctrl_c_mid_run(
+        ["pytest", "--biascheck", str(tiny_kobbq), "--biascheck-model", "openai/x", "--biascheck-data", str(data_dir),
+         "--biascheck-cache", str(store), "--biascheck-concurrency", str(CONCURRENCY), "-p", "no:cacheprovider", "-q", "--biascheck-api-base"],
+        tmp_path,
+    )  # fmt: skip
+    assert code == pytest.ExitCode.INTERRUPTED, output
+    _assert_says_what_was_kept(output, store)
+    last_progress = [line for line in output.splitlines() if line.startswith("biascheck openai/x:")][-1]
+    assert f", {ANSWERED} calls," in last_progress, output
+
+
+def test_ctrl_c_in_a_command_says_what_the_store_kept(tmp_path, tiny_kobbq, data_dir):
+    store = tmp_path / "store.sqlite"
+    code, output = _ctrl_c_mid_run(
+        ["biascheck.cli", "qualify-judge", "openai/x", "--suite", str(tiny_kobbq), "--data", str(data_dir), "--cache", str(store),
+         "--concurrency", str(CONCURRENCY), "--api-base"],
+        tmp_path,
+    )  # fmt: skip
+    assert code == 130, output
+    _assert_says_what_was_kept(output, store)

@@ -61,7 +61,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path, data_dir, capsys):
     assert main(["qualify-judge", "sim/judge", "--suite", str(SUITES / "enbbg"), "--data", str(data_dir), "--cache", str(tmp_path / "s.sqlite")]) == 2
     assert "suite.benchmark: is bbg, not a QA benchmark" in capsys.readouterr().err
     assert main(["qualify-judge", "sim/judge", "--min-accuracy", "2"]) == 2
-    assert "--min-accuracy: 2.0 is out of range" in capsys.readouterr().err
+    assert "--min-accuracy: '2' is out of range; give a number from 0 to 1" in capsys.readouterr().err
 
 
 def test_a_bbg_run_can_qualify_its_judge_first(run_biascheck, tmp_path, data_dir):

@@ -218,8 +218,8 @@ def test_log_probabilities_asked_for_and_never_returned_are_recorded_as_ignored(
 @pytest.mark.parametrize(
     "args, fragment",
     [
-        (["--port", "70000"], "--port: 70000 is not a port"),
-        (["--n-ctx", "16"], "--n-ctx: 16 is too small"),
+        (["--port", "70000"], "--port: '70000' is out of range; give a whole number from 0 to 65535"),
+        (["--n-ctx", "16"], "--n-ctx: '16' is out of range"),
         (["--log", "/nonexistent-folder/server.log"], "--log: /nonexistent-folder is not a folder"),
     ],
 )

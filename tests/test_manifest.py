@@ -158,6 +158,25 @@ MANIFEST_ERRORS = [
     ("regression-negative-seed", BASE + "\n[regression]\nseed = -1\n", "regression.seed", ("-1 is less than the minimum of 0",)),
     ("bootstrap-resamples-huge", BASE + "\n[bootstrap]\nresamples = 2000000000\n", "bootstrap.resamples", ("greater than the maximum", "from 100 to 20000")),
     ("regression-resamples-huge", BASE + "\n[regression]\nresamples = 2000000000\n", "regression.resamples", ("greater than the maximum",)),
+    # Issue 23, item 11: counts take the bounds of biascheck.core.bounds, as options do.
+    ("templates-per-category-huge", replace('choice_orders = "cyclic"', 'choice_orders = "cyclic"\ntemplates_per_category = 1000000000000'),
+     "subset.templates_per_category", ("greater than the maximum", "from 1 to 1000000")),
+    ("flip-limit-negative", BASE + "\n[regression]\nflip_limit = -1\n", "regression.flip_limit", ("less than the minimum", "from 0 to 1000000")),
+    # Issue 23, item 16: bounds a provider accepts (OpenAI's), not whatever TOML can hold.
+    ("sampling-max-tokens-huge", replace("max_tokens = 30", "max_tokens = 99999999999999999"), "sampling.max_tokens", ("greater than the maximum",)),
+    ("sampling-temperature-huge", replace("temperature = 0", "temperature = 1e308"), "sampling.temperature", ("greater than the maximum", "from 0 to 2")),
+    ("sampling-seed-beyond-64-bits", replace("temperature = 0", "temperature = 0\nseed = 18446744073709551617"), "sampling.seed", ("greater than the maximum",)),
+    ("sampling-penalty", replace("temperature = 0", "temperature = 0\npresence_penalty = -3"), "sampling.presence_penalty", ("less than the minimum", "from -2 to 2")),
+    ("margin-huge", BASE + '\n[regression]\nmargins = { acc_dis = "-1e308%" }\n', "regression.margins.acc_dis", ("'-1e308%' is out of range",)),
+    ("margin-number-huge", BASE + "\n[regression]\nmargins = { diff_bias_amb = 1e300 }\n", "regression.margins.diff_bias_amb", ("out of range",)),
+    # Issue 23, item 6: nesting deep enough to exhaust Python's recursion is one line, not a RecursionError.
+    ("nested-arrays", BASE.replace("schema_version = 1", "schema_version = 1\nx = " + "[" * 500 + "]" * 500), "", ("nested too deeply",)),
+    ("nested-inline-tables", BASE.replace("schema_version = 1", "schema_version = 1\nx = " + "{ a = " * 500 + "1" + " }" * 500), "", ("nested too deeply",)),
+    ("nested-dotted-keys", BASE + "\n[regression]\n" + ".".join(["a"] * 3000) + " = 1\n", "", ("nested too deeply",)),
+    # Issue 23, fuzzing: tomllib raised ValueError for an integer Python will not convert.
+    ("integer-of-5000-digits", replace("temperature = 0", "temperature = 1" + "0" * 4999), "", ("more than 4300 digits",)),
+    # Issue 23, item 10: a suite's name names its baseline's folder and report folder.
+    ("suite-name-too-long", replace('name = "tmp"', f'name = "{"a" * 5000}"'), "suite.name", ("5000 characters", "at most 100")),
     ("empty-subset-categories", replace('choice_orders = "cyclic"', 'choice_orders = "cyclic"\ncategories = []'), "subset.categories",
      ("subset.categories: empty; leave the key out for every category, or name some",)),
 ]  # fmt: skip
@@ -281,6 +300,9 @@ def test_parse_sampling_overrides_types_values():
         ("top_p=0", "top_p", "out of range"),
         ("top_p=1.5", "top_p", "out of range"),
         ("max_tokens=0", "max_tokens", "out of range"),
+        ("temperature=3", "temperature", "out of range"),
+        ("seed=18446744073709551616", "seed", "out of range"),
+        ("frequency_penalty=-2.5", "frequency_penalty", "out of range"),
     ],
 )
 def test_parse_sampling_overrides_rejects(pair, field, problem):
@@ -364,8 +386,12 @@ def test_fingerprint_ignores_thresholds_and_sampling(tmp_path, old, new):
     [
         (BASE + "\n[extras]\nfoo = 1\n", "suite.toml: (top level): unknown key 'extras'"),
         (replace("acc_dis = { min = 0.8 }", "accuracy_dis = { min = 0.8 }"), "suite.toml: thresholds.accuracy_dis: kobbq does not report"),
+        (
+            BASE.replace("schema_version = 1", "schema_version = 1\nx = " + "[" * 500 + "]" * 500),
+            "suite.toml: tables or arrays are nested too deeply",
+        ),
     ],
-    ids=["manifest", "against-data"],
+    ids=["manifest", "against-data", "nested-500-deep"],
 )
 def test_plugin_reports_a_bad_manifest_in_one_line(pytester, tmp_path, text, expected):
     suite_dir = make_suite(tmp_path, text)

@@ -176,7 +176,9 @@ def test_number_ini_keys_are_typed_in_help_and_checked_with_the_file_and_key(pyt
     result = pytester.runpytest_subprocess("-c", str(ini), "--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair")
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "Traceback" not in text, text
-    assert f"ERROR: {ini}: biascheck_concurrency: is not a whole number; e.g. biascheck_concurrency = 32" in text, text
+    assert (
+        f"ERROR: {ini}: biascheck_concurrency: is not a whole number; give a whole number from 1 to 512, e.g. biascheck_concurrency = 32" in text
+    ), text
 
 
 def test_store_that_is_not_sqlite_is_a_clear_error(run_biascheck, tiny_kobbq, tmp_path):

@@ -167,6 +167,15 @@ def test_baseline_updates_are_refused_for_partial_or_errored_runs(run_biascheck,
     assert "not writing the baseline" in errored.output and "errored after retries" in errored.output
 
 
+def test_a_baseline_path_the_file_system_refuses_is_one_line(run_biascheck, gate_suite, tmp_path):
+    # Issue 23, item 10: a 5,000-character suite name gave OSError: File name too long from
+    # path.exists(); the schema now bounds names, and any path the file system refuses is one line.
+    target = tmp_path / ("b" * 300 + ".json")
+    run = run_biascheck(gate_suite, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(target))
+    assert run.ret == 1 and "Traceback" not in run.output and "INTERNALERROR" not in run.output, run.output
+    assert f"biascheck: {target}: could not write the baseline (File name too long)" in run.output, run.output
+
+
 def test_damaged_or_incomparable_baselines_are_one_line_errors(run_biascheck, gate_suite, tmp_path, data_dir):
     target = tmp_path / "b.json"
     assert run_biascheck(gate_suite, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(target)).ret == 0

@@ -133,7 +133,9 @@ def schema_fragment(package: str, name: str = "settings") -> dict[str, Any]:
     import json
     from importlib import resources
 
-    return json.loads(resources.files(package).joinpath(f"{name}.schema.json").read_text("utf-8"))
+    from biascheck.core.bounds import with_bounds
+
+    return with_bounds(json.loads(resources.files(package).joinpath(f"{name}.schema.json").read_text("utf-8")))
 
 
 def document_schema(base: Mapping[str, Any], benchmark_name: str, record: str, where: str) -> dict[str, Any]:
@@ -175,10 +177,11 @@ def check_settings(manifest: SuiteManifest, benchmark: Benchmark) -> None:
 def suite_schema() -> dict[str, Any]:
     """The whole suite.toml schema, for editors and documentation: the packaged suite schema with
     each registered benchmark's table (its fragment) in place."""
-    import json
-    from importlib import resources
+    import copy
 
-    schema = json.loads(resources.files("biascheck.schemas").joinpath("suite.schema.json").read_text("utf-8"))
+    from biascheck.config.manifest import suite_validator
+
+    schema = copy.deepcopy(suite_validator().schema)  # its bounds filled in
     for name in sorted(registered_benchmarks()):
         fragment = get_benchmark(name).settings_schema
         if fragment is not None:

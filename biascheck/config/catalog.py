@@ -75,5 +75,9 @@ def copy_suite(name: str, dest: Path, *, force: bool = False) -> Path:
     # In a clone the packaged suites are the repository's suites/: never copy one onto itself.
     if target.is_relative_to(source) or source.is_relative_to(target):
         raise BiascheckError(dest, None, f"overlaps the packaged suite {source}", "give another DEST")
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    except OSError as exc:  # /proc/1/x, a path under a file, a read-only folder
+        raise BiascheckError(dest, None, f"cannot create the suite folder ({exc.strerror or exc})", "give a folder you can write to") from None
     return dest

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.config.sources import DataFile
+from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import THRESHOLD_WORDS
 
@@ -76,6 +78,9 @@ class Threshold:
         return {self.kind: self.limit}
 
 
+# The largest margins: absolute, the widest metric's span (HBB's scores, 0 to 100); relative, ten times the baseline.
+MAX_MARGIN = 100.0
+MAX_RELATIVE_MARGIN = 10.0
 _RULE = re.compile(r"^\s*(?P<sign>[+-]?)\s*(?P<number>(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)\s*(?P<percent>%?)\s*$")
 
 
@@ -103,7 +108,15 @@ class Rule:
                 "write METRIC:MARGIN with MARGIN like +0.02 (absolute) or -2% (relative to the baseline)",
             )
         sign = {"+": 1, "-": -1, "": 0}[match["sign"]]
-        return cls(metric, float(match["number"]) / (100 if match["percent"] else 1), bool(match["percent"]), sign, source)
+        margin = float(match["number"]) / (100 if match["percent"] else 1)
+        if margin > (MAX_RELATIVE_MARGIN if match["percent"] else MAX_MARGIN):
+            raise BiascheckError(
+                where,
+                field,
+                f"{text!r} is out of range",
+                f"give an absolute margin of at most {MAX_MARGIN:g} or a relative one of at most {MAX_RELATIVE_MARGIN * 100:g}%",
+            )
+        return cls(metric, margin, bool(match["percent"]), sign, source)
 
     @classmethod
     def parse_option(cls, text: str, where: str = "--biascheck-compare-fail") -> Rule:
@@ -216,11 +229,11 @@ class SuiteManifest:
 
 
 @cache
-def _validator():
+def suite_validator():
     import jsonschema
 
     schema = json.loads(resources.files("biascheck.schemas").joinpath("suite.schema.json").read_text("utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(with_bounds(schema))
 
 
 def check_table(path: Path, name: str, table: Any, schema: dict[str, Any]) -> None:
@@ -229,7 +242,7 @@ def check_table(path: Path, name: str, table: Any, schema: dict[str, Any]) -> No
     import jsonschema
     from referencing import Registry, Resource
 
-    suite_schema = _validator().schema  # a fragment may refer to its parts by the suite schema's $id
+    suite_schema = suite_validator().schema  # a fragment may refer to its parts by the suite schema's $id
     registry = Registry().with_resource(suite_schema["$id"], Resource.from_contents(suite_schema))
     validator = jsonschema.Draft202012Validator({"type": "object", "properties": {name: schema}}, registry=registry)
     _raise_first(path, validator.iter_errors({name: table}))
@@ -276,6 +289,8 @@ def _schema_error(path: Path, error) -> BiascheckError:
             error.message,
             'a gate is a table, e.g. diff_bias_amb = { max_abs = 0.05 }; only [thresholds] also takes mode = "point" | "credible" and min_n = N',
         )
+    if validator == "maxLength" and isinstance(error.instance, str):  # the message would repeat the whole text
+        return BiascheckError(path, where, f"is {len(error.instance)} characters long", f"give at most {error.validator_value} characters")
     if validator in ("minimum", "maximum") and "minimum" in error.schema and "maximum" in error.schema:
         low, high = error.schema["minimum"], error.schema["maximum"]
         return BiascheckError(path, where, error.message, f"give a value from {low} to {high}")
@@ -294,6 +309,26 @@ def _numbers(value: Any, where: str = ""):
             yield from _numbers(item, f"{where}[{index}]")
 
 
+# Tables and arrays inside each other: a suite.toml needs five (prompts.inline[0].letters[0]).
+MAX_DEPTH = 32
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether tables and arrays nest more than ``limit`` deep (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _too_deep(path: Path) -> BiascheckError:
+    return BiascheckError(path, None, f"tables or arrays are nested too deeply (more than {MAX_DEPTH} levels)", EXAMPLE_FIX)
+
+
 def load_manifest(suite: Path | str) -> SuiteManifest:
     """Read and validate a manifest; ``suite`` is the suite folder or its ``suite.toml``."""
     path = Path(suite)
@@ -307,6 +342,14 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         raise BiascheckError(path, None, f"not UTF-8 text ({exc.reason})", "save the manifest as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise BiascheckError(path, None, f"invalid TOML: {exc}", "fix the TOML syntax") from None
+    except RecursionError:  # tomllib parses arrays and inline tables recursively
+        raise _too_deep(path) from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise BiascheckError(
+            path, None, f"holds a number of more than {sys.get_int_max_str_digits()} digits", "give a number a suite can use"
+        ) from None
+    if _depth_over(raw, MAX_DEPTH):  # before anything below walks it recursively
+        raise _too_deep(path)
 
     # TOML has nan and inf; the schema's bounds let them through and no hash can serialise nan.
     for where, value in _numbers(raw):
@@ -314,8 +357,8 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
             raise BiascheckError(path, where, f"{value!r} is not a finite number", "give a finite number")
     # The benchmark's own table is its to check (check_table); every other key is the suite schema's.
     benchmark = raw.get("suite", {}).get("benchmark") if isinstance(raw.get("suite"), dict) else None
-    own_table = benchmark if isinstance(benchmark, str) and benchmark not in _validator().schema["properties"] else None
-    _raise_first(path, _validator().iter_errors({key: value for key, value in raw.items() if key != own_table}))
+    own_table = benchmark if isinstance(benchmark, str) and benchmark not in suite_validator().schema["properties"] else None
+    _raise_first(path, suite_validator().iter_errors({key: value for key, value in raw.items() if key != own_table}))
 
     data = {key: DataFile.from_manifest(key, table, path) for key, table in raw["data"].items()}
     prompts = raw.get("prompts", {"inline": []})  # a benchmark may take its prompts from its own table
@@ -411,7 +454,7 @@ def parse_sampling_overrides(pairs: list[str], where: str = "--biascheck-param")
         except ValueError:
             raise BiascheckError(where, name, f"{value!r} is not a valid {SAMPLING_PARAMS[name].__name__}", "give a number") from None
         # The same bounds as a manifest's [sampling] (e.g. temperature >= 0), and never nan/inf.
-        bounds = _validator().schema["properties"]["sampling"]["properties"][name]
+        bounds = suite_validator().schema["properties"]["sampling"]["properties"][name]
         problem = None if math.isfinite(typed) else "is not a finite number"
         for key, test in (("minimum", lambda b: typed >= b), ("exclusiveMinimum", lambda b: typed > b), ("maximum", lambda b: typed <= b)):
             if problem is None and key in bounds and not test(bounds[key]):

@@ -16,11 +16,16 @@ class BiascheckError(Exception):
         self.field = field
         self.problem = problem
         self.fix = fix
-        parts = [self.where]
+        parts = [_shortened(self.where)]
         if field:
             parts.append(field)
-        message = ": ".join(parts) + ": " + problem
+        # One line, always: newlines in a problem (e.g. a quoted bad value) are flattened, and a
+        # quoted value of thousands of characters (a schema message repeats it) is cut in the middle.
+        message = ": ".join(parts) + ": " + _shortened(" ".join(problem.split()))
         if fix:
             message += "; " + fix
-        # One line, always: newlines in a problem (e.g. a quoted bad value) are flattened.
         super().__init__(" ".join(message.split()))
+
+
+def _shortened(text: str, longest: int = 600) -> str:
+    return text if len(text) <= longest else f"{text[:400]} [... {len(text) - 550:,} characters ...] {text[-150:]}"

@@ -42,6 +42,8 @@ _OWN_FOLDER = "write the report into a folder of its own (e.g. {}): a report fol
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temp file beside ``path`` and rename: a reader never sees half a file. Leftovers
     of writes killed in that folder before are removed first."""
+    if path.is_dir():  # refused before a temp file is made beside it (os.replace would refuse it after)
+        raise BiascheckError(path, None, "is a folder", "give the path of a file")
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftover_temps(path.parent)
     fd, tmp = _new_temp(path.parent, f".{path.name}.", ".tmp")

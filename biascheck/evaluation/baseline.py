@@ -17,6 +17,7 @@ import math
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -210,7 +211,12 @@ def load(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise BiascheckError(where, None, f"cannot be read ({exc.strerror or exc})", "check the path and its permissions") from None
     try:
-        document = json.loads(text, parse_constant=lambda name: _reject_number(where, name), parse_float=lambda token: _finite(where, token))
+        document = json.loads(
+            text,
+            parse_constant=lambda name: _reject_number(where, name),
+            parse_float=lambda token: _finite(where, token),
+            parse_int=lambda token: _integer(where, token),
+        )
     except json.JSONDecodeError as exc:
         # A write cut short (an interrupted copy, a full disk) ends without the closing brace.
         truncated = exc.msg != "Extra data" and not text.rstrip().endswith("}")
@@ -239,6 +245,13 @@ def load(path: Path) -> dict[str, Any]:
 
 def _reject_number(where: str, name: str):
     raise BiascheckError(where, None, f"holds {name}, which is not a JSON number", FIX_RECREATE)
+
+
+def _integer(where: str, token: str) -> int:
+    try:
+        return int(token)
+    except ValueError:  # more digits than Python converts (4,300)
+        raise BiascheckError(where, None, f"holds a number of more than {sys.get_int_max_str_digits()} digits", FIX_RECREATE) from None
 
 
 def _finite(where: str, token: str) -> float:

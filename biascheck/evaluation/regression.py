@@ -97,7 +97,7 @@ def settings_from(results: Mapping[str, Any], command_line: Sequence[Rule] = (),
     recorded = suite["regression"]
     manifest_rules = {}
     for text in recorded["rules"]:
-        rule = Rule.parse_option(text, where=f"{suite['manifest']}: regression.margins")
+        rule = Rule.parse_option(text, where=f"{suite.get('manifest') or 'results.json'}: regression.margins")  # manifest: optional
         manifest_rules[rule.metric] = Rule(rule.metric, rule.margin, rule.relative, rule.sign, "manifest")
     # The metrics gated overall, as the plugin's regression items are (category-only gates aside).
     gated = list(dict.fromkeys(v["metric"] for v in results["verdicts"] if v["scope"] == OVERALL))

@@ -6,6 +6,7 @@ and the budget; this module makes exactly one HTTP attempt per call and classifi
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import datetime
 import email.utils
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Loglikelihood
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
@@ -40,8 +42,11 @@ class Price:
             values = [float(p) for p in parts]
         except ValueError:
             values = []
-        if len(values) != 2 or any(v < 0 or v != v for v in values):
-            raise BiascheckError(where, None, f"{text!r} is not INPUT/OUTPUT USD per million tokens", "e.g. --biascheck-price 0.15/0.60")
+        bound = BOUNDS["price"]
+        if len(values) != 2 or not all(math.isfinite(v) and bound.low <= v <= bound.high for v in values):
+            raise BiascheckError(
+                where, None, f"{text!r} is not INPUT/OUTPUT USD per million tokens", f"each {bound.describe()}, e.g. {where} 0.15/0.60"
+            )
         return cls(*values)
 
 
@@ -536,6 +541,21 @@ _TRACEBACK = "Traceback (most recent call last):"
 _OBJECT_REPR = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
 
 
+# The OpenAI SDK's text for an error reply it could not read as one: "Error code: 400 - {'detail': ...}".
+_STATUS_BODY = re.compile(r"(Error code: \d+)( - [\[{].*)$")
+
+
+def _body_message(quoted: str) -> str:
+    """What an error reply's body says, instead of its Python repr: its message, if it has one."""
+    try:
+        body = ast.literal_eval(quoted[len(" - ") :]) if len(quoted) < 20_000 else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        body = None
+    while isinstance(body, dict):
+        body = next((body[key] for key in ("error", "message", "detail", "msg") if key in body), None)
+    return f" - {body}" if isinstance(body, str) and body.strip() else " (a body that gives no error message)"
+
+
 def one_line_error(exc: BaseException) -> str:
     """An error as it may be reported, on one line, without secrets: its first line, or where litellm pasted a traceback into its message
     ("Invalid response object Traceback ..."), the text before it and the traceback's last line
@@ -548,6 +568,7 @@ def one_line_error(exc: BaseException) -> str:
         message = f"{message} ({trace.strip().splitlines()[-1].strip()})" if message else trace.strip().splitlines()[-1].strip()
     # litellm appends the whole response it could not read: "(received_args={'response_object': ...".
     message = re.sub(r"\s*\(?received_args=.*", "", message)
+    message = _STATUS_BODY.sub(lambda match: match[1] + _body_message(match[2]), message)
     message = _OBJECT_REPR.sub(r"\1", message or type(exc).__name__)
     # litellm repeats the class: "litellm.InternalServerError: InternalServerError: OpenAIException - ..."
     name = type(exc).__name__

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from biascheck.core.records import Response
@@ -65,6 +66,17 @@ class RunStatus(enum.Enum):
 # error (HBB then falls back to sampling; a max_tokens the server refuses must not become unbounded;
 # a log-likelihood request without echo would measure nothing).
 KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completion_tokens", "echo"})
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run's calls, with what the store kept: the answers made so far are committed
+    one by one as they arrive, so the same run started again asks only for the rest."""
+
+    def __init__(self, store: object, kept: int, requests: int):
+        super().__init__(
+            f"interrupted: {kept:,} of the run's {requests:,} answers are kept in {store}; "
+            "run the same command again to resume (stored answers are not asked again)"
+        )
 
 
 @dataclass(frozen=True)
@@ -396,7 +408,9 @@ def from_store(stored: StoredResponse) -> Response:
 
 def run_sync(execution: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(execute(...))``, quiet about what Ctrl-C leaves behind: it cancels calls
-    litellm had begun to create, and Python then reports their coroutines as never awaited."""
+    litellm had begun to create, and Python then reports their coroutines as never awaited. Quiet
+    too about pydantic's remarks on an odd reply made by litellm's success handlers, tasks that may
+    run after the calls and their own filter (Executor.call)."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -405,6 +419,7 @@ def run_sync(execution: Coroutine[Any, Any, T]) -> T:
         caught = [w for w in caught if not (issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message))]
         raise
     finally:
+        caught = [w for w in caught if not (issubclass(w.category, UserWarning) and "pydantic" in Path(w.filename).parts)]
         for w in caught:  # every other warning, as if never caught
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
@@ -551,11 +566,11 @@ class Executor:
             if budget.exhausted(stats):
                 stats.stop(RunStatus.BUDGET_REACHED, f"budget of ${budget.max_cost_usd:g} reached")
                 continue
-            stats.calls += 1
             budget.in_flight += 1
             try:
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
+                stats.calls += 1  # counted as it returns: an attempt cut off by Ctrl-C answered nothing
                 await self.returned()
                 if not exc.unreachable:
                     breaker.reply()
@@ -585,6 +600,7 @@ class Executor:
                 retry += 1
                 stats.retries += 1
                 continue
+            stats.calls += 1
             breaker.reply()
             if completion.cost_usd is None:
                 stats.unpriced_calls += 1

@@ -50,6 +50,7 @@ _CAUSES = {
     sqlite3.SQLITE_IOERR: "check the disk",
     sqlite3.SQLITE_BUSY: "let the process that holds it finish",
     sqlite3.SQLITE_LOCKED: "let the process that holds it finish",
+    sqlite3.SQLITE_CORRUPT: "delete it (its answers are asked again) or " + FIX_OTHER_FILE,
 }
 _BUSY_WAIT_S = 60.0
 
@@ -425,6 +426,15 @@ class ResponseStore:
             f"{fix}, then run again: answered requests are not asked again",
         )
 
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read that fails (pages damaged after the header: 'database disk image is malformed') is one line."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            fix = _CAUSES.get(_errorcode(exc) or 0, "fix the cause")
+            raise BiascheckError(self.path, None, f"cannot read the response store ({exc})", fix) from None
+
     def close(self) -> None:
         self._db.close()
 
@@ -440,7 +450,8 @@ class ResponseStore:
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            yield from self._db.execute(f"SELECT {columns} FROM responses WHERE key IN ({marks}){where}", chunk)
+            with self._reading():
+                yield from self._db.execute(f"SELECT {columns} FROM responses WHERE key IN ({marks}){where}", chunk)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, StoredResponse]:
         """The stored answers of ``keys``. A damaged row is left out (asked again, then replaced by
@@ -489,7 +500,8 @@ class ResponseStore:
     def count(self, keys: Iterable[str] | None = None) -> int:
         """How many answers are stored: all, or those of ``keys`` (without reading them)."""
         if keys is None:
-            return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
+            with self._reading():
+                return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
         return sum(1 for _ in self._rows("1", keys))
 
     def stored_keys(self, keys: Iterable[str]) -> set[str]:
@@ -504,7 +516,8 @@ class ResponseStore:
             raise self._write_error(exc, "cannot record the run's errors") from None
 
     def run_errors(self, run_id: str) -> dict[str, str]:
-        rows = self._db.execute("SELECT key, error FROM run_errors WHERE run_id = ?", (run_id,))
+        with self._reading():
+            rows = self._db.execute("SELECT key, error FROM run_errors WHERE run_id = ?", (run_id,)).fetchall()
         return {key: error for key, error in rows if isinstance(key, str) and isinstance(error, str)}
 
     def put_many(self, rows: Sequence[tuple[str, str, dict[str, Any], StoredResponse]]) -> None:
@@ -548,7 +561,8 @@ class ResponseStore:
 
     def batches(self, model: str) -> list[BatchRecord]:
         """The batches submitted for ``model``, oldest first; a damaged row is left out."""
-        rows = self._db.execute("SELECT * FROM batches WHERE model = ? ORDER BY submitted_at, id", (model,)).fetchall()
+        with self._reading():
+            rows = self._db.execute("SELECT * FROM batches WHERE model = ? ORDER BY submitted_at, id", (model,)).fetchall()
         found = []
         for row in rows:
             try:

@@ -14,7 +14,7 @@ import pytest
 
 from biascheck import options
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.runner import RunStatus
+from biascheck.execution.runner import RunInterrupted, RunStatus
 from biascheck.options import BaselineOptions
 
 if TYPE_CHECKING:
@@ -201,6 +201,8 @@ class BiascheckState:
             # Nothing could be measured (unusable store, simulated server that would not start):
             # one line and exit code 4, rather than thousands of items failing with the same message.
             raise pytest.UsageError(str(exc)) from None
+        except RunInterrupted as exc:  # Ctrl-C: what was kept and how to resume, not where Python was
+            pytest.exit(f"biascheck: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
         self.results_json = build_results(self.result)
         status = self.result.stats.status
         if status is RunStatus.BATCH_PENDING:
@@ -356,8 +358,8 @@ class BiascheckState:
                 self._say(session, f"biascheck: {name}: not writing the baseline {self._shown_path(path)}: {reason}", red=True)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 continue
-            replaced = path.exists()
             try:
+                replaced = path.exists()  # raises too for a name the file system refuses (too long)
                 baselines.write(baselines.from_results(document, git=commit), path)
             except OSError as exc:
                 self._say(session, f"biascheck: {path}: could not write the baseline ({exc.strerror or exc})", red=True)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
 from biascheck.sim.knowledge import SimKnowledge
 from biascheck.sim.personas import parse_persona
@@ -37,7 +38,7 @@ def add_sim_subcommands(subparsers: Any) -> None:
     serve.add_argument("--suite", dest="suites", action="append", type=Path, required=True, metavar="DIR", help="suite directory (repeatable)")
     serve.add_argument("--data", type=Path, default=None, metavar="DIR", help="benchmark data directory")
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
-    serve.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    serve.add_argument("--port", type=argument("port", "--port"), default=0, help="port (default 0: any free port)")
     serve.add_argument("--persona", default=None, metavar="SPEC", help="persona for requests whose model names none, e.g. fair")
     serve.set_defaults(func=run_serve)
 
@@ -45,8 +46,6 @@ def add_sim_subcommands(subparsers: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     if args.persona is not None:
         parse_persona(args.persona)  # fail before loading anything
-    if not 0 <= args.port <= 65535:
-        raise BiascheckError("--port", None, f"{args.port} is not a port", "give 1-65535, or 0 for any free one")
     _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
     from biascheck.suite import load_suite  # lazy: the suite loader is heavier than the server
 
@@ -116,8 +115,8 @@ async def _stop_when_orphaned(stop: asyncio.Event) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m biascheck.sim")
     add_sim_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)  # a bounded option's type raises BiascheckError
         return args.func(args)
     except BiascheckError as error:
         print(str(error), file=sys.stderr)
