@@ -159,7 +159,8 @@ def _add_suite_commands(commands) -> None:
     suites.add_argument(
         "--answer-mode",
         default=None,
-        help="count and price the suites answered this way (QA: generate, loglikelihood, first-token; HBB: sampling, logprob)",
+        help="count and price the suites answered this way (multiple-choice QA: generate, loglikelihood, first-token; "
+        "the hidden-bias P(a): sampling, logprob)",
     )
     suites.set_defaults(func=_suites)
     init = commands.add_parser(

@@ -60,9 +60,9 @@ OPTIONS = (
         "--biascheck-answer-mode",
         "biascheck_answer_mode",
         "BIASCHECK_ANSWER_MODE",
-        "how the cases of suites whose benchmark has several ways to answer are answered: QA 'generate', 'loglikelihood' or "
-        "'first-token'; HBB 'sampling' or 'logprob' (its estimator; --biascheck-estimator is the same option); applies to the "
-        "suites that have the mode, default: each manifest's",
+        "how the cases of suites whose benchmark has several ways to answer are answered: 'generate', 'loglikelihood' or "
+        "'first-token' for multiple-choice QA, 'sampling' or 'logprob' for the hidden-bias P(a) (an estimator; "
+        "--biascheck-estimator is the same option); applies to the suites whose benchmark has the mode, default: each manifest's",
     ),
     (
         "--biascheck-judge",

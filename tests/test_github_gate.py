@@ -812,6 +812,16 @@ def test_the_batch_inputs_pass_batch_mode_and_a_submitted_run_fails_the_gate_wit
         assert result.proc.returncode != 0 and message in result.proc.stdout and not args, result.log
 
 
+def test_the_answer_mode_input_passes_the_mode_and_refuses_another_word(fake_python):
+    for mode in ("loglikelihood", "first-token", "logprob"):
+        result, args = fake_python({"model": "hosted_vllm/base-ckpt", "answer-mode": mode})
+        assert args[args.index("--biascheck-answer-mode") + 1] == mode, result.log
+    result, args = fake_python({"model": "sim/fair"})
+    assert "--biascheck-answer-mode" not in args, result.log
+    result, args = fake_python({"model": "sim/fair", "answer-mode": "--biascheck-batch"})
+    assert result.proc.returncode != 0 and "answer-mode must be generate, loglikelihood" in result.proc.stdout and not args, result.log
+
+
 LAX = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"
 ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"'
 

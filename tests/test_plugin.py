@@ -150,7 +150,8 @@ def test_usage_errors_are_one_line_without_traceback(pytester, small_kobbq):
         (["--biascheck-model", "sim/fair", "--biascheck-concurrency", "zero"], "--biascheck-concurrency"),
         (["--biascheck-model", "sim/fair", "--biascheck-price", "cheap"], "--biascheck-price"),
         ([], "--biascheck-model"),
-        (["--biascheck-model", "sim/fair", "--biascheck-estimator", "guess"], "--biascheck-estimator"),
+        (["--biascheck-model", "sim/fair", "--biascheck-estimator", "guess"], "--biascheck-answer-mode: 'guess' is not an answer mode"),
+        (["--biascheck-model", "sim/fair", "--biascheck-answer-mode", "guess"], "--biascheck-answer-mode: 'guess' is not an answer mode"),
         (["--biascheck-model", "sim/fair", "--biascheck-compare-fail", "diff_bias_amb"], "--biascheck-compare-fail"),
     ]
     for args, needle in cases:

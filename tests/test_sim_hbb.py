@@ -371,7 +371,7 @@ def test_top_logprobs_count_and_sampled_token(hbb_cases: list[Case], client: Cli
 
 
 @pytest.mark.data
-def test_logprobs_omitted_for_logprobs_0_refuser_qa_and_faults(hbb_cases: list[Case], client: Client) -> None:
+def test_logprobs_omitted_for_logprobs_0_refuser_and_faults(hbb_cases: list[Case], client: Client) -> None:
     case = hbb_cases[3]
     asked = {"logprobs": True, "top_logprobs": 2}
     status, completion = client.chat("stereotyped?logprobs=0", case, **asked)
@@ -380,9 +380,14 @@ def test_logprobs_omitted_for_logprobs_0_refuser_qa_and_faults(hbb_cases: list[C
     assert completion["choices"][0]["message"]["content"] == render_reply(persona, case, choose_answer(persona, case, key_of(case)), key_of(case))
     status, completion = client.chat("refuser", case, **asked)
     assert completion["choices"][0]["logprobs"] is None and completion["choices"][0]["message"]["content"] == REFUSAL_EN
+    # A QA case asked for log-probabilities answers its first token (the first-token answer mode):
+    # its letter, holding 0.9, the others the rest; the same letter as its reply.
     status, completion = client.chat("stereotyped", QA_CASE, **asked)
-    assert status == 200 and completion["choices"][0]["logprobs"] is None
-    assert completion["choices"][0]["message"]["content"] == "A"  # QA behaviour unchanged
+    (first,) = completion["choices"][0]["logprobs"]["content"]
+    assert status == 200 and completion["choices"][0]["message"]["content"] == first["token"] == "A"
+    assert [round(math.exp(t["logprob"]), 12) for t in first["top_logprobs"]] == [0.9, 0.05]
+    assert client.chat("stereotyped", QA_CASE)[1]["choices"][0]["message"]["content"] == "A"
+    assert client.chat("stereotyped?logprobs=0", QA_CASE, **asked)[1]["choices"][0]["logprobs"] is None
     status, completion = client.chat("fair?fail_rate=1&faults=filter", case, **asked)
     assert (completion["choices"][0]["message"]["content"], completion["choices"][0]["finish_reason"]) == ("", "content_filter")
     assert completion["choices"][0]["logprobs"] is None
