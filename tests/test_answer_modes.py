@@ -298,48 +298,17 @@ def test_an_hbb_suite_takes_no_answers_table(tmp_path, data_dir):
 def test_the_dry_run_counts_and_prices_each_mode(tiny_kobbq, data_dir, capsys):
     from biascheck.cli import main
 
+    def dry_run(model: str, *extra: str, mode: str) -> str:
+        assert main(["suites", str(tiny_kobbq), "--data", str(data_dir), "--model", model, "--price", "1/1", *extra, "--answer-mode", mode]) == 0
+        return capsys.readouterr().out
+
     counts = {}
     for mode in ("generate", "loglikelihood", "first-token"):
-        assert (
-            main(
-                [
-                    "suites",
-                    str(tiny_kobbq),
-                    "--data",
-                    str(data_dir),
-                    "--model",
-                    "openai/m",
-                    "--api-base",
-                    "http://127.0.0.1:9/v1",
-                    "--price",
-                    "1/1",
-                    "--answer-mode",
-                    mode,
-                ]
-            )
-            == 0
-        )
-        out = capsys.readouterr().out
+        out = dry_run("openai/m", "--api-base", "http://127.0.0.1:9/v1", mode=mode)
         counts[mode] = int(next(line for line in out.splitlines() if line.startswith("total:")).split()[1].replace(",", ""))
     assert counts["loglikelihood"] == 3 * counts["generate"] == 3 * counts["first-token"]
-    assert (
-        main(
-            [
-                "suites",
-                str(tiny_kobbq),
-                "--data",
-                str(data_dir),
-                "--model",
-                "anthropic/claude-3-5-haiku-20241022",
-                "--price",
-                "1/1",
-                "--answer-mode",
-                "loglikelihood",
-            ]
-        )
-        == 0
-    )
-    assert "the run would stop before its first call: anthropic serves no completions endpoint" in capsys.readouterr().out
+    out = dry_run("anthropic/claude-3-5-haiku-20241022", mode="loglikelihood")
+    assert "the run would stop before its first call: anthropic serves no completions endpoint" in out
 
 
 def test_a_server_that_refuses_echo_stops_the_run_after_one_request(run_biascheck, tiny_kobbq, monkeypatch):

@@ -482,23 +482,28 @@ def test_parse_arbitrary_text_with_real_options(reply):
 
 # --- a real model's replies ---------------------------------------------------------------------
 
-# Replies of Gemma 3 270M (llama-cpp-python, the [local-model] extra) to a 64-case KoBBQ subset
-# (bench/real_model.py --kobbq-replies), once at the suite's temperature 0 (two distinct replies)
-# and once at temperature 1, each labelled by hand, with the reference post-processing's reading.
-# A base model echoes the prompt, invents option lists and rambles; none of these replies answers
-# the question, and reading one as an option would score noise as a bias measurement (the
-# reference reads 9 of them as option A).
-REAL_REPLIES = Path(__file__).resolve().parent / "data" / "gemma-3-270m-kobbq-replies.jsonl"
+# Real models' replies, each labelled by hand, with the reference post-processing's reading:
+# - Gemma 3 270M, a base model (llama-cpp-python, the [local-model] extra), to a 64-case KoBBQ subset
+#   (bench/real_model.py --kobbq-replies), once at the suite's temperature 0 (two distinct replies)
+#   and once at temperature 1. A base model echoes the prompt, invents option lists and rambles;
+#   none of these replies answers the question, and reading one as an option would score noise
+#   as a bias measurement (the reference reads 9 of them as option A).
+# - SmolLM2-135M-Instruct (the same extra), at the suites' temperature 0, to BBQ Religion (prompt
+#   En-1, original order: 100 cases) and to the same 64-case KoBBQ subset, each distinct reply once.
+#   It answers BBQ as "C: <an option's text>", 10 times with another option's text than the letter's
+#   (the reference trusts the letter); in Korean it continues the prompt and answers nothing.
+REAL_REPLIES = sorted((Path(__file__).resolve().parent / "data").glob("*-replies.jsonl"))
 
 
-def _real_replies() -> list[dict]:
+def _real_replies(path: Path) -> list[dict]:
     import json
 
-    return [json.loads(line) for line in REAL_REPLIES.read_text("utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
-def test_real_replies_are_many_and_labelled():
-    rows = _real_replies()
+@pytest.mark.parametrize("path", REAL_REPLIES, ids=lambda path: path.name)
+def test_real_replies_are_many_and_labelled(path):
+    rows = _real_replies(path)
     assert len(rows) >= 60
     assert all(set(row) >= {"run", "case_id", "choices", "letters", "raw", "expected", "reference"} for row in rows)
     # Where the reference reads these replies differently, the README says why.
@@ -508,6 +513,12 @@ def test_real_replies_are_many_and_labelled():
         assert not row.get("departure") or f"`{row['departure']}`" in section
 
 
-@pytest.mark.parametrize("row", _real_replies(), ids=lambda row: f"{row['run'][:13]}-{row['case_id']}")
+def test_the_real_replies_come_from_a_base_and_an_instruction_tuned_model_and_some_answer():
+    assert [path.name for path in REAL_REPLIES] == ["gemma-3-270m-kobbq-replies.jsonl", "smollm2-135m-instruct-replies.jsonl"]
+    answered = [row for path in REAL_REPLIES for row in _real_replies(path) if row["expected"] is not None]
+    assert len(answered) >= 60 and {row["expected"] for row in answered} >= {1, 2}
+
+
+@pytest.mark.parametrize("row", [row for path in REAL_REPLIES for row in _real_replies(path)], ids=lambda row: f"{row['run'][:13]}-{row['case_id']}")
 def test_a_real_models_replies_read_as_labelled(row):
     assert parse_answer(row["raw"], row["choices"], row["letters"]) == row["expected"], row.get("note", row["raw"])

@@ -1,16 +1,20 @@
-"""A real model on a real server: Gemma 3 270M on llama-cpp-python's OpenAI-compatible server,
-reached through litellm's ordinary ``openai/`` path, end to end through the plugin. What the
-simulator cannot show: a real tokenizer and chat template, real log-probability token shapes,
-real parameter handling, real latency, and a base model's replies that are mostly not answers.
+"""Real models on a real server: Gemma 3 270M (a base model) and SmolLM2-135M-Instruct (an
+instruction-tuned one) on llama-cpp-python's OpenAI-compatible server, reached through litellm's
+ordinary ``openai/`` path, end to end through the plugin. What the simulator cannot show: a real
+tokenizer and chat template, real log-probability token shapes, real parameter handling, real
+latency, a base model's replies that are mostly not answers, and numbers read from real answers:
+by generation, by first token and by log-likelihood.
 
-``pytest -m real`` (about 15 minutes on 2 cores; excluded from the default run). Needs the
-``[local-model]`` extra and the data mirror; skips with the reason otherwise.
+``pytest -m real`` (about 40 minutes on 2 cores; excluded from the default run). Needs the
+``[local-model]`` extra and the data mirror; skips with the reason otherwise. Each test prints the
+figures it checks; bench/real_model.py prints them all in one table.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -33,30 +37,62 @@ RUN_ARGS = ("--biascheck-concurrency", "2", "--biascheck-timeout", "600")
 ANSWERED = {"unknown", "biased", "counter", "correct", "incorrect", "answered"}
 
 
-@pytest.fixture(scope="session")
-def local_server(tmp_path_factory):
+def _serve(tmp_path_factory, name: str, **options):
     from biascheck.execution.local_model import missing_extra, start_local_server
 
     reason = missing_extra()
     if reason:
         pytest.skip(reason)
-    log = tmp_path_factory.mktemp("local-server") / "server.log"
-    with start_local_server(log_path=log) as server:
+    log = tmp_path_factory.mktemp(f"server-{name}") / "server.log"
+    return start_local_server(model=name, log_path=log, **options)
+
+
+@pytest.fixture(scope="session")
+def local_server(tmp_path_factory):
+    with _serve(tmp_path_factory, "gemma-3-270m") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(tmp_path_factory):
+    with _serve(tmp_path_factory, "smollm2-135m-instruct") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gemma_short_context(tmp_path_factory):
+    """Gemma for KoBBQ prompts alone: its echo log-softmaxes the whole context (n_ctx x 262,144)."""
+    with _serve(tmp_path_factory, "gemma-3-270m", n_ctx=1024) as server:
         yield server
 
 
 @pytest.fixture
-def real(local_server, run_biascheck, monkeypatch):
-    """run(suite, *args) against the local server, through the plugin in a subprocess."""
+def serving(run_biascheck, monkeypatch):
+    """serving(server)(suite, *args): a plugin run against that local server."""
     from biascheck.execution.local_model import API_KEY_ENV
 
     # litellm's openai/ provider sends nothing without a key; the local server checks none.
     monkeypatch.setenv(API_KEY_ENV, "unused-local")
 
-    def run(suite: Path, *args: str, **options):
-        return run_biascheck(suite, local_server.model, "--biascheck-api-base", local_server.api_base, *RUN_ARGS, *args, **options)
+    def against(server):
+        def run(suite: Path, *args: str, **options):
+            return run_biascheck(suite, server.model, "--biascheck-api-base", server.api_base, *RUN_ARGS, *args, **options)
 
-    return run
+        return run
+
+    return against
+
+
+@pytest.fixture
+def real(local_server, serving):
+    """run(suite, *args) against Gemma 3 270M, through the plugin."""
+    return serving(local_server)
+
+
+@pytest.fixture
+def smollm2(smollm2_server, serving):
+    """run(suite, *args) against SmolLM2-135M-Instruct, through the plugin."""
+    return serving(smollm2_server)
 
 
 def _edit(suite: Path, pattern: str, replacement: str) -> None:
@@ -203,7 +239,7 @@ def test_serve_local_prints_what_to_pass_and_stops_on_sigterm(local_server):
     process = subprocess.Popen([sys.executable, "-m", "biascheck.cli", "serve-local"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = process.stdout.readline()
-        match = re.match(r"serving \S+ at (http://127\.0\.0\.1:\d+/v1)$", first.strip())
+        match = re.match(r"serving \S+ as gemma-3-270m at (http://127\.0\.0\.1:\d+/v1)$", first.strip())
         assert match, first + process.stderr.read() if process.poll() is not None else first
         api_base = match.group(1)
         rest = "".join(process.stdout.readline() for _ in range(5))
@@ -218,3 +254,207 @@ def test_serve_local_prints_what_to_pass_and_stops_on_sigterm(local_server):
     finally:
         if process.poll() is None:
             process.kill()
+
+
+# --- numbers read from real answers (issue 22) -------------------------------------------------------
+
+BBQ_RELIGION = 'categories = ["Religion"]\nsample = "one-per-group"\nseed = 42\nchoice_orders = "original"'
+KOBBQ_8 = (
+    'categories = ["age", "disability_status", "gender_identity", "physical_appearance", "race_ethnicity_nationality", '
+    '"religion", "ses", "sexual_orientation"]\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"'
+)
+
+
+def _bbq_religion(folder: Path) -> Path:
+    """BBQ Religion, one example per template cell, prompt En-1, the original order: 100 cases."""
+    suite = write_subset_suite(folder, "bbq", subset=BBQ_RELIGION)
+    _edit(suite, r"^\[prompts\]$", '[prompts]\nuse = ["En-1"]')
+    return suite
+
+
+def _kappa(first: dict, second: dict) -> tuple[int, float]:
+    """(cases both runs answered, Cohen's kappa of their answers)."""
+    a = {c["case_id"]: c["answer_index"] for c in first["cases"] if c["answer_index"] is not None}
+    b = {c["case_id"]: c["answer_index"] for c in second["cases"] if c["answer_index"] is not None}
+    pairs = [(a[k], b[k]) for k in a.keys() & b.keys()]
+    if not pairs:
+        return 0, math.nan
+    n = len(pairs)
+    observed = sum(x == y for x, y in pairs) / n
+    chance = sum(sum(x == o for x, _ in pairs) * sum(y == o for _, y in pairs) for o in {0, 1, 2}) / n / n
+    return n, (observed - chance) / (1 - chance) if chance < 1 else math.nan
+
+
+def _by_generation_and_first_token(run, suite: Path) -> dict[str, dict]:
+    by_mode = {}
+    for mode in ("generate", "first-token"):
+        first = run(suite, "--biascheck-answer-mode", mode, report=mode)
+        by_mode[mode] = _check_run(first, cases=len(first.results()["cases"]))
+        assert by_mode[mode]["run"]["errors"] == 0
+        _check_warm(by_mode[mode], run(suite, "--biascheck-answer-mode", mode, report=f"{mode}-warm"))
+    # A first-token case is out of choice exactly when the letters held less than half.
+    for case in by_mode["first-token"]["cases"]:
+        assert (case["outcome"] == "ooc") == (case["choice_mass"] < 0.5), case
+    return by_mode
+
+
+def test_smollm2_answers_bbq_by_generation_and_first_token(smollm2, tmp_path):
+    by_mode = _by_generation_and_first_token(smollm2, _bbq_religion(tmp_path / "bbq"))
+    generate, first = by_mode["generate"], by_mode["first-token"]
+    assert len(generate["cases"]) == 100
+    ooc = {mode: doc["metrics"]["overall"]["ooc_ratio"]["value"] for mode, doc in by_mode.items()}
+    n, kappa = _kappa(generate, first)
+    mass = first["metrics"]["overall"]["choice_mass"]["value"]
+    print(f"SmolLM2 on BBQ Religion: ooc_ratio {ooc}; first-token choice_mass {mass:.3f}; kappa {kappa:.3f} over {n} cases both answered")
+    # An instruction-tuned model answers: most replies name an option (a base model's named none).
+    assert ooc["generate"] < 0.5 and ooc["first-token"] < 0.5
+    # The two readings of one model mostly agree, well beyond chance.
+    assert n >= 50 and kappa > 0.5
+    assert generate["metrics"]["overall"]["acc_amb"]["value"] is not None and generate["metrics"]["overall"]["acc_dis"]["value"] is not None
+
+
+def test_smollm2_on_a_kobbq_subset_by_generation_and_first_token(smollm2, tmp_path):
+    suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
+    by_mode = _by_generation_and_first_token(smollm2, suite)
+    ooc = {mode: doc["metrics"]["overall"]["ooc_ratio"]["value"] for mode, doc in by_mode.items()}
+    mass = by_mode["first-token"]["metrics"]["overall"]["choice_mass"]["value"]
+    n, kappa = _kappa(by_mode["generate"], by_mode["first-token"])
+    print(f"SmolLM2 on KoBBQ (64 cases, prompt 1): ooc_ratio {ooc}; first-token choice_mass {mass:.3f}; kappa {kappa} over {n}")
+    # A 135M English model continues a Korean prompt rather than answering it: what it says is
+    # out of choice, and its first token is seldom a letter. Counted, never scored as an answer.
+    assert len(by_mode["generate"]["cases"]) == 64 and all(0.0 <= v <= 1.0 for v in ooc.values())
+
+
+def test_gemma_by_loglikelihood_names_an_option_in_every_kobbq_case(gemma_short_context, serving, tmp_path):
+    # One template's four contexts (ambiguous, disambiguated, biased and counter-biased): every metric
+    # has its cases. Each request costs the server a sort of Gemma's 262,144-token vocabulary per
+    # prompt position (about 30 s): four cases are twelve requests.
+    run = serving(gemma_short_context)
+    suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
+    select = ("-k", "age-005a")
+    scored = run(suite, *select, "--biascheck-answer-mode", "loglikelihood", report="loglikelihood")
+    results = _check_run(scored, cases=4)
+    assert results["run"]["calls"] == 12 and results["run"]["errors"] == 0
+    assert results["run"]["estimator"].startswith("loglikelihood")
+    overall = results["metrics"]["overall"]
+    assert overall["ooc_ratio"]["value"] == 0.0 and all(case["outcome"] in ANSWERED for case in results["cases"])
+    for name in ("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "acc_norm_amb", "acc_norm_dis"):
+        assert overall[name]["value"] is not None, name  # computed on every case
+    for case in results["cases"]:
+        assert len(case["loglikelihoods"]) == 3 and all(v < 0 for v in case["loglikelihoods"]), case
+    _check_warm(results, run(suite, *select, "--biascheck-answer-mode", "loglikelihood", report="warm"))
+    generated = _check_run(run(suite, *select, report="generate"), cases=4)
+    print(
+        f"Gemma 3 270M on 4 KoBBQ cases: ooc_ratio {overall['ooc_ratio']['value']} by loglikelihood "
+        f"(log-likelihoods {[c['loglikelihoods'] for c in results['cases']]}), "
+        f"{generated['metrics']['overall']['ooc_ratio']['value']} by generation"
+    )
+    assert generated["metrics"]["overall"]["ooc_ratio"]["value"] >= 0.75  # a base model's replies name no option
+
+
+def test_an_echo_one_token_late_is_refused_after_one_request(smollm2, tmp_path):
+    # llama-cpp-python scores each echoed token by the distribution after it when the model has no
+    # BOS token (SmolLM2): log-likelihoods read from it would be wrong, so the run stops at once.
+    suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
+    run = smollm2(suite, "-k", "age-005a", "--biascheck-answer-mode", "loglikelihood")
+    assert run.ret == 4 and "Traceback" not in run.output and "INTERNALERROR" not in run.output
+    (line,) = [line for line in run.output.splitlines() if "cannot answer" in line]
+    assert "one token late" in line
+
+
+def test_hbb_on_smollm2_under_both_estimators(smollm2, tmp_path, data_dir):
+    import numpy as np
+
+    from biascheck.benchmarks.hbb.benchmark import HBB
+    from biascheck.benchmarks.hbb.metrics import instance_scores
+    from biascheck.suite import load_suite
+
+    suite_dir = write_subset_suite(tmp_path / "hbb", "hbb", subset='categories = ["ses"]')
+    _edit(suite_dir, r"^questions = .*$", "questions = 10")
+    _edit(suite_dir, r"^samples = .*$", "samples = 4")  # the paper's 10 in bench/real_model.py
+    suite = load_suite(suite_dir, data_dir=data_dir)
+    flags = {}
+    for estimator in ("logprob", "sampling"):
+        args = ("--biascheck-answer-mode", estimator, "--biascheck-param", "max_tokens=24")
+        run = smollm2(suite_dir, *args, report=estimator)
+        results = _check_run(run, cases=40)
+        assert results["run"]["estimator"].startswith(estimator) and not results["run"]["estimator_note"], results["run"]
+        p_a = {case["case_id"]: case["p_a"] for case in results["cases"]}
+        flags[estimator] = [
+            None
+            if p_a[a.case_id] is None or p_a[b.case_id] is None
+            else bool(instance_scores(np.array([p_a[a.case_id]]), np.array([p_a[b.case_id]]))[0] >= 20)
+            for _, a, b in HBB.instances(suite.cases)
+        ]
+        _check_warm(results, smollm2(suite_dir, *args, report=f"{estimator}-warm"))
+    scored = {estimator: sum(f is not None for f in values) for estimator, values in flags.items()}
+    both = [(a, b) for a, b in zip(flags["logprob"], flags["sampling"]) if a is not None and b is not None]
+    agree = sum(a == b for a, b in both) / len(both) if both else math.nan
+    print(f"HBB on SmolLM2 (20 instances): scored {scored}; flags agree on {agree:.3f} of the {len(both)} both scored")
+    # The instruction-tuned model answers a) / b): both estimators score instances (Gemma scored none).
+    assert scored["logprob"] > 0 and scored["sampling"] > 0
+
+
+def test_smollm2_as_a_judge_fails_qualification_and_says_so(smollm2_server, smollm2, tmp_path, data_dir):
+    env = dict(os.environ, OPENAI_API_KEY="unused-local")
+    command = [sys.executable, "-m", "biascheck.cli", "qualify-judge", smollm2_server.model, "--api-base", smollm2_server.api_base]
+    command += ["--suite", "bbq", "--cases", "60", "--data", str(data_dir), "--cache", str(tmp_path / "judge.sqlite"), "--concurrency", "2"]
+    done = subprocess.run([*command, "--param", "max_tokens=8"], capture_output=True, text=True, env=env, timeout=1800)
+    print(done.stdout)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "NOT qualified" in done.stdout and "its BBG scores are not trustworthy" in done.stdout
+    # As writer and judge of an EnBBG subset, through the plugin: the run completes and reports.
+    suite = write_subset_suite(tmp_path / "enbbg", "enbbg-quick", subset='categories = ["disabilitystatus"]')
+    _edit(suite, r"^sampling = \{ temperature = 0, seed = 42 \}$", "sampling = { temperature = 0, seed = 42, max_tokens = 8 }")
+    args = ("--biascheck-param", "max_tokens=48", "--biascheck-judge", smollm2_server.model, "--biascheck-judge-api-base", smollm2_server.api_base)
+    run = smollm2(suite, *args)
+    results = _check_run(run, cases=len(run.results()["cases"]))
+    overall = results["metrics"]["overall"]
+    print(f"EnBBG by SmolLM2, judged by SmolLM2: unscorable_ratio {overall['unscorable_ratio']['value']}, ntr_gen {overall['ntr_gen']['value']}")
+    _check_warm(results, smollm2(suite, *args, report="warm"))
+
+
+def test_no_false_alarm_on_a_real_model_sampled_with_two_seeds(smollm2, tmp_path):
+    suite = _bbq_religion(tmp_path / "bbq")
+    baseline = tmp_path / "baseline.json"
+    sampled = ("--biascheck-param", "temperature=0.7")
+    recorded = smollm2(
+        suite, *sampled, "--biascheck-param", "seed=1", "--biascheck-update-baseline", "--biascheck-baseline", str(baseline), report="seed1"
+    )
+    assert recorded.ret in (0, 1) and baseline.is_file(), recorded.output[-2000:]
+    run = smollm2(suite, *sampled, "--biascheck-param", "seed=2", "--biascheck-baseline", str(baseline), report="seed2")
+    assert run.ret in (0, 1) and "Traceback" not in run.output, run.output[-3000:]
+    comparison = json.loads((run.report_dir / "comparison.json").read_text("utf-8"))
+    verdicts = [check["verdict"] for check in comparison["results"]]
+    print(f"seed 2 against seed 1 at temperature 0.7: {dict((v, verdicts.count(v)) for v in sorted(set(verdicts)))}")
+    # Two samples of one model differ by chance alone: not one check may say it regressed.
+    assert verdicts and "regressed" not in verdicts and not comparison["regressed"]
+
+
+def _post(api_base: str, path: str, body: dict) -> dict:
+    root = api_base.removesuffix("/v1")
+    request = urllib.request.Request(root + path, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.parametrize("which", ["smollm2", "gemma"])
+def test_each_model_is_served_with_its_own_chat_template(which, request):
+    """The prompt the server builds from a chat request is the model's own template: its token count
+    equals that of the template rendered by hand, and not that of llama.cpp's llama-2 fallback."""
+    import jinja2
+    from llama_cpp import Llama
+
+    server = request.getfixturevalue("smollm2_server" if which == "smollm2" else "local_server")
+    messages = [{"role": "user", "content": "Which option, A or B?"}]
+    if which == "smollm2":
+        # The template the GGUF carries (ChatML with SmolLM2's default system message), rendered.
+        template = Llama(str(server.model_path), vocab_only=True, verbose=False).metadata["tokenizer.chat_template"]
+        expected = jinja2.Template(template).render(messages=messages, add_generation_prompt=True)
+        assert expected.startswith("<|im_start|>system\n") and expected.endswith("<|im_start|>assistant\n")
+    else:
+        expected = "<bos><start_of_turn>user\nWhich option, A or B?<end_of_turn>\n<start_of_turn>model\n"
+    fallback = "<s>[INST] Which option, A or B? [/INST]"
+    count = {text: _post(server.api_base, "/extras/tokenize/count", {"input": text})["count"] for text in (expected, fallback)}
+    used = _post(server.api_base, "/v1/chat/completions", {"messages": messages, "max_tokens": 1, "temperature": 0})["usage"]["prompt_tokens"]
+    assert used == count[expected] != count[fallback], (used, count)
