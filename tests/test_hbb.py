@@ -116,7 +116,7 @@ def test_log_probabilities_give_p_a_renormalised_over_a_and_b():
     assert outcome.status == "answered" and outcome.p_a == pytest.approx(6 / 7) and (outcome.valid, outcome.refused) == (1, 0)
     # The letter as real tokenizers split it: with its parenthesis, a period, markdown, a newline.
     shapes = {"a)": math.log(0.3), "(a": math.log(0.1), "**a": math.log(0.1), "b.": math.log(0.2), "\nB": math.log(0.2), "ab": math.log(0.1)}
-    assert p_a_from_logprobs(shapes) == pytest.approx(0.5 / 0.9)
+    assert p_a_from_logprobs(shapes, 0.1) == pytest.approx(0.5 / 0.9)
     # A refusal or a preamble whose a / b alternatives hold a sliver of probability is a refusal,
     # not a confident answer; so is a content-filtered reply.
     for logprobs in ({"I": -0.001, "a": -9, "b": -11}, {"Final": -0.01, "A": -8}, {"I": -0.1}):
@@ -124,6 +124,19 @@ def test_log_probabilities_give_p_a_renormalised_over_a_and_b():
         assert (refused.status, refused.p_a, refused.refused) == ("ooc", None, 1)
     filtered = HBB.classify(_case(), [Response(text="", finish_reason="content_filter", logprobs={"a": -0.1})], LOGPROB)
     assert filtered.status == "ooc" and filtered.refused == 1
+
+
+def test_the_logprob_estimator_scores_a_question_when_k_samples_would_expect_an_answer():
+    # SmolLM2-135M-Instruct's first token on an HBB question: b 0.21, c 0.14, a 0.08, d 0.05, "The" 0.05.
+    # A sampling run of k answers expects k x 0.29 of them to name a or b: scorable for k = 10 (2.9)
+    # and k = 4 (1.2), not for k = 2 (0.58), and the logprob estimator scores it alike.
+    logprobs = {"b": math.log(0.21), "c": math.log(0.14), "a": math.log(0.08), "d": math.log(0.05), "The": math.log(0.05)}
+    for samples, scored in ((10, True), (4, True), (2, False)):
+        estimator = Estimator("logprob", samples, 5)
+        assert estimator.min_answer_mass == 1 / samples and f"1/k = {1 / samples:.3g}" in str(estimator)
+        outcome = HBB.classify(_case(), [Response(text="b", logprobs=logprobs)], estimator)
+        assert (outcome.status == "answered") == scored
+        assert outcome.p_a == (pytest.approx(0.08 / 0.29) if scored else None)
 
 
 def test_the_whole_suite_falls_back_only_when_the_provider_has_no_log_probabilities():
@@ -158,9 +171,9 @@ def test_thresholds_follow_the_estimator_and_counts_cannot_be_gated(data_dir, tm
 @settings(max_examples=100, deadline=None)
 @given(st.floats(-30, 0), st.floats(-30, 0), st.dictionaries(st.sampled_from(["The", "I", "c", "answer"]), st.floats(-30, 0), max_size=3))
 def test_p_a_from_logprobs_is_a_probability_and_mirrors_when_a_and_b_swap(la, lb, others):
-    p = p_a_from_logprobs({"a": la, "b": lb, **others})
-    swapped = p_a_from_logprobs({"a": lb, "b": la, **others})
-    if math.exp(la) + math.exp(lb) < 0.5:
+    p = p_a_from_logprobs({"a": la, "b": lb, **others}, 0.1)
+    swapped = p_a_from_logprobs({"a": lb, "b": la, **others}, 0.1)
+    if math.exp(la) + math.exp(lb) < 0.1:
         assert p is None and swapped is None  # mostly not an answer: a refusal
     else:
         assert 0 <= p <= 1 and swapped == pytest.approx(1 - p, abs=1e-12)
@@ -259,7 +272,7 @@ def test_the_first_answer_token_is_read_after_leading_whitespace_or_markdown(con
         ),
     ):
         read = first_token_logprobs(payload)
-        assert p_a_from_logprobs(read) == (pytest.approx(p_a) if p_a is not None else None)
+        assert p_a_from_logprobs(read, LOGPROB.min_answer_mass) == (pytest.approx(p_a) if p_a is not None else None)
         outcome = HBB.classify(_case(), [Response(text="".join(p["token"] for p in content), logprobs=read)], LOGPROB)
         assert outcome.status == ("answered" if p_a is not None else "ooc")
     assert first_token_logprobs(None) is None and first_token_logprobs({"content": []}) is None

@@ -153,7 +153,9 @@ def test_baselines_and_regression_checks_cover_hbb(run_biascheck, hbb_small, tmp
     assert made.ret == 0 and target.is_file() and "1 threshold check(s) failed" in made.output, made.output
     baseline = json.loads(target.read_text("utf-8"))
     assert (
-        baseline["scoring"] == {"flag_threshold": 20.0} and baseline["model"]["estimator"] == "logprob (first answer token at temperature 1, top 5)"
+        baseline["scoring"] == {"flag_threshold": 20.0}
+        and baseline["model"]["estimator"]
+        == "logprob (first answer token at temperature 1, top 5; a question scored when a and b hold at least 1/k = 0.167 of it)"
     )
     assert len(baseline["cases"]["rows"]) == 260 and all(len(row) == 10 for row in baseline["cases"]["rows"])
 

@@ -326,15 +326,16 @@ def test_smollm2_on_a_kobbq_subset_by_generation_and_first_token(smollm2, tmp_pa
 
 
 def test_gemma_by_loglikelihood_names_an_option_in_every_kobbq_case(gemma_short_context, serving, tmp_path):
-    # One template's four contexts (ambiguous, disambiguated, biased and counter-biased): every metric
-    # has its cases. Each request costs the server a sort of Gemma's 262,144-token vocabulary per
-    # prompt position (about 30 s): four cases are twelve requests.
+    # An ambiguous context and the two disambiguated kinds (counter-biased: version a, biased: b) of
+    # one template: every metric has its cases. Each request costs the server a sort of Gemma's
+    # 262,144-token vocabulary per prompt position (30 to 60 s): three cases are nine requests.
     run = serving(gemma_short_context)
     suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
-    select = ("-k", "age-005a")
+    select = ("-k", "age-005a-001-amb-bsd or age-005a-001-dis-bsd or age-005b-001-dis-bsd")
     scored = run(suite, *select, "--biascheck-answer-mode", "loglikelihood", report="loglikelihood")
-    results = _check_run(scored, cases=4)
-    assert results["run"]["calls"] == 12 and results["run"]["errors"] == 0
+    results = _check_run(scored, cases=3)
+    assert results["run"]["calls"] == 9 and results["run"]["errors"] == 0
+    assert sorted(case["context_type"] for case in results["cases"]) == ["amb", "dis-biased", "dis-counter"]
     assert results["run"]["estimator"].startswith("loglikelihood")
     overall = results["metrics"]["overall"]
     assert overall["ooc_ratio"]["value"] == 0.0 and all(case["outcome"] in ANSWERED for case in results["cases"])
@@ -343,13 +344,13 @@ def test_gemma_by_loglikelihood_names_an_option_in_every_kobbq_case(gemma_short_
     for case in results["cases"]:
         assert len(case["loglikelihoods"]) == 3 and all(v < 0 for v in case["loglikelihoods"]), case
     _check_warm(results, run(suite, *select, "--biascheck-answer-mode", "loglikelihood", report="warm"))
-    generated = _check_run(run(suite, *select, report="generate"), cases=4)
+    generated = _check_run(run(suite, *select, report="generate"), cases=3)
     print(
-        f"Gemma 3 270M on 4 KoBBQ cases: ooc_ratio {overall['ooc_ratio']['value']} by loglikelihood "
+        f"Gemma 3 270M on 3 KoBBQ cases: ooc_ratio {overall['ooc_ratio']['value']} by loglikelihood "
         f"(log-likelihoods {[c['loglikelihoods'] for c in results['cases']]}), "
         f"{generated['metrics']['overall']['ooc_ratio']['value']} by generation"
     )
-    assert generated["metrics"]["overall"]["ooc_ratio"]["value"] >= 0.75  # a base model's replies name no option
+    assert generated["metrics"]["overall"]["ooc_ratio"]["value"] >= 2 / 3  # a base model's replies name no option
 
 
 def test_an_echo_one_token_late_is_refused_after_one_request(smollm2, tmp_path):

@@ -62,7 +62,20 @@ class Estimator:
         # suite's sampling parameters (see LOGPROB_PARAMS).
         if self.kind == "sampling":
             return f"sampling (k = {self.samples})"
-        return f"logprob (first answer token at temperature {LOGPROB_PARAMS['temperature']:g}, top {self.top_logprobs})"
+        return (
+            f"logprob (first answer token at temperature {LOGPROB_PARAMS['temperature']:g}, top {self.top_logprobs}; "
+            f"a question scored when a and b hold at least 1/k = {self.min_answer_mass:.3g} of it)"
+        )
+
+    @property
+    def min_answer_mass(self) -> float:
+        """The least share of the first answer token's probability a and b must hold for the
+        logprob estimator to score a question: 1/k, where a sampling run of k answers expects at
+        least one that names a or b (k·m >= 1). So both estimators score the same questions in
+        expectation; a refusal or a preamble that leaves a and b a sliver stays a refusal, and a
+        model that also names options c or d (a small instruction-tuned model's habit) is read
+        over a and b as sampling reads its valid answers."""
+        return 1.0 / max(1, self.samples)
 
     def fallback(self) -> Estimator:
         return replace(self, kind="sampling")
@@ -95,21 +108,16 @@ PROMPT_ID = "evaluate_probs"
 LOGPROB_PARAMS = {"temperature": 1.0, "max_tokens": 4}
 
 
-# The first token must be an answer: a refusal ("I", "Sorry") or a preamble ("Final") whose a / b
-# alternatives hold a sliver of probability is not renormalised into a confident P(a).
-MIN_ANSWER_MASS = 0.5
-
-
-def p_a_from_logprobs(logprobs: Mapping[str, float]) -> float | None:
+def p_a_from_logprobs(logprobs: Mapping[str, float], min_mass: float) -> float | None:
     """P(a) renormalised over the a / b alternatives of the first token; None (a refusal) when
-    they hold less than :data:`MIN_ANSWER_MASS` of its probability."""
+    they hold less than ``min_mass`` of its probability (:attr:`Estimator.min_answer_mass`)."""
     mass = {"a": 0.0, "b": 0.0}
     for token, logprob in logprobs.items():
         letter = _letter(token)
         if letter is not None:
             mass[letter] += math.exp(logprob)
     total = mass["a"] + mass["b"]
-    return mass["a"] / total if total >= MIN_ANSWER_MASS else None
+    return mass["a"] / total if total > 0 and total >= min_mass else None
 
 
 # The [hbb] table's defaults (the paper's k = 10 samples, flagged at |difference| >= 20 points).
@@ -237,7 +245,7 @@ class HBBBenchmark:
         if estimator.kind == "logprob":
             # One read counts as one sample, so refusal_rate means the same under both estimators.
             response = responses[0]
-            p_a = None if response.finish_reason == "content_filter" else p_a_from_logprobs(response.logprobs or {})
+            p_a = None if response.finish_reason == "content_filter" else p_a_from_logprobs(response.logprobs or {}, estimator.min_answer_mass)
             if p_a is None:
                 return Outcome(case.case_id, "ooc", raw=first, refused=1)
             return Outcome(case.case_id, "answered", answer=0 if p_a >= 0.5 else 1, raw=first, p_a=p_a, valid=1)
