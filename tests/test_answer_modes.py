@@ -139,6 +139,21 @@ def test_loglikelihood_answers_by_the_arg_max_and_keeps_the_length_normalised_re
     assert missing.status == "error" and "log-probabilities" in missing.error
 
 
+def test_several_continuations_of_one_option_name_it_by_the_arg_max_over_all_of_them():
+    # EsBBQ's scorer scores "unknown" in several wordings and caps the arg max at the unknown option:
+    # a benchmark gives such a list (QABenchmark.continuations), an option's index repeated.
+    def expanded(case, mode):
+        return [(0, " the old man"), (1, " the boy"), (2, " Unknown"), (2, " Cannot be determined"), (2, " Not known")]
+
+    case, mode = qa_case(), AnswerMode("loglikelihood", continuations="options")
+    assert [r[0][-1]["content"] for r in requests(case, {}, mode, expanded)] == [t for _, t in expanded(case, mode)]
+    outcome = classify(case, _measured(-9.0, -8.0, -7.0, -2.0, -6.0), mode, expanded)
+    assert (outcome.answer, outcome.answer_class) == (2, "unknown") and len(outcome.loglikelihoods) == 5
+    # Per character, "Cannot be determined" (20) at -2.0 still leads; " Not known" (9) at -6.0 does not.
+    assert outcome.answer_norm == 2
+    assert classify(case, _measured(-1.0, -8.0, -7.0, -2.0, -6.0), mode, expanded).answer == 0
+
+
 def test_the_continuations_are_the_letters_or_the_options_after_a_space():
     case = qa_case()
     assert continuations(case, AnswerMode("loglikelihood")) == [(0, " A"), (1, " B"), (2, " C")]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,24 +104,29 @@ def answer_mode(manifest: SuiteManifest, override: str | None) -> AnswerMode | N
     return None if kind == "generate" else AnswerMode(kind, table.get("normalization", "none"), table.get("continuations", "letters"))
 
 
+Continuations = Callable[[Case, "AnswerMode"], list[tuple[int, str]]]
+
+
 def continuations(case: Case, mode: AnswerMode) -> list[tuple[int, str]]:
     """(option index, continuation) for each option of a case, in option order: its letter or its
     text after the prompt, separated by a space as lm-evaluation-harness's ``target_delimiter``
-    (none when the prompt ends with whitespace)."""
+    (none when the prompt ends with whitespace). A benchmark whose reference scores more than one
+    continuation for an option (EsBBQ's several wordings of "unknown") gives its own list, an
+    option's index repeated: the arg max over all of them names the option, as its scorer caps it."""
     prompt = case.messages[-1].content
     delimiter = "" if prompt[-1:].isspace() else " "
     texts = case.letters if mode.continuations == "letters" else case.choices
     return [(index, delimiter + text) for index, text in enumerate(texts)]
 
 
-def requests(case: Case, params: dict, mode: AnswerMode | None) -> list[tuple[list[dict], dict, int]]:
+def requests(case: Case, params: dict, mode: AnswerMode | None, scored: Continuations = continuations) -> list[tuple[list[dict], dict, int]]:
     messages = case.messages_as_dicts()
     if mode is None:
         return [(messages, params, 0)]
     if mode.kind == "first-token":
         return [(messages, {**params, **FIRST_TOKEN_PARAMS}, 0)]
     # The suite's sampling parameters shape a reply, and a log-likelihood request reads none.
-    return [([*messages, {"role": "assistant", "content": text}], dict(LOGLIKELIHOOD_PARAMS), 0) for _, text in continuations(case, mode)]
+    return [([*messages, {"role": "assistant", "content": text}], dict(LOGLIKELIHOOD_PARAMS), 0) for _, text in scored(case, mode)]
 
 
 def _letter(token: str, letters: Sequence[str]) -> int | None:
@@ -150,7 +155,7 @@ def _argmax(values: Sequence[float]) -> int:
     return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
-def classify(case: Case, responses: Sequence[Response], mode: AnswerMode) -> Outcome:
+def classify(case: Case, responses: Sequence[Response], mode: AnswerMode, scored_by: Continuations = continuations) -> Outcome:
     """A case answered by log-likelihood or by its first token, read into an outcome."""
     truth = case.truth_as(QATruth)
     errors = [r.error for r in responses if r.error is not None]
@@ -170,14 +175,13 @@ def classify(case: Case, responses: Sequence[Response], mode: AnswerMode) -> Out
             return Outcome(case.case_id, "ooc", raw=raw, choice_mass=total)
         index = _argmax(mass)
         return Outcome(case.case_id, "answered", answer=index, answer_class=truth.answer_class(index), raw=raw, choice_mass=total)
-    scored = continuations(case, mode)
+    scored = scored_by(case, mode)
     measured = [r.loglikelihood for r in responses]
     if any(m is None for m in measured) or len(measured) != len(scored):
         return Outcome(case.case_id, "error", error=NO_PROMPT_LOGPROBS)
     lls = [m.logprob for m in measured]  # type: ignore[union-attr]
-    # lm-evaluation-harness's acc_norm: per character of the option's own text (the delimiter left out).
-    texts = case.letters if mode.continuations == "letters" else case.choices
-    per_char = [ll / max(1, len(texts[index])) for ll, (index, _) in zip(lls, scored)]
+    # lm-evaluation-harness's acc_norm: per character of the continuation's own text (the delimiter left out).
+    per_char = [ll / max(1, len(text.lstrip())) for ll, (_, text) in zip(lls, scored)]
     raw_answer, norm_answer = scored[_argmax(lls)][0], scored[_argmax(per_char)][0]
     index = norm_answer if mode.normalization == "length" else raw_answer
     raw = "log-likelihoods: " + ", ".join(f"{text.strip()!r} {ll:.4f}" for ll, (_, text) in zip(lls, scored))

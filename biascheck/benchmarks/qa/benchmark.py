@@ -263,13 +263,17 @@ class QABenchmark:
         return answers.answer_mode(manifest, override)
 
     @staticmethod
-    def requests(case: Case, params: dict, estimator: AnswerMode | None) -> list[tuple[list[dict], dict, int]]:
-        return answers.requests(case, params, estimator)
+    def continuations(case: Case, mode: AnswerMode) -> list[tuple[int, str]]:
+        """What a loglikelihood answer scores for each option (override where a benchmark's
+        reference scores other continuations): :func:`biascheck.benchmarks.qa.answers.continuations`."""
+        return answers.continuations(case, mode)
 
-    @staticmethod
-    def classify(case: Case, responses, estimator: AnswerMode | None) -> Outcome:
+    def requests(self, case: Case, params: dict, estimator: AnswerMode | None) -> list[tuple[list[dict], dict, int]]:
+        return answers.requests(case, params, estimator, self.continuations)
+
+    def classify(self, case: Case, responses, estimator: AnswerMode | None) -> Outcome:
         if estimator is not None:
-            return answers.classify(case, responses, estimator)
+            return answers.classify(case, responses, estimator, self.continuations)
         (response,) = responses
         return classify(case, response)
 
