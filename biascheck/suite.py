@@ -66,7 +66,9 @@ class Suite:
         """What makes two runs of this suite comparable: data, prompts, subset, metric definitions,
         the benchmark's own settings, and for a judged benchmark the judge's model and parameters and
         how what it could not read was scored (``scoring``; default the benchmark's)."""
-        data = sorted((key, r.file.sha256) for key, r in self.files.items() if r.local is not None)
+        # Each file by its pin: the sha256 where known (so fingerprints made before blob ids stay as
+        # they were), else its git blob id.
+        data = sorted((key, r.file.pin) for key, r in self.files.items() if r.local is not None)
         prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
         m = self.manifest
         subset = [m.benchmark, sorted(m.categories), m.choice_orders, m.sample, m.subset_seed, m.templates_per_category]

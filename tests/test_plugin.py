@@ -345,7 +345,7 @@ def test_bbq_skips_unavailable_categories_with_a_reason(run_biascheck):
     assert run.ret == 0, run.output[-3000:]
     outcomes = run.result.parseoutcomes()
     assert outcomes["skipped"] == 1
-    assert "Gender_identity.jsonl has no sha256" in run.output
+    assert "bbq/Gender_identity.jsonl was not found" in run.output
     results = run.results()
     assert "Gender_identity" in results["suite"]["skipped_categories"]
     assert {c["category"] for c in results["cases"]} == {"Sexual_orientation"}
