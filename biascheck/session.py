@@ -69,6 +69,9 @@ class RunConfig:
     model_source: str = "--biascheck-model"
     # --biascheck-batch: the calls the store lacks go as provider batches (execution/batch_runner.py).
     batch: BatchOptions | None = None
+    # --biascheck-allow-missing-data: a category whose data file can be had nowhere is left out and
+    # the results say so, instead of failing the run (see biascheck.suite.ALLOW_MISSING_DATA).
+    allow_missing_data: bool = False
 
     def __post_init__(self) -> None:
         # The bound of --biascheck-concurrency, for Python callers too: 0 workers would answer nothing.
