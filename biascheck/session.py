@@ -112,7 +112,9 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        return not self.incomplete and all(s.passed for s in self.suites)
+        # A suite run without some categories' data is not that suite, unless the run accepted it.
+        missing = any(s.suite.skipped_categories for s in self.suites) and not self.config.allow_missing_data
+        return not self.incomplete and not missing and all(s.passed for s in self.suites)
 
 
 def effective_params(suite: Suite, model: ModelConfig) -> dict[str, Any]:

@@ -663,3 +663,16 @@ def test_the_suites_listing_names_the_categories_without_data_and_why(tmp_path, 
         in out
     )
     assert "the counts leave them out, and a run without them is a failed check unless --biascheck-allow-missing-data" in out
+
+
+def test_the_python_api_fails_a_run_without_a_category_unless_it_allows_the_gap(tmp_path):
+    from dataclasses import replace
+
+    from biascheck import ModelConfig, RunConfig
+    from biascheck.session import RunResult, SuiteResult
+
+    suite = load(tmp_path, two_category_bbq(tmp_path, religion_mirrored=False))
+    config = RunConfig(model=ModelConfig("sim/fair"), store_path=tmp_path / "store.sqlite")
+    answered = [SuiteResult(suite, suite.cases, {}, {}, metrics=None, verdicts=[])]  # every (no) threshold passed
+    assert not RunResult(config, answered).passed
+    assert RunResult(replace(config, allow_missing_data=True), answered).passed
