@@ -251,7 +251,7 @@ def _count_suite(path: Path, args, config):
     """(benchmark, the suite's estimate or None, a one-line problem or None) of one suite folder."""
     from biascheck.config.manifest import load_manifest
     from biascheck.dryrun import estimate
-    from biascheck.suite import load_suite
+    from biascheck.suite import ALLOW_MISSING_DATA, load_suite, missing_data_summary
 
     try:
         manifest = load_manifest(path)
@@ -273,7 +273,13 @@ def _count_suite(path: Path, args, config):
         )
     except BiascheckError as exc:
         return manifest.benchmark, None, f"no counts: {exc}"
-    note = f"counts without the categories whose optional data is unavailable: {', '.join(skipped)}" if skipped else None
+    note = None
+    if skipped:
+        files = [suite.manifest.data[key].path for key, category in suite.manifest.data_categories.items() if category in skipped]
+        note = (
+            f"{missing_data_summary(skipped, suite.categories_total)}: {', '.join(files)} {'is' if len(files) == 1 else 'are'} {_nowhere(args)}; "
+            f"the counts leave them out, and a run without them is a failed check unless {ALLOW_MISSING_DATA}"
+        )
     return manifest.benchmark, counted, note
 
 

@@ -129,6 +129,12 @@ FLAGS = (
     ),
     ("--biascheck-allow-fingerprint-mismatch", None, "compare with a baseline made from other data, prompts or subset, on the cases both share"),
     (
+        "--biascheck-allow-missing-data",
+        "biascheck_allow_missing_data",
+        "run a suite without the categories whose data file is in neither the mirror nor the download cache and cannot be "
+        "downloaded: the results list them and say the gap was accepted (without it, each is a failed check)",
+    ),
+    (
         "--biascheck-fail-inconclusive",
         "biascheck_fail_inconclusive",
         "fail regression checks that can neither show nor rule out a worsening beyond the margin",
@@ -416,6 +422,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         estimator=estimator,
         unscorable=unscorable,
         shard=Shard.parse(shard) if shard else None,
+        allow_missing_data=flag(config, "--biascheck-allow-missing-data"),
     )
 
 

@@ -69,6 +69,9 @@ class RunConfig:
     model_source: str = "--biascheck-model"
     # --biascheck-batch: the calls the store lacks go as provider batches (execution/batch_runner.py).
     batch: BatchOptions | None = None
+    # --biascheck-allow-missing-data: a category whose data file can be had nowhere is left out and
+    # the results say so, instead of failing the run (see biascheck.suite.ALLOW_MISSING_DATA).
+    allow_missing_data: bool = False
 
     def __post_init__(self) -> None:
         # The bound of --biascheck-concurrency, for Python callers too: 0 workers would answer nothing.
@@ -109,7 +112,9 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        return not self.incomplete and all(s.passed for s in self.suites)
+        # A suite run without some categories' data is not that suite, unless the run accepted it.
+        missing = any(s.suite.skipped_categories for s in self.suites) and not self.config.allow_missing_data
+        return not self.incomplete and not missing and all(s.passed for s in self.suites)
 
 
 def effective_params(suite: Suite, model: ModelConfig) -> dict[str, Any]:

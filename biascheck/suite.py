@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,23 @@ from biascheck.core.records import Case
 
 # Bump when a metric definition changes: baselines computed under another version are not comparable.
 METRICS_VERSION = 1
+
+# A category whose data file can be had nowhere (not in the mirror or the cache, and no download)
+# is left out of the run, and that is a failed check unless the run accepts the gap with this flag:
+# a BBQ run of 6 of its 11 categories is not a BBQ run.
+ALLOW_MISSING_DATA = "--biascheck-allow-missing-data"
+MISSING_DATA_FIX = (
+    "point --biascheck-data at a mirror that has the file, or allow downloads (unset BIASCHECK_OFFLINE), "
+    f"or pass {ALLOW_MISSING_DATA} to run without it"
+)
+
+
+def missing_data_summary(missing: Iterable[str], total: int | None = None) -> str:
+    """How every report says it: "5 of 11 categories have no data (Gender_identity, ...)"."""
+    names = sorted(missing)
+    noun = "category" if len(names) == 1 and not total else "categories"
+    of = f" of {total}" if total else ""
+    return f"{len(names)}{of} {noun} {'has' if len(names) == 1 else 'have'} no data ({', '.join(names)})"
 
 
 def default_cache_dir() -> Path:
@@ -42,6 +59,7 @@ class Suite:
     cases: list[Case]
     prompts: list
     files: dict[str, Resolved]
+    # Categories left out because their (optional) data file could be had nowhere: category -> why.
     skipped_categories: dict[str, str] = field(default_factory=dict)
     _by_id: dict[str, Case] | None = field(default=None, repr=False, compare=False)
 
@@ -62,13 +80,28 @@ class Suite:
     def categories(self) -> list[str]:
         return sorted({case.category for case in self.cases})
 
+    @property
+    def categories_total(self) -> int:
+        """The suite's categories, those without data included."""
+        return len(set(self.categories) | set(self.skipped_categories))
+
     def fingerprint(self, judge: Mapping[str, Any] | None = None, scoring: Mapping[str, str] | None = None) -> dict[str, str | int]:
         """What makes two runs of this suite comparable: data, prompts, subset, metric definitions,
         the benchmark's own settings, and for a judged benchmark the judge's model and parameters and
-        how what it could not read was scored (``scoring``; default the benchmark's)."""
-        data = sorted((key, r.file.sha256) for key, r in self.files.items() if r.local is not None)
-        prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
+        how what it could not read was scored (``scoring``; default the benchmark's), and which
+        categories had no data (``missing``, kept readable, present only when some had none)."""
         m = self.manifest
+        selected = set(m.categories)
+
+        def measured(key: str) -> bool:
+            # A category file [subset] categories leaves out is no part of what the run measures,
+            # whether this machine has it or not.
+            return not selected or key not in m.data_categories or m.data_categories[key] in selected
+
+        # Each file by its pin: the sha256 where known (so fingerprints made before blob ids stay as
+        # they were), else its git blob id.
+        data = sorted((key, r.file.pin) for key, r in self.files.items() if r.local is not None and measured(key))
+        prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
         subset = [m.benchmark, sorted(m.categories), m.choice_orders, m.sample, m.subset_seed, m.templates_per_category]
         subset += self.benchmark.fingerprint_settings(m)
         parts: dict[str, str | int] = {
@@ -83,6 +116,8 @@ class Suite:
             scoring = self.benchmark.default_scoring(m)
         if scoring:  # kept readable, so a refused comparison can say which convention each side used
             parts["scoring"] = ",".join(f"{key}={value}" for key, value in sorted(scoring.items()))
+        if self.skipped_categories:  # readable too: a comparison of a whole run with a partial one says which
+            parts["missing"] = ",".join(sorted(self.skipped_categories))
         parts["suite"] = sha256_text(canonical_json(parts))[:16]
         return parts
 

@@ -822,6 +822,15 @@ def test_the_answer_mode_input_passes_the_mode_and_refuses_another_word(fake_pyt
     assert result.proc.returncode != 0 and "answer-mode must be generate, loglikelihood" in result.proc.stdout and not args, result.log
 
 
+def test_the_allow_missing_data_input_passes_the_flag_and_refuses_another_word(fake_python):
+    result, args = fake_python({"model": "sim/fair", "allow-missing-data": "true"})
+    assert "--biascheck-allow-missing-data" in args, result.log
+    result, args = fake_python({"model": "sim/fair"})  # by default a category without data fails the gate
+    assert "--biascheck-allow-missing-data" not in args, result.log
+    result, args = fake_python({"model": "sim/fair", "allow-missing-data": "yes"})
+    assert result.proc.returncode != 0 and "allow-missing-data must be 'true' or 'false', not 'yes'" in result.proc.stdout and not args, result.log
+
+
 LAX = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"
 ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"'
 

@@ -330,7 +330,8 @@ def test_header_shows_status_run_and_problems(pages):
         "400 cases (of 34,200 in the suite), 380 calls, 20 cache hits, 1 retries, 0 errors, $0.0123, suite fingerprint <code>f00dfeed</code>" in page
     )
     assert "Incomplete run" in page and "budget of $0.01 reached" in page
-    assert "Skipped categories" in page
+    assert "1 category has no data (종교): left out of this run, with no check (results of an older biascheck)" in page
+    assert "데이터 없음 &lt;b&gt;bold&lt;/b&gt;" in page
     passed = make_results()
     passed["passed"], passed["run"]["complete"], passed["run"]["incomplete_reason"] = True, True, None
     page = render_html(passed)

@@ -24,7 +24,7 @@ from conftest import mirror_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
 BBQ_MIRRORED = ("Age", "Disability_status", "Nationality", "Physical_appearance", "Religion", "Sexual_orientation")
-BBQ_UNPINNED = ("Gender_identity", "Race_ethnicity", "Race_x_SES", "Race_x_gender", "SES")
+BBQ_UNMIRRORED = ("Gender_identity", "Race_ethnicity", "Race_x_SES", "Race_x_gender", "SES")
 KOBBQ_SAMPLE_ID = re.compile(
     r"^(?P<category>[a-z_]+)-(?P<template>\d+)(?P<version>[a-d])-(?P<sample>\d+)-(?P<context>amb|dis)-(?P<question>bsd|cnt)$"
 )
@@ -469,11 +469,13 @@ def _group(row: dict) -> tuple:
 
 @pytest.mark.data
 def test_bbq_real_categories_and_skips(bbq_real):
-    _, suite, _ = bbq_real
+    mirror, suite, _ = bbq_real
     assert suite.categories == sorted(BBQ_MIRRORED)
-    assert sorted(suite.skipped_categories) == sorted(BBQ_UNPINNED)
+    assert sorted(suite.skipped_categories) == sorted(BBQ_UNMIRRORED)
     for category, reason in suite.skipped_categories.items():
-        assert f"{category}.jsonl" in reason and "sha256" in reason and "\n" not in reason
+        # Pinned now (by git blob id): missing because this offline machine cannot have it.
+        assert reason.startswith(f"bbq/{category}.jsonl was not found: not in the mirror {mirror}") and "\n" not in reason
+        assert reason.endswith("downloads are disabled (offline)")
 
 
 @pytest.mark.data
@@ -574,3 +576,103 @@ def test_bbq_subset_keeps_biased_and_counter_contexts_balanced():
     for category in {c for c, _ in kinds}:
         biased, counter = kinds[(category, "dis-biased")], kinds[(category, "dis-counter")]
         assert abs(biased - counter) <= 0.1 * (biased + counter), (category, biased, counter)
+
+
+# --- categories without data (issue 24, part 1): fingerprints, baselines, comparisons ----------------
+
+
+def two_category_bbq(tmp_path: Path, subset: str = "", *, religion_mirrored: bool = True) -> Path:
+    """A BBQ suite whose two category files are optional, as the packaged suite's are; Religion
+    taken out of the mirror when not ``religion_mirrored`` (offline: it is then missing)."""
+    tmp_path.mkdir(exist_ok=True)
+    religion = [dict(row, category="Religion") for row in bbq_rows()]
+    files = {
+        "Age": ("bbq/Age.jsonl", jsonl(bbq_rows()), 'category = "Age"\noptional = true'),
+        "Religion": ("bbq/Religion.jsonl", jsonl(religion), 'category = "Religion"\noptional = true'),
+    }
+    suite = write_suite(tmp_path, "bbq", files, "[prompts]\n" + BBQ_PROMPT, subset)
+    if not religion_mirrored:
+        (tmp_path / "mirror" / "bbq" / "Religion.jsonl").unlink()
+    return suite
+
+
+def test_a_category_subset_is_fingerprinted_the_same_whether_or_not_other_categories_have_data(tmp_path):
+    # A machine that can download every BBQ file and one that has the mirror's six run the same
+    # [subset] categories: their baselines must compare.
+    subset = '[subset]\ncategories = ["Age"]\n'
+    everything = load(tmp_path / "a", two_category_bbq(tmp_path / "a", subset))
+    without = load(tmp_path / "b", two_category_bbq(tmp_path / "b", subset, religion_mirrored=False))
+    assert without.skipped_categories == {} and without.categories == everything.categories == ["Age"]
+    assert without.fingerprint() == everything.fingerprint()
+
+
+def test_a_run_without_a_category_is_fingerprinted_apart_and_refused_against_a_whole_one(tmp_path):
+    from biascheck.evaluation.regression import check_comparable
+
+    whole = load(tmp_path / "a", two_category_bbq(tmp_path / "a"))
+    partial = load(tmp_path / "b", two_category_bbq(tmp_path / "b", religion_mirrored=False))
+    assert list(partial.skipped_categories) == ["Religion"] and partial.categories_total == whole.categories_total == 2
+    assert "missing" not in whole.fingerprint() and partial.fingerprint()["missing"] == "Religion"
+
+    def side(suite) -> dict:
+        return {"name": suite.name, "benchmark": "bbq", "fingerprint": suite.fingerprint()}
+
+    # Decision: refused by fingerprint, whichever side is partial, naming the categories.
+    for baseline, candidate, shown in ((partial, whole, "missing Religion, this run none"), (whole, partial, "missing none, this run Religion")):
+        with pytest.raises(BiascheckError) as info:
+            check_comparable({"suite": side(baseline)}, side(candidate), allow_mismatch=False, path="b.json")
+        message = str(info.value)
+        assert message.startswith("b.json: suite.fingerprint: was made with other benchmark data files (data ")
+        assert f"categories without data ({shown})" in message and "--biascheck-allow-fingerprint-mismatch" in message
+        assert check_comparable({"suite": side(baseline)}, side(candidate), allow_mismatch=True, path="b.json") == ["data", "missing"]
+
+
+def test_a_baseline_of_a_run_without_a_category_needs_the_gap_accepted_and_says_so(tmp_path):
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.evaluation.regression import compare, settings_from
+    from biascheck.sim.calibration import PreparedSuite, simulated_results
+
+    partial = simulated_results(PreparedSuite.of(load(tmp_path / "b", two_category_bbq(tmp_path / "b", religion_mirrored=False))), "fair")
+    assert partial["passed"] is False and partial["suite"]["missing_data_allowed"] is False  # every threshold passed
+    assert baselines.refuse_reason(partial) == (
+        "1 of 2 categories has no data (Religion); a baseline of part of the suite is recorded only with "
+        "--biascheck-allow-missing-data, and then says so"
+    )
+    partial["suite"]["missing_data_allowed"] = True  # as a run with the flag writes it
+    assert baselines.refuse_reason(partial) is None
+    path = tmp_path / "baseline.json"
+    baselines.write(baselines.from_results(partial), path)
+    recorded = baselines.load(path)["suite"]
+    assert recorded["missing_data_allowed"] is True and recorded["fingerprint"]["missing"] == "Religion"
+    assert list(recorded["skipped_categories"]) == ["Religion"] and "Religion.jsonl was not found" in recorded["skipped_categories"]["Religion"]
+
+    whole = simulated_results(PreparedSuite.of(load(tmp_path / "a", two_category_bbq(tmp_path / "a"))), "fair")
+    allowed = compare(baselines.load(path), whole, settings_from(whole, allow_fingerprint_mismatch=True), baseline_path="b.json")
+    assert "the baseline ran without some categories: 1 of 2 categories has no data (Religion)" in allowed["warnings"]
+    assert allowed["cases"]["common"] < allowed["cases"]["candidate"]
+
+
+def test_the_suites_listing_names_the_categories_without_data_and_why(tmp_path, capsys):
+    from biascheck.cli import main
+
+    suite = two_category_bbq(tmp_path, religion_mirrored=False)
+    assert main(["suites", str(suite), "--data", str(tmp_path / "mirror")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"1 of 2 categories has no data (Religion): bbq/Religion.jsonl is neither in the mirror {tmp_path / 'mirror'} nor in the download cache; "
+        in out
+    )
+    assert "the counts leave them out, and a run without them is a failed check unless --biascheck-allow-missing-data" in out
+
+
+def test_the_python_api_fails_a_run_without_a_category_unless_it_allows_the_gap(tmp_path):
+    from dataclasses import replace
+
+    from biascheck import ModelConfig, RunConfig
+    from biascheck.session import RunResult, SuiteResult
+
+    suite = load(tmp_path, two_category_bbq(tmp_path, religion_mirrored=False))
+    config = RunConfig(model=ModelConfig("sim/fair"), store_path=tmp_path / "store.sqlite")
+    answered = [SuiteResult(suite, suite.cases, {}, {}, metrics=None, verdicts=[])]  # every (no) threshold passed
+    assert not RunResult(config, answered).passed
+    assert RunResult(replace(config, allow_missing_data=True), answered).passed

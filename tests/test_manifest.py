@@ -136,7 +136,7 @@ MANIFEST_ERRORS = [
     ("sampling-out-of-range", replace("temperature = 0", "top_p = 0"), "sampling.top_p", ("less than or equal to the minimum",)),
     ("bad-sha256", replace(f'sha256 = "{sha(SAMPLES)}"', 'sha256 = "1234abcd"'), "data.samples.sha256", ("'1234abcd' is not a sha256",)),
     ("uppercase-sha256", replace(f'sha256 = "{sha(SAMPLES)}"', f'sha256 = "{sha(SAMPLES).upper()}"'), "data.samples.sha256", ("is not a sha256",)),
-    ("missing-sha256", replace(f'sha256 = "{sha(SAMPLES)}"\n', ""), "data.samples", ("'sha256' is a required property",)),
+    ("missing-sha256", replace(f'sha256 = "{sha(SAMPLES)}"\n', ""), "data.samples", ("has no checksum (neither sha256 nor git_blob_sha1)", "git_blob_sha1 (40")),
     ("http-url", replace("https://example.invalid/kobbq/samples.tsv", "http://example.com/kobbq/samples.tsv"), "data.samples.url", ("plain http to a non-loopback host",)),
     ("ftp-url", replace("https://example.invalid/kobbq/samples.tsv", "ftp://example.com/samples.tsv"), "data.samples.url", ("scheme 'ftp'",)),
     ("dotdot-path", replace('path = "kobbq/samples.tsv"', 'path = "../kobbq/samples.tsv"'), "data.samples.path", ("contains '..'",)),

@@ -340,16 +340,54 @@ def test_summary_respects_color(run_biascheck, tiny_kobbq):
     assert "\x1b[" in summary and "diff_bias_amb" in summary
 
 
-def test_bbq_skips_unavailable_categories_with_a_reason(run_biascheck):
-    run = run_biascheck(SUITES / "bbq", "sim/fair", "-k", "Gender_identity or Sexual_orientation", "-rs")
-    assert run.ret == 0, run.output[-3000:]
+# A BBQ suite of one category the data mirror has and one it lacks (offline: tests never download).
+BBQ_WITH_A_GAP = 'categories = ["Gender_identity", "Sexual_orientation"]\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"'
+
+
+def test_a_bbq_category_without_data_fails_the_run_unless_the_gap_is_accepted(run_biascheck, tmp_path, monkeypatch):
+    # Issue 24, part 1: a run of part of BBQ used to pass as BBQ, its missing categories skipped.
+    suite = write_subset_suite(tmp_path / "bbq-gap", "bbq", subset=BBQ_WITH_A_GAP)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # the gate's annotations
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    run = run_biascheck(suite, "sim/fair", "-rfs")
+    assert run.ret == pytest.ExitCode.TESTS_FAILED, run.output[-3000:]
+    assert "Traceback" not in run.output
     outcomes = run.result.parseoutcomes()
-    assert outcomes["skipped"] == 1
-    assert "Gender_identity.jsonl has no sha256" in run.output
+    assert outcomes["failed"] == 2 and "skipped" not in outcomes  # the category's item and run-complete; every metric passed
+    missing = "bbq/Gender_identity.jsonl was not found: not in the mirror"
+    fix = "or pass --biascheck-allow-missing-data to run without it"
+    run.result.stdout.re_match_lines(
+        [r"FAILED .*/bbq-gap/suite.toml::cases::Gender_identity::missing-data", r"FAILED .*/bbq-gap/suite.toml::run-complete"]
+    )
+    output = " ".join(run.output.split())
+    assert re.search(
+        rf"no data for category Gender_identity: {missing} \S+ \(no bbq/Gender_identity.jsonl\); not in the cache \(\S+\); downloads are disabled \(offline\); point --biascheck-data",
+        output,
+    )
+    assert (
+        "the run is incomplete: 1 of 2 categories has no data (Gender_identity) (see the categories' missing-data items); point --biascheck-data"
+        in output
+    )
+    assert output.count(fix) >= 2
+    assert "MISSING DATA: 1 of 2 categories has no data (Gender_identity), so this is no complete bbq run: a failed check" in output
+    assert "::error title=biascheck bbq%3A Gender_identity has no data::no data for category Gender_identity" in run.output
     results = run.results()
-    assert "Gender_identity" in results["suite"]["skipped_categories"]
+    assert results["passed"] is False and results["suite"]["missing_data_allowed"] is False
+    assert list(results["suite"]["skipped_categories"]) == ["Gender_identity"] and results["suite"]["categories_total"] == 2
+    assert results["suite"]["fingerprint"]["missing"] == "Gender_identity"
     assert {c["category"] for c in results["cases"]} == {"Sexual_orientation"}
-    assert results["metrics"]["overall"]["bias_score_dis"]["value"] == 0.0
+    assert "**MISSING DATA: 1 of 2 categories has no data" in (run.report_dir / "report.md").read_text("utf-8")
+
+    for accept in (["--biascheck-allow-missing-data"], ["-o", "biascheck_allow_missing_data=true"]):  # the option, and its ini key
+        accepted = run_biascheck(suite, "sim/fair", "-rs", *accept, report=f"accepted{len(accept)}")
+        assert accepted.ret == 0, accepted.output[-3000:]
+        assert accepted.result.parseoutcomes()["skipped"] == 1
+        assert f"no data for Gender_identity, as --biascheck-allow-missing-data accepts: {missing}" in " ".join(accepted.output.split())
+        results = accepted.results()
+        assert results["passed"] is True and results["suite"]["missing_data_allowed"] is True
+        assert list(results["suite"]["skipped_categories"]) == ["Gender_identity"]
+        summary = " ".join(accepted.output.split())  # the summary is wrapped at the terminal's width
+        assert "1 of 2 categories has no data (Gender_identity): left out of this run, as --biascheck-allow-missing-data accepted" in summary
 
 
 def test_credentials_in_an_api_base_are_not_reported():

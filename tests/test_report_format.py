@@ -139,6 +139,39 @@ def test_counts_read_the_same_everywhere(renderings, kind):
     assert "1,234" in renderings[kind] and not re.search(r"(?<![\d.,])1234", renderings[kind])
 
 
+@pytest.mark.parametrize("allowed", [False, True])
+@pytest.mark.parametrize("kind", ["terminal", "markdown", "html"])
+def test_missing_data_reads_the_same_everywhere(kind, allowed):
+    from markdown_it import MarkdownIt
+
+    from biascheck.reporting.results import summary_rows
+
+    results = document()
+    results["suite"].update(
+        skipped_categories={"SES": "bbq/SES.jsonl was not found: offline", "Race_x_SES": "bbq/Race_x_SES.jsonl was not found: offline"},
+        missing_data_allowed=allowed,
+        categories_total=11,
+        benchmark="bbq",
+    )
+    results["verdicts"] = [v for v in results["verdicts"] if v["passed"]]
+    results["passed"] = allowed
+    text = {
+        "terminal": lambda: render_terminal([results], color=False, width=400),
+        "markdown": lambda: html.unescape(re.sub(r"<[^>]+>", " ", MarkdownIt("commonmark").render(render_markdown(results)))),
+        "html": lambda: html.unescape(re.sub(r"<[^>]+>", " ", render_html(results))),
+    }[kind]()
+    text = re.sub(r" :", ":", " ".join(text.split()))  # a tag between a category and its colon
+    assert "2 of 11 categories have no data (Race_x_SES, SES)" in text
+    assert "SES: bbq/SES.jsonl was not found: offline" in text and "Race_x_SES: bbq/Race_x_SES.jsonl was not found: offline" in text
+    if allowed:
+        assert "left out of this run, as --biascheck-allow-missing-data accepted" in text and "MISSING DATA" not in text
+    else:
+        assert "MISSING DATA: 2 of 11 categories have no data (Race_x_SES, SES), so this is no complete bbq run: a failed check" in text
+        assert "or pass --biascheck-allow-missing-data to run without it" in text
+    # The summary across suites (terminal, job summary, index.html) calls a run without them incomplete.
+    assert summary_rows([results])[0][-1] == ("passed" if allowed else "INCOMPLETE")
+
+
 def test_formatters():
     assert [fmt.value(x) for x in (0.12, None, NAN, float("inf"), True, "x")] == ["0.1200"] + ["n/a"] * 5
     assert fmt.ci([0.1, 0.14]) == "[0.1000, 0.1400]" and fmt.ci([0.1, NAN]) == "n/a" and fmt.ci(None) == "n/a"

@@ -1,29 +1,42 @@
-"""biascheck.config.sources: mirror -> cache -> download, always sha256-verified.
+"""biascheck.config.sources: mirror -> cache -> download, always verified by the checksums a file
+is pinned by (sha256, git blob id, or both).
 
 Downloads go to a real loopback HTTP server serving small generated files (never benchmark data).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import http.server
 import json
 import os
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from biascheck.config import sources
-from biascheck.config.sources import DataFile, Resolved, resolve, sha256_file
+from biascheck.config.manifest import load_manifest
+from biascheck.config.sources import DataFile, Resolved, git_blob_sha1_file, resolve, sha256_file
 from biascheck.core.errors import BiascheckError
+
+from conftest import SUITES, mirror_or_skip
 
 MANIFEST = Path("suites/test/suite.toml")
 
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def blob(data: bytes) -> str:
+    """The id git gives ``data``, computed here the way git documents it."""
+    return hashlib.sha1(b"blob " + str(len(data)).encode() + b"\0" + data).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,6 +160,11 @@ def files_under(root: Path) -> list[Path]:
 
 def make(key: str, path: str, url: str, data: bytes, optional: bool = False) -> DataFile:
     return DataFile(key=key, path=path, url=url, sha256=sha(data), optional=optional)
+
+
+def make_blob(key: str, path: str, url: str, data: bytes, optional: bool = False) -> DataFile:
+    """Pinned by its git blob id alone, as a file too large for the mirror is."""
+    return DataFile(key=key, path=path, url=url, sha256=None, optional=optional, git_blob_sha1=blob(data))
 
 
 def put(root: Path, rel: str, data: bytes) -> Path:
@@ -342,19 +360,21 @@ def test_offline_optional_file_without_mirror_is_missing(server, tmp_path):
     assert server.count == 0
 
 
-def test_optional_file_absent_from_mirror_is_missing_and_not_downloaded(server, dirs):
+def test_optional_file_absent_from_mirror_is_downloaded_by_its_blob_id_else_missing(server, dirs):
+    # Decision (issue 24, part 1): a mirror too small for a file does not decide that the file does
+    # not exist. The cache, then the pinned URL, are tried; only when neither has it is it missing.
     mirror, cache = dirs
     data = b'{"example_id": 0}\n'
-    url = server.serve("/Gender_identity.jsonl", "body", data)  # available, but must not be fetched
-    file = make("Gender_identity", "bbq/Gender_identity.jsonl", url, data, optional=True)
+    url = server.serve("/Gender_identity.jsonl", "body", data)
+    file = make_blob("Gender_identity", "bbq/Gender_identity.jsonl", url, data, optional=True)
+    offline = resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=cache, offline=True)
+    assert (offline.origin, offline.local) == ("missing", None) and server.count == 0
+    assert offline.reason.startswith(f"bbq/Gender_identity.jsonl was not found: not in the mirror {mirror}")
+    assert "downloads are disabled" in offline.reason and "\n" not in offline.reason
     got = resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=cache)
-    assert (got.origin, got.local) == ("missing", None)
-    assert f"Gender_identity.jsonl is not in the mirror {mirror}" in got.reason
-    assert server.count == 0
-    # Decision: with a mirror, the mirror alone decides which optional files exist (a stray
-    # cache entry does not make a category appear on one machine and not another).
-    put(cache, f"{sha(data)}/Gender_identity.jsonl", data)
-    assert resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=cache).origin == "missing"
+    assert (got.origin, got.local) == ("download", cache / blob(data) / "Gender_identity.jsonl")
+    assert resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=cache, offline=True).origin == "cache"
+    assert server.count == 1
 
 
 def test_optional_file_present_in_mirror_is_used(server, dirs):
@@ -388,6 +408,22 @@ def test_from_manifest_accepts_a_good_table():
     file = DataFile.from_manifest("samples", {**GOOD, "optional": True, "category": "Age"}, MANIFEST)
     assert file == DataFile("samples", GOOD["path"], GOOD["url"], GOOD["sha256"], True)
     assert DataFile.from_manifest("samples", GOOD, MANIFEST).optional is False
+    both = DataFile.from_manifest("samples", {**GOOD, "git_blob_sha1": "b" * 40}, MANIFEST)
+    assert both.pins == {"sha256": "a" * 64, "git_blob_sha1": "b" * 40} and both.pin == "a" * 64
+    by_blob = DataFile.from_manifest("samples", {"path": GOOD["path"], "url": GOOD["url"], "git_blob_sha1": "b" * 40}, MANIFEST)
+    assert by_blob.pins == {"git_blob_sha1": "b" * 40} and by_blob.pin == "b" * 40
+
+
+@pytest.mark.parametrize("optional", [False, True])
+def test_a_file_pinned_by_no_checksum_is_refused(optional):
+    # An unpinned file could never be used (its bytes cannot be verified), so it is no longer a
+    # category "skipped until someone pins it": the manifest is wrong, and says how to fix it.
+    table = {"path": GOOD["path"], "url": GOOD["url"], "optional": optional}
+    with pytest.raises(BiascheckError) as info:
+        DataFile.from_manifest("samples", table, MANIFEST)
+    message = str(info.value)
+    assert message.startswith(f"{MANIFEST}: data.samples: has no checksum (neither sha256 nor git_blob_sha1); ")
+    assert "git_blob_sha1 (40" in message and "sources.json" in message and "\n" not in message
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/f", "http://127.9.9.9/f", "http://[::1]:1/f", "http://localhost/f"])
@@ -401,6 +437,11 @@ def test_plain_http_is_allowed_to_loopback(url):
         ({"sha256": "abc"}, "sha256", "is not a sha256"),
         ({"sha256": "A" * 64}, "sha256", "must be lowercase"),
         ({"sha256": "g" * 64}, "sha256", "is not a sha256"),
+        ({"sha256": 7}, "sha256", "must be a string"),
+        ({"git_blob_sha1": "abc"}, "git_blob_sha1", "is not a git blob id"),
+        ({"git_blob_sha1": "A" * 40}, "git_blob_sha1", "must be lowercase"),
+        ({"git_blob_sha1": "a" * 64}, "git_blob_sha1", "is not a git blob id"),
+        ({"git_blob_sha1": ["a" * 40]}, "git_blob_sha1", "must be a string"),
         ({"path": "../secrets/x.tsv"}, "path", "contains '..'"),
         ({"path": "kobbq/../../x.tsv"}, "path", "contains '..'"),
         ({"path": "/etc/passwd"}, "path", "is absolute"),
@@ -496,3 +537,114 @@ def test_real_mirror_kobbq_license(tmp_path, no_external_network):
     got = resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=tmp_path / "cache", offline=True)
     assert got.origin == "mirror"
     assert got.local.stat().st_size == entry["bytes"]
+
+
+# ---------------------------------------------------------------------------------------------
+# git blob ids (issue 24, part 1)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=3000) | st.sampled_from([b"", b"\0", b"blob 0\0", b"\r\n" * 10]))
+def test_the_blob_id_of_any_bytes_is_the_one_git_gives_them(tmp_path, data):
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    # --no-filters: the bytes as they are, whatever the user's git configuration does to line ends.
+    git = subprocess.run(["git", "hash-object", "--no-filters", str(path)], capture_output=True, text=True, check=True)
+    assert git_blob_sha1_file(path) == git.stdout.strip() == blob(data)
+    assert sources.file_digests(path, ("sha256", "git_blob_sha1")) == {"sha256": sha(data), "git_blob_sha1": blob(data)}
+
+
+def test_download_pinned_by_blob_id_is_verified_and_cached_under_it(server, dirs):
+    _, cache = dirs
+    data = os.urandom(2 * sources.CHUNK_SIZE + 5)
+    url = server.serve("/Race_x_SES.jsonl", "body", data)
+    file = make_blob("Race_x_SES", "bbq/Race_x_SES.jsonl", url, data, optional=True)
+    got = resolve(file, manifest_path=MANIFEST, mirror=None, cache_dir=cache)
+    assert got.origin == "download" and got.local == cache / blob(data) / "Race_x_SES.jsonl"
+    assert got.local.read_bytes() == data and files_under(cache) == [got.local]
+    again = resolve(file, manifest_path=MANIFEST, mirror=None, cache_dir=cache)
+    assert (again.origin, again.local, server.count) == ("cache", got.local, 1)
+
+
+def test_download_with_another_blob_id_is_refused_and_leaves_nothing(server, dirs):
+    _, cache = dirs
+    pinned, sent = b"what the tree at the pinned commit holds\n", b"what the server sends instead!!!\n"
+    url = server.serve("/SES.jsonl", "body", sent)
+    # Optional or not: a wrong file is an error, never a "missing" category.
+    file = make_blob("SES", "bbq/SES.jsonl", url, pinned, optional=True)
+    with pytest.raises(BiascheckError) as info:
+        resolve(file, manifest_path=MANIFEST, mirror=None, cache_dir=cache)
+    message = str(info.value)
+    assert message.startswith(f"{MANIFEST}: data.SES.git_blob_sha1: downloaded {url} ({len(sent)} bytes) has git_blob_sha1 {blob(sent)}, ")
+    assert f"expected {blob(pinned)}; nothing was saved; fix git_blob_sha1 if the upstream file is right" in message
+    assert "\n" not in message and files_under(cache) == []
+
+
+@pytest.mark.parametrize("wrong", ["sha256", "git_blob_sha1"])
+def test_a_file_pinned_by_both_must_match_both(server, dirs, wrong):
+    mirror, cache = dirs
+    data = b"the file\n"
+    local = put(mirror, "bbq/Age.jsonl", data)
+    file = DataFile("Age", "bbq/Age.jsonl", server.base + "/Age", sha(data), git_blob_sha1=blob(data))
+    assert resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=cache).origin == "mirror"
+    file = dataclasses.replace(file, **{wrong: sha(b"other") if wrong == "sha256" else blob(b"other")})
+    with pytest.raises(BiascheckError) as info:
+        resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=cache)
+    assert str(info.value).startswith(f"{local}: {wrong} is ")
+    assert f"but {MANIFEST} data.Age.{wrong} expects" in str(info.value) and f"fix {wrong} in the manifest" in str(info.value)
+    assert server.count == 0
+
+
+def test_a_corrupt_cache_entry_pinned_by_blob_id_is_refused(server, dirs):
+    _, cache = dirs
+    data = b"good bytes"
+    local = put(cache, f"{blob(data)}/f.jsonl", b"evil bytes")  # same size: only the id tells them apart
+    file = make_blob("f", "bbq/f.jsonl", server.serve("/f", "body", data), data)
+    with pytest.raises(BiascheckError) as info:
+        resolve(file, manifest_path=MANIFEST, mirror=None, cache_dir=cache)
+    assert str(info.value) == (
+        f"{local}: git_blob_sha1 is {blob(b'evil bytes')} but {MANIFEST} data.f.git_blob_sha1 expects {blob(data)}; "
+        "delete it so it is downloaded again, or fix git_blob_sha1 in the manifest"
+    )
+    assert server.count == 0
+
+
+def _bbq_sources() -> dict[str, dict]:
+    listed = json.loads((mirror_or_skip() / "sources.json").read_text("utf-8"))["bbq"]["files"]
+    return {entry["local"]: entry for entry in listed if entry["local"].endswith(".jsonl")}
+
+
+@pytest.mark.data
+def test_every_bbq_file_is_pinned_as_sources_json_records_it():
+    listed = _bbq_sources()
+    data = load_manifest(SUITES / "bbq").data
+    assert len(data) == len(listed) == 11
+    for file in data.values():
+        entry = listed[file.basename]
+        assert (file.url, file.git_blob_sha1, file.sha256) == (entry["raw_url"], entry["git_blob_sha1"], entry.get("sha256"))
+        assert file.optional and entry.get("mirrored", True) == ("sha256" in entry)
+
+
+@pytest.mark.data
+def test_the_mirrored_bbq_files_are_verified_by_their_blob_id_and_a_changed_byte_is_refused(tmp_path, no_external_network):
+    mirror = mirror_or_skip()
+    mirrored = {name: entry for name, entry in _bbq_sources().items() if entry.get("mirrored", True)}
+    assert len(mirrored) == 6
+    suite = load_manifest(SUITES / "bbq")
+    for name, entry in mirrored.items():
+        data = (mirror / "bbq" / name).read_bytes()
+        assert blob(data) == entry["git_blob_sha1"], name  # the mirror holds the bytes of the pinned commit
+        # Pinned by the blob id alone, as the five unmirrored files are: the mirror's copy is used...
+        file = dataclasses.replace(suite.data[name.removesuffix(".jsonl")], sha256=None)
+        got = resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=tmp_path / "cache", offline=True)
+        assert (got.origin, got.local) == ("mirror", mirror / "bbq" / name)
+        # ... and a copy with one byte changed (same size) is refused by the blob id check.
+        corrupted = bytearray(data)
+        corrupted[len(data) // 2] ^= 0x01
+        copy = put(tmp_path / "corrupt", f"bbq/{name}", bytes(corrupted))
+        with pytest.raises(BiascheckError) as info:
+            resolve(file, manifest_path=MANIFEST, mirror=tmp_path / "corrupt", cache_dir=tmp_path / "cache", offline=True)
+        assert str(info.value) == (
+            f"{copy}: git_blob_sha1 is {blob(bytes(corrupted))} but {MANIFEST} data.{file.key}.git_blob_sha1 expects {entry['git_blob_sha1']}; "
+            "replace it with the exact upstream file, or fix git_blob_sha1 in the manifest"
+        )

@@ -1,7 +1,8 @@
 """Benchmarks: each module implements the same small protocol.
 
 - ``build_cases(manifest, files)``: data files -> prompts -> :class:`~biascheck.core.records.Case` s
-  (benchmark item x prompt x choice order), plus categories skipped for missing optional data;
+  (benchmark item x prompt x choice order), plus the categories whose optional data file could be
+  had nowhere (left out of the run, which reports them as a failed check unless accepted);
 - ``requests(case, params, estimator)``: the model requests a case needs, as (messages, params,
   sample index); one for a QA case, k samples (or one log-probability call) for an HBB question;
 - ``classify(case, responses, estimator)``: its responses -> :class:`~biascheck.core.records.Outcome`;

@@ -1,6 +1,6 @@
 """Suite manifests: ``suites/<name>/suite.toml``, validated against ``schemas/suite.schema.json``.
 
-A manifest says which benchmark to run, which data files (by pinned URL + sha256), which prompts,
+A manifest says which benchmark to run, which data files (by pinned URL and checksum: sha256, git blob id or both), which prompts,
 which subset, with which sampling parameters, and which thresholds gate the release.
 """
 
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from biascheck.config.sources import DataFile
+from biascheck.config.sources import FIX_PIN, DataFile
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import THRESHOLD_WORDS
@@ -277,6 +277,10 @@ def _schema_error(path: Path, error) -> BiascheckError:
         return BiascheckError(path, where, f"{error.instance!r} is not allowed", f"use one of: {choices}")
     if validator == "pattern" and where.endswith("sha256"):
         return BiascheckError(path, where, f"{error.instance!r} is not a sha256", "give 64 lowercase hex digits")
+    if validator == "pattern" and where.endswith("git_blob_sha1"):
+        return BiascheckError(path, where, f"{error.instance!r} is not a git blob id", "give 40 lowercase hex digits")
+    if validator == "anyOf" and where.startswith("data."):  # the one anyOf: a data file's checksum
+        return BiascheckError(path, where, "has no checksum (neither sha256 nor git_blob_sha1)", FIX_PIN)
     if validator == "minItems" and error.instance == [] and error.validator_value == 1:
         fix = EMPTY_LIST_FIXES.get(where, "name at least one, or leave the key out")
         return BiascheckError(path, where, "empty", fix)

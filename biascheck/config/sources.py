@@ -1,22 +1,28 @@
 """Where benchmark data files come from: a mirror folder, the download cache, or their URL.
 
 Data files are never committed. A suite manifest names each one by a raw URL pinned to a commit,
-its sha256 and its path inside a mirror folder (:class:`DataFile`). :func:`resolve` finds one file:
+its checksum and its path inside a mirror folder (:class:`DataFile`). The checksum is its sha256,
+or its ``git_blob_sha1`` (sha1 of ``blob <size>\0`` followed by the bytes: the id the pinned
+commit's tree gives the file, known for files too large for a mirror whose sha256 nobody
+computed), or both; a file pinned by both must match both. :func:`resolve` finds one file:
 
 1. ``<mirror>/<path>`` when the user named a mirror folder (``--biascheck-data`` /
    ``BIASCHECK_DATA_DIR``);
-2. ``<cache_dir>/<sha256>/<basename>``, the content-addressed download cache;
+2. ``<cache_dir>/<pin>/<basename>``, the content-addressed download cache (``pin``: the sha256,
+   else the git blob id);
 3. a download of ``url`` (HTTPS; plain HTTP only to loopback hosts, which is what tests use),
    streamed to a temp file in the cache while hashing, verified, then ``os.replace``-d into place.
    A checksum mismatch or an interrupted download never leaves a file at the final path.
 
-Every file found is verified against its sha256 (hashed in 1 MiB chunks; an unchanged file is
-hashed at most once per process). ``offline=True`` forbids step 3.
+Every file found is verified against each checksum it is pinned by (hashed in 1 MiB chunks; an
+unchanged file is hashed at most once per process); a mismatch is a one-line error wherever the
+file came from. ``offline=True`` forbids step 3.
 
-Optional files (e.g. BBQ categories a mirror lacks) are never downloaded when a mirror is given
-and absent from it; they come back as ``origin == "missing"`` with a reason instead of an error.
-Without a mirror they go through cache -> download, and a failed download is "missing" too.
-Everything else that cannot be resolved is a one-line :class:`BiascheckError`.
+An optional file (a BBQ category file) that is in neither the mirror nor the cache and cannot be
+downloaded (offline, or the download failed) comes back as ``origin == "missing"`` with the reason,
+instead of an error: the suite runs without it, and the run reports the gap as a failed check
+unless the user accepts it (``--biascheck-allow-missing-data``). Everything else that cannot be
+resolved is a one-line :class:`BiascheckError`.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -44,13 +50,23 @@ DEFAULT_TIMEOUT = 60.0
 
 Origin = Literal["mirror", "cache", "download", "missing"]
 
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+# The checksums a file may be pinned by, in the order they are checked: each one's pattern and fix.
+PINS = {
+    "sha256": (re.compile(r"[0-9a-f]{64}"), "give the file's sha256 as 64 lowercase hex digits (see sources.json in the data mirror)"),
+    "git_blob_sha1": (
+        re.compile(r"[0-9a-f]{40}"),
+        "give the file's git blob id as 40 lowercase hex digits (git_blob_sha1 in sources.json in the data mirror)",
+    ),
+}
 # Keys a [data.<key>] table may hold; "category" belongs to the manifest layer and is ignored here.
-_MANIFEST_KEYS = ("path", "url", "sha256", "optional", "category")
-_REQUIRED_KEYS = ("path", "url", "sha256")
+_MANIFEST_KEYS = ("path", "url", *PINS, "optional", "category")
+_REQUIRED_KEYS = ("path", "url")
 
 _FIX_URL = "use the file's https raw URL pinned to a commit (see sources.json in the data mirror)"
-_FIX_SHA = "give the file's sha256 as 64 lowercase hex digits (see sources.json in the data mirror)"
+FIX_PIN = (
+    "pin it by sha256 (64 lowercase hex digits) or git_blob_sha1 (40: the id git gives the file at the pinned commit), "
+    "as sources.json in the data mirror lists them"
+)
 _FIX_PATH = "give a relative path inside the mirror folder, e.g. <benchmark>/<file>, as the packaged suites do"
 _FIX_MIRROR = "point --biascheck-data at a mirror folder (see README)"
 
@@ -106,12 +122,25 @@ class DataFile:
     key: str  # name in the manifest, e.g. "samples" or "Age"
     path: str  # relative path inside a mirror, e.g. "kobbq/KoBBQ_test_samples.tsv"
     url: str
-    sha256: str | None  # lowercase hex, 64 chars; None only for an optional file not pinned yet
+    sha256: str | None  # lowercase hex, 64 chars; None when the file is pinned by git_blob_sha1 alone
     optional: bool = False
+    git_blob_sha1: str | None = None  # lowercase hex, 40 chars: sha1 of b"blob <size>\0" + the bytes
 
     @property
     def basename(self) -> str:
         return PurePosixPath(self.path).name
+
+    @property
+    def pins(self) -> dict[str, str]:
+        """The checksums the file is pinned by, by field name; the file must match every one."""
+        return {name: value for name, value in (("sha256", self.sha256), ("git_blob_sha1", self.git_blob_sha1)) if value is not None}
+
+    @property
+    def pin(self) -> str:
+        """The one id of the file's content (its download cache folder, its part of a fingerprint):
+        the sha256, else the git blob id. A file pinned by both keeps the sha256 it was cached and
+        fingerprinted by before blob ids existed."""
+        return self.sha256 or self.git_blob_sha1 or ""
 
     @classmethod
     def from_manifest(cls, key: str, table: Any, manifest_path: Path | str) -> DataFile:
@@ -130,15 +159,21 @@ class DataFile:
             raise BiascheckError(where, name, f"unknown key {', '.join(map(repr, unknown))}", f"use only: {', '.join(_MANIFEST_KEYS)}")
         optional = table.get("optional", False)
         for field_name in _REQUIRED_KEYS:
-            if field_name == "sha256" and optional is True and field_name not in table:
-                continue  # an unpinned optional file: skipped until someone pins it
             if field_name not in table:
-                raise BiascheckError(where, f"{name}.{field_name}", "missing", {"path": _FIX_PATH, "url": _FIX_URL, "sha256": _FIX_SHA}[field_name])
-            if not isinstance(table[field_name], str):
+                raise BiascheckError(where, f"{name}.{field_name}", "missing", {"path": _FIX_PATH, "url": _FIX_URL}[field_name])
+        for field_name in (*_REQUIRED_KEYS, *PINS):
+            if field_name in table and not isinstance(table[field_name], str):
                 raise BiascheckError(where, f"{name}.{field_name}", f"must be a string, got {type(table[field_name]).__name__}", "quote the value")
         if not isinstance(optional, bool):
             raise BiascheckError(where, f"{name}.optional", f"must be true or false, got {optional!r}", "write optional = true or leave it out")
-        file = cls(key=key, path=table["path"], url=table["url"], sha256=table.get("sha256"), optional=optional)
+        file = cls(
+            key=key,
+            path=table["path"],
+            url=table["url"],
+            sha256=table.get("sha256"),
+            optional=optional,
+            git_blob_sha1=table.get("git_blob_sha1"),
+        )
         file.check(manifest_path)
         return file
 
@@ -151,11 +186,15 @@ class DataFile:
         problem = _url_problem(self.url)
         if problem:
             raise BiascheckError(manifest_path, f"{name}.url", f"{self.url!r} {problem}", _FIX_URL)
-        if self.sha256 is None and self.optional:
-            return
-        if self.sha256 is None or not _SHA256_RE.fullmatch(self.sha256):
-            hint = " (must be lowercase)" if self.sha256 is not None and _SHA256_RE.fullmatch(self.sha256.lower()) else ""
-            raise BiascheckError(manifest_path, f"{name}.sha256", f"{self.sha256!r} is not a sha256{hint}", _FIX_SHA)
+        # Bytes that cannot be verified are never used, wherever they are found: every file is pinned.
+        if not self.pins:
+            raise BiascheckError(manifest_path, name, "has no checksum (neither sha256 nor git_blob_sha1)", FIX_PIN)
+        for field_name, value in self.pins.items():
+            pattern, fix = PINS[field_name]
+            if not pattern.fullmatch(value):
+                hint = " (must be lowercase)" if pattern.fullmatch(value.lower()) else ""
+                what = "a sha256" if field_name == "sha256" else "a git blob id"
+                raise BiascheckError(manifest_path, f"{name}.{field_name}", f"{value!r} is not {what}{hint}", fix)
 
 
 @dataclass(frozen=True)
@@ -175,7 +214,7 @@ class Resolved:
 # ---------------------------------------------------------------------------------------------
 # hashing
 
-_hash_memo: dict[tuple[str, int, int, int, int], str] = {}
+_hash_memo: dict[tuple[str, int, int, int, int, str], str] = {}
 _hash_memo_lock = threading.Lock()
 
 
@@ -183,57 +222,84 @@ def _memo_key(path: Path, st: os.stat_result) -> tuple[str, int, int, int, int]:
     return (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def sha256_file(path: Path | str) -> str:
-    """Lowercase hex sha256 of a file, read in 1 MiB chunks.
+def _new_digest(kind: str, size: int) -> Any:
+    if kind == "sha256":
+        return hashlib.sha256()
+    # git's object id of a file: sha1 over a header naming the type and size, then the bytes.
+    digest = hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % size)
+    return digest
 
-    Memoised per process on (path, device, inode, size, mtime_ns): an unchanged file is hashed once.
-    """
+
+def file_digests(path: Path | str, kinds: Iterable[str]) -> dict[str, str]:
+    """The checksums ``kinds`` (names of :data:`PINS`) of a file, lowercase hex, all from one read
+    in 1 MiB chunks. Memoised per process on (path, device, inode, size, mtime_ns): an unchanged
+    file is hashed once for each kind."""
     path = Path(path)
     with open(path, "rb") as fh:
-        key = _memo_key(path, os.fstat(fh.fileno()))
+        st = os.fstat(fh.fileno())
+        key = _memo_key(path, st)
         with _hash_memo_lock:
-            known = _hash_memo.get(key)
-        if known is not None:
+            known = {kind: _hash_memo[(*key, kind)] for kind in kinds if (*key, kind) in _hash_memo}
+        digests = {kind: _new_digest(kind, st.st_size) for kind in kinds if kind not in known}
+        if not digests:
             return known
-        digest = hashlib.sha256()
         buf = bytearray(CHUNK_SIZE)
         view = memoryview(buf)
         while n := fh.readinto(buf):
-            digest.update(view[:n])
-    result = digest.hexdigest()
+            for digest in digests.values():
+                digest.update(view[:n])
+    computed = {kind: digest.hexdigest() for kind, digest in digests.items()}
     with _hash_memo_lock:
-        _hash_memo[key] = result
-    return result
+        for kind, value in computed.items():
+            _hash_memo[(*key, kind)] = value
+    return {**known, **computed}
 
 
-def _remember(path: Path, sha256: str) -> None:
+def sha256_file(path: Path | str) -> str:
+    """Lowercase hex sha256 of a file (see :func:`file_digests`)."""
+    return file_digests(path, ("sha256",))["sha256"]
+
+
+def git_blob_sha1_file(path: Path | str) -> str:
+    """The id git gives a file's content, as ``git hash-object`` prints it (see :func:`file_digests`)."""
+    return file_digests(path, ("git_blob_sha1",))["git_blob_sha1"]
+
+
+def _remember(path: Path, digests: Mapping[str, str]) -> None:
     try:
         key = _memo_key(path, path.stat())
     except OSError:
         return
     with _hash_memo_lock:
-        _hash_memo[key] = sha256
+        for kind, value in digests.items():
+            _hash_memo[(*key, kind)] = value
+
+
+def _mismatch(file: DataFile, actual: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """(field, actual, expected) of the first checksum the file is pinned by that ``actual`` fails."""
+    for field_name, expected in file.pins.items():
+        if actual[field_name] != expected:
+            return field_name, actual[field_name], expected
+    return None
 
 
 def _verify_local(file: DataFile, local: Path, manifest_path: Path | str, where: str) -> None:
     try:
-        actual = sha256_file(local)
+        actual = file_digests(local, file.pins)
     except OSError as exc:
         raise BiascheckError(
             local, None, f"cannot read {file.key!r} from the {where}: {exc.strerror or exc}", "check the file's permissions"
         ) from None
-    if actual != file.sha256:
+    wrong = _mismatch(file, actual)
+    if wrong:
+        field_name, got, expected = wrong
         fix = (
-            "replace it with the exact upstream file, or fix sha256 in the manifest"
+            f"replace it with the exact upstream file, or fix {field_name} in the manifest"
             if where == "mirror"
-            else "delete it so it is downloaded again, or fix sha256 in the manifest"
+            else f"delete it so it is downloaded again, or fix {field_name} in the manifest"
         )
-        raise BiascheckError(
-            local,
-            None,
-            f"sha256 is {actual} but {manifest_path} data.{file.key}.sha256 expects {file.sha256}",
-            fix,
-        )
+        raise BiascheckError(local, None, f"{field_name} is {got} but {manifest_path} data.{file.key}.{field_name} expects {expected}", fix)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,7 +358,6 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
     tmp = Path(tmp_name)
     done = False
     try:
-        digest = hashlib.sha256()
         received = 0
         request = urllib.request.Request(file.url, headers={"User-Agent": user_agent()})
         with os.fdopen(fd, "wb") as out:
@@ -319,7 +384,6 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
                         raise _DownloadFailed(f"connection failed after {received} bytes: {_describe(exc)}") from None
                     if not chunk:
                         break
-                    digest.update(chunk)
                     received += len(chunk)
                     try:
                         out.write(chunk)
@@ -334,13 +398,17 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
                     raise _DownloadFailed(f"connection closed after {received} of {expected_length} bytes")
             out.flush()
             os.fsync(out.fileno())
-        actual = digest.hexdigest()
-        if actual != file.sha256:
+        # Read back rather than hashed in flight: a git blob id needs the size before the bytes, and
+        # a server need not say it.
+        actual = file_digests(tmp, file.pins)
+        wrong = _mismatch(file, actual)
+        if wrong:
+            field_name, got, expected = wrong
             raise BiascheckError(
                 manifest_path,
-                f"data.{file.key}.sha256",
-                f"downloaded {file.url} ({received} bytes) has sha256 {actual}, expected {file.sha256}; nothing was saved",
-                f"fix sha256 if the upstream file is right, or {_FIX_MIRROR}",
+                f"data.{file.key}.{field_name}",
+                f"downloaded {file.url} ({received} bytes) has {field_name} {got}, expected {expected}; nothing was saved",
+                f"fix {field_name} if the upstream file is right, or {_FIX_MIRROR}",
             )
         os.chmod(tmp, 0o644)
         os.replace(tmp, final)
@@ -376,19 +444,11 @@ def resolve(
 ) -> Resolved:
     """Find ``file`` in the mirror, then the cache, then download it (unless ``offline``).
 
-    Returns a verified local path, or (optional files only) ``origin == "missing"`` with a reason.
-    Raises :class:`BiascheckError` for a checksum mismatch, a bad field, or a required file that
-    cannot be had.
+    Returns a verified local path, or (optional files only) ``origin == "missing"`` with the reason:
+    the same words a required file's error gives. Raises :class:`BiascheckError` for a checksum
+    mismatch, a bad field, or a required file that cannot be had.
     """
     file.check(manifest_path)
-    if file.sha256 is None:
-        # Never use bytes that cannot be verified, wherever they are found.
-        return Resolved(
-            file,
-            None,
-            "missing",
-            f"{file.basename} has no sha256 in {manifest_path} (data.{file.key}); optional file skipped until its checksum is pinned",
-        )
     tried: list[str] = []
 
     if mirror is not None:
@@ -404,38 +464,35 @@ def resolve(
         if candidate.is_file():
             _verify_local(file, candidate, manifest_path, "mirror")
             return Resolved(file, candidate, "mirror")
-        if file.optional:
-            return Resolved(file, None, "missing", f"{file.basename} is not in the mirror {mirror} (no {file.path}); optional file skipped")
+        # An optional file a mirror lacks is still looked for: a mirror too small for some files
+        # (BBQ's five largest) must not make a machine with network access run part of the suite.
         tried.append(f"not in the mirror {mirror} (no {file.path})")
     else:
         tried.append("no mirror given")
 
-    cached = Path(cache_dir) / file.sha256 / file.basename
+    cached = Path(cache_dir) / file.pin / file.basename
     if cached.is_file():
         _verify_local(file, cached, manifest_path, "cache")
         return Resolved(file, cached, "cache")
     tried.append(f"not in the cache ({cached})")
 
     if offline:
+        problem = f"{file.path} was not found: {'; '.join(tried)}; downloads are disabled (offline)"
         if file.optional:
-            return Resolved(file, None, "missing", f"{file.basename} is not in the cache and downloads are disabled; optional file skipped")
-        raise BiascheckError(
-            manifest_path,
-            f"data.{file.key}",
-            f"{file.path} was not found: {'; '.join(tried)}; downloads are disabled (offline)",
-            f"{_FIX_MIRROR} or allow downloads (unset BIASCHECK_OFFLINE)",
-        )
+            return Resolved(file, None, "missing", problem)
+        raise BiascheckError(manifest_path, f"data.{file.key}", problem, f"{_FIX_MIRROR} or allow downloads (unset BIASCHECK_OFFLINE)")
 
     try:
         _fetch(file, manifest_path, cached, timeout)
     except _DownloadFailed as exc:
-        if file.optional:
-            return Resolved(file, None, "missing", f"{file.basename} could not be downloaded from {file.url} ({exc}); optional file skipped")
         tried.append(f"download of {file.url} failed: {exc}")
+        problem = f"{file.path} was not found: {'; '.join(tried)}"
+        if file.optional:
+            return Resolved(file, None, "missing", problem)
         raise BiascheckError(
             manifest_path,
             f"data.{file.key}",
-            f"{file.path} was not found: {'; '.join(tried)}",
+            problem,
             f"{_FIX_MIRROR} or check network access to {urllib.parse.urlsplit(file.url).hostname}",
         ) from None
     return Resolved(file, cached, "download")

@@ -32,9 +32,10 @@ from biascheck.benchmarks.base import document_schema, get_benchmark
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
 from biascheck.core.version import VERSION
+from biascheck.suite import ALLOW_MISSING_DATA, missing_data_summary
 
 BASELINE_SCHEMA = "biascheck.baseline/1"
-FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "scoring")
+FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "scoring", "missing")
 # A baseline is named for what it is (the release gated against), not for the candidate, so a model
 # renamed between releases still finds it. ``{model}`` (the model slug) remains for teams that gate
 # several models side by side.
@@ -91,7 +92,9 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
             "name": suite["name"],
             "benchmark": suite["benchmark"],
             "fingerprint": dict(suite["fingerprint"]),
+            # A baseline of a run without some categories says so: the categories, and that the gap was accepted.
             "skipped_categories": dict(suite["skipped_categories"]),
+            **{key: suite[key] for key in ("missing_data_allowed", "categories_total") if key in suite},
         },
         # No api_base: a loopback port or an internal host name is not part of what was measured.
         "model": {
@@ -128,6 +131,11 @@ def refuse_reason(results: Mapping[str, Any]) -> str | None:
         return f"the run is incomplete ({run['incomplete_reason']})"
     if run["case_errors"]:
         return f"{run['case_errors']} case(s) errored after retries"
+    if suite["skipped_categories"] and suite.get("missing_data_allowed") is False:
+        return (
+            f"{missing_data_summary(suite['skipped_categories'], suite.get('categories_total'))}; a baseline of part of the suite is "
+            f"recorded only with {ALLOW_MISSING_DATA}, and then says so"
+        )
     if run["cases"] != suite["cases_total"]:
         return (
             f"only {run['cases']} of the suite's {suite['cases_total']} cases were selected (-k, node ids or a "

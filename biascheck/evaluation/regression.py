@@ -44,6 +44,7 @@ from biascheck.metrics.paired import (
     paired_case_bootstrap,
     worsening_p_value,
 )
+from biascheck.suite import missing_data_summary
 
 COMPARISON_SCHEMA = "biascheck.comparison/1"
 OVERALL = "overall"
@@ -168,12 +169,19 @@ def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, a
             "metrics_version": "metric definitions",
             "judge": "evaluator model or parameters",
             "scoring": "scoring convention",
+            # Decision (issue 24): a run without some categories and a run with them are different
+            # suites, refused like other data, whichever side is the partial one.
+            "missing": "categories without data",
         }
+
+        def shown(fingerprint: Mapping[str, Any], part: str) -> Any:
+            return fingerprint.get(part) or "none"
+
         raise BiascheckError(
             path,
             "suite.fingerprint",
             "was made with other "
-            + ", ".join(f"{what[d]} ({d} {b_suite['fingerprint'].get(d)}, this run {suite['fingerprint'].get(d)})" for d in differences),
+            + ", ".join(f"{what[d]} ({d} {shown(b_suite['fingerprint'], d)}, this run {shown(suite['fingerprint'], d)})" for d in differences),
             "re-create the baseline with --biascheck-update-baseline, or pass --biascheck-allow-fingerprint-mismatch to compare the cases both share",
         )
     return differences
@@ -318,6 +326,9 @@ def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, diff
     out = []
     if differences:
         out.append(f"suite fingerprint differs ({', '.join(differences)}); compared on the {n_common} cases both share, as allowed")
+    for side, suite in (("the baseline", baseline["suite"]), ("this run", candidate["suite"])):
+        if suite.get("skipped_categories"):
+            out.append(f"{side} ran without some categories: {missing_data_summary(suite['skipped_categories'], suite.get('categories_total'))}")
     b_params, c_params = baseline["model"]["params"], candidate["model"]["params"]
     changed = sorted(set(b_params) | set(c_params))
     changed = [k for k in changed if b_params.get(k) != c_params.get(k)]

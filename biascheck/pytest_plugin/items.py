@@ -1,5 +1,5 @@
 """pytest nodes for a suite: one item per case, one per gated metric and scope, one per regression
-check and scope (with a baseline), one for completeness.
+check and scope (with a baseline), one per category without data, one for completeness.
 
 Node ids read as ``suites/kobbq/suite.toml::cases::age::age-001a-002-amb-bsd[p1-o0]`` and
 ``suites/kobbq/suite.toml::metrics::age::diff_bias_amb``, so ``-k age`` selects a category's
@@ -16,7 +16,7 @@ import pytest
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
-from biascheck.suite import Shard
+from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, missing_data_summary
 
 STATUS_PROPERTY = "biascheck_status"
 
@@ -78,7 +78,7 @@ class CategoryCollector(pytest.Collector):
         suite = self.parent.parent.suite
         reason = suite.skipped_categories.get(self.name)
         if reason is not None:
-            yield SkippedCategoryItem.from_parent(self, name="skipped", reason=reason)
+            yield MissingDataItem.from_parent(self, name="missing-data", reason=reason)
             return
         for name, case_ids in self.items:
             # The node id is given as text so that pytest parses "[p1-o0]" as parameters, exactly as
@@ -111,16 +111,22 @@ class CaseItem(OneLineFailures, pytest.Item):
         return self.path, None, f"{self.parent.name}::{self.name}"
 
 
-class SkippedCategoryItem(pytest.Item):
+class MissingDataItem(OneLineFailures, pytest.Item):
+    """A category whose data file could be had nowhere (mirror, cache, download): a failed check, so
+    that a run of part of a suite never passes as the suite; skipped, with the reason, when the run
+    accepts the gap (--biascheck-allow-missing-data)."""
+
     def __init__(self, *, reason: str, **kwargs):
         super().__init__(**kwargs)
         self.reason = reason
 
     def runtest(self) -> None:
-        pytest.skip(self.reason)
+        if state_of(self).run_config.allow_missing_data:
+            pytest.skip(f"no data for {self.parent.name}, as {ALLOW_MISSING_DATA} accepts: {self.reason}")
+        raise BiascheckFailure(f"no data for category {self.parent.name}: {self.reason}; {MISSING_DATA_FIX}")
 
     def reportinfo(self):
-        return self.path, None, f"{self.parent.name}: skipped"
+        return self.path, None, f"{self.parent.name}::missing-data"
 
 
 class MetricsCollector(pytest.Collector):
@@ -204,14 +210,22 @@ class RegressionItem(ScopedItem):
 
 
 class RunCompleteItem(OneLineFailures, pytest.Item):
-    """Fails when the run stopped early (budget, fatal model error) or a case of this suite has no
-    answer after retries: metrics over the answered cases alone are not evidence of a pass."""
+    """Fails when the run stopped early (budget, fatal model error), when categories of this suite
+    had no data (unless accepted), or a case of this suite has no answer after retries: metrics over
+    the answered cases alone are not evidence of a pass."""
 
     def runtest(self) -> None:
-        reason = state_of(self).incomplete_reason()
+        state = state_of(self)
+        reason = state.incomplete_reason()
         if reason:
             raise BiascheckFailure(f"the run is incomplete: {reason}")
-        errors = state_of(self).case_errors(self.parent)
+        suite = self.parent.suite
+        if suite.skipped_categories and not state.run_config.allow_missing_data:
+            raise BiascheckFailure(
+                f"the run is incomplete: {missing_data_summary(suite.skipped_categories, suite.categories_total)} "
+                f"(see the categories' missing-data items); {MISSING_DATA_FIX}"
+            )
+        errors = state.case_errors(self.parent)
         if errors is None:
             pytest.skip("no case of this suite was selected")
         if errors:

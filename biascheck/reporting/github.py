@@ -63,14 +63,18 @@ def github_annotations(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def failed_check_annotations(failed: Iterable[tuple[str, str]], documents: Sequence[Mapping[str, Any]], rootpath: Path) -> list[str]:
-    """One annotation per failed gate or regression item, as (node id, failure text): what failed,
-    in its own one-line words. Other failed items (cases, run-complete) are not annotated."""
+    """One annotation per failed gate, regression or missing-data item, as (node id, failure text):
+    what failed, in its own one-line words. Other failed items (cases, run-complete) are not annotated."""
     names = {Path(d["suite"]["manifest"]).resolve(): d["suite"]["name"] for d in documents}
     lines = []
     for nodeid, text in failed:
         parts = nodeid.split("::")
-        if len(parts) >= 4 and parts[-3] in ("metrics", "regression"):
+        if len(parts) < 4:
+            continue
+        suite = names.get((Path(rootpath) / parts[0]).resolve(), parts[0])
+        if parts[-3] in ("metrics", "regression"):
             kind = "regressed" if parts[-3] == "regression" else "fails its threshold"
-            suite = names.get((Path(rootpath) / parts[0]).resolve(), parts[0])
             lines.append(annotation(f"biascheck {suite}: {parts[-1]} ({parts[-2]}) {kind}", text.strip()))
+        elif parts[-3] == "cases" and parts[-1] == "missing-data":
+            lines.append(annotation(f"biascheck {suite}: {parts[-2]} has no data", text.strip()))
     return lines

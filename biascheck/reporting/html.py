@@ -20,7 +20,7 @@ from typing import Any
 from biascheck.benchmarks.base import layout_of
 from biascheck.core import format as fmt
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.reporting.results import judge_lines, scope_label, served_warning, summary_rows
+from biascheck.reporting.results import judge_lines, missing_data_line, scope_label, served_warning, summary_rows
 
 __all__ = ["render_html", "render_index"]
 
@@ -375,10 +375,11 @@ def _header(results: dict) -> str:
             f'<p class="alert"><strong>Incomplete run:</strong> <span{_lang(run.get("incomplete_reason"))}>'
             f"{_e(run.get('incomplete_reason') or 'reason not recorded')}</span></p>"
         )
-    skipped = suite.get("skipped_categories") or {}
-    if skipped:
-        out.append('<div class="alert"><strong>Skipped categories</strong><ul>')
-        out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in skipped.items()]
+    missing = missing_data_line(results)
+    if missing:
+        # Accepted or not, a run without some categories is not the suite: it is never shown small.
+        out.append(f'<div class="alert"><strong>{_e(missing)}</strong><ul>')
+        out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in suite["skipped_categories"].items()]
         out.append("</ul></div>")
     out.append("</header>")
     return "\n".join(out)

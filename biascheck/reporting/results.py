@@ -19,6 +19,7 @@ from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
 RESULTS_SCHEMA = "biascheck.results/1"
 
@@ -56,6 +57,8 @@ def build_results(run) -> list[dict[str, Any]]:
                     "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
                     "prompts": [p.id for p in suite.prompts],
                     "skipped_categories": dict(suite.skipped_categories),
+                    "missing_data_allowed": run.config.allow_missing_data,
+                    "categories_total": suite.categories_total,
                     "cases_total": len(suite.cases),
                     "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
                     "regression": manifest.regression.to_dict(),
@@ -111,8 +114,12 @@ def build_results(run) -> list[dict[str, Any]]:
                     }
                     for v in result.verdicts
                 ],
-                # Errored cases are missing evidence: the gate passes only with every case answered.
-                "passed": result.passed and run.incomplete is None and n_errors == 0,
+                # Errored cases are missing evidence: the gate passes only with every case answered,
+                # and with every category's data unless the run accepted the gap.
+                "passed": result.passed
+                and run.incomplete is None
+                and n_errors == 0
+                and (not suite.skipped_categories or run.config.allow_missing_data),
                 "cases": cases,
             }
         )
@@ -220,6 +227,27 @@ def judge_lines(document: dict[str, Any]) -> list[str]:
     return lines
 
 
+def missing_data_failed(document: dict[str, Any]) -> bool:
+    """Whether categories had no data and the run did not accept it. (A document written before
+    missing data failed a run has no ``missing_data_allowed``: its gap was accepted silently.)"""
+    suite = document["suite"]
+    return bool(suite.get("skipped_categories")) and suite.get("missing_data_allowed") is False
+
+
+def missing_data_line(document: dict[str, Any]) -> str | None:
+    """What every report says about the categories the run went without; None when it had them all.
+    Each category's reason follows it, in each report's own layout."""
+    suite = document["suite"]
+    missing = suite.get("skipped_categories") or {}
+    if not missing:
+        return None
+    summary = missing_data_summary(missing, suite.get("categories_total"))
+    if missing_data_failed(document):
+        return f"MISSING DATA: {summary}, so this is no complete {suite['benchmark']} run: a failed check; {MISSING_DATA_FIX}"
+    accepted = f"as {ALLOW_MISSING_DATA} accepted" if suite.get("missing_data_allowed") else "with no check (results of an older biascheck)"
+    return f"{summary}: left out of this run, {accepted}"
+
+
 def verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(v["scope"], v["metric"]): v for v in document["verdicts"]}
 
@@ -267,7 +295,8 @@ def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
         verdicts = document["verdicts"]
         failed = sum(not v["passed"] for v in verdicts)
         overall = ", ".join(f"{v['metric']} {fmt.value(v['value'])}" for v in verdicts if v["scope"] == "overall")
-        status = "INCOMPLETE" if not document["run"]["complete"] else "passed" if document["passed"] else "FAILED"
+        incomplete = not document["run"]["complete"] or missing_data_failed(document)
+        status = "INCOMPLETE" if incomplete else "passed" if document["passed"] else "FAILED"
         rows.append(
             [
                 document["suite"]["name"],
@@ -298,8 +327,9 @@ def render_markdown(document: dict[str, Any]) -> str:
     judged = judge_lines(document)
     if judged:
         out += [f"- {line}" for line in judged] + [""]
-    if document["suite"]["skipped_categories"]:
-        out.append("Skipped categories:")
+    missing = missing_data_line(document)
+    if missing:
+        out.append(f"**{missing}**" if missing_data_failed(document) else missing)
         out += [f"- {c}: {r}" for c, r in document["suite"]["skipped_categories"].items()]
         out.append("")
     out += [
@@ -353,8 +383,10 @@ def render_markdown(document: dict[str, Any]) -> str:
         for label, table in metrics["by_label"].items():
             out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))
     failures = [v for v in document["verdicts"] if not v["passed"]]
-    if failures:
+    if failures or missing_data_failed(document):
         out += ["", "## Failed checks", ""]
+        if missing_data_failed(document):
+            out.append(f"- data: {missing_data_summary(document['suite']['skipped_categories'], document['suite'].get('categories_total'))}")
         out += [
             f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, 95% CI {fmt.ci(v['ci'])}, n = {fmt.count(v['n'])}"
             for v in failures

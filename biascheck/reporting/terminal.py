@@ -16,6 +16,8 @@ from biascheck.reporting.results import (
     SUMMARY_HEADERS,
     category_metrics,
     judge_lines,
+    missing_data_failed,
+    missing_data_line,
     mode_text,
     run_line,
     scope_label,
@@ -92,8 +94,11 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         console.print(esc(run_line(document)), style="bold" if document["passed"] else "bold red")
         for line in judge_lines(document):
             console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
-        for category, reason in document["suite"]["skipped_categories"].items():
-            console.print(f"  skipped {esc(category)}: {esc(reason)}", style="yellow")
+        missing = missing_data_line(document)
+        if missing:
+            console.print(f"  {esc(missing)}", style="bold red" if missing_data_failed(document) else "yellow")
+            for category, reason in document["suite"]["skipped_categories"].items():
+                console.print(f"    {esc(category)}: {esc(reason)}", style="yellow")
         table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
         for header, justify in (
             ("metric", "left"),
