@@ -262,11 +262,16 @@ def false_alarm(bench: Bench, args) -> None:
         bench.add(
             "false-alarm", f"SmolLM2 at temperature 0.7, seed {seed}: diff_bias_amb", metric(result, "diff_bias_amb"), result.stats.calls, seconds
         )
-    baseline = baselines.from_results(documents[1], git="0" * 40)
-    comparison = compare(baseline, documents[2], settings_from(documents[2]), baseline_path="seed-1 baseline")
-    verdicts = [check["verdict"] for check in comparison["results"]]
-    bench.add("false-alarm", f"checks of seed 2 against seed 1 that regressed (of {len(verdicts)})", verdicts.count("regressed"))
-    bench.add("false-alarm", "checks by verdict", ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
+    # Each seed as the baseline of the other: chance alone must make no check regress either way.
+    for recorded, compared in ((1, 2), (2, 1)):
+        baseline = baselines.from_results(documents[recorded], git="0" * 40)
+        comparison = compare(baseline, documents[compared], settings_from(documents[compared]), baseline_path=f"seed-{recorded} baseline")
+        verdicts = [check["verdict"] for check in comparison["results"]]
+        bench.add(
+            "false-alarm", f"checks of seed {compared} against seed {recorded} that regressed (of {len(verdicts)})", verdicts.count("regressed")
+        )
+        shown = ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
+        bench.add("false-alarm", f"seed {compared} against seed {recorded}: checks by verdict", shown)
     bench.warm("false-alarm", suite_dir, SMOLLM2, "false-alarm", params={"temperature": 0.7, "seed": 2})
 
 

@@ -417,19 +417,23 @@ def test_smollm2_as_a_judge_fails_qualification_and_says_so(smollm2_server, smol
 
 def test_no_false_alarm_on_a_real_model_sampled_with_two_seeds(smollm2, tmp_path):
     suite = _bbq_religion(tmp_path / "bbq")
-    baseline = tmp_path / "baseline.json"
     sampled = ("--biascheck-param", "temperature=0.7")
-    recorded = smollm2(
-        suite, *sampled, "--biascheck-param", "seed=1", "--biascheck-update-baseline", "--biascheck-baseline", str(baseline), report="seed1"
-    )
-    assert recorded.ret in (0, 1) and baseline.is_file(), recorded.output[-2000:]
-    run = smollm2(suite, *sampled, "--biascheck-param", "seed=2", "--biascheck-baseline", str(baseline), report="seed2")
-    assert run.ret in (0, 1) and "Traceback" not in run.output, run.output[-3000:]
-    comparison = json.loads((run.report_dir / "comparison.json").read_text("utf-8"))
-    verdicts = [check["verdict"] for check in comparison["results"]]
-    print(f"seed 2 against seed 1 at temperature 0.7: {dict((v, verdicts.count(v)) for v in sorted(set(verdicts)))}")
-    # Two samples of one model differ by chance alone: not one check may say it regressed.
-    assert verdicts and "regressed" not in verdicts and not comparison["regressed"]
+    # Each seed as the baseline of the other (the second pair is answered from the store).
+    for recorded_seed, compared_seed in ((1, 2), (2, 1)):
+        baseline = tmp_path / f"baseline-seed{recorded_seed}.json"
+        seed = ("--biascheck-param", f"seed={recorded_seed}")
+        recorded = smollm2(
+            suite, *sampled, *seed, "--biascheck-update-baseline", "--biascheck-baseline", str(baseline), report=f"record{recorded_seed}"
+        )
+        assert recorded.ret in (0, 1) and baseline.is_file(), recorded.output[-2000:]
+        seed = ("--biascheck-param", f"seed={compared_seed}")
+        run = smollm2(suite, *sampled, *seed, "--biascheck-baseline", str(baseline), report=f"compare{compared_seed}")
+        assert run.ret in (0, 1) and "Traceback" not in run.output, run.output[-3000:]
+        comparison = json.loads((run.report_dir / "comparison.json").read_text("utf-8"))
+        verdicts = [check["verdict"] for check in comparison["results"]]
+        print(f"seed {compared_seed} against seed {recorded_seed} at temperature 0.7: {dict((v, verdicts.count(v)) for v in sorted(set(verdicts)))}")
+        # Two samples of one model differ by chance alone: not one check may say it regressed.
+        assert verdicts and "regressed" not in verdicts and not comparison["regressed"]
 
 
 def _post(api_base: str, path: str, body: dict) -> dict:
