@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "states the answer, and report its accuracy and diff-bias.",
     )
     qualify.add_argument("model", help="litellm model string of the judge, or sim/<persona>")
-    qualify.add_argument("--suite", type=Path, default=None, help="QA suite folder or packaged name (default: the judged benchmark's own choice)")
+    qualify.add_argument("--suite", default=None, help="QA suite folder or packaged name (default: the judged benchmark's own choice)")
     qualify.add_argument("--benchmark", default=None, help="the judged benchmark whose judge this is (default: the one registered)")
     qualify.add_argument(
         "--cases", type=argument("cases", "--cases"), default=None, help="a seeded subset of about this many items, whole templates (default: all)"

@@ -57,6 +57,14 @@ def test_a_fair_judge_qualifies_and_a_biased_one_does_not(tmp_path, data_dir, ca
     assert code == 0 and lenient["qualified"]
 
 
+def test_the_suite_may_be_a_packaged_suite_s_name_from_any_folder(tmp_path, data_dir, capsys, monkeypatch):
+    # --suite bbq was a path relative to the working folder: "bbq: no such suite manifest".
+    monkeypatch.chdir(tmp_path)
+    args = ["qualify-judge", "sim/judge", "--suite", "bbq", "--cases", "10", "--data", str(data_dir), "--cache", str(tmp_path / "s.sqlite")]
+    assert main(args) == 0
+    assert "disambiguated bbq items" in capsys.readouterr().out
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path, data_dir, capsys):
     assert main(["qualify-judge", "sim/judge", "--suite", str(SUITES / "enbbg"), "--data", str(data_dir), "--cache", str(tmp_path / "s.sqlite")]) == 2
     assert "suite.benchmark: is bbg, not a QA benchmark" in capsys.readouterr().err
