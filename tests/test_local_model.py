@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from biascheck.cli import main
-from biascheck.execution.llm import LiteLLMClient, ModelConfig
+from biascheck.execution.llm import LiteLLMClient, ModelConfig, request_seed
 from biascheck.execution.runner import ModelRequest, RetryPolicy, execute
 from biascheck.execution.store import ResponseStore, request_key
 
@@ -157,7 +157,8 @@ def test_a_refusal_that_does_not_say_unsupported_drops_nothing(tmp_path, refusal
         config = ModelConfig("openai/local-test", api_base=api_base)
         run = _execute(config, _requests(config, params, 3), tmp_path / "store.sqlite", concurrency=1)
     assert run.stats.params_dropped == {} and run.stats.errors == 3 and run.stats.calls == 3 and run.stats.retries == 0
-    assert all(body["temperature"] == 3.0 and body["seed"] == 1 for body in seen)
+    # Nothing dropped: each request still carries its seed (its own, mixed from the run's: request_seed).
+    assert all(body["temperature"] == 3.0 and body["seed"] == request_seed(1, body["messages"], 0) for body in seen)
 
 
 def test_litellm_unsupported_params_error_is_dropped_before_anything_is_sent(tmp_path):

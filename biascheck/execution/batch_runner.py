@@ -37,7 +37,7 @@ from biascheck.execution.batches import (
     open_batch_api,
     split,
 )
-from biascheck.execution.llm import CallError, Completion, LiteLLMClient
+from biascheck.execution.llm import CallError, Completion, LiteLLMClient, params_as_sent
 from biascheck.execution.runner import (
     NOT_RUN,
     Backend,
@@ -256,7 +256,8 @@ class BatchRun:
         """Made one at a time: the full HBB's 773,500 requests never sit in memory as JSON."""
         for key in keys:
             request = self.requests[key]
-            yield api.line(key, request.messages, request.params, request.sample)
+            # Sent as an online call would send it (its seed the request's own: llm.request_seed).
+            yield api.line(key, request.messages, params_as_sent(request.params, request.messages, request.sample), request.sample)
 
     async def submit_one(self, api: BatchAPI, chunk: list[BatchLine]) -> None:
         now = time.time()
