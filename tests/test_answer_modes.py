@@ -233,12 +233,13 @@ def test_every_mode_reads_the_same_answers_of_the_simulator_and_says_how(run_bia
     assert again.results()["run"]["calls"] == 0 and again.results()["run"]["cache_hits"] == 3 * cases
 
 
-def test_a_refusing_persona_is_out_of_choice_by_first_token_and_answers_by_loglikelihood(run_biascheck, tiny_kobbq):
+def test_a_refusing_persona_is_out_of_choice_by_first_token(run_biascheck, tiny_kobbq):
     first = run_biascheck(tiny_kobbq, "sim/refuser", "--biascheck-answer-mode", "first-token", report="first").results()
     assert first["metrics"]["overall"]["ooc_ratio"]["value"] == 1.0
     assert math.isclose(first["metrics"]["overall"]["choice_mass"]["value"], 0.1)  # the letters hold 0.1, the refusal 0.9
-    scored = run_biascheck(tiny_kobbq, "sim/refuser", "--biascheck-answer-mode", "loglikelihood", report="scored").results()
-    assert scored["metrics"]["overall"]["ooc_ratio"]["value"] == 0.0  # an arg max always names an option
+    # By log-likelihood the same persona names an option in every case: an arg max always does.
+    refusing = [Response(text="\n", loglikelihood=Loglikelihood(math.log(0.1 / 3), 1, False))] * 3
+    assert classify(qa_case(), refusing, AnswerMode("loglikelihood")).status == "answered"
 
 
 @pytest.mark.parametrize("mode", ["loglikelihood", "first-token"])
@@ -275,29 +276,18 @@ def test_a_bad_answers_table_is_a_one_line_collection_error(run_biascheck, tmp_p
 
 
 def test_the_manifest_answers_by_its_mode_and_the_option_overrides_it(run_biascheck, tmp_path, data_dir):
-    suite = write_subset_suite(
-        tmp_path / "ll",
-        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-        prompts='from_data = "prompts"\nuse = ["1"]',
-        extra='[answers]\nmode = "loglikelihood"\nnormalization = "length"\n',
-    )
+    from biascheck.suite import load_suite
+
+    subset, prompts = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"', 'from_data = "prompts"\nuse = ["1"]'
+    extra = '[answers]\nmode = "loglikelihood"\nnormalization = "length"\n'
+    suite = write_subset_suite(tmp_path / "ll", subset=subset, prompts=prompts, extra=extra)
     results = run_biascheck(suite, "sim/fair", report="manifest").results()
     assert results["run"]["estimator"].startswith("loglikelihood") and "the answer by length-normalised log-likelihood" in results["run"]["estimator"]
     overridden = run_biascheck(suite, "sim/fair", "--biascheck-answer-mode", "generate", report="overridden").results()
     assert overridden["run"]["estimator"] is None and overridden["run"]["calls"] == len(overridden["cases"])
-    # The mode is part of the suite's fingerprint: a manifest that changes it makes another suite.
-    assert (
-        results["suite"]["fingerprint"]
-        != run_biascheck(
-            write_subset_suite(
-                tmp_path / "gen",
-                subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-                prompts='from_data = "prompts"\nuse = ["1"]',
-            ),
-            "sim/fair",
-            report="gen",
-        ).results()["suite"]["fingerprint"]
-    )
+    # The mode is part of the suite's fingerprint: a manifest that sets it makes another suite.
+    generating = load_suite(write_subset_suite(tmp_path / "gen", subset=subset, prompts=prompts), data_dir=data_dir)
+    assert results["suite"]["fingerprint"]["subset"] != generating.fingerprint()["subset"]
 
 
 def test_an_hbb_suite_takes_no_answers_table(tmp_path, data_dir):
