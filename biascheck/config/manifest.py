@@ -184,6 +184,7 @@ class SuiteManifest:
     name: str
     benchmark: str
     description: str
+    language: str  # ISO 639 code of the prompts' language; "" when the suite does not say
     data: dict[str, DataFile]
     data_categories: dict[str, str]  # data key -> category, for per-category files
     prompts_from_data: str | None
@@ -406,6 +407,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         name=raw["suite"]["name"],
         benchmark=raw["suite"]["benchmark"],
         description=raw["suite"].get("description", ""),
+        language=raw["suite"].get("language", ""),
         data=data,
         data_categories={k: t["category"] for k, t in raw["data"].items() if "category" in t},
         prompts_from_data=prompts.get("from_data"),

@@ -98,6 +98,7 @@ class Case:
     choices: tuple[str, ...]
     letters: tuple[str, ...]
     truth: object  # the benchmark's own record of what is right; read it with truth_as
+    language: str = ""  # the prompt's language (the suite's [suite] language): how replies read
 
     def truth_as(self, kind: type[T]) -> T:
         """The case's truth as the type its benchmark gave it (inspect_ai's ``metadata_as``): a

@@ -72,7 +72,7 @@ def choice_orders(mode: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple((k - j) % N_CHOICES for j in range(N_CHOICES)) for k in range(N_CHOICES))
 
 
-def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Sequence[tuple[int, ...]]) -> list[Case]:
+def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Sequence[tuple[int, ...]], language: str = "") -> list[Case]:
     cases: list[Case] = []
     single_order = len(orders) == 1
     for item in items:
@@ -105,6 +105,7 @@ def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Se
                         choices=shown,
                         letters=prompt.letters,
                         truth=truth,
+                        language=language,
                     )
                 )
     return cases
@@ -252,7 +253,7 @@ class QABenchmark:
                     f"its unknown wording {prompt.unknown!r} is also an answer option of {clash[0]}",
                     "choose another wording",
                 )
-        cases = build_cases(items, prompts, choice_orders(manifest.choice_orders))
+        cases = build_cases(items, prompts, choice_orders(manifest.choice_orders), manifest.language)
         return BuiltCases(cases=cases, prompts=prompts, skipped_categories=skipped)
 
     # The answer mode is the QA benchmarks' estimator: None (generation) or an AnswerMode; a mode
