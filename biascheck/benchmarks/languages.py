@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LANGUAGES", "Language", "language_of_text"]
+__all__ = ["LANGUAGES", "Language", "language_for"]
 
 
 @dataclass(frozen=True)
@@ -246,8 +246,11 @@ _TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN)
 LANGUAGES: dict[str, Language] = {table.code: table for table in _TABLES}
 
 
-def language_of_text(text: str) -> Language:
-    """The table for a text of no declared language: Korean when it holds Hangul, else English
-    (how the simulator chose before suites declared their language)."""
+def language_for(code: str, text: str) -> Language:
+    """The table of language ``code``; for a code without one ("" when the suite declares no
+    language), Korean when ``text`` holds Hangul, else English (how the simulator chose before
+    suites declared their language, so that such suites' replies stay as they were)."""
+    if code in LANGUAGES:
+        return LANGUAGES[code]
     korean = any("가" <= char <= "힣" or "ᄀ" <= char <= "ᇿ" or "㄰" <= char <= "㆏" for char in text)
     return _KOREAN if korean else _ENGLISH
