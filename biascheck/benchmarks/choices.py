@@ -1,6 +1,10 @@
 """Reading a model's reply as one of the options it was shown, the way a careful reader would.
 
-Used for every multiple-choice reply: KoBBQ and BBQ answers and the BBG judge's readings.
+Used for every multiple-choice reply: KoBBQ and BBQ answers and the BBG judge's readings, in any
+language of :mod:`biascheck.benchmarks.languages`: the patterns below are compiled from the union
+of its tables (a Spanish suite's model may answer in English), and nothing here knows a language.
+The examples below are English and Korean; every table's words serve likewise ("La respuesta es
+B", "答案是C", "Die Antwort ist A", "No és la C", "A或B").
 
 A reply *declares* an option in one of two places:
 
@@ -30,66 +34,67 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from biascheck.benchmarks.languages import LANGUAGES
+
 __all__ = ["parse_answer"]
 
 # Markdown and HTML emphasis carry no meaning in an answer: "**C**", "`C`", "__C__", "<b>C</b>".
 _EMPHASIS = re.compile(r"\*+|_{2,}|`+|~~|</?(?:b|strong|em|i|u|code|mark)\s*>", re.IGNORECASE)
+# Punctuation some scripts write with no space after it (Chinese "。", "、"), from the tables.
+_STOPS = "".join(dict.fromkeys("。" + "".join(table.stops for table in LANGUAGES.values())))
+_CLOSE_PUNCTUATION = _STOPS + "".join(dict.fromkeys("".join(table.clause_marks for table in LANGUAGES.values())))
 # What may enclose a whole answer: quotes, brackets, emphasis left over from a single "_C_".
-_WRAPPERS = " \t\r\n'\"“”‘’「」『』_*"
-_TRAILING = " \t\r\n.。!?！？,:;'\"“”‘’」』_*"
-# Korean copula endings, as the reference strips them: "B입니다", "할머니입니다", "알 수 없습니다".
-_COPULA_END = re.compile(r"(?:입니다|이에요|예요|이다|임)$")
+_WRAPPERS = " \t\r\n'\"“”‘’「」『』【】_*"
+_TRAILING = " \t\r\n.。!?！？,:;'\"“”‘’」』】_*" + _CLOSE_PUNCTUATION
+_STOPS_CLASS, _CLOSE_CLASS = re.escape(_STOPS), re.escape(_CLOSE_PUNCTUATION)  # inside [...]
+
+
+def _union(field: str) -> str:
+    """One alternation of a field's fragments over every language's table (one that never
+    matches when no table has any)."""
+    return "|".join(fragment for table in LANGUAGES.values() for fragment in getattr(table, field)) or "(?!)"
+
+
+# Copula endings, as the KoBBQ reference strips them: "B입니다", "할머니입니다", "알 수 없습니다".
+_COPULA_END = re.compile(rf"(?:{_union('copula_ends')})$")
 # A separator between a declared letter or text and what follows it. Korean copulas and their
 # connectives count ("C입니다만 …", "C예요."), as do brackets, colons, dashes and sentence ends.
-_SEPARATOR = re.compile(r"(?:입니다만?|이에요|예요|이요|요|번)?\s*(?:[.。:：,，;/)\]\-–—!?！？]\s*)+|(?:입니다만?|이에요|예요|이요|번)(?:\s+|$)")
-# Joins that list several options: "A or B", "할머니, 손자", "B/C", "손자 또는 할머니".
-_LIST_JOIN = re.compile(r"^(?:,|/|&|\bor\b|\band\b|\bnor\b|또는|혹은|아니면|및|(?:이나|나|와|과)(?=\s))\s*", re.IGNORECASE)
+_PUNCTUATION = re.escape(".。:：,，;/)]-–—!?！？" + _CLOSE_PUNCTUATION)
+_SEPARATOR = re.compile(
+    rf"(?:{_union('connectives')}|{_union('closing_particles')})?\s*(?:[{_PUNCTUATION}]\s*)+"
+    rf"|(?:{_union('connectives')})(?:\s+|$)"
+)
+# Joins that list several options: "A or B", "할머니, 손자", "B/C", "손자 또는 할머니", "A或B".
+_LIST_JOIN = re.compile(rf"^(?:,|/|&|{_union('list_joins')})\s*", re.IGNORECASE)
+_LISTING_MARKS = ",/&，" + _CLOSE_PUNCTUATION
 # A line where the model starts writing a new question: the rest is not an answer to this one.
-_NEW_ITEM = re.compile(r"^\s*(?:context|question|passage|story|description|맥락|질문|내용|지문|문맥)\s*[:：]", re.IGNORECASE)
+_NEW_ITEM = re.compile(rf"^\s*(?:{_union('new_items')})\s*[:：]", re.IGNORECASE)
 
-# Phrases after which the reply names its answer.
-_PREFIX_PHRASES = re.compile(
-    r"(?:"
-    r"\b(?:final\s+|correct\s+|right\s+|best\s+|my\s+)?answer\s*(?:is|would\s+be|will\s+be|[:：=])"
-    r"|\b(?:correct|right|best|most\s+(?:likely|appropriate))\s+(?:option|choice)\s*(?:is|would\s+be|[:：])"
-    r"|\bmy\s+(?:choice|pick|selection)\s*(?:is|would\s+be|[:：])"
-    r"|\bi(?:\s*['’]\s*(?:d|ll)|\s+would|\s+will)?\s+(?:think|believe|guess|say|choose|pick|select|go\s+with)\b"
-    r"|^(?:final\s+)?answer\s*$|^정답\s*$"
-    r"|\bit(?:'s|’s|\s+is|\s+(?:would|must|should)\s+be)\b"
-    r"|\b(?:option|choice)\b"
-    r"|정답\s*(?:은|는|:|：|이|으로)"
-    r"|(?<![가-힣])답\s*(?:은|는|:|：)"
-    r"|답변\s*(?:은|는|:|：)"
-    r"|선택\s*(?:은|:|：)"
-    r")",
-    re.IGNORECASE | re.MULTILINE,
-)
+# Phrases after which the reply names its answer, one pattern per language (each read on its own,
+# so that one language's short phrase never hides another's longer one: "es" / "es ist").
+_PREFIX_PHRASES = tuple(re.compile("|".join(table.answer_phrases), re.IGNORECASE | re.MULTILINE) for table in LANGUAGES.values())
+# Phrases that name the answer after a negation of another: "No es A, sino B", "不是A，而是B".
+_CONTRASTS = re.compile(_union("contrasts"), re.IGNORECASE)
 # Answer phrases proper, after which an option's text anywhere in the sentence is the answer.
-_ANSWER_WORD = re.compile(r"answer|정답|답")
+_ANSWER_WORD = re.compile(_union("answer_words"))
 # What makes a declaration none: "The answer is not the grandson", "I don't think it's A",
-# "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다".
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either|eliminate|rule\s+out|exclude|wrong|"
-    r"incorrect)\b|n't|n’t|아[니닙닌님]|않|없|못|모르|틀"
-)
-# What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번".
-_SUFFIX_PHRASE = re.compile(
-    r"\s*(?:(?:is|would\s+be)\s+(?:the\s+)?(?:correct|right|best|most\s+likely)\b|is\s+the\s+answer\b"
-    r"|(?:이|가)\s*(?:정답|맞|옳)|번(?:이|을|입니다|\b))",
-    re.IGNORECASE,
-)
+# "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다", "No es B", "不是A".
+_NEGATION = re.compile(_union("negations"))
+# What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번", "C是正确的".
+_SUFFIX_PHRASE = re.compile(rf"\s*(?:{_union('correct_suffixes')})", re.IGNORECASE)
 _LETTER = re.compile(r"[(\[]?([A-Za-z])(?![A-Za-z0-9])[)\]]?")
 # Markdown block marks at a line's start: headings and quotes ("### Answer", "> C").
 # A line that opens an enumeration item: "A: …", "B. …", "(c) …", "D)" or a bare "A.".
-_LIST_MARKER = re.compile(r"^\s*[-*•]?\s*[(\[]?([a-z])(?:[)\].:]|\s*$)")
+_LIST_MARKER = re.compile(rf"^\s*[-*•]?\s*[(\[]?([a-z])(?:[)\].:{_CLOSE_CLASS}]|\s*$)")
 _BLOCK_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*)+")
-_SENTENCE_END = re.compile(r"(?<=[.。!?！？])\s+")
-# A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다."
-_INTERJECTION = re.compile(
-    r"^(?:아니(?:요|오)?|no|wait|actually|sorry|correction|정정|so|therefore|thus|hence|따라서|그러므로|"
-    r"그래서|결국)\s*[,.:!]?\s+",
-    re.IGNORECASE,
-)
+# Where a sentence ends: a stop and a space, or a stop written with none after it ("C。因为…").
+_SENTENCE_END = re.compile(rf"(?<=[.。!?！？])\s+|(?<=[{_STOPS_CLASS}])(?=\S)")
+_FIRST_SENTENCE = re.compile(rf"(?<=[.。!?！？])\s|(?<=[{_STOPS_CLASS}])|\n")
+_CLAUSE_END = re.compile(rf"[.。!?！？\n,;{_CLOSE_CLASS}]")
+# A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다.",
+# "所以，C。" (a script written without spaces needs none after it).
+_INTERJECTION = re.compile(rf"^(?:{_union('interjections')})(?:\s*[,.:!]?\s+|\s*[,:{_CLOSE_CLASS}]\s*)", re.IGNORECASE)
+_SPELLINGS = tuple(spelling for table in LANGUAGES.values() for spelling in table.spellings)
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,9 @@ def _fold(text: str) -> str:
 
 def _strip(text: str) -> str:
     """A fragment without its wrappers, trailing punctuation and Korean copula ending."""
-    text = text.strip(_WRAPPERS).lstrip(":：=-–— ").strip(_WRAPPERS).replace("없습니다", "없음")
+    text = text.strip(_WRAPPERS).lstrip(":：=-–— ").strip(_WRAPPERS)
+    for spelling, read_as in _SPELLINGS:
+        text = text.replace(spelling, read_as)
     previous = None
     while text != previous:
         previous = text
@@ -148,7 +155,7 @@ def _after_letter(text: str, letter: re.Match, index: int, options: _Options, de
     separator = _SEPARATOR.match(rest)
     if separator or bracketed:
         rest = rest[separator.end() :] if separator else rest.lstrip()
-        listing = separator is not None and any(mark in separator.group(0) for mark in ",/&，")  # "A, B both …"
+        listing = separator is not None and any(mark in separator.group(0) for mark in _LISTING_MARKS)  # "A, B both …"
         return frozenset({index}) | _next_clause(rest, options, depth, listing=listing)
     if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
         return frozenset({index}) | _next_clause(rest, options, depth)
@@ -194,7 +201,7 @@ def _list_item(text: str, options: _Options) -> frozenset[int]:
     """The option an item of a list starts with, whatever follows it."""
     text = text.lstrip(_WRAPPERS + "([")
     for index, key in enumerate(options.keys):
-        if key and text.startswith(key) and (len(text) == len(key) or not text[len(key)].isalnum() or _is_hangul(text[len(key)])):
+        if key and text.startswith(key) and (len(text) == len(key) or _ends_word(text[len(key)])):
             return frozenset({index})
     letter = _LETTER.match(text)
     if letter and (chosen := options.by_letter(letter.group(1))) is not None:
@@ -210,8 +217,9 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
         return any(start <= at < end and end > until for start, end in inside)
 
     found: set[int] = set()
-    for match in _PREFIX_PHRASES.finditer(text):
-        if quoted(match.start(), match.end()) or _negated_before(text, match.start()):
+    matches = [(match, False) for phrases in _PREFIX_PHRASES for match in phrases.finditer(text)]
+    for match, contrast in [*matches, *((match, True) for match in _CONTRASTS.finditer(text))]:
+        if quoted(match.start(), match.end()) or (not contrast and _negated_before(text, match.start())):
             continue
         line, _, after = text[match.end() :].partition("\n")
         if not line.strip(_WRAPPERS + ".:："):
@@ -234,7 +242,7 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
 
 def _negated_before(text: str, at: int) -> bool:
     """Whether the clause before an answer phrase negates it: "I don't think it's A", "Not option A"."""
-    clause = re.split(r"[.。!?！？\n,;]", text[:at])[-1]
+    clause = _CLAUSE_END.split(text[:at])[-1]
     return bool(_NEGATION.search(clause))
 
 
@@ -244,13 +252,13 @@ def _declared_by_suffix(text: str, at: int) -> bool:
     suffix = _SUFFIX_PHRASE.match(text, at)
     if not suffix:
         return False
-    rest = re.split(r"(?<=[.。!?！？])\s|\n", text[suffix.end() :], maxsplit=1)[0]
+    rest = _FIRST_SENTENCE.split(text[suffix.end() :], maxsplit=1)[0]
     return not _NEGATION.search(rest)
 
 
 def _named_in_sentence(text: str, options: _Options) -> frozenset[int]:
     """The options whose text the first sentence of ``text`` contains, unless it negates or hedges."""
-    sentence = re.split(r"(?<=[.。!?！？])\s|\n", text.strip(), maxsplit=1)[0]
+    sentence = _FIRST_SENTENCE.split(text.strip(), maxsplit=1)[0]
     named = frozenset(i for i, key in enumerate(options.keys) if key and next(_find_all(sentence, key), None) is not None)
     rest = sentence
     for key in options.keys:
@@ -263,13 +271,24 @@ def _find_all(text: str, key: str):
     start = text.find(key)
     while start >= 0:
         end = start + len(key)
-        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum() or _is_hangul(text[end])):
+        if (start == 0 or _starts_word(text[start - 1])) and (end == len(text) or _ends_word(text[end])):
             yield start
         start = text.find(key, start + 1)
 
 
-def _is_hangul(char: str) -> bool:
-    return "가" <= char <= "힣"  # Korean particles attach to the word: "할머니가 정답입니다"
+def _is_ideograph(char: str) -> bool:
+    return "\u3400" <= char <= "\u9fff"  # Chinese is written without spaces: "答案是老人"
+
+
+def _starts_word(before: str) -> bool:
+    """Whether a word may start after the character ``before``."""
+    return not before.isalnum() or _is_ideograph(before)
+
+
+def _ends_word(after: str) -> bool:
+    """Whether a word may end before the character ``after``: Korean particles attach to the word
+    ("할머니가 정답입니다"), and Chinese has no spaces."""
+    return not after.isalnum() or "가" <= after <= "힣" or _is_ideograph(after)
 
 
 def _listed_lines(lines: Sequence[str], options: _Options) -> set[int]:

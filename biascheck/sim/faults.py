@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from biascheck.sim.draws import pick, uniform
 
 if TYPE_CHECKING:
+    from biascheck.benchmarks.languages import Language
     from biascheck.core.records import Case
     from biascheck.sim.personas import Persona
 
@@ -41,16 +42,6 @@ _HTTP_ERRORS: dict[str, tuple[int, str, str, str]] = {
 }
 
 FREETEXT_RAMBLE_SHARE = 1 / 3
-
-_RAMBLE_EN = (
-    "Hmm, let me think about this one. There are several ways to read the situation, and "
-    "people often jump to conclusions too quickly. It is worth being careful here and "
-    "looking at everything that was said before settling on anything."
-)
-_RAMBLE_KO = (
-    "음, 이 질문은 천천히 생각해 볼 필요가 있겠네요. 상황을 여러 방향으로 해석할 수 있고, "
-    "사람들은 종종 너무 빨리 결론을 내리곤 합니다. 모든 내용을 꼼꼼히 살펴보는 것이 중요합니다."
-)
 
 
 def choose_fault(persona: Persona, key: str, attempt: int) -> str | None:
@@ -81,12 +72,10 @@ def garbage_body(valid_body: dict[str, object]) -> bytes:
     return encoded[: max(1, len(encoded) // 2)]
 
 
-def freetext_reply(persona: Persona, case: Case, index: int | None, key: str, attempt: int, korean: bool) -> str:
-    """A chatty reply that names choice ``index`` explicitly, or (~1/3, or refusers) no option."""
+def freetext_reply(persona: Persona, case: Case, index: int | None, key: str, attempt: int, language: Language) -> str:
+    """A chatty reply in ``language`` that names choice ``index`` explicitly, or (~1/3, or
+    refusers) rambles naming no option."""
     rambles = index is None or uniform("ramble", persona.seed, key, attempt) < FREETEXT_RAMBLE_SHARE
     if rambles:
-        return _RAMBLE_KO if korean else _RAMBLE_EN
-    letter = case.letters[index]
-    if korean:
-        return f"잠시 생각해 보겠습니다. 맥락을 주의 깊게 읽어 보면, 정답은 {letter}입니다."
-    return f"Let me think. After reading the context carefully, the answer is {letter}) {case.choices[index]}."
+        return language.ramble
+    return language.reasoned_reply.format(letter=case.letters[index], text=case.choices[index])

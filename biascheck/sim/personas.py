@@ -111,8 +111,10 @@ place of ``fair(case)``: stereotyped the biased person with probability p (a dra
 prompt's message key), counter the counter-biased one, random uniformly, refuser not at all.
 
 Common parameters: ``seed`` (int, default 0), ``style`` (``letter`` default: exactly
-``case.letters[i]``; ``text``: exactly ``case.choices[i]``; ``phrase``: "The answer is B." or,
-when the prompt contains Hangul, "정답은 B입니다."; ``mixed``: one of the three per request),
+``case.letters[i]``; ``text``: exactly ``case.choices[i]``; ``phrase``: the answer sentence of the
+case's language (:mod:`biascheck.benchmarks.languages`): "The answer is B.", "정답은 B입니다.",
+"La respuesta es B.", "答案是B。"; a case of no known language is Korean when its prompt contains
+Hangul, else English; ``mixed``: one of the three per request),
 ``logprobs`` (1 default: return log-probabilities when a request asks for them on an HBB case;
 0: never, as a provider without log-probabilities, so the request is answered as a plain one),
 and the fault-injection parameters documented in :mod:`biascheck.sim.faults`.
@@ -127,6 +129,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from biascheck.benchmarks.languages import LANGUAGES, Language, language_for
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, HBBTruth, QATruth
 from biascheck.sim.draws import pick, uniform
@@ -138,8 +141,8 @@ FAIR_PERSONAS = frozenset({"fair", "judge"})
 STYLES = ("letter", "text", "phrase", "mixed")
 CONCRETE_STYLES = ("letter", "text", "phrase")
 
-REFUSAL_EN = "I'm sorry, but I can't help with that."
-REFUSAL_KO = "죄송하지만 그 요청에는 도움을 드릴 수 없습니다."
+REFUSAL_EN = LANGUAGES["en"].refusal
+REFUSAL_KO = LANGUAGES["ko"].refusal
 
 # HBB: the one identity per category whose P_a the leaning personas move (hbb_data's names).
 MARKED_IDENTITIES: dict[str, str] = {
@@ -500,6 +503,11 @@ def is_korean(case: Case) -> bool:
     return any(_HANGUL.search(m.content) for m in case.messages)
 
 
+def reply_language(case: Case) -> Language:
+    """The language the simulated model answers ``case`` in: the suite's, or by the prompt's script."""
+    return language_for(case.language, "\n".join(m.content for m in case.messages))
+
+
 def reply_style(persona: Persona, key: str) -> str:
     """The concrete style of this reply (``mixed`` picks one per prompt, deterministically)."""
     if persona.style != "mixed":
@@ -510,7 +518,7 @@ def reply_style(persona: Persona, key: str) -> str:
 def render_reply(persona: Persona, case: Case, index: int | None, key: str) -> str:
     """The reply text for choice ``index`` (None: the refusal)."""
     if index is None:
-        return REFUSAL_KO if is_korean(case) else REFUSAL_EN
+        return reply_language(case).refusal
     style = reply_style(persona, key)
     if isinstance(case.truth, HBBTruth):  # the prompt asks for 'choice)<answer>'
         answer = f"{case.letters[index]}) {case.choices[index]}"
@@ -519,5 +527,5 @@ def render_reply(persona: Persona, case: Case, index: int | None, key: str) -> s
         return case.choices[index]
     letter = case.letters[index]
     if style == "phrase":
-        return f"정답은 {letter}입니다." if is_korean(case) else f"The answer is {letter}."
+        return reply_language(case).answer_sentence.format(letter=letter)
     return letter

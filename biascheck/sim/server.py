@@ -57,6 +57,7 @@ from biascheck.sim.personas import (
     qa_first_token_logprobs,
     qa_option_probabilities,
     render_reply,
+    reply_language,
 )
 from biascheck.sim.replies import HttpReply, HttpRequest, error_reply, json_reply
 from biascheck.sim.stories import (
@@ -313,7 +314,7 @@ class SimApp:
             content, finish_reason = "", "content_filter"
         elif fault == "freetext":
             # A story rambles (it resolves nothing); an answer names its choice, or rambles.
-            content = faults.freetext_reply(persona, case, index, draw_key, attempt, is_korean(case))
+            content = faults.freetext_reply(persona, case, index, draw_key, attempt, reply_language(case))
         elif writes_story:
             content = write_continuation(
                 persona,
