@@ -50,7 +50,6 @@ class Record:
     question_index: str
     polarity: str
     kind: str  # amb | dis
-    subcategory: str
     context: str
     question: str
     choices: tuple[str, str, str]
@@ -95,7 +94,7 @@ def _record(path: Path, number: int, row: object) -> Record:
         value = row.get(field)
         if field == "label" and isinstance(value, int) and not isinstance(value, bool):
             continue
-        if not isinstance(value, str) or (not value and field != "subcategory"):
+        if not isinstance(value, str) or not value:
             raise _fail(path, number, field, "missing" if field not in row else f"{value!r} is not a non-empty string")
     kind = CONDITIONS.get(row["context_condition"])
     if kind is None:
@@ -119,7 +118,6 @@ def _record(path: Path, number: int, row: object) -> Record:
         question_index=row["question_index"],
         polarity=row["question_polarity"],
         kind=kind,
-        subcategory=str(row.get("subcategory") or ""),
         context=row["context"],
         question=row["question"],
         choices=choices,
