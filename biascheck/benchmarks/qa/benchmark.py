@@ -7,7 +7,7 @@ Each benchmark module only turns its data files into :class:`QAItem` s and promp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, READING_M
 from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.records import Case, Message, Outcome, QATruth, Response
+from biascheck.metrics.core import MetricDef
 
 N_CHOICES = 3
 
@@ -44,11 +45,12 @@ class QAItem:
 
 @dataclass(frozen=True, slots=True)
 class QAPrompt:
-    """A prompt template with ``{context} {question} {a} {b} {c}`` and its own "unknown" wording."""
+    """A prompt template with ``{context} {question} {a} {b} {c}`` and its own "unknown" wording
+    (None: each item keeps the data's own, for data that words it differently from item to item)."""
 
     id: str
     template: str
-    unknown: str
+    unknown: str | None
     letters: tuple[str, str, str]
 
 
@@ -78,7 +80,8 @@ def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Se
     for item in items:
         for prompt in prompts:
             source = list(item.choices)
-            source[item.unknown] = prompt.unknown
+            if prompt.unknown is not None:
+                source[item.unknown] = prompt.unknown
             for k, order in enumerate(orders):
                 shown = tuple(source[i] for i in order)
                 position = {src: pos for pos, src in enumerate(order)}
@@ -167,6 +170,10 @@ class QABenchmark:
     # The answer modes (benchmarks/qa/answers.py): [answers] mode, or --biascheck-answer-mode.
     estimators: tuple[str, ...] = ANSWER_MODES
     report_layout = ReportLayout(headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"))
+    # A benchmark's own metrics over the same count cells (benchmarks/qa/metrics.py), by name: listed
+    # in metric_names like the shared ones; each with a per-cell score (CASE_SCORES) where one exists.
+    own_metrics: Mapping[str, MetricDef] = {}
+    own_case_scores: Mapping[str, np.ndarray] = {}
 
     def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
         # The manifest's common subset says the rest; a suite that answers by generation (the
@@ -183,10 +190,9 @@ class QABenchmark:
 
     @property
     def metric_defs(self):
-        return {name: METRIC_DEFS.get(name) or READING_METRICS[name] for name in self.metric_names}
+        return {name: self.own_metrics.get(name) or METRIC_DEFS.get(name) or READING_METRICS[name] for name in self.metric_names}
 
-    @staticmethod
-    def comparison_units(records, scoring) -> dict:
+    def comparison_units(self, records, scoring) -> dict:
         """A comparison's units are the cases: one-hot count cells, and each cell's contribution to
         every metric (:data:`~biascheck.benchmarks.qa.metrics.CASE_SCORES`) for the sign test."""
         cells = np.fromiter((record_cell(r["context_type"], r["outcome"]) for r in records), dtype=np.int64, count=len(records))
@@ -197,7 +203,7 @@ class QABenchmark:
             "vectors": np.eye(len(COUNT_FIELDS), dtype=np.int64)[cells],
             "outcomes": [r["outcome"] for r in records],
             "kinds": [r["context_type"] for r in records],
-            "scores": {metric: scores[cells] for metric, scores in CASE_SCORES.items()},
+            "scores": {metric: scores[cells] for metric, scores in {**CASE_SCORES, **self.own_case_scores}.items()},
             "cells": cells,
         }
 
@@ -245,6 +251,8 @@ class QABenchmark:
                 raise BiascheckError(manifest.path, "prompts.use", f"unknown prompt ids {missing}", f"use some of: {', '.join(by_id)}")
             prompts = [by_id[i] for i in manifest.prompt_ids]
         for prompt in prompts:
+            if prompt.unknown is None:
+                continue
             clash = [item.sample_id for item in items if prompt.unknown in item.choices and item.choices.index(prompt.unknown) != item.unknown]
             if clash:
                 raise BiascheckError(
@@ -320,4 +328,4 @@ class QABenchmark:
         # results stay as they were before answer modes).
         readings = {name for name, present in READINGS.items() if any(present(o) for o in outcomes.values())}
         names = [name for name in self.metric_names if name not in READING_METRICS or name in readings]
-        return aggregate_qa(cases, outcomes, metrics=names, n_boot=resamples, seed=seed)
+        return aggregate_qa(cases, outcomes, metrics=names, n_boot=resamples, seed=seed, extra=self.own_metrics)

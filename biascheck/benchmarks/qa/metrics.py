@@ -48,6 +48,8 @@ __all__ = [
     "OUTCOME_CLASSES",
     "cell",
     "cells",
+    "cell_sum",
+    "cell_scores",
     "record_cell",
     "counts_from_cells",
     "tally",
@@ -493,6 +495,12 @@ CASE_SCORES: dict[str, np.ndarray] = {
 }
 
 
+# For a benchmark's own metrics of these cells (QABenchmark.own_metrics): the sum of named cells,
+# and a per-cell score as CASE_SCORES holds them.
+cell_sum = _col
+cell_scores = _scores
+
+
 def metrics_for_suite(suite: str) -> tuple[str, ...]:
     """The default metric names for a suite (``kobbq`` or ``bbq``), in registry order."""
     if suite not in SUITES:
@@ -547,22 +555,25 @@ def aggregate_qa(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     confidence: float = 0.95,
+    extra: Mapping[str, MetricDef] | None = None,
 ) -> QAMetrics:
     """Score QA cases: overall, by category, by (non-empty) label and by prompt.
 
     ``outcomes`` maps ``case_id`` to the case's :class:`Outcome`; a case without one, duplicate
     case ids, or an outcome inconsistent with its case raise ``ValueError`` (programming errors).
-    ``metrics`` defaults to every metric in :data:`QA_METRICS`.  Intervals come from a cluster
+    ``metrics`` defaults to every metric in :data:`QA_METRICS`; ``extra`` adds a benchmark's own
+    metrics of the same cells (by name), which ``metrics`` may then name.  Intervals come from a cluster
     bootstrap over ``Case.cluster`` within each group, with a fresh ``default_rng(seed)`` per
     group (so a group's interval does not depend on which other groups exist); ``n_boot=0``
     skips it (intervals are NaN).  The result depends neither on the order of ``cases`` nor on
     that of ``outcomes``.
     """
+    known = {**QA_METRICS, **(extra or {})}
     names = tuple(QA_METRICS) if metrics is None else tuple(metrics)
-    unknown = [n for n in names if n not in QA_METRICS and n not in READING_METRICS]
+    unknown = [n for n in names if n not in known and n not in READING_METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join([*QA_METRICS, *READING_METRICS])}")
-    defs = [QA_METRICS[n] for n in names if n in QA_METRICS]
+        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join([*known, *READING_METRICS])}")
+    defs = [known[n] for n in names if n in known]
     reading = [READING_METRICS[n] for n in names if n in READING_METRICS]
 
     n = len(cases)
