@@ -166,7 +166,10 @@ class QABenchmark:
     records_schema = schema_fragment(__package__, "records")
     # The answer modes (benchmarks/qa/answers.py): [answers] mode, or --biascheck-answer-mode.
     estimators: tuple[str, ...] = ANSWER_MODES
-    report_layout = ReportLayout(headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"))
+    report_layout = ReportLayout(
+        headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"),
+        bias_metrics=("diff_bias_amb", "diff_bias_dis"),  # KoBBQ's (sec. 4.2); every QA benchmark reports them
+    )
 
     def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
         # The manifest's common subset says the rest; a suite that answers by generation (the
