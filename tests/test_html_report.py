@@ -751,7 +751,9 @@ def test_index_shows_the_same_metric_by_shared_category_across_suites():
         {"Age": "age", "Gender_identity": "gender"},
     )
     other = suite_document("hbb", "hbb", "en", {"age": {"diff_bias_amb": value(0.9, 0.8, 1.0, 5)}}, {})
-    page = render_index([korean, english, other])
+    stories = suite_document("kobbg", "bbg", "ko", {"age": {"bias_gen": value(0.1, 0.0, 0.2, 40)}}, {"age": "age"})
+    stories["metrics"]["metrics"].append("bias_gen")
+    page = render_index([korean, english, other, stories])
     parse(page)
     assert '<section id="across-suites">' in page and "<script" not in page.lower()
     for metric in ("diff_bias_amb", "diff_bias_dis"):
@@ -768,6 +770,8 @@ def test_index_shows_the_same_metric_by_shared_category_across_suites():
     assert "in one suite only, not shown: region (kobbq-quick (ko))" in notes
     assert f"categories without a shared name, not shown: bbq-quick (en): {ESCAPED}" in notes
     assert notes.count("in one suite only") == 1  # said once, not once per metric
+    assert "bias_gen: only kobbg (ko) reports it" in notes and 'id="across-bias_gen"' not in page
+    assert "report (<code>diff_bias_amb</code>, <code>diff_bias_dis</code>): 0 is unbiased" in notes
     assert HOSTILE not in page
 
     # Two suites with nothing to compare: the section says why instead of drawing nothing.

@@ -333,22 +333,24 @@ def _across_suites(documents: list[dict]) -> str:
         reported = set(_get(document, "metrics", "metrics") or [])
         suites.append((label, document, mapping, tuple(m for m in layout_of(benchmark).bias_metrics if m in reported)))
     metrics = list(dict.fromkeys(m for *_, names in suites for m in names))
-    charts = []
+    charts, drawn = [], []
     for metric in metrics:
         having = [s for s in suites if metric in s[3]]
         if len(having) < 2:
             notes.append(f"{metric}: only {having[0][0]} reports it")
             continue
         chart, chart_notes = _across_chart(metric, having)
-        charts.append(chart)
         notes += chart_notes
+        if chart:
+            charts.append(chart)
+            drawn.append(metric)
     out = ['<section id="across-suites">\n<h2>Across suites: the same metric by category</h2>']
     if charts:
         out.append(
             '<p class="muted small">Each benchmark names its categories in its own words (and language); here they are grouped '
             "by the shared name each benchmark maps them to, and a row is shown where two or more suites have it. The metrics "
             "are the benchmarks' headline bias metrics that two or more suites report ("
-            + ", ".join(f"<code>{_e(m)}</code>" for m in metrics if any(m in s[3] for s in suites))
+            + ", ".join(f"<code>{_e(m)}</code>" for m in drawn)
             + "): 0 is unbiased. Bars: each suite's value with its 95% bootstrap interval, as on its own page. The suites differ "
             "in templates, prompts and language: read a difference as a lead to follow on the suites' pages, not as a test.</p>"
         )
