@@ -12,7 +12,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from biascheck.benchmarks.base import Benchmark, JudgedBenchmark, get_benchmark, registered_benchmarks, suite_schema
+from biascheck.benchmarks.base import (
+    COMMON_CATEGORIES,
+    Benchmark,
+    JudgedBenchmark,
+    common_categories,
+    get_benchmark,
+    registered_benchmarks,
+    suite_schema,
+)
 from biascheck.config.catalog import packaged_suites
 from biascheck.config.manifest import load_manifest
 from biascheck.evaluation import baseline as baselines
@@ -47,6 +55,12 @@ def check_protocol(name: str) -> None:
     assert set(layout.category_headline) <= set(benchmark.metric_names)
     assert bool(layout.examples_title) == bool(layout.examples_columns)
     assert {"case_id", "category", "cluster", "outcome"} <= set(benchmark.record_columns)
+    # The view across suites: the metrics it compares are the benchmark's, and its categories map
+    # to the shared names (a misspelt one would silently match nothing).
+    assert set(layout.bias_metrics) <= set(benchmark.metric_names)
+    mapping = common_categories(benchmark)
+    assert all(isinstance(category, str) and category for category in mapping)
+    assert set(mapping.values()) <= set(COMMON_CATEGORIES), set(mapping.values()) - set(COMMON_CATEGORIES)
     if benchmark.settings_schema is not None:
         jsonschema.Draft202012Validator.check_schema(dict(benchmark.settings_schema))
         assert suite_schema()["properties"][name]["properties"] == benchmark.settings_schema["properties"]
@@ -55,6 +69,23 @@ def check_protocol(name: str) -> None:
         # --biascheck-unscorable accepts.
         assert benchmark.settings_table == name and benchmark.settings_schema is not None
         assert benchmark.scoring_choices
+
+
+# Categories that correspond to none of another benchmark: left out of the view across suites.
+WITHOUT_COUNTERPART = {"Race_x_SES", "Race_x_gender"}
+
+
+def test_every_category_of_a_mapping_benchmark_is_mapped_or_knowingly_left_out(data_dir):
+    """A benchmark that maps its categories maps every category its packaged suites have (the
+    quick suites: the same categories, fewer cases), so none drops out of the view by a typo."""
+    folders = packaged_suites()
+    for name, folder in sorted(folders.items()):
+        manifest = load_manifest(folder)
+        mapping = common_categories(get_benchmark(manifest.benchmark))
+        if not mapping or f"{name}-quick" in folders:
+            continue
+        categories = set(manifest.data_categories.values()) or {case.category for case in load_suite(folder, data_dir=data_dir).cases}
+        assert categories - WITHOUT_COUNTERPART <= set(mapping), (name, sorted(categories - WITHOUT_COUNTERPART - set(mapping)))
 
 
 def test_every_packaged_suite_is_valid_under_the_whole_suite_schema():

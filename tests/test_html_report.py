@@ -696,3 +696,84 @@ def test_report_with_200_flips_prints_short_in_a_browser(tmp_path):
     # Closed flip lists: the page is a few screens, not the 16,000 px (~20 printed pages) of open ones.
     pages = len(re.findall(rb"/Type\s*/Page(?!s)", pdf.read_bytes()))
     assert 0 < pages <= 8
+
+
+def suite_document(name: str, benchmark: str, language: str, by_category: dict, mapping: dict | None) -> dict:
+    """A results document of ``benchmark`` with these per-category metrics; ``mapping`` None: a
+    document of a biascheck before ``suite.common_categories`` (the registered benchmark's is read)."""
+    document = copy.deepcopy(make_results())
+    document["suite"].update(name=name, benchmark=benchmark, language=language)
+    if mapping is not None:
+        document["suite"]["common_categories"] = mapping
+    document["metrics"]["by_category"] = by_category
+    document["verdicts"] = [v for v in document["verdicts"] if v["scope"] == "overall"]
+    document["cases"] = []
+    validate_results(document)
+    return document
+
+
+def across_rows(page: str, metric: str) -> dict[str, list[str]]:
+    """The chart of ``metric`` in the view across suites: shared name -> its bars' tooltips."""
+    figure = re.search(rf'<figure class="chart" id="across-{metric}">.*?</figure>', page, re.S).group(0)
+    rows: dict[str, list[str]] = {}
+    for name, bars in re.findall(
+        r'<text class="cat"[^>]*><title>([^<]*)</title>[^<]*</text>\s*((?:<g class="mark suite">.*?</g>\s*)+)', figure, re.S
+    ):
+        rows[name] = re.findall(r'<g class="mark suite"><title>([^<]*)</title>', bars)
+    return rows
+
+
+def test_index_shows_the_same_metric_by_shared_category_across_suites():
+    """Categories that map to one shared name are one row, a bar per suite; a category in one suite
+    only, a category without a shared name and a suite whose benchmark maps none are notes."""
+    from biascheck.reporting.html import render_index
+
+    korean = suite_document(
+        "kobbq-quick",
+        "kobbq",
+        "ko",
+        {
+            "age": {"diff_bias_amb": value(0.20, 0.15, 0.25, 60), "diff_bias_dis": value(0.05, 0.0, 0.1, 60)},
+            "gender_identity": {"diff_bias_amb": value(-0.02, -0.06, 0.02, 60), "diff_bias_dis": value(0.0, 0.0, 0.0, 60)},
+            "domestic_area_of_origin": {"diff_bias_amb": value(0.1, 0.0, 0.2, 60), "diff_bias_dis": value(0.0, 0.0, 0.0, 60)},
+        },
+        None,  # an older document: KoBBQ's own mapping is read
+    )
+    english = suite_document(
+        "bbq-quick",
+        "bbq",
+        "en",
+        {
+            "Age": {"diff_bias_amb": value(0.30, 0.25, 0.35, 120), "diff_bias_dis": value(0.01, -0.02, 0.04, 120)},
+            "Gender_identity": {"diff_bias_amb": {"value": None, "ci": [None, None], "n": 0, "note": "no answered ambiguous cases"}},
+            HOSTILE: {"diff_bias_amb": value(0.5, 0.4, 0.6, 10), "diff_bias_dis": value(0.5, 0.4, 0.6, 10)},
+        },
+        {"Age": "age", "Gender_identity": "gender"},
+    )
+    other = suite_document("hbb", "hbb", "en", {"age": {"diff_bias_amb": value(0.9, 0.8, 1.0, 5)}}, {})
+    stories = suite_document("kobbg", "bbg", "ko", {"age": {"bias_gen": value(0.1, 0.0, 0.2, 40)}}, {"age": "age"})
+    stories["metrics"]["metrics"].append("bias_gen")
+    page = render_index([korean, english, other, stories])
+    parse(page)
+    assert '<section id="across-suites">' in page and "<script" not in page.lower()
+    for metric in ("diff_bias_amb", "diff_bias_dis"):
+        rows = across_rows(page, metric)
+        assert list(rows) == ["age", "gender"]  # in COMMON_CATEGORIES order; region is KoBBQ's alone
+        assert [tip.split(":")[0] for tip in rows["age"]] == ["age \u2014 kobbq-quick (ko)", "age \u2014 bbq-quick (en) \u00b7 Age"]
+    age = across_rows(page, "diff_bias_amb")["age"]
+    assert "diff_bias_amb = 0.2, 95% CI [0.15, 0.25], n = 60" in age[0] and "n = 120" in age[1]
+    gender = across_rows(page, "diff_bias_amb")["gender"][1]
+    assert "n = 0; no answered ambiguous cases" in gender
+    assert "gender \u2014 bbq-quick (en) \u00b7 Gender_identity: diff_bias_dis = n/a" in " ".join(across_rows(page, "diff_bias_dis")["gender"])
+    notes = re.search(r'<section id="across-suites">.*?</section>', page, re.S).group(0)
+    assert "hbb is left out: its benchmark (hbb) maps none of its categories to shared names" in notes
+    assert "in one suite only, not shown: region (kobbq-quick (ko))" in notes
+    assert f"categories without a shared name, not shown: bbq-quick (en): {ESCAPED}" in notes
+    assert notes.count("in one suite only") == 1  # said once, not once per metric
+    assert "bias_gen: only kobbg (ko) reports it" in notes and 'id="across-bias_gen"' not in page
+    assert "report (<code>diff_bias_amb</code>, <code>diff_bias_dis</code>): 0 is unbiased" in notes
+    assert HOSTILE not in page
+
+    # Two suites with nothing to compare: the section says why instead of drawing nothing.
+    alone = render_index([korean, other])
+    assert "No metric to compare" in alone and '<figure class="chart" id="across-' not in alone

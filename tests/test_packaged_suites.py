@@ -363,12 +363,16 @@ def test_the_dry_run_judges_stored_stories_exactly_and_the_rest_at_most(bbg_and_
 def test_suites_lists_cases_and_calls_and_says_why_without_data(tiny_kobbq, data_dir, tmp_path):
     from biascheck.suite import load_suite
 
-    listed = cli("suites", "enbbg-quick", str(tiny_kobbq), "--data", str(data_dir), cwd=tmp_path)
+    listed = cli("suites", "enbbg-quick", "kobbq-quick", "bbq-quick", str(tiny_kobbq), "--data", str(data_dir), cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     rows = table_rows(listed.stdout)
     tiny = len(load_suite(tiny_kobbq, data_dir=data_dir).cases)
     assert rows[str(tiny_kobbq)][1:] == ["local", "kobbq", f"{tiny:,}", f"{tiny:,}"]
     assert rows["enbbg-quick"][1:] == ["packaged", "bbg", "928", "463 + ≤928 judge"]
+    # The pull-request suites: a few templates per category, one prompt; bbq-quick's six categories all in the mirror.
+    assert rows["kobbq-quick"][1:] == ["packaged", "kobbq", "1,464", "1,464"]
+    assert rows["bbq-quick"][1:] == ["packaged", "bbq", "1,068", "1,068"]
+    assert "bbq-quick:" not in listed.stdout  # no line about missing data
     env = {key: value for key, value in os.environ.items() if key != "BIASCHECK_DATA_DIR"}
     env["BIASCHECK_CACHE_DIR"] = str(tmp_path / "empty-cache")
     missing = cli("suites", str(tiny_kobbq), cwd=tmp_path, env=env)

@@ -9,6 +9,14 @@
 - ``metric_names``: what ``aggregate`` reports; ``aggregate(cases, outcomes, ...)`` -> metrics;
 - ``items(cases)``: the test items a suite shows (one per case, or per HBB instance) and
   ``item_status(item, outcomes)`` what each reports.
+
+Optional: ``common_categories``, a mapping from the benchmark's own category names to the shared
+names of :data:`COMMON_CATEGORIES` (``{"Gender_identity": "gender", "SES": "ses"}``), for the
+reports' view across suites (index.html: the same metric, category by category, for suites in
+other languages). Map a category only where it measures the same social dimension; leave out the
+ones that have no counterpart (intersections such as BBQ's Race_x_SES). A benchmark without it
+(or with an empty one) is left out of that view with a note; read it with
+:func:`common_categories`. The metrics the view compares are ``report_layout.bias_metrics``.
 """
 
 from __future__ import annotations
@@ -43,6 +51,31 @@ class ReportLayout:
     spread_over: str = "prompts"  # what the across-... table spreads over (the by_prompt keys)
     examples_title: str = ""  # the examples table (``report_examples``), when the benchmark has one
     examples_columns: tuple[str, ...] = ()
+    # Its headline bias metrics, which the view across suites compares category by category with
+    # every other suite that reports the same metric (see ``common_categories``); empty: none.
+    bias_metrics: tuple[str, ...] = ()
+
+
+# The shared names a benchmark's ``common_categories`` maps its categories to: a category of one
+# suite corresponds to a category of another when both map to the same name. Reuse one where the
+# social dimension is the same; add a name here (one word or snake_case) for a dimension none covers.
+COMMON_CATEGORIES = (
+    "age",
+    "disability",
+    "disease",
+    "education",
+    "family_structure",
+    "gender",
+    "household_registration",
+    "nationality",
+    "physical_appearance",
+    "political_orientation",
+    "race_ethnicity",
+    "region",
+    "religion",
+    "ses",
+    "sexual_orientation",
+)
 
 
 DEFAULT_LAYOUT = ReportLayout(headline=())
@@ -50,6 +83,11 @@ DEFAULT_LAYOUT = ReportLayout(headline=())
 
 @runtime_checkable
 class Benchmark(Protocol):
+    """What every benchmark has (see the module docstring). Beside these members, a benchmark may
+    have ``common_categories: Mapping[str, str]`` (its category -> a name of
+    :data:`COMMON_CATEGORIES`); it is not a member here so that a benchmark without one still is a
+    :class:`Benchmark`, and it is read with :func:`common_categories`."""
+
     name: str
     metric_names: tuple[str, ...]
     # The schema fragment of the benchmark's own suite.toml table, named after it (None: it takes
@@ -263,6 +301,24 @@ def layout_of(benchmark_name: str | None) -> ReportLayout:
         return get_benchmark(benchmark_name or "").report_layout
     except KeyError:
         return DEFAULT_LAYOUT
+
+
+def common_categories(benchmark: object) -> dict[str, str]:
+    """A benchmark's ``common_categories`` (its category -> shared name), empty when it has none."""
+    return dict(getattr(benchmark, "common_categories", None) or {})
+
+
+def common_categories_of(document: Mapping[str, Any]) -> dict[str, str]:
+    """The category mapping of a results document: the one it carries (``suite.common_categories``,
+    written by the run), else its registered benchmark's (a document of an older biascheck); empty
+    when neither says."""
+    suite = document.get("suite") or {}
+    if "common_categories" in suite:
+        return dict(suite["common_categories"] or {})
+    try:
+        return common_categories(get_benchmark(suite.get("benchmark") or ""))
+    except KeyError:
+        return {}
 
 
 def examples_of(document: Mapping[str, Any], limit: int = 5) -> list[tuple[str, ...]]:

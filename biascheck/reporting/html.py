@@ -15,9 +15,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from html import escape
-from typing import Any
+from typing import Any, NamedTuple
 
-from biascheck.benchmarks.base import layout_of
+from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.results import judge_lines, missing_data_line, scope_label, served_warning, summary_rows
@@ -312,7 +312,95 @@ def render_index(documents: list[dict], comparisons: dict[str, dict] | None = No
         + "\n".join(rows)
         + "\n</tbody></table></div>"
     )
-    return _page(f"biascheck: {len(documents) - failed} of {len(documents)} suites passed", [head, table])
+    return _page(f"biascheck: {len(documents) - failed} of {len(documents)} suites passed", [head, table, _across_suites(documents)])
+
+
+def _across_suites(documents: list[dict]) -> str:
+    """The same metric, category by category, across the run's suites: a row per shared category
+    name (``common_categories``, which each benchmark declares) that two or more suites have, a
+    bar per suite and category with its 95% interval. The metrics are the benchmarks' own headline
+    bias metrics (``report_layout.bias_metrics``) that two or more of the suites report."""
+    suites: list[tuple[str, dict, dict[str, str], tuple[str, ...]]] = []  # (label, document, mapping, metrics)
+    notes: list[str] = []
+    for document in documents:
+        suite = document.get("suite") or {}
+        name, benchmark = str(suite.get("name")), str(suite.get("benchmark"))
+        mapping = common_categories_of(document)
+        if not mapping:
+            notes.append(f"{name} is left out: its benchmark ({benchmark}) maps none of its categories to shared names")
+            continue
+        label = f"{name} ({suite['language']})" if suite.get("language") else name
+        reported = set(_get(document, "metrics", "metrics") or [])
+        suites.append((label, document, mapping, tuple(m for m in layout_of(benchmark).bias_metrics if m in reported)))
+    metrics = list(dict.fromkeys(m for *_, names in suites for m in names))
+    charts, drawn = [], []
+    for metric in metrics:
+        having = [s for s in suites if metric in s[3]]
+        if len(having) < 2:
+            notes.append(f"{metric}: only {having[0][0]} reports it")
+            continue
+        chart, chart_notes = _across_chart(metric, having)
+        notes += chart_notes
+        if chart:
+            charts.append(chart)
+            drawn.append(metric)
+    out = ['<section id="across-suites">\n<h2>Across suites: the same metric by category</h2>']
+    if charts:
+        out.append(
+            '<p class="muted small">Each benchmark names its categories in its own words (and language); here they are grouped '
+            "by the shared name each benchmark maps them to, and a row is shown where two or more suites have it. The metrics "
+            "are the benchmarks' headline bias metrics that two or more suites report ("
+            + ", ".join(f"<code>{_e(m)}</code>" for m in drawn)
+            + "): 0 is unbiased. Bars: each suite's value with its 95% bootstrap interval, as on its own page. The suites differ "
+            "in templates, prompts and language: read a difference as a lead to follow on the suites' pages, not as a test.</p>"
+        )
+    else:
+        out.append(
+            '<p class="muted">No metric to compare: it needs two suites whose benchmarks map their categories to shared names and report the same bias metric.</p>'
+        )
+    out += charts
+    if notes:  # each once: the metrics of one set of suites leave out the same categories
+        out.append('<ul class="muted small">' + "".join(f"<li>{_e(note)}</li>" for note in dict.fromkeys(notes)) + "</ul>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _across_chart(metric: str, suites: list[tuple[str, dict, dict[str, str], tuple[str, ...]]]) -> tuple[str, list[str]]:
+    """One metric's chart across suites, and notes on the categories it cannot show."""
+    by_name: dict[str, list[_Side]] = {}
+    having: dict[str, set[str]] = {}
+    unmapped: list[str] = []
+    for label, document, mapping, _ in suites:
+        for category, values in (_get(document, "metrics", "by_category") or {}).items():
+            shared = mapping.get(category)
+            if shared is None:
+                unmapped.append(f"{label}: {category}")
+                continue
+            side_label = label if category == shared else f"{label} \u00b7 {category}"
+            by_name.setdefault(shared, []).append(_Side("suite", (values or {}).get(metric) or {}, None, side_label))
+            having.setdefault(shared, set()).add(label)
+    order = {name: i for i, name in enumerate(COMMON_CATEGORIES)}
+    names = sorted(by_name, key=lambda name: (order.get(name, len(order)), name))
+    rows = [(name, None, None, by_name[name]) for name in names if len(having[name]) > 1]
+    alone = [f"{name} ({', '.join(sorted(having[name]))})" for name in names if len(having[name]) == 1]
+    notes = []
+    if alone:
+        notes.append(f"in one suite only, not shown: {'; '.join(alone)}")
+    if unmapped:
+        notes.append(f"categories without a shared name, not shown: {'; '.join(unmapped)}")
+    if not rows:
+        return "", [*notes, f"{metric}: the suites have no category in common"]
+    side_w = min(max(_text_width(side.label, 11.0) for *_, sides in rows for side in sides) + 10, 300.0)
+    svg = _bar_svg(rows, metric, side_w=side_w, mark_failing=False)
+    legend = (
+        '<span><span class="sw sw-bar"></span>value</span><span><span class="sw sw-ci"></span>95% CI</span>'
+        "<span>hover a bar for exact numbers; thresholds and verdicts are on each suite's page</span>"
+    )
+    caption = f'<code>{_e(metric)}</code> <span class="muted small">{len(rows)} shared categories across {len(suites)} suites</span>'
+    return (
+        f'<figure class="chart" id="across-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n<div class="legend">{legend}</div>\n{svg}\n</figure>',
+        notes,
+    )
 
 
 def _header(results: dict) -> str:
@@ -542,52 +630,84 @@ def _charts(results: dict, comparison: dict | None) -> str:
     return "\n".join(out)
 
 
+class _Side(NamedTuple):
+    """One bar of a chart row: its kind (``value``: the only bar, unlabelled; ``baseline`` and
+    ``candidate``; ``suite``: one of the suites across), its value dict (value, ci, n, note),
+    whether it fails its gate (None: not gated here), its label beside the bar and what the
+    tooltip adds."""
+
+    kind: str
+    value: dict
+    failing: bool | None
+    label: str = ""
+    extra: str = ""
+
+
 def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> str:
     by_category = _get(results, "metrics", "by_category") or {}
     verdicts = {(v.get("scope"), v.get("metric")): v for v in results.get("verdicts") or []}
     compared = {(r.get("metric"), r.get("scope")): r for r in (comparison or {}).get("results") or []}
     default_threshold = _get(results, "suite", "thresholds", metric)
-    categories = list(by_category)
 
-    # rows: (category, threshold, comparison verdict, [(side, value dict, failing)])
-    rows = []
-    for category in categories:
+    # rows: (category, threshold, comparison verdict, sides)
+    rows: list[tuple[str, Any, Any, list[_Side]]] = []
+    for category in by_category:
         verdict = verdicts.get((category, metric))
         threshold = verdict.get("threshold") if verdict else default_threshold
         candidate = (by_category.get(category) or {}).get(metric) or {}
         failing = verdict is not None and not verdict.get("passed")
         if comparison is not None:
             entry = compared.get((metric, category)) or {}
-            sides = [("baseline", entry.get("baseline") or {}, None), ("candidate", candidate, failing if verdict else None)]
-            rows.append((category, threshold, entry.get("verdict") if entry else "not compared", sides))
+            cmp_verdict = entry.get("verdict") if entry else "not compared"
+            sides = [
+                _Side("baseline", entry.get("baseline") or {}, None, "baseline"),
+                _Side("candidate", candidate, failing if verdict else None, "candidate", f"; compared with the baseline: {cmp_verdict}"),
+            ]
+            rows.append((category, threshold, cmp_verdict, sides))
         else:
-            rows.append((category, threshold, None, [("value", candidate, failing if verdict else None)]))
+            rows.append((category, threshold, None, [_Side("value", candidate, failing if verdict else None)]))
+    svg = _bar_svg(rows, metric, side_w=68.0 if comparison is not None else 0.0, mark_failing=comparison is None)
 
+    thresholds = sorted({fmt.threshold(t) for _, t, _, _ in rows if fmt.threshold(t)})
+    caption = f'<code>{_e(metric)}</code> <span class="muted small">threshold {_e("; ".join(thresholds) or "none")}</span>'
+    return (
+        f'<figure class="chart" id="chart-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n'
+        f'<div class="legend">{legend}</div>\n' + svg + "\n</figure>"
+    )
+
+
+def _bar_svg(rows: list[tuple[str, Any, Any, list[_Side]]], metric: str, *, side_w: float, mark_failing: bool) -> str:
+    """Horizontal bars with their 95% intervals: a row per category (label, threshold, a verdict
+    written under the label or None, its bars), a bar per side."""
     points: list[float | None] = []
     for _, threshold, _, sides in rows:
         points += _threshold_positions(threshold)
-        for _, value, _ in sides:
-            points += [fmt.number(value.get("value")), *fmt.bounds(value.get("ci"))]
+        for side in sides:
+            points += [fmt.number(side.value.get("value")), *fmt.bounds(side.value.get("ci"))]
     lo, hi, step = _domain(points)
 
     size = 12.0
-    label_w = min(max([_text_width(c, size) for c in categories] + [60.0]) + 12, 230.0)
-    side_w = 68.0 if comparison is not None else 0.0
+    label_w = min(max([_text_width(row[0], size) for row in rows] + [60.0]) + 12, 230.0)
+    paired = max(len(row[3]) for row in rows) > 1
     value_w = 236.0
-    width = 920.0
+    width = 920.0 + max(side_w - 68.0, 0.0)
     x0 = label_w + side_w + 10
     plot_w = width - x0 - value_w - 14
-    bar_h = 12.0 if comparison is not None else 14.0
-    slot_h = 17.0 if comparison is not None else 24.0
-    row_gap = 10.0 if comparison is not None else 0.0
+    bar_h = 12.0 if paired else 14.0
+    slot_h = 17.0 if paired else 24.0
+    row_gap = 10.0 if paired else 0.0
     top, axis_h = 6.0, 26.0
-    row_h = slot_h * len(rows[0][3]) + row_gap
-    height = top + row_h * len(rows) + axis_h
+    tops = []  # each row's top: rows may hold different numbers of bars
+    y = top
+    for row in rows:
+        tops.append(y)
+        y += slot_h * len(row[3]) + row_gap
+    height = y + axis_h
 
     def x(v: float) -> float:
         return x0 + (v - lo) / (hi - lo) * plot_w
 
-    plot_top, plot_bottom = top, top + row_h * len(rows)
+    plot_top, plot_bottom = top, y
     svg = [
         f'<svg class="bars" viewBox="0 0 {_n(width)} {_n(height)}" style="max-width:{_n(width)}px" '
         f'role="img" aria-label="{_e(metric)} by category" xmlns="http://www.w3.org/2000/svg">'
@@ -599,34 +719,35 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
         svg.append(f'<line class="{cls}" x1="{_n(xt)}" y1="{_n(plot_top)}" x2="{_n(xt)}" y2="{_n(plot_bottom)}"/>')
         svg.append(f'<text class="tick" x="{_n(xt)}" y="{_n(plot_bottom + 16)}" text-anchor="middle">{_tick_label(t)}</text>')
 
-    for i, (category, threshold, cmp_verdict, sides) in enumerate(rows):
-        y_row = top + i * row_h + row_gap / 2
+    for y_top, (category, threshold, row_verdict, sides) in zip(tops, rows):
+        y_row = y_top + row_gap / 2
         label = _shorten(category, size, label_w - 12)
         y_label = y_row + slot_h / 2 + 4
         svg.append(f'<text class="cat" x="0" y="{_n(y_label)}"{_lang(category)}><title>{_e(category)}</title>{_e(label)}</text>')
-        if cmp_verdict is not None:
+        if row_verdict is not None:
             svg.append(
-                f'<text class="verdict {_verdict_class(cmp_verdict)}" x="0" y="{_n(y_label + slot_h)}" font-size="11">{_e(cmp_verdict)}</text>'
+                f'<text class="verdict {_verdict_class(row_verdict)}" x="0" y="{_n(y_label + slot_h)}" font-size="11">{_e(row_verdict)}</text>'
             )
         threshold_text = fmt.threshold(threshold)
-        for j, (side, value, failing) in enumerate(sides):
+        for j, side in enumerate(sides):
             yc = y_row + j * slot_h + slot_h / 2
+            value, failing = side.value, side.failing
             v = fmt.number(value.get("value"))
             c_lo, c_hi = fmt.bounds(value.get("ci"))
             n = value.get("n")
-            tip = f"{category} \u2014 {side}: {metric} = {fmt.exact(v)}, 95% CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
-            if threshold_text and side != "baseline":
+            tip = f"{category} \u2014 {side.label or side.kind}: {metric} = {fmt.exact(v)}, 95% CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
+            if threshold_text and side.kind != "baseline":
                 tip += f"; threshold {threshold_text}" + ("" if failing is None else (": FAIL" if failing else ": pass"))
             if value.get("note"):
                 tip += f"; {value['note']}"
-            if side == "candidate" and cmp_verdict is not None:
-                tip += f"; compared with the baseline: {cmp_verdict}"
-            g = [f'<g class="mark {_e(side)}"><title>{_e(tip)}</title>']
-            if side != "value":
-                g.append(f'<text class="side" x="{_n(label_w)}" y="{_n(yc + 4)}" font-size="11">{_e(side)}</text>')
+            tip += side.extra
+            g = [f'<g class="mark {_e(side.kind)}"><title>{_e(tip)}</title>']
+            if side.label:
+                shown = _shorten(side.label, 11.0, side_w - 6)
+                g.append(f'<text class="side" x="{_n(label_w)}" y="{_n(yc + 4)}" font-size="11"{_lang(side.label)}>{_e(shown)}</text>')
             if v is not None:
                 a, b = sorted((x(0.0), x(v)))
-                cls = "bar" + (" base" if side == "baseline" else "") + (" failing" if failing and comparison is None else "")
+                cls = "bar" + (" base" if side.kind == "baseline" else "") + (" failing" if failing and mark_failing else "")
                 g.append(f'<rect class="{cls}" x="{_n(a)}" y="{_n(yc - bar_h / 2)}" width="{_n(max(b - a, 1.0))}" height="{_n(bar_h)}"/>')
             if v is None:  # no bar: say so in the plot too, so an empty row is not read as 0
                 g.append(f'<text class="na" x="{_n(x(0.0) + 4)}" y="{_n(yc + 4)}" font-size="11">n/a</text>')
@@ -648,22 +769,16 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
         segments = [(p, plot_top, plot_bottom, shared[0]) for p in _threshold_positions(shared[0])]
     else:
         segments = []
-        for i, (_, threshold, _, _) in enumerate(rows):
-            y_row = top + i * row_h
-            segments += [(p, y_row + 1, y_row + row_h - 1, threshold) for p in _threshold_positions(threshold)]
+        for y_top, (_, threshold, _, sides) in zip(tops, rows):
+            row_h = slot_h * len(sides) + row_gap
+            segments += [(p, y_top + 1, y_top + row_h - 1, threshold) for p in _threshold_positions(threshold)]
     for p, y1, y2, threshold in segments:
         svg.append(
             f'<line class="threshold" x1="{_n(x(p))}" y1="{_n(y1)}" x2="{_n(x(p))}" y2="{_n(y2)}">'
             f"<title>threshold {_e(fmt.threshold(threshold))}</title></line>"
         )
     svg.append("</svg>")
-
-    thresholds = sorted({fmt.threshold(t) for _, t, _, _ in rows if fmt.threshold(t)})
-    caption = f'<code>{_e(metric)}</code> <span class="muted small">threshold {_e("; ".join(thresholds) or "none")}</span>'
-    return (
-        f'<figure class="chart" id="chart-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n'
-        f'<div class="legend">{legend}</div>\n' + "\n".join(svg) + "\n</figure>"
-    )
+    return "\n".join(svg)
 
 
 # --- comparison ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from biascheck.benchmarks.base import document_schema, examples_of, layout_of
+from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row
@@ -53,6 +53,9 @@ def build_results(run) -> list[dict[str, Any]]:
                     "name": suite.name,
                     "benchmark": manifest.benchmark,
                     "description": manifest.description,
+                    "language": manifest.language,
+                    # The benchmark's categories by their shared names, for the view across suites.
+                    "common_categories": common_categories(benchmark),
                     "manifest": manifest.path.as_posix(),
                     "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
                     "prompts": [p.id for p in suite.prompts],

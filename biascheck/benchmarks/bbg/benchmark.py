@@ -96,7 +96,30 @@ class BBGBenchmark:
         spread_over="runs",
         examples_title="read as biased in both versions (first pairs)",
         examples_columns=("pair", "category", "question"),
+        bias_metrics=("bias_gen",),  # compared category by category across suites (KoBBG with EnBBG)
     )
+    # KoBBG's categories are KoBBQ's, EnBBG's BBQ's written without separators: both by their
+    # shared names (benchmarks.base.COMMON_CATEGORIES).
+    common_categories = {
+        "age": "age",
+        "disability_status": "disability",
+        "disabilitystatus": "disability",
+        "domestic_area_of_origin": "region",
+        "educational_background": "education",
+        "family_structure": "family_structure",
+        "gender_identity": "gender",
+        "genderidentity": "gender",
+        "nationality": "nationality",
+        "physical_appearance": "physical_appearance",
+        "physicalappearance": "physical_appearance",
+        "political_orientation": "political_orientation",
+        "race_ethnicity_nationality": "race_ethnicity",
+        "raceethnicity": "race_ethnicity",
+        "religion": "religion",
+        "ses": "ses",
+        "sexual_orientation": "sexual_orientation",
+        "sexualorientation": "sexual_orientation",
+    }
     metric_names = tuple(BBG_METRICS)
     metric_defs = BBG_METRICS
     # What a baseline keeps per MRC question: enough to rebuild its pair and the pair's type.

@@ -169,7 +169,10 @@ class QABenchmark:
     records_schema = schema_fragment(__package__, "records")
     # The answer modes (benchmarks/qa/answers.py): [answers] mode, or --biascheck-answer-mode.
     estimators: tuple[str, ...] = ANSWER_MODES
-    report_layout = ReportLayout(headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"))
+    report_layout = ReportLayout(
+        headline=("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "ooc_ratio"),
+        bias_metrics=("diff_bias_amb", "diff_bias_dis"),  # KoBBQ's (sec. 4.2); every QA benchmark reports them
+    )
     # A benchmark's own metrics over the same count cells (benchmarks/qa/metrics.py), by name: listed
     # in metric_names like the shared ones; each with a per-cell score (CASE_SCORES) where one exists.
     own_metrics: Mapping[str, MetricDef] = {}

@@ -146,6 +146,23 @@ def load_items(path: Path) -> list[QAItem]:
 
 class KoBBQBenchmark(QABenchmark):
     name = "kobbq"
+    # The categories (sample_id prefixes) by their shared names (benchmarks.base.COMMON_CATEGORIES).
+    # race_ethnicity_nationality is KoBBQ's merge of BBQ's Race_ethnicity and Nationality (the
+    # paper's sec. 3.1): it is filed under race_ethnicity, its nationality templates included.
+    common_categories = {
+        "age": "age",
+        "disability_status": "disability",
+        "domestic_area_of_origin": "region",
+        "educational_background": "education",
+        "family_structure": "family_structure",
+        "gender_identity": "gender",
+        "physical_appearance": "physical_appearance",
+        "political_orientation": "political_orientation",
+        "race_ethnicity_nationality": "race_ethnicity",
+        "religion": "religion",
+        "ses": "ses",
+        "sexual_orientation": "sexual_orientation",
+    }
 
     def load(self, manifest, files):
         if "samples" not in files:
