@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
@@ -35,7 +36,15 @@ REQUIRED = (
 
 def load_items(path: Path, category: str) -> list[tuple[QAItem, tuple]]:
     """Every example of one category file, each with its sampling group key."""
-    items = []
+    items = [item_of_row(row, category, bad) for row, bad in jsonl_rows(path, REQUIRED)]
+    if not items:
+        raise BiascheckError(path, None, "has no examples", "restore the original file")
+    return items
+
+
+def jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[dict, Callable[[str, str], BiascheckError]]]:
+    """Each JSON object of a JSON Lines file that has the ``required`` keys, with a maker of its
+    one-line error (``bad(field, problem)``, naming the file and line); anything else is refused."""
     raw = path.read_bytes()
     try:
         # JSON Lines are separated by "\n" only; str.splitlines() would also split inside a string
@@ -48,25 +57,31 @@ def load_items(path: Path, category: str) -> list[tuple[QAItem, tuple]]:
         if not line.strip():
             continue
 
-        def bad(field: str, problem: str) -> BiascheckError:
-            return BiascheckError(path, f"line {number}: {field}", problem, "restore the original file or fix that row")
-
+        bad = row_error(path, number)
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise bad("json", f"not valid JSON ({exc.msg})") from None
         if not isinstance(row, dict):
             raise bad("json", "is not an object")
-        missing = [k for k in REQUIRED if k not in row]
+        missing = [k for k in required if k not in row]
         if missing:
             raise bad(missing[0], "missing")
-        items.append(_item(row, category, bad))
-    if not items:
-        raise BiascheckError(path, None, "has no examples", "restore the original file")
-    return items
+        yield row, bad
 
 
-def _item(row: dict, category: str, bad) -> tuple[QAItem, tuple]:
+def row_error(path: Path, number: int) -> Callable[[str, str], BiascheckError]:
+    """The one-line error of a file's line ``number``: ``bad(field, problem)`` (bound here, so it
+    names its own line even when called after the file has been read)."""
+
+    def bad(field: str, problem: str) -> BiascheckError:
+        return BiascheckError(path, f"line {number}: {field}", problem, "restore the original file or fix that row")
+
+    return bad
+
+
+def item_of_row(row: dict, category: str, bad) -> tuple[QAItem, tuple]:
+    """One BBQ row as an item and its sampling group key; ``bad(field, problem)`` makes its error."""
     info = row["answer_info"]
     if not isinstance(info, dict) or sorted(info) != ["ans0", "ans1", "ans2"]:
         raise bad("answer_info", "must map ans0, ans1, ans2 to [name, group]")
@@ -163,6 +178,9 @@ def one_per_group(keyed_items: list[tuple[QAItem, tuple]], seed: int) -> list[QA
 
 
 class BBQBenchmark(QABenchmark):
+    """BBQ's files, one category each (several files may share one); a benchmark translated from
+    BBQ subclasses it and overrides :meth:`load_file` alone."""
+
     name = "bbq"
     # The categories (the files' category names) by their shared names
     # (benchmarks.base.COMMON_CATEGORIES). The intersectional Race_x_SES and Race_x_gender have no
@@ -179,6 +197,10 @@ class BBQBenchmark(QABenchmark):
         "Sexual_orientation": "sexual_orientation",
     }
 
+    def load_file(self, path: Path, category: str) -> list[tuple[QAItem, tuple]]:
+        """One data file's examples, each with its sampling group key (see :func:`one_per_group`)."""
+        return load_items(path, category)
+
     def load(self, manifest, files):
         keyed: list[tuple[QAItem, tuple]] = []
         skipped: dict[str, str] = {}
@@ -189,7 +211,7 @@ class BBQBenchmark(QABenchmark):
             if resolved.local is None:
                 skipped[category] = resolved.reason or f"{key} is not available"
                 continue
-            keyed.extend(load_items(resolved.local, category))
+            keyed.extend(self.load_file(resolved.local, category))
         if not keyed and not skipped:
             raise BiascheckError(manifest.path, "data", "no category files", 'give each BBQ file a category = "..."')
         if manifest.sample == "one-per-group":
