@@ -216,7 +216,29 @@ class CBBQBenchmark(QABenchmark):
     metric_names = METRIC_NAMES
     own_metrics = CBBQ_METRICS
     own_case_scores = CBBQ_CASE_SCORES
-    report_layout = ReportLayout(headline=("s_total", "s_amb", "s_dis", "acc_amb", "acc_dis", "ooc_ratio"), label_title="By question polarity")
+    # The view across suites compares diff_bias_amb, which every QA benchmark reports; CBBQ's own
+    # scores have no counterpart elsewhere, and its diff_bias_dis is never defined (see README).
+    report_layout = ReportLayout(
+        headline=("s_total", "s_amb", "s_dis", "acc_amb", "acc_dis", "ooc_ratio"),
+        label_title="By question polarity",
+        bias_metrics=("diff_bias_amb",),
+    )
+    common_categories = {
+        "age": "age",
+        "disability": "disability",
+        "disease": "disease",
+        "educational_qualification": "education",
+        "ethnicity": "race_ethnicity",  # China's ethnic groups and race abroad: one dimension elsewhere
+        "gender": "gender",
+        "household_registration": "household_registration",
+        "nationality": "nationality",
+        "physical_appearance": "physical_appearance",
+        "race": "race_ethnicity",
+        "region": "region",
+        "religion": "religion",
+        "SES": "ses",
+        "sexual_orientation": "sexual_orientation",
+    }
 
     def load(self, manifest, files):
         by_category: dict[str, list[Path]] = {}

@@ -155,6 +155,8 @@ def bbq_row(row: dict, template: str, bad) -> dict:
 
 class GGBBQBenchmark(BBQBenchmark):
     name = "gg-bbq"
+    # Both subsets measure gender identity: the view across suites shows each beside the others.
+    common_categories = {"group_terms": "gender", "proper_names": "gender"}
 
     def load_file(self, path: Path, category: str) -> list[tuple[QAItem, tuple]]:
         return load_items(path, category)
