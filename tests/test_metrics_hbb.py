@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -349,8 +350,12 @@ def test_unscorable_never_counted_as_unbiased(items):
     extra_keys = [("a", "x", "q1"), ("b", "y", "q2")]
     a = aggregate_hbb(keys, vecs(rows), n_boot=0).overall
     b = aggregate_hbb(keys + extra_keys, vecs(rows + extra_rows), n_boot=0).overall
-    for m in ("hbb_flagged", "hbb_flagged_rate", "hbb_mean_flagged_score", "hbb_mean_score"):
+    for m in ("hbb_flagged", "hbb_flagged_rate"):
         assert same(a[m].value, b[m].value)
+    # The mean scores sum floats per template, and the unscorable rows add templates: numpy's
+    # pairwise sum then groups the same scores differently, which may move the last bit.
+    for m in ("hbb_mean_flagged_score", "hbb_mean_score"):
+        assert same(a[m].value, b[m].value) or math.isclose(a[m].value, b[m].value, rel_tol=4 * sys.float_info.epsilon)
     assert b["unscorable_ratio"].value > 0 and b["error_ratio"].value > 0
 
 
