@@ -261,7 +261,9 @@ class QABenchmark:
 
     @staticmethod
     def estimator(manifest, override: str | None) -> AnswerMode | None:
-        return answers.answer_mode(manifest, override)
+        mode = answers.answer_mode(manifest, override)
+        answers.check_listed_options(manifest, mode)
+        return mode
 
     @staticmethod
     def continuations(case: Case, mode: AnswerMode) -> list[tuple[int, str]]:
