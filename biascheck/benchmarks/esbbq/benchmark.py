@@ -39,7 +39,7 @@ from pathlib import Path
 
 from biascheck.benchmarks.qa import answers
 from biascheck.benchmarks.qa.answers import AnswerMode
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files, read_utf8
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, QATruth
 
@@ -93,12 +93,7 @@ HARNESS_UNKNOWNS = {
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise BiascheckError(path, f"line {line}", f"not UTF-8 ({exc.reason} at byte {exc.start})", "restore the original file") from None
+    text = read_utf8(path)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
@@ -246,15 +241,9 @@ class EsBBQBenchmark(QABenchmark):
                 f'set language = "{self.language}"',
             )
         keyed: list[tuple[QAItem, tuple[str, ...]]] = []
-        skipped: dict[str, str] = {}
-        for key, resolved in files.items():
-            category = manifest.data_categories.get(key)
-            if category is None:
-                continue
-            if resolved.local is None:
-                skipped[category] = resolved.reason or f"{key} is not available"
-                continue
-            loaded = load_items(resolved.local)
+        found, skipped = category_files(manifest, files)
+        for key, category, path in found:
+            loaded = load_items(path)
             wrong = next((item for item, _ in loaded if item.category != category), None)
             if wrong is not None:
                 raise BiascheckError(

@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (
@@ -166,16 +166,8 @@ class BBQBenchmark(QABenchmark):
     name = "bbq"
 
     def load(self, manifest, files):
-        keyed: list[tuple[QAItem, tuple]] = []
-        skipped: dict[str, str] = {}
-        for key, resolved in files.items():
-            category = manifest.data_categories.get(key)
-            if category is None:
-                continue
-            if resolved.local is None:
-                skipped[category] = resolved.reason or f"{key} is not available"
-                continue
-            keyed.extend(load_items(resolved.local, category))
+        found, skipped = category_files(manifest, files)
+        keyed: list[tuple[QAItem, tuple]] = [keyed_item for _, category, path in found for keyed_item in load_items(path, category)]
         if not keyed and not skipped:
             raise BiascheckError(manifest.path, "data", "no category files", 'give each BBQ file a category = "..."')
         if manifest.sample == "one-per-group":
