@@ -104,7 +104,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         raise BiascheckError(path, f"line {reader.line_num}", f"malformed CSV: {exc}", "restore the original file") from None
     for row in rows:
         if None in row or any(row[c] is None for c in COLUMNS):
-            # DictReader keeps the physical line where each record ended; report the record's own start.
+            # named by its instance: a quoted field may span lines, so a record's line says little
             raise BiascheckError(path, f"instance {row.get('instance_id')!r}", "wrong number of fields", "restore the original file")
     return rows
 
