@@ -12,6 +12,7 @@ import math
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -334,6 +335,18 @@ def _too_deep(path: Path) -> BiascheckError:
     return BiascheckError(path, None, f"tables or arrays are nested too deeply (more than {MAX_DEPTH} levels)", EXAMPLE_FIX)
 
 
+OPTION_PLACEHOLDERS = ("{a}", "{b}", "{c}")
+
+
+def lists_no_options(raw: Mapping[str, Any], template: str) -> bool:
+    """A prompt may leave its options unlisted (lm-evaluation-harness's prompts, whose options are
+    scored as continuations) only when it lists none and the suite answers by the option texts'
+    log-likelihood; the QA benchmarks refuse any other answer mode for it before the first call."""
+    answers = raw.get("answers") or {}
+    scored = answers.get("mode") == "loglikelihood" and answers.get("continuations") == "options"
+    return scored and not any(p in template for p in OPTION_PLACEHOLDERS)
+
+
 def load_manifest(suite: Path | str) -> SuiteManifest:
     """Read and validate a manifest; ``suite`` is the suite folder or its ``suite.toml``."""
     path = Path(suite)
@@ -374,7 +387,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
     inline = tuple(InlinePrompt(p["id"], p["template"], p.get("unknown"), tuple(p["letters"])) for p in prompts.get("inline", ()))
     for prompt in inline:
         for placeholder in ("{context}", "{question}", "{a}", "{b}", "{c}"):
-            if placeholder not in prompt.template:
+            if placeholder not in prompt.template and not (placeholder in OPTION_PLACEHOLDERS and lists_no_options(raw, prompt.template)):
                 raise BiascheckError(
                     path,
                     f"prompts.inline[{prompt.id}].template",

@@ -49,8 +49,8 @@ def run_serve(args: argparse.Namespace) -> int:
     _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
     from biascheck.suite import load_suite  # lazy: the suite loader is heavier than the server
 
-    cases = [case for suite_dir in args.suites for case in load_suite(suite_dir, data_dir=args.data).cases]
-    app = SimApp(SimKnowledge.from_cases(cases), default_persona=args.persona)
+    suites = [load_suite(suite_dir, data_dir=args.data) for suite_dir in args.suites]
+    app = SimApp(SimKnowledge.from_suites(suites), default_persona=args.persona)
     asyncio.run(_serve_until_signalled(app, args.host, args.port))
     return 0
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from biascheck.benchmarks.bbg.data import MRCPrompt, MRCQuestion
-from biascheck.benchmarks.qa.answers import CONTINUATIONS, AnswerMode, continuations
+from biascheck.benchmarks.qa.answers import CONTINUATIONS, AnswerMode, Continuations, continuations
 from biascheck.core.records import Case, QATruth
 from biascheck.sim.messages import message_key
 from biascheck.sim.stories import find_question, mrc_user_content, parse_mrc_prompt, writer_rank
@@ -57,6 +57,8 @@ class SimKnowledge:
         self._mrc_prompts = tuple(prompts)
         # prompt + continuation -> (message key, option, continuation start): built on first use.
         self._continuations: dict[bytes, tuple[str, int, int]] | None = None
+        # message key -> what its benchmark scores for each option (default: answers.continuations).
+        self._scorers: dict[str, Continuations] = {}
 
     @classmethod
     def from_cases(cls, cases: Iterable[Case]) -> SimKnowledge:
@@ -97,6 +99,20 @@ class SimKnowledge:
                     writers[question] = rows.get((writer.story_key, writer.seed_text, question.qtype), writer)
         return cls(by_key, tuple(conflicts), questions, shared, shared_prompts, writers)
 
+    @classmethod
+    def from_suites(cls, suites: Iterable[Any]) -> SimKnowledge:
+        """The cases of these suites (loaded :class:`~biascheck.suite.Suite` s), each option scored
+        by the continuations of its own suite's benchmark (a benchmark may score more than one per
+        option, or other texts), as the loglikelihood answer mode sends them."""
+        suites = list(suites)
+        knowledge = cls.from_cases(case for suite in suites for case in suite.cases)
+        for suite in suites:
+            scorer = getattr(suite.benchmark, "continuations", None)
+            if scorer is not None:
+                for case in suite.cases:
+                    knowledge._scorers.setdefault(message_key(case.messages_as_dicts()), scorer)
+        return knowledge
+
     def lookup(self, messages: Sequence[Mapping[str, Any]]) -> Case | None:
         return self._by_key.get(message_key(messages))
 
@@ -105,14 +121,16 @@ class SimKnowledge:
 
     def lookup_continuation(self, prompt: str) -> tuple[Case, str, int, int] | None:
         """The QA case whose prompt, followed by one of its options' continuations (as the
-        loglikelihood answer mode writes them: letters or texts), is ``prompt``: (case, its
+        loglikelihood answer mode writes them: letters or texts, by its benchmark's own
+        ``continuations`` when known through :meth:`from_suites`), is ``prompt``: (case, its
         message key, the option, where the continuation starts); None for any other text."""
         if self._continuations is None:
             self._continuations = {}
             for key, case in self._by_key.items():
                 if isinstance(case.truth, QATruth) and len(case.messages) == 1:
+                    scored = self._scorers.get(key, continuations)
                     for kind in CONTINUATIONS:
-                        for option, text in continuations(case, AnswerMode("loglikelihood", continuations=kind)):
+                        for option, text in scored(case, AnswerMode("loglikelihood", continuations=kind)):
                             whole = case.messages[0].content + text
                             self._continuations.setdefault(hashlib.sha256(whole.encode()).digest(), (key, option, len(case.messages[0].content)))
         found = self._continuations.get(hashlib.sha256(prompt.encode()).digest())

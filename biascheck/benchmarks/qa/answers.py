@@ -196,6 +196,24 @@ def classify(case: Case, responses: Sequence[Response], mode: AnswerMode, scored
     )
 
 
+def check_listed_options(manifest: SuiteManifest, mode: AnswerMode | None) -> None:
+    """A prompt that lists no options (lm-evaluation-harness's, allowed by the manifest when the
+    suite scores option texts) can be answered by option-text log-likelihood alone: any other mode
+    the run asks for is refused before the first call, never sent without its options."""
+    if mode is not None and mode.kind == "loglikelihood" and mode.continuations == "options":
+        return
+    used = [p for p in manifest.inline_prompts if manifest.prompt_ids is None or p.id in manifest.prompt_ids]
+    bare = next((p for p in used if "{a}" not in p.template), None)
+    if bare is not None:
+        kind = "generate" if mode is None else f"{mode.kind} ({mode.continuations})" if mode.kind == "loglikelihood" else mode.kind
+        raise BiascheckError(
+            manifest.path,
+            f"prompts.inline[{bare.id}]",
+            f"lists no options, so it cannot be answered by {kind}",
+            'use prompts that list them ([prompts] use), or answer by loglikelihood with continuations = "options"',
+        )
+
+
 def check_table(manifest: SuiteManifest, modes: Sequence[str]) -> None:
     """``[answers]`` names a mode of this benchmark."""
     mode = manifest.answers.get("mode")

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (
@@ -202,16 +202,8 @@ class BBQBenchmark(QABenchmark):
         return load_items(path, category)
 
     def load(self, manifest, files):
-        keyed: list[tuple[QAItem, tuple]] = []
-        skipped: dict[str, str] = {}
-        for key, resolved in files.items():
-            category = manifest.data_categories.get(key)
-            if category is None:
-                continue
-            if resolved.local is None:
-                skipped[category] = resolved.reason or f"{key} is not available"
-                continue
-            keyed.extend(self.load_file(resolved.local, category))
+        found, skipped = category_files(manifest, files)
+        keyed: list[tuple[QAItem, tuple]] = [keyed_item for _, category, path in found for keyed_item in self.load_file(path, category)]
         if not keyed and not skipped:
             raise BiascheckError(manifest.path, "data", "no category files", 'give each BBQ file a category = "..."')
         if manifest.sample == "one-per-group":

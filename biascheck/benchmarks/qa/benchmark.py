@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -20,6 +21,8 @@ from biascheck.benchmarks.qa.answers import ANSWER_MODES, AnswerMode
 from biascheck.benchmarks.qa.metrics import CASE_SCORES, COUNT_FIELDS, READING_METRICS, record_cell
 from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
 from biascheck.config.manifest import SuiteManifest
+from biascheck.config.sources import Resolved
+from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Message, Outcome, QATruth, Response
 from biascheck.metrics.core import MetricDef
 
@@ -112,6 +115,33 @@ def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Se
                     )
                 )
     return cases
+
+
+def read_utf8(path: Path) -> str:
+    """A data file's text; bytes that are not UTF-8 are a one-line error naming the line."""
+    # Decoded in one piece: a streaming decode reports the bad byte's offset within its chunk.
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise BiascheckError(path, f"line {line}", f"not UTF-8 ({exc.reason} at byte {exc.start})", "restore the original file") from None
+
+
+def category_files(manifest: SuiteManifest, files: Mapping[str, Resolved]) -> tuple[list[tuple[str, str, Path]], dict[str, str]]:
+    """The suite's per-category data files (``category = "..."``) that could be had, as (key,
+    category, local path), and the categories whose optional file could not, with why."""
+    found: list[tuple[str, str, Path]] = []
+    skipped: dict[str, str] = {}
+    for key, resolved in files.items():
+        category = manifest.data_categories.get(key)
+        if category is None:
+            continue
+        if resolved.local is None:
+            skipped[category] = resolved.reason or f"{key} is not available"
+        else:
+            found.append((key, category, resolved.local))
+    return found, skipped
 
 
 def classify(case: Case, response: Response) -> Outcome:
@@ -215,7 +245,6 @@ class QABenchmark:
 
     def build_cases(self, manifest, files):
         from biascheck.benchmarks.base import BuiltCases, check_metric_tables
-        from biascheck.core.errors import BiascheckError
 
         # A gate on a metric this benchmark never reports would only fail at the end of a paid run.
         answers.check_table(manifest, self.estimators)
@@ -272,7 +301,9 @@ class QABenchmark:
 
     @staticmethod
     def estimator(manifest, override: str | None) -> AnswerMode | None:
-        return answers.answer_mode(manifest, override)
+        mode = answers.answer_mode(manifest, override)
+        answers.check_listed_options(manifest, mode)
+        return mode
 
     @staticmethod
     def continuations(case: Case, mode: AnswerMode) -> list[tuple[int, str]]:

@@ -14,7 +14,7 @@ import io
 import re
 from pathlib import Path
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, read_utf8
 from biascheck.core.errors import BiascheckError
 
 DATASET_UNKNOWN = "알 수 없음"
@@ -26,13 +26,7 @@ LETTER_IN_LABEL = re.compile(r"([A-Za-z])\)?\s*:?\s*$")
 
 
 def read_tsv(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
-    # Decoded in one piece: a streaming decode reports the bad byte's offset within its chunk.
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise BiascheckError(path, f"line {line}", f"not UTF-8 ({exc.reason} at byte {exc.start})", "restore the original file") from None
+    text = read_utf8(path)
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
         missing = [c for c in required if c not in (reader.fieldnames or [])]
