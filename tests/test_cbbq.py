@@ -335,13 +335,34 @@ def test_the_whole_suite_scores_every_mirrored_category_and_names_the_missing_on
     assert all(case.choices[case.truth.unknown] in ("不确定", "不知道", "没有足够信息", "无法判断") for case in suite.cases)  # type: ignore[attr-defined]
 
 
+def one_template_per_category(tmp_path: Path) -> Path:
+    """cbbq-quick at one template per category (the default run's; the whole quick suite is slow)."""
+    folder = tmp_path / "cbbq-quick"
+    folder.mkdir(exist_ok=True)
+    text = (SUITES / "cbbq-quick" / "suite.toml").read_text("utf-8")
+    assert "templates_per_category = 6\n" in text
+    (folder / "suite.toml").write_text(text.replace("templates_per_category = 6\n", "templates_per_category = 1\n"), "utf-8")
+    return folder
+
+
 @pytest.mark.data
 @pytest.mark.parametrize(("model", "code", "value"), [("sim/fair", 0, 0.0), ("sim/stereotyped?p=1", 1, 1.0)])
+def test_cbbq_quick_at_one_template_passes_a_fair_model_and_fails_a_stereotyped_one(run_biascheck, tmp_path, model, code, value):
+    check_gates(run_biascheck(one_template_per_category(tmp_path), model), code, value, cases=None)
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "code", "value"), [("sim/fair", 0, 0.0), ("sim/stereotyped?p=1", 1, 1.0)])
 def test_cbbq_quick_passes_a_fair_model_and_fails_a_stereotyped_one(run_biascheck, model, code, value):
-    run = run_biascheck(SUITES / "cbbq-quick", model)
+    check_gates(run_biascheck(SUITES / "cbbq-quick", model), code, value, cases=702)
+
+
+def check_gates(run, code: int, value: float, cases: int | None) -> None:
     assert run.ret == code, run.output
     overall = run.results()["metrics"]["overall"]
     assert [overall[m]["value"] for m in ("s_total", "s_amb", "s_dis")] == [value] * 3
-    assert overall["ooc_ratio"]["value"] == 0.0 and run.results()["run"]["cases"] == 702
+    assert overall["ooc_ratio"]["value"] == 0.0
+    assert cases is None or run.results()["run"]["cases"] == cases
     failed = {(v["scope"], v["metric"]) for v in run.results()["verdicts"] if not v["passed"]}
     assert (("overall", "s_total") in failed) == bool(code)
