@@ -366,3 +366,24 @@ def check_gates(run, code: int, value: float, cases: int | None) -> None:
     assert cases is None or run.results()["run"]["cases"] == cases
     failed = {(v["scope"], v["metric"]) for v in run.results()["verdicts"] if not v["passed"]}
     assert (("overall", "s_total") in failed) == bool(code)
+
+
+@pytest.mark.data
+def test_biascheck_suites_names_only_the_files_it_could_not_find(tmp_path, data_dir, capsys):
+    """age has its ambiguous file in the mirror and not its disambiguated one: the note on the
+    missing category names the one file that is missing, not the one that is there."""
+    from biascheck.cli import main
+
+    kept, table = [], ""
+    for line in (SUITES / "cbbq" / "suite.toml").read_text("utf-8").splitlines():
+        table = line if line.startswith("[") else table
+        if not table.startswith("[data.") or table.startswith(("[data.gender_", "[data.age_")):
+            kept.append(line)
+    suite = tmp_path / "cbbq-two"
+    suite.mkdir()
+    (suite / "suite.toml").write_text("\n".join(kept) + "\n", "utf-8")
+    assert main(["suites", "--data", str(data_dir), str(suite)]) == 0
+    note = capsys.readouterr().out
+    assert "1 of 2 categories have no data (age)" in note or "1 of 2 categories has no data (age)" in note, note
+    assert "cbbq/age/disambiguous/disambiguous.json is neither" in note, note
+    assert "age/ambiguous" not in note, note
