@@ -239,7 +239,7 @@ class BiascheckState:
                 document,
                 self.baseline.rules,
                 allow_fingerprint_mismatch=self.baseline.allow_mismatch,
-                fail_inconclusive=self.baseline.fail_inconclusive,
+                **({"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}),
             )
             prompts = {case.case_id: case.messages[-1].content for case in cases}
             try:
@@ -411,6 +411,8 @@ class BiascheckState:
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
             for line in github.failed_check_annotations(failed, self.results_json, Path(self.config.rootpath)):
+                terminalreporter.write_line(line)
+            for line in github.unresolved_annotations(comparisons):
                 terminalreporter.write_line(line)
 
 

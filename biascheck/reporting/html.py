@@ -19,7 +19,9 @@ from typing import Any, NamedTuple
 
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
+from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.reporting.comparison import unresolved_heading, unresolved_lines
 from biascheck.reporting.results import judge_lines, missing_data_line, scope_label, served_warning, summary_rows
 
 __all__ = ["render_html", "render_index"]
@@ -801,6 +803,15 @@ def _regressions(comparison: dict) -> str:
     notable = sorted(
         (r for r in entries if r.get("verdict") in ("regressed", "inconclusive") and r.get("explanation")), key=lambda r: VERDICT_ORDER[r["verdict"]]
     )
+    heading = unresolved_heading(comparison) if "results" in comparison else None
+    if heading:
+        warn = on_inconclusive_of(comparison) in ("warn", "fail")
+        out.append(f'<div class="{"alert" if warn else "muted"}" id="unresolved"><p>{_e(heading)}</p><ul>')
+        out += [f"<li{_lang(line)}>{_e(line)}</li>" for line in unresolved_lines(comparison)]
+        out.append(
+            '</ul><p class="muted small">Suite sizes are estimates: the detectable worsening shrinks as 1/sqrt(cases), '
+            "assuming the same spread per case.</p></div>"
+        )
     if notable:
         out.append("<ul>")
         out += [f"<li>{_badge(r['verdict'])} <span{_lang(r['explanation'])}>{_e(r['explanation'])}</span></li>" for r in notable]

@@ -11,7 +11,8 @@ from typing import Any
 
 from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
-from biascheck.reporting.comparison import headline, rows
+from biascheck.evaluation.regression import on_inconclusive_of
+from biascheck.reporting.comparison import headline, rows, unresolved_heading, unresolved_lines
 from biascheck.reporting.results import (
     SUMMARY_HEADERS,
     category_metrics,
@@ -240,11 +241,11 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
         for r in comparison["results"]:
             if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall"):
                 console.print(f"  {esc(r['explanation'])}", style=STYLE[r["verdict"]])
-        unresolved = sum(r["verdict"] == "inconclusive" and r["scope"] != "overall" for r in comparison["results"])
-        if unresolved:
-            console.print(
-                f"  {unresolved} category checks inconclusive: too few cases to show or rule out a worsening beyond "
-                "their margins (the mde column is the smallest worsening each detects; details in comparison.md)",
-                style="yellow",
-            )
+        heading = unresolved_heading(comparison)
+        if heading:
+            style = {"warn": "bold yellow", "fail": "bold red"}.get(on_inconclusive_of(comparison), "yellow")
+            console.print(f"  {esc(heading)}", style=style)
+            for line in unresolved_lines(comparison):
+                console.print(f"    {esc(line)}", style="yellow")
+            console.print("    (suite sizes are estimates, as 1/sqrt(cases) with the same spread per case; details in comparison.md)", style="dim")
     return buffer.getvalue()
