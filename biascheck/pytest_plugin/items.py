@@ -278,6 +278,15 @@ def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:
     return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
 
 
+def selected_metrics(items: list[pytest.Item]) -> dict[str, set[tuple[str, str]]]:
+    """Suite name -> the (scope, metric) of its selected metric items: the threshold checks that gate the run."""
+    chosen: dict[str, set[tuple[str, str]]] = {}
+    for item in items:
+        if isinstance(item, MetricItem):
+            chosen.setdefault(item.suite_file.suite.name, set()).add((item.scope, item.name))
+    return chosen
+
+
 # How a passed item reports what the model did: (category, letter, word).
 REPORT_STATUS = {
     "biased": ("biased", "b", "BIASED"),

@@ -56,7 +56,7 @@ def unresolved_lines(comparison: Mapping[str, Any]) -> list[str]:
     """Per unresolved check: what it detects against its margin, and the suite size that would
     resolve it (``cases_to_resolve``, an estimate assuming the same spread per case)."""
     return [
-        f"{r['metric']} ({r['scope']}): detects {fmt.value(r['mde'])} against margin {fmt.value(r['margin'])}; {resolve_text(r)}"
+        f"{r['metric']} ({r['scope']}): detects {fmt.value(r.get('mde'))} against margin {fmt.value(r.get('margin'))}; {resolve_text(r)}"
         for r in unresolved_checks(comparison)
     ]
 

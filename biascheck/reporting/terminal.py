@@ -14,8 +14,11 @@ from biascheck.core import format as fmt
 from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.reporting.comparison import headline, rows, unresolved_heading, unresolved_lines
 from biascheck.reporting.results import (
+    NOT_GATED,
     SUMMARY_HEADERS,
     category_metrics,
+    deselected_line,
+    gated,
     judge_lines,
     missing_data_failed,
     missing_data_line,
@@ -72,6 +75,17 @@ def print_table(console, table) -> None:
         console.width = width
 
 
+def _mark(verdict: Mapping[str, Any] | None) -> str:
+    """A threshold check's verdict cell, as rich markup."""
+    if verdict is None:
+        return ""
+    if verdict.get("status") == "inconclusive":
+        return "[yellow]pass (inconclusive)[/]"
+    if verdict["passed"]:
+        return "[green]pass[/]"
+    return "[bold red]FAIL[/]" if gated(verdict) else f"[dim]{NOT_GATED}[/]"
+
+
 def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
     from rich.markup import escape as esc
     from rich.table import Table
@@ -95,6 +109,9 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         console.print(esc(run_line(document)), style="bold" if document["passed"] else "bold red")
         for line in judge_lines(document):
             console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
+        deselected = deselected_line(document)
+        if deselected:
+            console.print(f"  {esc(deselected)}", style="yellow")
         missing = missing_data_line(document)
         if missing:
             console.print(f"  {esc(missing)}", style="bold red" if missing_data_failed(document) else "yellow")
@@ -112,17 +129,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
             verdict = verdicts.get(("overall", name))
-            mark = (
-                ""
-                if verdict is None
-                else (
-                    "[yellow]pass (inconclusive)[/]"
-                    if verdict.get("status") == "inconclusive"
-                    else "[green]pass[/]"
-                    if verdict["passed"]
-                    else "[bold red]FAIL[/]"
-                )
-            )
+            mark = _mark(verdict)
             table.add_row(
                 esc(name),
                 fmt.value(value["value"]),
@@ -148,17 +155,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             for category, values in metrics["by_category"].items():
                 for i, name in enumerate(shown):
                     verdict = verdicts.get((category, name))
-                    mark = (
-                        ""
-                        if verdict is None
-                        else (
-                            "[yellow]pass (inconclusive)[/]"
-                            if verdict.get("status") == "inconclusive"
-                            else "[green]pass[/]"
-                            if verdict["passed"]
-                            else "[bold red]FAIL[/]"
-                        )
-                    )
+                    mark = _mark(verdict)
                     table.add_row(
                         esc(category) if i == 0 else "",
                         esc(name),
