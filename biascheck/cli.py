@@ -390,10 +390,11 @@ def _diff(args) -> int:
     from biascheck.reporting.terminal import render_comparison_terminal
     from biascheck.reporting.write import write_reports
 
+    # The options first: a usage error needs no file read.
+    mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
-    mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
     settings = settings_from(
         results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, **({"on_inconclusive": mode} if mode else {})
     )
