@@ -283,6 +283,9 @@ def test_on_inconclusive_pass_warn_and_fail_end_to_end(run_biascheck, gate_suite
     assert f"about {first['cases_to_resolve']:,} cases would resolve it" in step
     assert "## Unresolved checks" in (warn.report_dir / "comparison.md").read_text("utf-8")
     assert 'id="unresolved"' in (warn.report_dir / "report.html").read_text("utf-8")
+    # Like ::error lines, ::warning lines name only the checks whose items ran.
+    unselected = run_biascheck(gate_suite, SLIGHTLY_WORSE, "--biascheck-baseline", str(base), "-k", "not regression", report="unselected")
+    assert unselected.ret == 0 and "::warning" not in unselected.output, unselected.output
     monkeypatch.delenv("GITHUB_ACTIONS")
 
     # fail, and its old spelling: each unresolved check is a failed regression item.

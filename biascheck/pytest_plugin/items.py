@@ -278,11 +278,12 @@ def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:
     return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
 
 
-def selected_metrics(items: list[pytest.Item]) -> dict[str, set[tuple[str, str]]]:
-    """Suite name -> the (scope, metric) of its selected metric items: the threshold checks that gate the run."""
+def selected_metrics(items: list[pytest.Item], kind: type[ScopedItem] | None = None) -> dict[str, set[tuple[str, str]]]:
+    """Suite name -> the (scope, metric) of its selected metric items (or items of ``kind``, e.g.
+    RegressionItem): the checks that gate the run."""
     chosen: dict[str, set[tuple[str, str]]] = {}
     for item in items:
-        if isinstance(item, MetricItem):
+        if isinstance(item, kind or MetricItem):
             chosen.setdefault(item.suite_file.suite.name, set()).add((item.scope, item.name))
     return chosen
 

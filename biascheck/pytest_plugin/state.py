@@ -36,6 +36,8 @@ class BiascheckState:
     results_json: list[dict] | None = None
     baselines: dict = field(default_factory=dict)  # suite name -> (path, loaded baseline)
     comparisons: dict = field(default_factory=dict)  # suite name -> comparison document
+    # suite name -> (scope, metric) of the selected regression items; None: not known (an xdist controller)
+    selected_regressions: dict[str, set[tuple[str, str]]] | None = None
     # Failed reports seen by this process (the controller's under xdist): thresholds, and the rest.
     failed_thresholds: int = 0
     failed_other: int = 0
@@ -419,7 +421,15 @@ class BiascheckState:
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
             for line in github.failed_check_annotations(failed, self.results_json, Path(self.config.rootpath)):
                 terminalreporter.write_line(line)
-            for line in github.unresolved_annotations(comparisons):
+            # Like ::error lines, a ::warning names only checks whose items ran.
+            chosen = self.selected_regressions
+            selected = [
+                c
+                if chosen is None
+                else {**c, "results": [r for r in c["results"] if (r["scope"], r["metric"]) in chosen.get(c["suite"]["name"], set())]}
+                for c in comparisons
+            ]
+            for line in github.unresolved_annotations(selected):
                 terminalreporter.write_line(line)
 
 
