@@ -443,7 +443,7 @@ def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
             f"this comparison detects a worsening of {fmt.value(check.mde)} or more with {settings.power:.0%} power"
             + ("" if check.mde <= 2 * margin or margin == 0 else " (more cases are needed to resolve the margin)")
         )
-        check.extra["cases_to_resolve"] = cases_to_resolve(check.mde - margin, margin, check.extra["cases"])
+        check.extra["cases_to_resolve"] = cases_to_resolve(check.mde - margin, margin, check.extra.get("cases", 0))
 
 
 def cases_to_resolve(detectable: float, margin: float, cases: int) -> int | None:
