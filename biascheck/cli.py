@@ -52,7 +52,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     diff.add_argument("--report", type=Path, help="write comparison.json, comparison.md and report.html into this folder")
     diff.add_argument("--allow-fingerprint-mismatch", action="store_true", help="compare on the shared cases when data, prompts or subset differ")
-    diff.add_argument("--fail-inconclusive", action="store_true", help="exit 1 also when a check can neither show nor rule out a regression")
+    diff.add_argument(
+        "--on-inconclusive",
+        default=None,
+        metavar="pass|warn|fail",
+        help="what a check that can neither show nor rule out a regression does: pass (quietly), warn (exit 0, and the "
+        "summary names it with the suite size that would resolve it) or fail (exit 1, also for 'not compared'); "
+        "default: the suite's [regression] on_inconclusive, else warn",
+    )
+    diff.add_argument("--fail-inconclusive", action="store_true", help="the same as --on-inconclusive=fail (kept as an alias)")
     diff.add_argument("--suite", type=Path, help="suite folder, to show prompt texts in the flip list (default: the manifest the results name)")
     diff.add_argument("--data", type=Path, help="mirror folder of the benchmark files (for the prompt texts)")
     diff.set_defaults(func=_diff)
@@ -376,16 +384,20 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 def _diff(args) -> int:
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
-    from biascheck.options import parse_rules
+    from biascheck.options import check_on_inconclusive, parse_rules
     from biascheck.reporting import github
     from biascheck.reporting.comparison import render_comparison_markdown
     from biascheck.reporting.terminal import render_comparison_terminal
     from biascheck.reporting.write import write_reports
 
+    # The options first: a usage error needs no file read.
+    mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
     baseline = baselines.load(args.baseline)
     results = _read_results(args.results)
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
-    settings = settings_from(results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, fail_inconclusive=args.fail_inconclusive)
+    settings = settings_from(
+        results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, **({"on_inconclusive": mode} if mode else {})
+    )
     prompts, note = _prompts(args, results)
     comparison = compare(baseline, results, settings, baseline_path=str(args.baseline), prompts=prompts)
     color = sys.stdout.isatty()
@@ -404,7 +416,7 @@ def _diff(args) -> int:
                 args.report, None, f"could not write the report ({exc.strerror or exc})", "point --report at a writable folder"
             ) from None
     if github.in_github_actions():
-        for line in github.github_annotations([comparison]):
+        for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:

@@ -107,6 +107,14 @@ OPTIONS = (
     ),
     ("--biascheck-batch-poll", "biascheck_batch_poll", None, "with --biascheck-batch: seconds between polls of the open batches (default 30)"),
     (
+        "--biascheck-on-inconclusive",
+        "biascheck_on_inconclusive",
+        None,
+        "what a regression check that can neither show nor rule out a worsening beyond its margin does: 'pass' (quietly), "
+        "'warn' (passes, and the summaries name it with the suite size that would resolve it) or 'fail' (it and any "
+        "'not compared' check fail); default: each suite's [regression] on_inconclusive, else warn",
+    ),
+    (
         "--biascheck-baseline",
         "biascheck_baseline",
         "BIASCHECK_BASELINE",
@@ -137,7 +145,8 @@ FLAGS = (
     (
         "--biascheck-fail-inconclusive",
         "biascheck_fail_inconclusive",
-        "fail regression checks that can neither show nor rule out a worsening beyond the margin",
+        "the same as --biascheck-on-inconclusive=fail (kept as an alias): fail regression checks that can neither show "
+        "nor rule out a worsening beyond the margin",
     ),
     ("--biascheck-rejudge", None, "judged suites: judge the stored responses again (e.g. with another --biascheck-judge): no model call is made"),
     (
@@ -463,7 +472,7 @@ class BaselineOptions:
     update: bool
     rules: list  # command-line Rules
     allow_mismatch: bool
-    fail_inconclusive: bool
+    on_inconclusive: str | None  # pass, warn or fail; None: each suite's manifest decides
     strict_record: bool = False
 
     @property
@@ -478,8 +487,46 @@ def baseline_options(config: pytest.Config) -> BaselineOptions:
         update=config.getoption("biascheck_update_baseline"),
         rules=parse_rules(texts),
         allow_mismatch=config.getoption("biascheck_allow_fingerprint_mismatch"),
-        fail_inconclusive=flag(config, "--biascheck-fail-inconclusive"),
+        on_inconclusive=on_inconclusive(config),
         strict_record=flag(config, "--biascheck-strict-record"),
+    )
+
+
+def check_on_inconclusive(value: str | None, alias: bool, where: str, field: str | None, alias_name: str) -> str | None:
+    """An on-inconclusive setting and its fail-inconclusive alias, given at one place: checked, and
+    refused when they disagree. None when neither was given."""
+    from biascheck.evaluation.regression import ON_INCONCLUSIVE
+
+    if value is not None and value not in ON_INCONCLUSIVE:
+        raise BiascheckError(where, field, f"{value!r} is not allowed", f"use one of: {', '.join(ON_INCONCLUSIVE)}")
+    if alias and value not in (None, "fail"):
+        raise BiascheckError(
+            where, field, f"{value!r} contradicts {alias_name} (an alias of fail)", f"give one of them: {alias_name} or the value {value!r}"
+        )
+    return value or ("fail" if alias else None)
+
+
+def on_inconclusive(config: pytest.Config) -> str | None:
+    """--biascheck-on-inconclusive (or its alias --biascheck-fail-inconclusive), else the ini keys
+    biascheck_on_inconclusive / biascheck_fail_inconclusive; None when none was given (the suite's
+    manifest decides). The command line wins over the ini file; two that disagree in one place are
+    a usage error."""
+    given = check_on_inconclusive(
+        config.getoption("biascheck_on_inconclusive"),
+        config.getoption("biascheck_fail_inconclusive"),
+        "--biascheck-on-inconclusive",
+        None,
+        "--biascheck-fail-inconclusive",
+    )
+    if given is not None:
+        return given
+    ini = config.getini("biascheck_on_inconclusive")
+    return check_on_inconclusive(
+        ini or None,
+        bool(config.getini("biascheck_fail_inconclusive")),
+        str(config.inipath or "ini file"),
+        "biascheck_on_inconclusive",
+        "biascheck_fail_inconclusive = true",
     )
 
 

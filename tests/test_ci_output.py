@@ -161,7 +161,10 @@ def test_the_step_summary_and_the_terminal_summary_of_a_partial_run(run_biaschec
     text = summary.read_text("utf-8")
     assert "## Selection (8 of 96 cases)" in text and "## Overall" not in text
     rows = {row["metric"]: row for row in table_with(text, "threshold")}
-    assert (rows["diff_bias_amb"]["threshold"], rows["diff_bias_amb"]["verdict"]) == ("|x| <= 0.05", "FAIL")
+    # -k age leaves the overall metric items out: their rows do not say FAIL (the age items gate this run).
+    assert (rows["diff_bias_amb"]["threshold"], rows["diff_bias_amb"]["verdict"]) == ("|x| <= 0.05", "not gated (deselected)")
+    assert "FAIL" in {row["category"]: row for row in table_with(text, "category")}["age"]["diff_bias_amb"]
+    assert "not gated: -k or node ids deselected their metric items" in text
     terminal = summary_section(run.output)
     assert "kobbq: selection (8 of 96 cases)" in terminal and "kobbq: overall" not in terminal
     # 160 columns: the run line is one line, and no line is wider.
@@ -173,6 +176,26 @@ def test_the_step_summary_and_the_terminal_summary_of_a_partial_run(run_biaschec
     terminal = summary_section(narrow.output)
     assert max(map(len, terminal.splitlines())) <= 100
     assert not any("on sim/stereotyped: 8 cases" in line and "suite fingerprint" in line for line in terminal.splitlines())
+
+
+def test_a_run_that_exits_0_shows_no_fail_for_the_metric_items_it_deselected(run_biascheck, tiny_kobbq, monkeypatch):
+    # Only the age ooc_ratio item gates this run: the failing diff-bias checks of the selection are
+    # shown, but as not gated, with the one line that says how to gate them (160 columns: unwrapped).
+    monkeypatch.delenv("COLUMNS", raising=False)
+    run = run_biascheck(tiny_kobbq, "sim/stereotyped", "-k", "metrics and age and ooc_ratio")
+    assert run.ret == 0, run.output
+    terminal = summary_section(run.output)
+    assert "FAIL" not in terminal and "not gated (deselected)" in terminal, terminal
+    assert "run without -k, or select the metrics:: items" in terminal
+    results = run.results()
+    assert results["passed"] is True
+    verdicts = {(v["scope"], v["metric"]): v for v in results["verdicts"]}
+    assert not verdicts[("age", "diff_bias_amb")]["passed"] and verdicts[("age", "diff_bias_amb")]["gated"] is False
+    assert "gated" not in verdicts[("age", "ooc_ratio")]
+    markdown = (run.report_dir / "report.md").read_text("utf-8")
+    assert "not gated (deselected)" in markdown and "FAIL" not in markdown
+    page = (run.report_dir / "report.html").read_text("utf-8")
+    assert "not gated (deselected)" in page and 'badge fail">FAIL' not in page and "bar failing" not in page
 
 
 # --- 2. Progress in a log that is not a terminal ------------------------------------------------

@@ -831,6 +831,16 @@ def test_the_allow_missing_data_input_passes_the_flag_and_refuses_another_word(f
     assert result.proc.returncode != 0 and "allow-missing-data must be 'true' or 'false', not 'yes'" in result.proc.stdout and not args, result.log
 
 
+def test_the_on_inconclusive_input_passes_the_mode_and_refuses_another_word(fake_python):
+    for mode in ("pass", "warn", "fail"):
+        result, args = fake_python({"model": "sim/fair", "on-inconclusive": mode})
+        assert args[args.index("--biascheck-on-inconclusive") + 1] == mode, result.log
+    result, args = fake_python({"model": "sim/fair"})  # empty: each suite's manifest decides
+    assert "--biascheck-on-inconclusive" not in args, result.log
+    result, args = fake_python({"model": "sim/fair", "on-inconclusive": "true"})
+    assert result.proc.returncode != 0 and "on-inconclusive must be pass, warn or fail, not 'true'" in result.proc.stdout and not args, result.log
+
+
 LAX = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"
 ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"'
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -229,6 +230,146 @@ def test_pytest_help_lists_every_biascheck_option(pytester):
         "--biascheck-estimator",
         "--biascheck-allow-fingerprint-mismatch",
         "--biascheck-fail-inconclusive",
+        "--biascheck-on-inconclusive",
         "acc_dis:-2%",
     ):
         assert option in text, option
+
+
+# --- on_inconclusive: pass | warn | fail (issue 25, part 3) ------------------------------------
+
+# A small worsening on ~100 cases: no check regresses, several can neither show nor rule out one.
+SLIGHTLY_WORSE = "sim/stereotyped?p=0.1"
+
+
+def with_on_inconclusive(suite: Path, mode: str) -> Path:
+    """A copy of ``suite`` whose [regression] table says ``on_inconclusive = mode``."""
+    copy = suite.parent / f"{suite.name}-{mode}"
+    copy.mkdir()
+    text = (suite / "suite.toml").read_text("utf-8")
+    assert "\n[regression]\n" in text
+    (copy / "suite.toml").write_text(text.replace("\n[regression]\n", f'\n[regression]\non_inconclusive = "{mode}"\n'), "utf-8")
+    return copy
+
+
+def test_on_inconclusive_pass_warn_and_fail_end_to_end(run_biascheck, gate_suite, tmp_path, monkeypatch, pytester, data_dir):
+    base = tmp_path / "base.json"
+    recorded = run_biascheck(gate_suite, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(base), report="record")
+    assert recorded.ret == 0, recorded.output
+
+    # warn, the default: the gate passes and every summary names the unresolved checks and the size that would resolve them.
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    warn = run_biascheck(gate_suite, SLIGHTLY_WORSE, "--biascheck-baseline", str(base), report="warn")
+    assert warn.ret == 0, warn.output
+    comparison = json.loads((warn.report_dir / "comparison.json").read_text("utf-8"))
+    assert comparison["settings"]["on_inconclusive"] == "warn" and "fail_inconclusive" not in comparison["settings"]
+    assert not comparison["regressed"] and comparison["passed"]
+    unresolved = [r for r in comparison["results"] if r["verdict"] == "inconclusive"]
+    assert unresolved
+    for r in unresolved:  # every margin here is > 0: the estimate exists, and exceeds the cases the check had
+        assert isinstance(r["cases_to_resolve"], int) and r["cases_to_resolve"] >= r["cases"] > 0, r
+        detectable = r["mde"] - r["margin"]
+        assert r["cases_to_resolve"] == max(r["cases"], -(-r["cases"] * (detectable / r["margin"]) ** 2 // 1))
+    assert all(r["cases_to_resolve"] is None for r in comparison["results"] if r["verdict"] != "inconclusive")
+    assert f"WARNING: {len(unresolved)} checks could not be resolved" in warn.output
+    warnings = [line for line in warn.output.splitlines() if line.startswith("::warning ")]
+    assert len(warnings) == len(unresolved) and "::error" not in warn.output, warn.output
+    first = unresolved[0]
+    assert any(f"{first['metric']} ({first['scope']}) inconclusive::" in line and "cases would resolve it" in line for line in warnings)
+    step = summary.read_text("utf-8")
+    assert "## Unresolved checks" in step and f"{first['metric']} ({first['scope']}): detects" in step
+    assert f"about {first['cases_to_resolve']:,} cases would resolve it" in step
+    assert "## Unresolved checks" in (warn.report_dir / "comparison.md").read_text("utf-8")
+    assert 'id="unresolved"' in (warn.report_dir / "report.html").read_text("utf-8")
+    # Like ::error lines, ::warning lines name only the checks whose items ran.
+    unselected = run_biascheck(gate_suite, SLIGHTLY_WORSE, "--biascheck-baseline", str(base), "-k", "not regression", report="unselected")
+    assert unselected.ret == 0 and "::warning" not in unselected.output, unselected.output
+    monkeypatch.delenv("GITHUB_ACTIONS")
+
+    # fail, and its old spelling: each unresolved check is a failed regression item.
+    for i, args in enumerate((["--biascheck-on-inconclusive=fail"], ["--biascheck-fail-inconclusive"])):
+        xml = tmp_path / f"fail{i}.xml"
+        failed = run_biascheck(gate_suite, SLIGHTLY_WORSE, "--biascheck-baseline", str(base), "--junitxml", str(xml), *args, report=f"fail{i}")
+        assert failed.ret == 1, failed.output
+        items = [k for k, v in outcomes(failed).items() if v == "failed"]
+        assert len(items) == len(unresolved) and all("regression" in k for k in items), items
+        assert json.loads((failed.report_dir / "comparison.json").read_text("utf-8"))["settings"]["on_inconclusive"] == "fail"
+        assert "checks could not be resolved, and fail the gate" in failed.output
+
+    # pass, from the manifest: quiet, yet still listed; the command line overrides the manifest.
+    quiet_suite = with_on_inconclusive(gate_suite, "pass")
+    quiet = run_biascheck(quiet_suite, SLIGHTLY_WORSE, "--biascheck-baseline", str(base), report="pass")
+    assert quiet.ret == 0 and "WARNING" not in quiet.output and "could not be resolved" not in quiet.output, quiet.output
+    assert "inconclusive, passing (on_inconclusive = pass)" in quiet.output
+    assert "_inconclusive_" in (quiet.report_dir / "comparison.md").read_text("utf-8")
+    overridden = run_biascheck(quiet_suite, SLIGHTLY_WORSE, "--biascheck-baseline", str(base), "--biascheck-on-inconclusive", "fail", report="over")
+    assert overridden.ret == 1, overridden.output
+
+    # The ini key, under the command line.
+    ini = str(pytester.makeini("[pytest]\nbiascheck_on_inconclusive = fail\n"))
+    assert run_biascheck(gate_suite, SLIGHTLY_WORSE, "-c", ini, "--biascheck-baseline", str(base), report="ini").ret == 1
+    assert (
+        run_biascheck(gate_suite, SLIGHTLY_WORSE, "-c", ini, "--biascheck-baseline", str(base), "--biascheck-on-inconclusive=warn", report="ini2").ret
+        == 0
+    )
+
+    # `biascheck diff` decides the same way.
+    def diff(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "biascheck.cli", "diff", str(base), str(warn.report_dir), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=120, env={**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": ""}
+        )
+
+    default = diff()
+    assert default.returncode == 0 and default.stdout.count("::warning ") == len(unresolved), default.stdout + default.stderr
+    assert diff("--on-inconclusive", "fail").returncode == 1
+    assert diff("--fail-inconclusive").returncode == 1
+    assert diff("--on-inconclusive", "pass").stdout.count("::warning ") == 0
+
+
+def test_on_inconclusive_conflicts_and_bad_values_are_one_line_usage_errors(run_biascheck, gate_suite, pytester, tmp_path):
+    base = str(tmp_path / "absent.json")  # for diff: refused before the baseline is read
+    for args, expected in (
+        (
+            ["--biascheck-fail-inconclusive", "--biascheck-on-inconclusive=pass"],
+            "--biascheck-on-inconclusive: 'pass' contradicts --biascheck-fail-inconclusive (an alias of fail)",
+        ),
+        (["--biascheck-on-inconclusive=maybe"], "--biascheck-on-inconclusive: 'maybe' is not allowed; use one of: pass, warn, fail"),
+    ):
+        run = run_biascheck(gate_suite, "sim/fair", "--collect-only", *args)
+        assert run.ret == 4 and expected in run.output and "Traceback" not in run.output, run.output
+    ini = pytester.makeini("[pytest]\nbiascheck_fail_inconclusive = true\nbiascheck_on_inconclusive = pass\n")
+    run = run_biascheck(gate_suite, "sim/fair", "-c", str(ini), "--collect-only")
+    assert run.ret == 4 and f"{ini}: biascheck_on_inconclusive: 'pass' contradicts biascheck_fail_inconclusive = true" in run.output, run.output
+    # The command line decides over an ini file that disagrees with it.
+    run = run_biascheck(gate_suite, "sim/fair", "-c", str(ini), "--collect-only", "--biascheck-on-inconclusive=warn")
+    assert run.ret == 0, run.output
+    bad = with_on_inconclusive(gate_suite, "sometimes")
+    run = run_biascheck(bad, "sim/fair", "--collect-only")
+    assert run.ret in (1, 2, 4) and "regression.on_inconclusive: 'sometimes' is not allowed; use one of: 'pass', 'warn', 'fail'" in run.output, (
+        run.output
+    )
+    # diff's pair
+    done = subprocess.run(
+        [sys.executable, "-m", "biascheck.cli", "diff", base, str(tmp_path), "--fail-inconclusive", "--on-inconclusive", "warn"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--on-inconclusive: 'warn' contradicts --fail-inconclusive" in done.stderr, (
+        done.stderr
+    )
+
+
+def test_comparison_files_from_before_on_inconclusive_are_read_by_their_fail_inconclusive():
+    from biascheck.evaluation.regression import cases_to_resolve, on_inconclusive_of
+
+    assert on_inconclusive_of({"settings": {"fail_inconclusive": True}}) == "fail"
+    assert on_inconclusive_of({"settings": {"fail_inconclusive": False}}) == "pass"  # they passed quietly
+    assert on_inconclusive_of({"settings": {"on_inconclusive": "warn", "fail_inconclusive": True}}) == "warn"
+    # 1/sqrt(n): a detectable worsening of 3 margins beyond the margin needs 9 times the cases.
+    assert cases_to_resolve(0.03, 0.01, 100) == 900
+    assert cases_to_resolve(0.005, 0.01, 100) == 100  # resolvable at this size already
+    assert cases_to_resolve(0.03, 0.0, 100) is None  # margin 0: no size resolves it

@@ -159,9 +159,11 @@ class RegressionSettings:
     resamples: int = 2000
     seed: int = 0
     flip_limit: int = 200
+    on_inconclusive: str = "warn"  # what an inconclusive check does to the gate: pass, warn or fail
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "on_inconclusive": self.on_inconclusive,
             "rules": [r.describe() for r in self.rules.values()],
             "alpha": self.alpha,
             "power": self.power,
@@ -444,7 +446,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         answers=dict(raw.get("answers", {})),
         regression=RegressionSettings(
             rules=rules,
-            **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit") if key in regression},
+            **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit", "on_inconclusive") if key in regression},
         ),
         raw=raw,
     )

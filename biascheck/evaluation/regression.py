@@ -18,6 +18,11 @@ lies below ``-margin``), ``unchanged`` (it lies at or below ``+margin``: any wor
 margin), ``inconclusive`` (otherwise: the data cannot rule out a worsening beyond the margin, nor
 show one; the minimum detectable effect says how large a worsening this subset could catch), and
 ``not compared`` (the metric is undefined on one side).
+
+What an inconclusive check does to the gate is the user's decision, ``on_inconclusive``
+(``[regression]`` in suite.toml, ``--biascheck-on-inconclusive``): ``pass`` (quietly), ``warn`` (the
+default: it passes, and the reports name it with the suite size that would resolve it) or ``fail``
+(inconclusive and not compared checks fail, as ``--biascheck-fail-inconclusive`` always did).
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ from biascheck.suite import missing_data_summary
 COMPARISON_SCHEMA = "biascheck.comparison/1"
 OVERALL = "overall"
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "not compared")
+ON_INCONCLUSIVE = ("pass", "warn", "fail")
+DEFAULT_ON_INCONCLUSIVE = "warn"
 # Transitions listed first in the flip report: toward the stereotype, then away from the right answer.
 _FLIP_ORDER = ("biased", "flagged", "counter", "ooc", "filtered", "unscorable", "error", "unknown", "unflagged")
 
@@ -62,7 +69,11 @@ class CompareSettings:
     seed: int = 0
     flip_limit: int = 200
     allow_fingerprint_mismatch: bool = False
-    fail_inconclusive: bool = False
+    on_inconclusive: str = DEFAULT_ON_INCONCLUSIVE
+
+    @property
+    def fail_inconclusive(self) -> bool:
+        return self.on_inconclusive == "fail"
 
     def to_dict(self, family_size: int) -> dict[str, Any]:
         return {
@@ -71,8 +82,35 @@ class CompareSettings:
             "n_boot": self.n_boot,
             "seed": self.seed,
             "family_size": family_size,
-            "fail_inconclusive": self.fail_inconclusive,
+            "on_inconclusive": self.on_inconclusive,
         }
+
+
+def on_inconclusive_of(comparison: Mapping[str, Any]) -> str:
+    """What a comparison document's inconclusive checks do to the gate; a file written before the
+    setting existed has ``fail_inconclusive`` (true: fail) or nothing (they passed quietly)."""
+    settings = comparison.get("settings") or {}
+    if "on_inconclusive" in settings:
+        return str(settings["on_inconclusive"])
+    return "fail" if settings.get("fail_inconclusive") else "pass"
+
+
+def unresolved_checks(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The checks that could neither show nor rule out a worsening beyond their margin."""
+    return [r for r in comparison["results"] if r["verdict"] == "inconclusive"]
+
+
+def resolve_text(result: Mapping[str, Any]) -> str:
+    """What would resolve an inconclusive check, from ``cases_to_resolve`` (an estimate)."""
+    needed, cases = result.get("cases_to_resolve"), result.get("cases")
+    now = f" (now {cases})" if cases is not None else ""
+    if needed is None:
+        if result.get("margin") == 0:
+            return "margin 0: no suite size resolves it; give the metric a margin"
+        return "no estimate of the cases that would resolve it"
+    if cases is not None and needed <= cases:
+        return f"this suite's {cases} cases can resolve a worsening of the margin; this run's point estimate is close to it"
+    return f"about {needed:,} cases would resolve it{now}"
 
 
 def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule], command_line: Sequence[Rule]) -> dict[str, Rule]:
@@ -103,7 +141,7 @@ def settings_from(results: Mapping[str, Any], command_line: Sequence[Rule] = (),
     # The metrics gated overall, as the plugin's regression items are (category-only gates aside).
     gated = list(dict.fromkeys(v["metric"] for v in results["verdicts"] if v["scope"] == OVERALL))
     rules = resolve_rules(suite["benchmark"], gated, manifest_rules, command_line)
-    keys = ("alpha", "power", "seed", "flip_limit")
+    keys = ("alpha", "power", "seed", "flip_limit", "on_inconclusive")
     values = {k: recorded[k] for k in keys if k in recorded}
     if "resamples" in recorded:
         values["n_boot"] = recorded["resamples"]
@@ -285,7 +323,7 @@ def compare(
                     d,
                     p,
                     changed,
-                    extra={"resampled": resampled, "templates": len(names)},
+                    extra={"resampled": resampled, "templates": len(names), "cases": len(sc)},
                 )
             )
 
@@ -405,6 +443,18 @@ def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
             f"this comparison detects a worsening of {fmt.value(check.mde)} or more with {settings.power:.0%} power"
             + ("" if check.mde <= 2 * margin or margin == 0 else " (more cases are needed to resolve the margin)")
         )
+        check.extra["cases_to_resolve"] = cases_to_resolve(check.mde - margin, margin, check.extra.get("cases", 0))
+
+
+def cases_to_resolve(detectable: float, margin: float, cases: int) -> int | None:
+    """The suite size (compared cases of the check's scope) at which the worsening a check detects
+    beyond its margin (its MDE less the margin) would shrink to the margin itself, so that a
+    worsening of twice the margin is caught and none within it is blamed. The detectable worsening
+    scales with the standard error, as 1/sqrt(n) when every case spreads as these did: an estimate.
+    None when the margin is 0 (no size resolves it) or nothing is known."""
+    if not (margin > 0) or math.isnan(detectable) or cases <= 0:
+        return None
+    return max(cases, math.ceil(cases * (detectable / margin) ** 2))
 
 
 def _check_json(check: _Check) -> dict[str, Any]:
@@ -432,6 +482,7 @@ def _check_json(check: _Check) -> dict[str, Any]:
         "p_adjusted": number(check.p_adjusted),
         "mcnemar": check.mcnemar,
         "mde": number(check.mde),
+        "cases_to_resolve": None,
         "verdict": check.verdict,
         "explanation": check.explanation,
         **check.extra,

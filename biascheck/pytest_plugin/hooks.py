@@ -49,7 +49,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session_state(session.config)
     if state is None or session.config.option.collectonly:
         return  # --collect-only: no model call, and litellm stays unimported
-    state.collection_finish(session, plugin_items.selection(session.items))
+    state.selected_regressions = plugin_items.selected_metrics(session.items, plugin_items.RegressionItem)
+    state.collection_finish(session, plugin_items.selection(session.items), plugin_items.selected_metrics(session.items))
 
 
 @pytest.hookimpl(tryfirst=True)

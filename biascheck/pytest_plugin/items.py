@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from biascheck.core.errors import BiascheckError
+from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, missing_data_summary
@@ -188,7 +189,7 @@ class RegressionScope(pytest.Collector):
 
 class RegressionItem(ScopedItem):
     """A metric of one scope compared with the baseline: fails when it credibly got worse by more
-    than its rule's margin (and, with --biascheck-fail-inconclusive, when that cannot be told)."""
+    than its rule's margin (and, with on_inconclusive = fail, when that cannot be told)."""
 
     def runtest(self) -> None:
         state = state_of(self)
@@ -197,7 +198,7 @@ class RegressionItem(ScopedItem):
             pytest.skip(f"no selected cases in {self.scope}")
         self.user_properties.append(("biascheck_regression", check["explanation"]))
         verdict = check["verdict"]
-        strict = state.baseline.fail_inconclusive
+        strict = on_inconclusive_of(state.comparisons[self.suite_file.suite.name]) == "fail"
         if verdict == "regressed" or (strict and verdict in ("inconclusive", "not compared")):
             raise BiascheckFailure(check["explanation"])
         if verdict == "not compared":
@@ -275,6 +276,16 @@ def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:
                 c.case_id for c in item.suite_file.suite.cases if scope == OVERALL or c.category == scope
             )
     return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
+
+
+def selected_metrics(items: list[pytest.Item], kind: type[ScopedItem] | None = None) -> dict[str, set[tuple[str, str]]]:
+    """Suite name -> the (scope, metric) of its selected metric items (or items of ``kind``, e.g.
+    RegressionItem): the checks that gate the run."""
+    chosen: dict[str, set[tuple[str, str]]] = {}
+    for item in items:
+        if isinstance(item, kind or MetricItem):
+            chosen.setdefault(item.suite_file.suite.name, set()).add((item.scope, item.name))
+    return chosen
 
 
 # How a passed item reports what the model did: (category, letter, word).

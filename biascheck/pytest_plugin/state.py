@@ -36,6 +36,8 @@ class BiascheckState:
     results_json: list[dict] | None = None
     baselines: dict = field(default_factory=dict)  # suite name -> (path, loaded baseline)
     comparisons: dict = field(default_factory=dict)  # suite name -> comparison document
+    # suite name -> (scope, metric) of the selected regression items; None: not known (an xdist controller)
+    selected_regressions: dict[str, set[tuple[str, str]]] | None = None
     # Failed reports seen by this process (the controller's under xdist): thresholds, and the rest.
     failed_thresholds: int = 0
     failed_other: int = 0
@@ -145,14 +147,21 @@ class BiascheckState:
 
     # --- after collection: the run ---------------------------------------------------------
 
-    def collection_finish(self, session: pytest.Session, selection) -> None:
-        """``selection``: (suite file, its selected cases) pairs. Refuses what cannot work before
-        any call, then makes every call (or, for a dry run, prices them) and compares."""
+    def collection_finish(self, session: pytest.Session, selection, metrics: dict[str, set[tuple[str, str]]] | None = None) -> None:
+        """``selection``: (suite file, its selected cases) pairs; ``metrics``: suite name -> the
+        (scope, metric) of its selected metric items. Refuses what cannot work before any call,
+        then makes every call (or, for a dry run, prices them) and compares."""
         self._check_selection(session, selection)
         if self.dry_run:
             self._dry_run(session, selection)
             return
         self._run(session, selection)
+        if metrics is not None and self.results_json:
+            from biascheck.reporting.results import mark_deselected
+
+            # Threshold checks whose metric items -k or node ids left out do not gate this run: the
+            # results say so, rather than show a FAIL the exit status does not carry.
+            mark_deselected(self.results_json, metrics)
         if self.baseline.compare and self.run_config.shard is None:
             self._compare(selection)
 
@@ -239,7 +248,7 @@ class BiascheckState:
                 document,
                 self.baseline.rules,
                 allow_fingerprint_mismatch=self.baseline.allow_mismatch,
-                fail_inconclusive=self.baseline.fail_inconclusive,
+                **({"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}),
             )
             prompts = {case.case_id: case.messages[-1].content for case in cases}
             try:
@@ -411,6 +420,16 @@ class BiascheckState:
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
             for line in github.failed_check_annotations(failed, self.results_json, Path(self.config.rootpath)):
+                terminalreporter.write_line(line)
+            # Like ::error lines, a ::warning names only checks whose items ran.
+            chosen = self.selected_regressions
+            selected = [
+                c
+                if chosen is None
+                else {**c, "results": [r for r in c["results"] if (r["scope"], r["metric"]) in chosen.get(c["suite"]["name"], set())]}
+                for c in comparisons
+            ]
+            for line in github.unresolved_annotations(selected):
                 terminalreporter.write_line(line)
 
 

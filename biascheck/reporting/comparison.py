@@ -11,6 +11,7 @@ from typing import Any
 
 from biascheck.core import format as fmt
 from biascheck.core.format import md_row
+from biascheck.evaluation.regression import on_inconclusive_of, resolve_text, unresolved_checks
 
 MARK = {
     "regressed": "**REGRESSED**",
@@ -31,6 +32,33 @@ def headline(comparison: Mapping[str, Any]) -> str:
         f"{comparison['suite']['name']}: {cand['model']} vs baseline {base['model']} ({base['path']}): {verdicts}; "
         f"{comparison['flips']['total']} of {comparison['cases']['common']} cases changed outcome"
     )
+
+
+def unresolved_heading(comparison: Mapping[str, Any]) -> str | None:
+    """One line on the checks that could not be resolved and what they do to the gate (its
+    ``on_inconclusive``); None when there are none."""
+    count = len(unresolved_checks(comparison))
+    if not count:
+        return None
+    checks = f"{count} check{'s' if count > 1 else ''}"
+    mode = on_inconclusive_of(comparison)
+    if mode == "fail":
+        return f"{checks} could not be resolved, and fail the gate (on_inconclusive = fail)"
+    if mode == "warn":
+        return (
+            f"WARNING: {checks} could not be resolved: the gate passes without showing or ruling out a worsening beyond "
+            "the margin (on_inconclusive = warn; 'fail' would fail it, 'pass' quiets this)"
+        )
+    return f"{checks} inconclusive, passing (on_inconclusive = pass)"
+
+
+def unresolved_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """Per unresolved check: what it detects against its margin, and the suite size that would
+    resolve it (``cases_to_resolve``, an estimate assuming the same spread per case)."""
+    return [
+        f"{r['metric']} ({r['scope']}): detects {fmt.value(r.get('mde'))} against margin {fmt.value(r.get('margin'))}; {resolve_text(r)}"
+        for r in unresolved_checks(comparison)
+    ]
 
 
 def rows(comparison: Mapping[str, Any]) -> list[list[str]]:
@@ -77,6 +105,10 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
     for r, row in zip(comparison["results"], rows(comparison)):
         row[-1] = MARK[r["verdict"]]
         out.append(md_row(row))
+    heading = unresolved_heading(comparison)
+    if heading:
+        out += ["", "## Unresolved checks", "", heading, ""] + [f"- {_md(line)}" for line in unresolved_lines(comparison)]
+        out += ["", "Suite sizes are estimates: the detectable worsening shrinks as 1/sqrt(cases), assuming the same spread per case."]
     notable = [r for r in comparison["results"] if r["verdict"] in ("regressed", "inconclusive")]
     if notable:
         out += ["", "## Why", ""] + [f"- {r['explanation']}" for r in notable]

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from biascheck.evaluation.regression import on_inconclusive_of, resolve_text, unresolved_checks
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.results import render_markdown, render_summary_markdown
 
@@ -45,10 +46,25 @@ def _escape_annotation(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def annotation(title: str, message: str) -> str:
+def annotation(title: str, message: str, level: str = "error") -> str:
     # Property values also escape ':' and ','.
     title = _escape_annotation(title).replace(":", "%3A").replace(",", "%2C")
-    return f"::error title={title}::{_escape_annotation(message)}"
+    return f"::{level} title={title}::{_escape_annotation(message)}"
+
+
+def unresolved_annotations(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``::warning`` lines, one per check that could not be resolved, for suites whose
+    ``on_inconclusive`` is warn (with fail, the failed items or ``::error`` lines say it)."""
+    return [
+        annotation(
+            f"biascheck {comparison['suite']['name']}: {r['metric']} ({r['scope']}) inconclusive",
+            f"{r['explanation']}; {resolve_text(r)} (on_inconclusive = warn: the gate passes)",
+            "warning",
+        )
+        for comparison in comparisons
+        if on_inconclusive_of(comparison) == "warn"
+        for r in unresolved_checks(comparison)
+    ]
 
 
 def github_annotations(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:

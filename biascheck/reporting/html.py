@@ -19,8 +19,11 @@ from typing import Any, NamedTuple
 
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
+from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.reporting.results import judge_lines, missing_data_line, scope_label, served_warning, summary_rows
+from biascheck.reporting.comparison import unresolved_heading, unresolved_lines
+from biascheck.reporting.results import NOT_GATED, deselected_line, gated, judge_lines, missing_data_line, scope_label, served_warning, summary_rows
+from biascheck.reporting.results import failing as check_failing
 
 __all__ = ["render_html", "render_index"]
 
@@ -553,17 +556,26 @@ def _overall(results: dict) -> str:
         note = value.get("note") or (verdict or {}).get("note")
         note_html = f'<br><span class="muted small"{_lang(note)}>{_e(note)}</span>' if note else ""
         mark = (
-            "" if verdict is None else ('<span class="badge pass">pass</span>' if verdict.get("passed") else '<span class="badge fail">FAIL</span>')
+            ""
+            if verdict is None
+            else '<span class="badge pass">pass</span>'
+            if verdict.get("passed")
+            else '<span class="badge fail">FAIL</span>'
+            if gated(verdict)
+            else f'<span class="muted">{NOT_GATED}</span>'
         )
         mark += ' <span class="badge v-inconclusive">inconclusive</span>' if verdict is not None and verdict.get("status") == "inconclusive" else ""
-        row_class = ' class="fail"' if verdict is not None and not verdict.get("passed") else ""
+        row_class = ' class="fail"' if verdict is not None and check_failing(verdict) else ""
         out.append(
             f'<tr{row_class}><td><code>{_e(name)}</code></td><td class="num">{fmt.value(value.get("value"))}{note_html}</td>'
             f'<td class="ci">{fmt.ci(value.get("ci"))}</td><td class="num">{_fmt_int(value.get("n"))}</td>'
             f"<td>{_e(fmt.threshold(verdict['threshold'])) if verdict else ''}</td><td>{mark}</td></tr>"
         )
     out.append("</tbody></table></div>")
-    failures = [v for v in results.get("verdicts") or [] if not v.get("passed")]
+    deselected = deselected_line(results) if "verdicts" in results else None
+    if deselected:
+        out.append(f'<p class="alert">{_e(deselected)}</p>')
+    failures = [v for v in results.get("verdicts") or [] if check_failing(v)]
     if failures:
         out.append(f"<details{' open' if len(failures) <= 12 else ''}><summary><strong>Failed checks ({len(failures)})</strong></summary><ul>")
         for v in failures:
@@ -655,7 +667,7 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
         verdict = verdicts.get((category, metric))
         threshold = verdict.get("threshold") if verdict else default_threshold
         candidate = (by_category.get(category) or {}).get(metric) or {}
-        failing = verdict is not None and not verdict.get("passed")
+        failing = verdict is not None and not verdict.get("passed") and gated(verdict)
         if comparison is not None:
             entry = compared.get((metric, category)) or {}
             cmp_verdict = entry.get("verdict") if entry else "not compared"
@@ -801,6 +813,15 @@ def _regressions(comparison: dict) -> str:
     notable = sorted(
         (r for r in entries if r.get("verdict") in ("regressed", "inconclusive") and r.get("explanation")), key=lambda r: VERDICT_ORDER[r["verdict"]]
     )
+    heading = unresolved_heading(comparison) if "results" in comparison else None
+    if heading:
+        warn = on_inconclusive_of(comparison) in ("warn", "fail")
+        out.append(f'<div class="{"alert" if warn else "muted"}" id="unresolved"><p>{_e(heading)}</p><ul>')
+        out += [f"<li{_lang(line)}>{_e(line)}</li>" for line in unresolved_lines(comparison)]
+        out.append(
+            '</ul><p class="muted small">Suite sizes are estimates: the detectable worsening shrinks as 1/sqrt(cases), '
+            "assuming the same spread per case.</p></div>"
+        )
     if notable:
         out.append("<ul>")
         out += [f"<li>{_badge(r['verdict'])} <span{_lang(r['explanation'])}>{_e(r['explanation'])}</span></li>" for r in notable]

@@ -251,6 +251,48 @@ def missing_data_line(document: dict[str, Any]) -> str | None:
     return f"{summary}: left out of this run, {accepted}"
 
 
+NOT_GATED = "not gated (deselected)"
+
+
+def gated(verdict: dict[str, Any]) -> bool:
+    """Whether a threshold check gated the run: False when -k or node ids left its metric item out."""
+    return verdict.get("gated", True) is not False
+
+
+def failing(verdict: dict[str, Any]) -> bool:
+    """A check that failed the run: over its threshold, and its item selected."""
+    return not verdict.get("passed") and gated(verdict)
+
+
+def deselected_line(document: dict[str, Any]) -> str | None:
+    """One line on the checks whose metric items a selection left out, and how to gate them."""
+    count = sum(not gated(v) for v in document["verdicts"])
+    if not count:
+        return None
+    return (
+        f"{count} threshold check{'s' if count > 1 else ''} not gated: -k or node ids deselected their metric items, so their "
+        "verdicts do not count; run without -k, or select the metrics:: items (e.g. -k metrics), to gate them"
+    )
+
+
+def mark_deselected(documents: list[dict[str, Any]], selected: dict[str, set[tuple[str, str]]]) -> None:
+    """Mark the verdicts whose metric item was not selected (``selected``: suite name -> the
+    (scope, metric) of its selected metric items) ``"gated": false``; a document whose only failed
+    checks were deselected then passes, as the run does."""
+    for document in documents:
+        keep = selected.get(document["suite"]["name"], set())
+        for verdict in document["verdicts"]:
+            if (verdict["scope"], verdict["metric"]) not in keep:
+                verdict["gated"] = False
+        if not all(gated(v) for v in document["verdicts"]):
+            document["passed"] = (
+                not any(failing(v) for v in document["verdicts"])
+                and document["run"]["complete"]
+                and not document["run"]["case_errors"]
+                and not missing_data_failed(document)
+            )
+
+
 def verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(v["scope"], v["metric"]): v for v in document["verdicts"]}
 
@@ -296,7 +338,7 @@ def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
     rows = []
     for document in documents:
         verdicts = document["verdicts"]
-        failed = sum(not v["passed"] for v in verdicts)
+        failed = sum(failing(v) for v in verdicts)
         overall = ", ".join(f"{v['metric']} {fmt.value(v['value'])}" for v in verdicts if v["scope"] == "overall")
         incomplete = not document["run"]["complete"] or missing_data_failed(document)
         status = "INCOMPLETE" if incomplete else "passed" if document["passed"] else "FAILED"
@@ -327,6 +369,9 @@ def render_markdown(document: dict[str, Any]) -> str:
     # "passed" is about thresholds and completeness; a comparison with a baseline has its own verdict.
     status = "thresholds passed" if document["passed"] else "FAILED"
     out = [f"# biascheck: {document['suite']['name']} — {status}", "", run_line(document), ""]
+    deselected = deselected_line(document)
+    if deselected:
+        out += [deselected, ""]
     judged = judge_lines(document)
     if judged:
         out += [f"- {line}" for line in judged] + [""]
@@ -344,7 +389,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     for name, value in metrics["overall"].items():
         verdict = verdicts.get(("overall", name))
         threshold = fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else ""
-        mark = ("pass" if verdict["passed"] else "**FAIL**") if verdict else ""
+        mark = ("pass" if verdict["passed"] else "**FAIL**" if gated(verdict) else NOT_GATED) if verdict else ""
         mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
         out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), fmt.count(value["n"]), threshold, mark]))
     if metrics["by_category"]:
@@ -355,7 +400,7 @@ def render_markdown(document: dict[str, Any]) -> str:
             for name in shown:
                 verdict = verdicts.get((category, name))
                 text = f"{fmt.value(table[name]['value'])} {fmt.ci(table[name]['ci'])}"
-                cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**")
+                cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**" if gated(verdict) else f"{text} ({NOT_GATED})")
                 cells[-1] += " ?" if verdict and verdict.get("status") == "inconclusive" else ""
             out.append(md_row([category, *cells]))
     layout = layout_of(document["suite"]["benchmark"])
@@ -385,7 +430,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         out += ["", f"## {title}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
         for label, table in metrics["by_label"].items():
             out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))
-    failures = [v for v in document["verdicts"] if not v["passed"]]
+    failures = [v for v in document["verdicts"] if failing(v)]
     if failures or missing_data_failed(document):
         out += ["", "## Failed checks", ""]
         if missing_data_failed(document):

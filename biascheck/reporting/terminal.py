@@ -11,10 +11,14 @@ from typing import Any
 
 from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
-from biascheck.reporting.comparison import headline, rows
+from biascheck.evaluation.regression import on_inconclusive_of
+from biascheck.reporting.comparison import headline, rows, unresolved_heading, unresolved_lines
 from biascheck.reporting.results import (
+    NOT_GATED,
     SUMMARY_HEADERS,
     category_metrics,
+    deselected_line,
+    gated,
     judge_lines,
     missing_data_failed,
     missing_data_line,
@@ -71,6 +75,17 @@ def print_table(console, table) -> None:
         console.width = width
 
 
+def _mark(verdict: Mapping[str, Any] | None) -> str:
+    """A threshold check's verdict cell, as rich markup."""
+    if verdict is None:
+        return ""
+    if verdict.get("status") == "inconclusive":
+        return "[yellow]pass (inconclusive)[/]"
+    if verdict["passed"]:
+        return "[green]pass[/]"
+    return "[bold red]FAIL[/]" if gated(verdict) else f"[dim]{NOT_GATED}[/]"
+
+
 def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
     from rich.markup import escape as esc
     from rich.table import Table
@@ -94,6 +109,9 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         console.print(esc(run_line(document)), style="bold" if document["passed"] else "bold red")
         for line in judge_lines(document):
             console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
+        deselected = deselected_line(document)
+        if deselected:
+            console.print(f"  {esc(deselected)}", style="yellow")
         missing = missing_data_line(document)
         if missing:
             console.print(f"  {esc(missing)}", style="bold red" if missing_data_failed(document) else "yellow")
@@ -111,17 +129,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
             verdict = verdicts.get(("overall", name))
-            mark = (
-                ""
-                if verdict is None
-                else (
-                    "[yellow]pass (inconclusive)[/]"
-                    if verdict.get("status") == "inconclusive"
-                    else "[green]pass[/]"
-                    if verdict["passed"]
-                    else "[bold red]FAIL[/]"
-                )
-            )
+            mark = _mark(verdict)
             table.add_row(
                 esc(name),
                 fmt.value(value["value"]),
@@ -147,17 +155,7 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             for category, values in metrics["by_category"].items():
                 for i, name in enumerate(shown):
                     verdict = verdicts.get((category, name))
-                    mark = (
-                        ""
-                        if verdict is None
-                        else (
-                            "[yellow]pass (inconclusive)[/]"
-                            if verdict.get("status") == "inconclusive"
-                            else "[green]pass[/]"
-                            if verdict["passed"]
-                            else "[bold red]FAIL[/]"
-                        )
-                    )
+                    mark = _mark(verdict)
                     table.add_row(
                         esc(category) if i == 0 else "",
                         esc(name),
@@ -240,11 +238,11 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
         for r in comparison["results"]:
             if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall"):
                 console.print(f"  {esc(r['explanation'])}", style=STYLE[r["verdict"]])
-        unresolved = sum(r["verdict"] == "inconclusive" and r["scope"] != "overall" for r in comparison["results"])
-        if unresolved:
-            console.print(
-                f"  {unresolved} category checks inconclusive: too few cases to show or rule out a worsening beyond "
-                "their margins (the mde column is the smallest worsening each detects; details in comparison.md)",
-                style="yellow",
-            )
+        heading = unresolved_heading(comparison)
+        if heading:
+            style = {"warn": "bold yellow", "fail": "bold red"}.get(on_inconclusive_of(comparison), "yellow")
+            console.print(f"  {esc(heading)}", style=style)
+            for line in unresolved_lines(comparison):
+                console.print(f"    {esc(line)}", style="yellow")
+            console.print("    (suite sizes are estimates, as 1/sqrt(cases) with the same spread per case; details in comparison.md)", style="dim")
     return buffer.getvalue()
