@@ -21,14 +21,13 @@ the other one in a non-negative question. So a category needs both of its files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from biascheck.benchmarks.base import ReportLayout
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, seeded_rank
 from biascheck.benchmarks.qa.metrics import READING_METRICS
 from biascheck.core.errors import BiascheckError
 
@@ -186,13 +185,10 @@ def one_per_group(items: list[QAItem], seed: int) -> list[QAItem]:
     """One item per (category, template, context, polarity), chosen by a seeded hash of its id:
     independent of file order."""
 
-    def rank(item: QAItem) -> bytes:
-        return hashlib.sha256(f"{seed}:{item.sample_id}".encode()).digest()
-
     chosen: dict[tuple[str, str, str, str], QAItem] = {}
     for item in items:
         key = (item.category, item.cluster, item.context_kind, item.label)
-        if key not in chosen or rank(item) < rank(chosen[key]):
+        if key not in chosen or seeded_rank(seed, item.sample_id) < seeded_rank(seed, chosen[key].sample_id):
             chosen[key] = item
     return sorted(chosen.values(), key=lambda item: item.sample_id)
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import hashlib
 import io
 from collections import defaultdict
 from collections.abc import Sequence
@@ -39,7 +38,7 @@ from pathlib import Path
 
 from biascheck.benchmarks.qa import answers
 from biascheck.benchmarks.qa.answers import AnswerMode
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files, read_utf8
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files, read_utf8, seeded_pick
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, QATruth
 
@@ -217,8 +216,7 @@ def one_per_group(keyed: list[tuple[QAItem, tuple[str, ...]]], seed: int) -> lis
     chosen = []
     for key in sorted(cells):
         members = sorted(cells[key], key=lambda it: it.sample_id)
-        rank = int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big")
-        chosen.append(members[rank % len(members)])
+        chosen.append(members[seeded_pick(seed, key, len(members))])
     return chosen
 
 

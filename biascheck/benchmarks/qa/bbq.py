@@ -8,13 +8,12 @@ option. The default subset keeps one example, chosen with a fixed seed, per
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files, seeded_pick
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (
@@ -151,9 +150,6 @@ def one_per_group(keyed_items: list[tuple[QAItem, tuple]], seed: int) -> list[QA
     for item, key in keyed_items:
         cells[(item.category, *key)].append(item)
 
-    def rank(key: tuple) -> int:
-        return int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big")
-
     def question_order(key: tuple) -> tuple:
         question = key[1]
         return (int(question), question) if question.isdigit() else (10**9, question)
@@ -166,14 +162,14 @@ def one_per_group(keyed_items: list[tuple[QAItem, tuple]], seed: int) -> list[QA
     chosen = []
     for stratum in sorted(strata):
         keys = sorted(strata[stratum], key=question_order)
-        start = rank(stratum) % 2
+        start = seeded_pick(seed, stratum, 2)
         for position, key in enumerate(keys):
             members = sorted(cells[key], key=lambda it: int(it.sample_id.rsplit("-", 1)[1]))
             if stratum[2] == "disambig":
                 want_biased = (position + start) % 2 == 0
                 matching = [it for it in members if (it.correct == it.biased) == want_biased]
                 members = matching or members
-            chosen.append(members[rank(key) % len(members)])
+            chosen.append(members[seeded_pick(seed, key, len(members))])
     return chosen
 
 

@@ -180,10 +180,17 @@ READINGS = {
 }
 
 
-def _stable_rank(seed: int, key: str) -> bytes:
+def seeded_rank(seed: int, key: object) -> bytes:
+    """A subset's seeded order: sort by it, and the choice depends on the seed and ``key`` alone,
+    never on file order."""
     import hashlib
 
     return hashlib.sha256(f"{seed}:{key}".encode()).digest()
+
+
+def seeded_pick(seed: int, key: object, n: int) -> int:
+    """One of ``n`` members, chosen by the seed and ``key`` alone (:func:`seeded_rank`)."""
+    return int.from_bytes(seeded_rank(seed, key)[:8], "big") % n
 
 
 class QABenchmark:
@@ -273,7 +280,7 @@ class QABenchmark:
             for item in items:
                 by_category.setdefault(item.category, set()).add(item.cluster)
             for clusters in by_category.values():
-                ranked = sorted(clusters, key=lambda c: _stable_rank(manifest.subset_seed, c))
+                ranked = sorted(clusters, key=lambda c: seeded_rank(manifest.subset_seed, c))
                 keep.update(ranked[: manifest.templates_per_category])
             items = [item for item in items if item.cluster in keep]
         if manifest.prompt_ids is not None:
