@@ -122,6 +122,7 @@ MANIFEST_ERRORS = [
     ("duplicate-toml-key", replace('name = "tmp"', 'name = "tmp"\nname = "again"'), "", ("invalid TOML",)),
     ("unknown-top-level-key", BASE + '\n[extras]\nfoo = 1\n', "(top level)", ("unknown key 'extras'",)),
     ("unknown-suite-key", replace('description = "synthetic"', 'descripton = "synthetic"'), "suite", ("unknown key 'descripton'",)),
+    ("bad-language", replace('description = "synthetic"', 'description = "synthetic"\nlanguage = "Korean!"'), "suite.language", ("'Korean!' does not match",)),
     ("unknown-benchmark", replace('benchmark = "kobbq"', 'benchmark = "kobbbq"'), "suite.benchmark", ("'kobbbq' is not allowed", "'kobbq'", "'bbq'")),
     ("missing-thresholds", BASE.split("[thresholds]")[0], "(top level)", ("'thresholds' is a required property",)),
     ("empty-thresholds", BASE.split("[thresholds]")[0] + "[thresholds]\n", "thresholds", ()),
