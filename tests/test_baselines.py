@@ -5,6 +5,7 @@ through the real outcome, metric, verdict and results code."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biascheck.config.manifest import Rule
+from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.regression import compare, resolve_rules, settings_from
@@ -269,22 +271,27 @@ def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
     assert loaded == document
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     worsening=st.floats(-1, 1),
-    se=st.floats(0, 0.5),
+    template_se=st.floats(0, 0.5) | st.just(float("nan")),
+    case_se=st.floats(0, 0.5),
+    templates=st.integers(1, 40),
     margin=st.floats(0, 0.2),
-    half=st.floats(0, 0.5),
     family=st.integers(1, 60),
-    p_raw=st.floats(0, 1),
+    worse=st.integers(0, 30),
+    better=st.integers(0, 30),
 )
-def test_verdicts_follow_their_definitions(worsening, se, margin, half, family, p_raw):
-    from biascheck.evaluation.regression import CompareSettings, _Check, _decide
-    from biascheck.metrics.paired import PairedDifference
+def test_every_verdict_agrees_with_the_interval_printed_beside_it(worsening, template_se, case_se, templates, margin, family, worse, better):
+    """Read back from the JSON a reader gets: regressed means worsening_ci lies beyond the margin,
+    unchanged within it, improved below minus it, inconclusive across it; the adjusted p agrees."""
+    from biascheck.evaluation.regression import CompareSettings, _Check, _check_json, _decide, _spreads
+    from biascheck.metrics.paired import PairedDifference, mcnemar_p_value
 
-    d = PairedDifference(
-        0.5, 0.5 + worsening, worsening, (worsening - half, worsening + half), worsening, (worsening - half, worsening + half), se, 2000
-    )
+    def paired(se):
+        return PairedDifference(0.5, 0.5 + worsening, worsening, (math.nan, math.nan), worsening, (math.nan, math.nan), se, 2000)
+
+    sign = {"worse": worse, "better": better, "p_value": mcnemar_p_value(worse, better), "p_value_better": mcnemar_p_value(better, worse)}
     check = _Check(
         "acc_amb",
         "overall",
@@ -292,23 +299,25 @@ def test_verdicts_follow_their_definitions(worsening, se, margin, half, family, 
         "lower",
         margin,
         (0.5, (0, 1), 10),
-        (0.5, (0, 1), 10),
-        d,
-        p_raw,
-        None,
-        p_adjusted=min(1.0, p_raw * family),
+        (0.5 + worsening, (0, 1), 10),
+        paired(case_se),
+        True,
+        _spreads(paired(template_se), paired(case_se), templates, identical=False),
+        sign,
+        extra={"cases": 100},
     )
     _decide(check, CompareSettings(rules={}), family)
-    lo, hi = d.worsening_ci
-    assert check.verdict in ("regressed", "improved", "unchanged", "inconclusive")
-    assert (check.verdict == "regressed") == (check.p_adjusted < 0.05)
-    if check.verdict == "improved":
-        assert hi < -margin
-    if check.verdict == "unchanged":
-        assert hi <= margin
-    if check.verdict == "inconclusive":
-        assert hi > margin and check.mde >= margin
-    assert "\n" not in check.explanation and check.explanation.startswith("acc_amb (overall) ")
+    shown = _check_json(check)
+    lo, hi = shown["worsening_ci"]
+    assert lo <= worsening <= hi
+    expected = "regressed" if lo > margin else "improved" if hi < -margin else "unchanged" if hi <= margin else "inconclusive"
+    assert shown["verdict"] == expected
+    assert (shown["verdict"] == "regressed") == (shown["p_adjusted"] < 0.05) or abs(lo - margin) < 1e-9
+    digits = re.search(r"\[[+-]?\d+\.(\d+),", shown["explanation"]).group(1)
+    assert f"{fmt.signed(lo, len(digits))}, {fmt.signed(hi, len(digits))}]" in shown["explanation"]  # the printed interval is this one
+    if shown["verdict"] == "inconclusive":
+        assert check.mde >= margin
+    assert "\n" not in shown["explanation"] and shown["explanation"].startswith("acc_amb (overall) ")
 
 
 def test_an_errored_or_incomplete_candidate_never_passes_a_comparison(prepared, baseline_file):
@@ -341,7 +350,7 @@ def test_a_few_changed_answers_in_a_category_are_not_a_regression(prepared, base
         case["outcome"] = "biased"
     comparison = compare(base, candidate, settings_from(candidate), baseline_path="b.json")
     check = next(r for r in comparison["results"] if r["scope"] == "age" and r["metric"] == "diff_bias_amb")
-    assert check["mcnemar"] == {"worse": 2, "better": 0, "p_value": 0.25}
+    assert check["mcnemar"] == {"worse": 2, "better": 0, "p_value": 0.25, "p_value_better": 1.0}
     assert check["verdict"] != "regressed" and check["p_value"] >= 0.25
 
 
@@ -426,3 +435,53 @@ def test_a_diff_reads_results_without_the_optional_manifest(baseline_file, prepa
     del results["suite"]["manifest"]
     (tmp_path / "results.json").write_text(json.dumps(results), "utf-8")
     assert main(["diff", str(baseline_file), str(tmp_path / "results.json")]) in (0, 1), capsys.readouterr().err
+
+
+def test_the_issue_25_comparison_prints_no_verdict_its_interval_contradicts(tmp_path, data_dir, capsys):
+    """KoBBQ, 3 templates per category, prompt 1 (864 cases): baseline sim/fair, candidate
+    sim/stereotyped?p=0.3. The gate printed 20 of 52 checks as inconclusive beside an interval wholly
+    beyond the margin. Now every printed interval decides its verdict, and the run still fails."""
+    from biascheck.cli import main
+
+    from conftest import write_subset_suite
+
+    folder = write_subset_suite(tmp_path / "kobbq-3", subset="templates_per_category = 3", prompts='from_data = "prompts"\nuse = ["1"]')
+    prepared = PreparedSuite.of(load_suite(folder, data_dir=data_dir))
+    assert len(prepared.suite.cases) == 864
+    baseline = tmp_path / "baseline.json"
+    baselines.write(baselines.from_results(simulated_results(prepared, "fair"), git="0" * 40), baseline)
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(simulated_results(prepared, "stereotyped?p=0.3")), "utf-8")
+
+    assert main(["diff", str(baseline), str(results), "--report", str(tmp_path / "report")]) == 1
+    printed = capsys.readouterr().out
+    comparison = json.loads((tmp_path / "report" / "comparison.json").read_text("utf-8"))
+    assert comparison["settings"]["family_size"] == len(comparison["results"]) == 52
+    verdicts = {r["verdict"] for r in comparison["results"]}
+    assert "regressed" in verdicts and comparison["regressed"] and not comparison["passed"]
+    interval = re.compile(
+        r"\[([+-]\d+\.\d+), ([+-]\d+\.\d+)\] (?:\([^)]*\) )?(lies beyond|lies below|lies within|straddles) the (?:negative of the )?margin (\d+\.\d+)"
+    )
+    for r in comparison["results"]:
+        lo, hi = r["worsening_ci"]
+        margin = r["margin"]
+        expected = "regressed" if lo > margin else "improved" if hi < -margin else "unchanged" if hi <= margin else "inconclusive"
+        assert r["verdict"] == expected, r["explanation"]
+        # The numbers in the sentence a reader sees say the same.
+        lo_text, hi_text, relation, margin_text = interval.search(r["explanation"]).groups()
+        lo_shown, hi_shown, margin_shown = float(lo_text), float(hi_text), float(margin_text)
+        assert lo_shown <= r["worsening"] <= hi_shown, r["explanation"]
+        assert {"regressed": "lies beyond", "unchanged": "lies within", "inconclusive": "straddles", "improved": "lies below"}[
+            r["verdict"]
+        ] == relation
+        holds = {
+            "lies beyond": lo_shown > margin_shown,
+            "lies within": hi_shown <= margin_shown,
+            "straddles": lo_shown <= margin_shown < hi_shown,
+            "lies below": hi_shown < -margin_shown,
+        }
+        assert holds[relation], r["explanation"]
+    # The check the issue quoted: 5 changed cases in a category of 3 templates cannot show a worsening.
+    age = next(r for r in comparison["results"] if (r["metric"], r["scope"]) == ("diff_bias_dis", "age"))
+    assert age["verdict"] == "inconclusive" and age["interval"]["spread"] == "templates" and age["interval"]["df"] == 2
+    assert "diff_bias_amb" in printed and "worsening [bounds]" in printed

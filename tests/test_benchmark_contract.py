@@ -160,7 +160,9 @@ def check_round_trip(folder: Path, data_dir: Path, tmp_path: Path) -> None:
     assert second["metrics"] == document["metrics"]
     comparison = compare(loaded, second, settings_from(second), baseline_path=str(path))
     assert comparison["passed"] and not comparison["regressed"] and comparison["flips"]["total"] == 0
-    assert {r["verdict"] for r in comparison["results"]} <= {"unchanged", "not compared"}
+    assert {r["verdict"] for r in comparison["results"]} <= {"unchanged", "not compared"}, [
+        r["explanation"] for r in comparison["results"] if r["verdict"] == "inconclusive"
+    ]
 
 
 def test_documents_of_a_benchmark_not_installed_here_are_one_line_errors(data_dir, tmp_path):

@@ -15,14 +15,17 @@ from biascheck.benchmarks.qa.metrics import QA_METRICS, K
 from biascheck.metrics.bootstrap import cluster_bootstrap, percentile_interval, resample_weights
 from biascheck.metrics.paired import (
     PairedDifference,
+    Spread,
     _binom_half_upper_tail_exact,
     _binom_half_upper_tail_log,
     badness,
-    holm,
+    bounds_p_value,
+    detectable_worsening,
     mcnemar_p_value,
-    minimum_detectable_effect,
     paired_bootstrap,
-    worsening_p_value,
+    student_t_quantile,
+    student_t_tail,
+    worsening_bounds,
 )
 
 NAN = float("nan")
@@ -161,141 +164,144 @@ def test_mcnemar_rejects_bad_counts():
 
 
 # ---------------------------------------------------------------------------------------------
-# holm
+# Student's t
 
 
-def test_holm_worked_example():
-    # sorted: 0.005 * 4 = 0.02, 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, max(0.06, 0.04 * 1) = 0.06
-    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+@pytest.mark.parametrize(
+    ("q", "df", "expected"),
+    [  # printed t tables (e.g. Abramowitz & Stegun table 26.10), to their digits
+        (0.975, 1, 12.7062047362),
+        (0.975, 2, 4.30265272975),
+        (0.975, 10, 2.22813885196),
+        (0.995, 5, 4.03214298356),
+        (0.999, 30, 3.38518486683),
+        (0.95, 120, 1.65765089935),
+        (0.9995, 3, 12.924),  # printed to three decimals
+    ],
+)
+def test_student_t_quantile_golden(q, df, expected):
+    digits = len(str(expected).split(".")[1])
+    tolerance = max(0.5 * 10**-digits, 1e-9 * expected)  # the table's last digit, or 1e-9 relative
+    assert student_t_quantile(q, df) == pytest.approx(expected, abs=tolerance)
+    assert student_t_quantile(1 - q, df) == pytest.approx(-expected, abs=tolerance)
 
 
-def test_holm_edge_cases():
-    assert holm([]) == []
-    assert holm([0.2]) == [0.2]
-    assert holm([NAN, 0.01]) == [1.0, 0.02]
-    assert holm([0.6, 0.7]) == [1.0, 1.0]  # capped at 1
-    with pytest.raises(ValueError):
-        holm([0.5, 1.5])
-    with pytest.raises(ValueError):
-        holm([-0.1])
+@settings(deadline=None, max_examples=200)
+@given(st.floats(-50, 50, allow_nan=False))
+def test_student_t_tail_closed_forms(t):
+    # One degree of freedom is Cauchy's; two have an algebraic tail.
+    assert student_t_tail(t, 1) == pytest.approx(0.5 - math.atan(t) / math.pi, rel=1e-10, abs=1e-15)
+    assert student_t_tail(t, 2) == pytest.approx(0.5 * (1 - t / math.sqrt(2 + t * t)), rel=1e-10, abs=1e-15)
 
 
-def step_down_rejections(ps: list[float], alpha: float) -> set[int]:
-    """Holm's procedure directly: reject in ascending order while (m - j) p_(j) < alpha."""
-    m = len(ps)
-    rejected = set()
-    for j, i in enumerate(sorted(range(m), key=ps.__getitem__)):
-        if not (m - j) * ps[i] < alpha:
-            break
-        rejected.add(i)
-    return rejected
+@settings(deadline=None, max_examples=200)
+@given(st.floats(-30, 30, allow_nan=False), st.integers(1, 5000), st.floats(1e-6, 1 - 1e-6))
+def test_student_t_properties(t, df, q):
+    tail = student_t_tail(t, df)
+    assert 0.0 <= tail <= 1.0
+    assert tail + student_t_tail(-t, df) == pytest.approx(1.0, abs=1e-12)  # symmetric
+    assert student_t_tail(t, df) >= student_t_tail(t, df + 1) - 1e-15 if t > 0 else True  # heavier tails with fewer df
+    assert student_t_tail(student_t_quantile(q, df), df) == pytest.approx(1 - q, rel=1e-8, abs=1e-13)  # the inverse
+    assert abs(student_t_quantile(q, df)) >= abs(NormalDist().inv_cdf(q)) - 1e-9  # never thinner than the normal
 
 
-p_lists = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=30)
-
-
-@settings(deadline=None, max_examples=100)
-@given(p_lists, st.randoms(use_true_random=False))
-def test_holm_properties(ps, rnd):
-    adj = holm(ps)
-    m = len(ps)
-    assert len(adj) == m
-    assert all(p <= a <= 1.0 for p, a in zip(ps, adj))
-    order = sorted(range(m), key=ps.__getitem__)
-    assert all(adj[i] <= adj[j] for i, j in zip(order, order[1:]))  # monotone in the raw order
-    smallest = min(range(m), key=ps.__getitem__)
-    assert adj[smallest] == min(1.0, m * ps[smallest])  # Bonferroni for the smallest p
-    perm = list(range(m))
-    rnd.shuffle(perm)
-    assert holm([ps[i] for i in perm]) == [adj[i] for i in perm]
-    for alpha in (0.001, 0.01, 0.05, 0.1, 0.5):
-        assert {i for i, a in enumerate(adj) if a < alpha} == step_down_rejections(ps, alpha)
-
-
-@settings(deadline=None, max_examples=50)
-@given(p_lists)
-def test_holm_nan_is_one(ps):
-    with_nan = ps + [NAN]
-    assert holm(with_nan) == holm(ps + [1.0])
-
-
-# ---------------------------------------------------------------------------------------------
-# worsening_p_value
-
-
-def test_worsening_p_value_golden():
-    assert worsening_p_value(0.3, 0.1, 0.3) == 0.5
-    assert worsening_p_value(0.05, 0.01, 0.02) == pytest.approx(0.0013498980316300945, rel=1e-9, abs=0)  # z = 3
-    assert worsening_p_value(-0.01, 0.01, 0.02) == pytest.approx(1 - 0.0013498980316300945, rel=1e-12, abs=0)
-    # z = 10: 1 - NormalDist().cdf(10) is 0.0; the upper tail must still be accurate
-    assert worsening_p_value(10.0, 1.0, 0.0) == pytest.approx(7.619853024160526e-24, rel=1e-12, abs=0)
-
-
-def test_worsening_p_value_edges():
-    assert worsening_p_value(NAN, 0.1, 0.0) == 1.0
-    assert worsening_p_value(NAN, 0.0, 0.0) == 1.0
-    assert worsening_p_value(NAN, NAN, 0.0) == 1.0
-    for se in (0.0, NAN):
-        assert worsening_p_value(0.2, se, 0.1) == 0.0
-        assert worsening_p_value(0.1, se, 0.1) == 1.0
-        assert worsening_p_value(0.0, se, 0.1) == 1.0
-    assert worsening_p_value(math.inf, 0.1, 0.0) == 0.0
-    assert worsening_p_value(-math.inf, 0.1, 0.0) == 1.0
-    assert worsening_p_value(math.inf, math.inf, 0.0) == 1.0
-    with pytest.raises(ValueError):
-        worsening_p_value(0.1, -0.1, 0.0)
-    with pytest.raises(ValueError):
-        worsening_p_value(0.1, 0.1, NAN)
-
-
-finite = st.floats(-1.0, 1.0, allow_nan=False)
-positive_se = st.floats(1e-4, 1.0, allow_nan=False)
-
-
-@settings(deadline=None, max_examples=100)
-@given(finite, finite, positive_se, finite)
-def test_worsening_p_value_monotone_and_symmetric(w1, w2, se, margin):
-    lo, hi = sorted((w1, w2))
-    p_lo, p_hi = worsening_p_value(lo, se, margin), worsening_p_value(hi, se, margin)
-    assert 0.0 <= p_hi <= p_lo <= 1.0  # decreasing in the worsening
-    assert worsening_p_value(w1, se, lo) <= worsening_p_value(w1, se, hi)  # increasing in the margin
-    d = w1 - margin
-    assert worsening_p_value(margin + d, se, margin) + worsening_p_value(margin - d, se, margin) == pytest.approx(1.0, abs=1e-12)
-    assert worsening_p_value(margin, se, margin) == 0.5
-    z = (w1 - margin) / se
-    assert worsening_p_value(w1, se, margin) == pytest.approx(1.0 - NormalDist().cdf(z), abs=1e-12)
-
-
-# ---------------------------------------------------------------------------------------------
-# minimum_detectable_effect
-
-
-def test_minimum_detectable_effect_golden():
-    mde = minimum_detectable_effect(0.01, alpha=0.05, power=0.8)
-    assert round(mde, 4) == 0.0249
-    assert mde == pytest.approx((1.6448536269514722 + 0.8416212335729144) * 0.01, rel=1e-12, abs=0)
-    assert minimum_detectable_effect(0.02, alpha=0.05) == pytest.approx(2 * mde, rel=1e-12, abs=0)  # power 0.8 default
-    assert minimum_detectable_effect(0.0, alpha=0.05) == 0.0
-    assert math.isnan(minimum_detectable_effect(NAN, alpha=0.05))
-    assert minimum_detectable_effect(0.01, alpha=0.001) > mde
-    assert minimum_detectable_effect(0.01, alpha=0.05, power=0.9) > mde
-
-
-def test_minimum_detectable_effect_rejects_bad_arguments():
-    for kwargs in ({"alpha": 0.0}, {"alpha": 1.0}, {"alpha": 0.05, "power": 1.0}, {"alpha": 0.05, "power": 0.0}):
+def test_student_t_limits_and_bad_arguments():
+    assert student_t_quantile(0.975, math.inf) == NormalDist().inv_cdf(0.975)
+    assert student_t_quantile(0.975, 1e5) == pytest.approx(NormalDist().inv_cdf(0.975), rel=1e-4)
+    assert student_t_tail(10.0, math.inf) == pytest.approx(7.619853024160526e-24, rel=1e-12)  # the normal's far tail
+    assert student_t_tail(math.inf, 3) == 0.0 and student_t_tail(-math.inf, 3) == 1.0
+    assert math.isnan(student_t_tail(NAN, 3))
+    for bad in ((0.5, 0), (0.5, -1), (0.0, 3), (1.0, 3)):
         with pytest.raises(ValueError):
-            minimum_detectable_effect(0.01, **kwargs)
+            student_t_quantile(*bad)
     with pytest.raises(ValueError):
-        minimum_detectable_effect(-0.01, alpha=0.05)
+        student_t_tail(1.0, 0)
 
 
-def test_minimum_detectable_effect_has_the_stated_power():
-    # An estimate ~ N(margin + MDE, se) is rejected by worsening_p_value at level alpha w.p. power.
+# ---------------------------------------------------------------------------------------------
+# worsening_bounds, bounds_p_value, detectable_worsening
+
+CASES = Spread("cases", 0.1, math.inf)
+
+
+def test_worsening_bounds_golden():
+    b = worsening_bounds(0.3, [CASES], alpha_each=0.025)
+    assert (b.lower, b.upper) == pytest.approx((0.3 - 0.1959963985, 0.3 + 0.1959963985), rel=1e-9)
+    assert b.spread == CASES and b.floored == ()
+    # The widest spread sets the bounds: 3 templates (t with 2 df) beat the cases' normal.
+    templates = Spread("templates", 0.08, 2)
+    b = worsening_bounds(0.3, [templates, CASES], alpha_each=0.025)
+    assert b.spread == templates and b.upper - 0.3 == pytest.approx(4.30265272975 * 0.08, rel=1e-9)
+    # Unknown spreads are skipped; none known gives NaN bounds.
+    assert worsening_bounds(0.3, [Spread("templates", NAN, 2), CASES], alpha_each=0.025).spread == CASES
+    assert math.isnan(worsening_bounds(0.3, [], alpha_each=0.025).lower)
+    assert math.isnan(worsening_bounds(NAN, [CASES], alpha_each=0.025).upper)
+    with pytest.raises(ValueError):
+        worsening_bounds(0.3, [CASES], alpha_each=0.0)
+
+
+def test_a_sign_test_that_shows_nothing_keeps_the_bound_at_zero():
+    # 5 of 5 changed cases worse: the exact sign test's p is 1/32, not below 0.001.
+    b = worsening_bounds(0.2, [Spread("cases", 0.02, math.inf)], alpha_each=0.001, sign_p_worse=1 / 32, sign_p_better=1.0)
+    assert b.lower == 0.0 and b.upper > 0.2 and b.floored == ("lower",)
+    assert bounds_p_value(0.2, 0.0, [Spread("cases", 0.02, math.inf)], sign_p_worse=1 / 32) == 1 / 32
+    # Enough of them (2^-12 < 0.001) and the bootstrap's bound stands.
+    b = worsening_bounds(0.2, [Spread("cases", 0.02, math.inf)], alpha_each=0.001, sign_p_worse=2**-12)
+    assert b.lower > 0.1 and b.floored == ()
+    b = worsening_bounds(-0.2, [Spread("cases", 0.02, math.inf)], alpha_each=0.001, sign_p_worse=1.0, sign_p_better=1 / 32)
+    assert b.upper == 0.0 and b.floored == ("upper",)
+
+
+spreads_strategy = st.lists(
+    st.builds(Spread, st.sampled_from(["templates", "cases"]), st.floats(0, 1, allow_nan=False), st.sampled_from([1, 2, 5, 30, math.inf])),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.floats(-1, 1, allow_nan=False),
+    st.floats(0, 0.5, allow_nan=False),
+    spreads_strategy,
+    st.floats(1e-5, 0.2),
+    st.none() | st.floats(0, 1, allow_nan=False),
+)
+def test_the_bounds_and_the_p_value_decide_alike(worsening, margin, spreads, alpha_each, sign_p):
+    """The lower bound lies beyond the margin exactly when the test's p is below the level, so a
+    verdict read off the printed bounds is the test's verdict."""
+    b = worsening_bounds(worsening, spreads, alpha_each=alpha_each, sign_p_worse=sign_p)
+    p = bounds_p_value(worsening, margin, spreads, sign_p_worse=sign_p)
+    assert b.lower <= worsening <= b.upper
+    if abs(b.lower - margin) > 1e-9 * max(1.0, abs(margin)):  # off the boundary itself
+        assert (b.lower > margin) == (p < alpha_each), (b, p)
+
+
+def test_t_bounds_from_few_clusters_hold_their_level():
+    """Cluster means drawn from a normal: bounds from 3 clusters on t with 2 df exclude the truth
+    about as often as they promise; on the normal they would miss far more often."""
+    rng = np.random.default_rng(11)
+    draws = rng.normal(0.0, 1.0, size=(20000, 3))
+    means, ses = draws.mean(axis=1), draws.std(axis=1, ddof=1) / math.sqrt(3)
+    alpha = 0.05
+    t_miss = np.mean([worsening_bounds(m, [Spread("templates", s, 2)], alpha_each=alpha).lower > 0 for m, s in zip(means, ses)])
+    z_miss = np.mean([worsening_bounds(m, [Spread("cases", s, math.inf)], alpha_each=alpha).lower > 0 for m, s in zip(means, ses)])
+    assert t_miss == pytest.approx(alpha, abs=0.006)
+    assert z_miss > 2 * alpha
+
+
+def test_detectable_worsening_has_the_stated_power():
+    # An estimate ~ N(margin + detectable, se) has its lower bound beyond the margin w.p. power.
     se, alpha, margin, power = 0.02, 0.01, 0.05, 0.8
-    mde = minimum_detectable_effect(se, alpha=alpha, power=power)
-    draws = np.random.default_rng(7).normal(margin + mde, se, size=20000)
-    rejected = np.mean([worsening_p_value(w, se, margin) < alpha for w in draws])
-    assert rejected == pytest.approx(power, abs=0.015)
+    spread = Spread("cases", se, math.inf)
+    detectable = detectable_worsening([spread], alpha_each=alpha, power=power)
+    assert detectable == pytest.approx((NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(power)) * se, rel=1e-12)
+    draws = np.random.default_rng(7).normal(margin + detectable, se, size=20000)
+    caught = np.mean([worsening_bounds(w, [spread], alpha_each=alpha).lower > margin for w in draws])
+    assert caught == pytest.approx(power, abs=0.015)
+    assert math.isnan(detectable_worsening([], alpha_each=alpha, power=power))
+    with pytest.raises(ValueError):
+        detectable_worsening([spread], alpha_each=alpha, power=1.0)
 
 
 # ---------------------------------------------------------------------------------------------

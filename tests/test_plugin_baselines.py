@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
 
@@ -270,8 +271,11 @@ def test_on_inconclusive_pass_warn_and_fail_end_to_end(run_biascheck, gate_suite
     assert unresolved
     for r in unresolved:  # every margin here is > 0: the estimate exists, and exceeds the cases the check had
         assert isinstance(r["cases_to_resolve"], int) and r["cases_to_resolve"] >= r["cases"] > 0, r
-        detectable = r["mde"] - r["margin"]
-        assert r["cases_to_resolve"] == max(r["cases"], -(-r["cases"] * (detectable / r["margin"]) ** 2 // 1))
+        # Redone from what comparison.json prints: the deciding spread, on normal quantiles.
+        z = NormalDist().inv_cdf
+        family, alpha, power = (comparison["settings"][k] for k in ("family_size", "alpha", "power"))
+        detectable = (z(1 - alpha / family) + z(power)) * r["interval"]["se"]
+        assert r["cases_to_resolve"] == pytest.approx(max(r["cases"], r["cases"] * (detectable / r["margin"]) ** 2), abs=1.001)
     assert all(r["cases_to_resolve"] is None for r in comparison["results"] if r["verdict"] != "inconclusive")
     assert f"WARNING: {len(unresolved)} checks could not be resolved" in warn.output
     warnings = [line for line in warn.output.splitlines() if line.startswith("::warning ")]

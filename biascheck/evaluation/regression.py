@@ -1,23 +1,24 @@
 """Regression checks: a candidate run compared with a baseline on the cases both ran.
 
-For every compared metric, overall and in every category, the candidate *regressed* only when its
-worsening beyond the rule's margin is statistically credible:
+For every compared metric, overall and in every category, the verdict is read off one interval,
+the one printed beside it (see :mod:`biascheck.metrics.paired` for the functions):
 
-- the worsening (``badness(candidate) - badness(baseline)``, see :mod:`biascheck.metrics.paired`)
-  and its interval come from a paired bootstrap over templates: the same resampled templates on
-  both sides, because both models answered the same cases;
-- its one-sided p-value for "worsening <= margin" uses the bootstrap standard error, and is never
-  taken below an exact sign test on the cases whose contribution to the metric moved (McNemar's
-  test for the proportions): a handful of changed cases, or a bootstrap with no spread, cannot
-  make a regression (requiring both tests keeps the level);
-- Holm's procedure over every check of the suite run (all metrics, all scopes) holds the chance
-  of any false regression in a run to ``alpha``.
+- the worsening (``badness(candidate) - badness(baseline)``) is estimated on the cases both ran;
+- its spread is measured twice, by a paired bootstrap over templates (the same resampled templates
+  on both sides) and over cases. The template spread is read against Student's t with T - 1 degrees
+  of freedom (few templates: wide), the case spread against the normal;
+- its lower and upper bounds are ``worsening -/+ q * se`` for the spread that gives the widest, at
+  ``1 - alpha / m`` each (Bonferroni over the m checks of the run): both bounds of every check hold
+  at once with probability ``1 - alpha``, so the chance of any false regression in a run is at most
+  ``alpha``; an exact sign test on the changed cases keeps a bound at 0 when the cases that moved are
+  too few to show a change in its direction (the bootstrap's normal tail is too thin there).
 
-Verdicts: ``regressed`` (Holm-adjusted p < alpha), ``improved`` (the interval of the worsening
-lies below ``-margin``), ``unchanged`` (it lies at or below ``+margin``: any worsening is within the
-margin), ``inconclusive`` (otherwise: the data cannot rule out a worsening beyond the margin, nor
-show one; the minimum detectable effect says how large a worsening this subset could catch), and
-``not compared`` (the metric is undefined on one side).
+Verdicts: ``regressed`` (the lower bound lies beyond the margin), ``improved`` (the upper bound
+lies below minus the margin), ``unchanged`` (the upper bound lies within the margin),
+``inconclusive`` (the bounds straddle the margin: the data can neither show nor rule out a
+worsening beyond it; the minimum detectable effect says how large a worsening this subset could
+catch) and ``not compared`` (the metric is undefined on one side). ``p_adjusted`` is the
+Bonferroni p of the same test: below ``alpha`` exactly when the check regressed.
 
 What an inconclusive check does to the gate is the user's decision, ``on_inconclusive``
 (``[regression]`` in suite.toml, ``--biascheck-on-inconclusive``): ``pass`` (quietly), ``warn`` (the
@@ -42,12 +43,15 @@ from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differenc
 from biascheck.metrics.bootstrap import cluster_bootstrap_many
 from biascheck.metrics.core import number
 from biascheck.metrics.paired import (
-    holm,
+    PairedDifference,
+    Spread,
+    WorseningBounds,
+    bounds_p_value,
+    detectable_worsening,
     mcnemar_p_value,
-    minimum_detectable_effect,
     paired_bootstrap,
     paired_case_bootstrap,
-    worsening_p_value,
+    worsening_bounds,
 )
 from biascheck.suite import missing_data_summary
 
@@ -162,8 +166,12 @@ class _Check:
     base: tuple[float, tuple[float, float], int]
     cand: tuple[float, tuple[float, float], int]
     paired: Any
-    p_value: float
+    defined: bool  # the metric has a value on both sides
+    spreads: list[Spread]
     mcnemar: dict[str, Any] | None
+    limits: tuple[float, float] | None = None  # the values the worsening can take
+    bounds: WorseningBounds | None = None
+    p_value: float = math.nan
     p_adjusted: float = math.nan
     mde: float = math.nan
     verdict: str = "not compared"
@@ -171,13 +179,29 @@ class _Check:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _wider(by_template, by_case):
-    """The template bootstrap, unless resampling independent cases spreads wider: with few
-    templates the former underestimates the spread, and no comparison should be surer than
-    independent cases allow."""
+def _wider(by_template: PairedDifference, by_case: PairedDifference) -> PairedDifference:
+    """The bootstrap that spreads wider, for the unadjusted percentile intervals reported beside
+    the bounds (the bounds themselves weigh both spreads, see :func:`_spreads`)."""
     if math.isnan(by_template.worsening_se) or by_case.worsening_se > by_template.worsening_se:
-        return by_case, "cases"
-    return by_template, "templates"
+        return by_case
+    return by_template
+
+
+def _spreads(by_template: PairedDifference, by_case: PairedDifference | None, templates: int, identical: bool) -> list[Spread]:
+    """The worsening's spreads a check's bounds must respect. Templates: the paired cluster
+    bootstrap's SE, scaled by sqrt(T / (T - 1)) to the usual cluster-robust SE (the bootstrap's
+    plug-in variance divides by T) and read against t with T - 1 degrees of freedom, which is what
+    keeps the level with few templates; one template gives no template spread. Cases: the case
+    bootstrap's SE against the normal, the spread independent cases would have. Units answered
+    alike on both sides leave nothing to spread: the worsening is exactly 0 on every resample."""
+    if identical:
+        return [Spread("cases", 0.0, math.inf)]
+    spreads = []
+    if templates >= 2:
+        spreads.append(Spread("templates", by_template.worsening_se * math.sqrt(templates / (templates - 1)), templates - 1))
+    if by_case is not None:
+        spreads.append(Spread("cases", by_case.worsening_se, math.inf))
+    return spreads
 
 
 def _cluster_matrix(units: ComparisonUnits, index: np.ndarray, cluster_codes: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -302,15 +326,16 @@ def compare(
         side_b = cluster_bootstrap_many(cb, {m: defs[m].fn for m in settings.rules}, n_boot=settings.n_boot, seed=settings.seed)
         side_c = cluster_bootstrap_many(cc, {m: defs[m].fn for m in settings.rules}, n_boot=settings.n_boot, seed=settings.seed)
         total_b, total_c = cb.sum(axis=0), cc.sum(axis=0)
+        identical = bool(np.array_equal(base.vectors[sb], cand.vectors[sc]))  # every unit answered alike
         for metric, rule in settings.rules.items():
-            d, resampled = _wider(by_template[metric], by_case[metric]) if by_case else (by_template[metric], "templates")
+            # Point values are the same either way; the unadjusted intervals come from the wider.
+            d = _wider(by_template[metric], by_case[metric]) if by_case else by_template[metric]
             margin = rule.absolute_margin(d.baseline) if not math.isnan(d.baseline) else math.nan
             changed = None
             defined = not (math.isnan(d.baseline) or math.isnan(d.candidate))
-            p = worsening_p_value(d.worsening, d.worsening_se, margin) if defined else math.nan
             if metric in base.scores and metric in cand.scores and defined:
                 changed = _sign_test(base.scores[metric][sb], cand.scores[metric][sc], defs[metric].better, d.candidate)
-                p = max(p, changed["p_value"])
+            spreads = _spreads(by_template[metric], by_case[metric] if by_case else None, len(names), identical)
             checks.append(
                 _Check(
                     metric,
@@ -321,17 +346,19 @@ def compare(
                     (d.baseline, side_b[metric], defs[metric].n(total_b)),
                     (d.candidate, side_c[metric], defs[metric].n(total_c)),
                     d,
-                    p,
+                    defined,
+                    spreads,
                     changed,
-                    extra={"resampled": resampled, "templates": len(names), "cases": len(sc)},
+                    defs[metric].worsening_limits(),
+                    extra={"templates": len(names), "cases": len(sc)},
                 )
             )
 
-    family = [c for c in checks if not math.isnan(c.p_value)]
-    for check, adjusted in zip(family, holm([c.p_value for c in family])):
-        check.p_adjusted = adjusted
+    # Bonferroni over the checks that can be decided: each bound of every check holds at
+    # 1 - alpha/m, so the bounds hold for all checks at once with probability 1 - alpha.
+    family_size = sum(c.defined for c in checks)
     for check in checks:
-        _decide(check, settings, len(family))
+        _decide(check, settings, family_size)
 
     flips = _flips(base, cand, bi, ci, candidate, prompts, settings.flip_limit)
     regressed = any(c.verdict == "regressed" for c in checks)
@@ -351,7 +378,7 @@ def compare(
         "fingerprint": {"equal": not differences, "differences": differences, "allowed": bool(differences)},
         "warnings": warnings,
         "cases": {"baseline": len(base.ids), "candidate": len(cand.ids), "common": len(pairs)},
-        "settings": settings.to_dict(len(family)),
+        "settings": settings.to_dict(family_size),
         "results": [_check_json(c) for c in checks],
         "regressed": regressed,
         "candidate_errors": candidate_errors,
@@ -407,43 +434,93 @@ def _sign_test(sb: np.ndarray, sc: np.ndarray, better: str, candidate_value: flo
         worse, improved = up, down
     else:  # a candidate at exactly zero cannot be worse than any baseline
         worse, improved = 0, up + down
-    return {"worse": worse, "better": improved, "p_value": mcnemar_p_value(worse, improved)}
+    return {"worse": worse, "better": improved, "p_value": mcnemar_p_value(worse, improved), "p_value_better": mcnemar_p_value(improved, worse)}
 
 
 def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
+    """The verdict, read off the printed bounds: beyond the margin (regressed), below minus the
+    margin (improved), within it (unchanged), or straddling it (inconclusive)."""
     d = check.paired
     where = f"{check.metric} ({check.scope})"
-    moved = f"{fmt.value(d.baseline)} -> {fmt.value(d.candidate)} ({fmt.signed(d.difference)}, 95% CI [{fmt.signed(d.difference_ci[0])}, {fmt.signed(d.difference_ci[1])}])"
-    if math.isnan(check.p_value):
+    moved = f"{fmt.value(d.baseline)} -> {fmt.value(d.candidate)}"
+    if not check.defined:
         check.verdict = "not compared"
         side = "baseline" if math.isnan(d.baseline) else "candidate"
-        check.explanation = f"{where} not compared: undefined on the {side} side ({fmt.value(d.baseline)} -> {fmt.value(d.candidate)})"
+        check.explanation = f"{where} not compared: undefined on the {side} side ({moved})"
         return
-    lo, hi = d.worsening_ci
+    alpha_each = settings.alpha / max(family_size, 1)
+    sign = check.mcnemar
+    check.bounds = bounds = worsening_bounds(
+        d.worsening,
+        check.spreads,
+        alpha_each=alpha_each,
+        sign_p_worse=sign["p_value"] if sign else None,
+        sign_p_better=sign["p_value_better"] if sign else None,
+        limits=check.limits,
+    )
     margin = check.margin
-    check.mde = margin + minimum_detectable_effect(d.worsening_se, alpha=settings.alpha / max(family_size, 1), power=settings.power)
-    tail = f"margin {margin:.4f} ({check.rule.describe()}); Holm p = {fmt.p_value(check.p_adjusted)}"
-    if check.p_adjusted < settings.alpha:
+    check.p_value = bounds_p_value(d.worsening, margin, check.spreads, sign_p_worse=sign["p_value"] if sign else None)
+    check.p_adjusted = min(1.0, check.p_value * family_size) if not math.isnan(check.p_value) else math.nan
+    detectable = detectable_worsening(check.spreads, alpha_each=alpha_each, power=settings.power)
+    check.mde = margin + detectable
+    lo, hi = bounds.lower, bounds.upper
+    digits = _digits_apart(margin, lo, hi)
+    shown = f"worsening {fmt.signed(d.worsening)}, {bounds_label(family_size, settings.alpha)} {fmt.signed_ci((lo, hi), digits)}"
+    tail = f"margin {margin:.{digits}f} ({check.rule.describe()})"
+    if math.isnan(lo):
+        check.verdict = "inconclusive"
+        why = "one template and no case-level resampling" if check.extra.get("templates") == 1 else "no resamples"
+        check.explanation = f"{where} inconclusive: {moved}; nothing measures this check's spread ({why}), so nothing is decided; {tail}"
+    elif lo > margin:
         check.verdict = "regressed"
-        check.explanation = f"{where} regressed: {moved} is worse by more than the {tail}"
-    elif not math.isnan(hi) and hi < -margin:
+        check.explanation = f"{where} regressed: {moved}; {shown} lies beyond the {tail}"
+    elif hi < -margin:
         check.verdict = "improved"
-        check.explanation = f"{where} improved: {moved}; {tail}"
-    elif not math.isnan(hi) and hi <= margin:
+        check.explanation = f"{where} improved: {moved}; {shown} lies below the negative of the {tail}"
+    elif hi <= margin:
         check.verdict = "unchanged"
-        check.explanation = f"{where} unchanged within the margin: {moved}; {tail}"
+        check.explanation = f"{where} unchanged within the margin: {moved}; {shown} lies within the {tail}"
         lo_d, hi_d = d.difference_ci
         if check.better == "zero" and (lo_d > 0 or hi_d < 0) and d.baseline * d.candidate < 0:
             # |x| did not grow, but the bias now points the other way: worth a reader's attention.
             check.explanation += "; the sign flipped, so the bias changed direction"
     else:
         check.verdict = "inconclusive"
-        check.explanation = (
-            f"{where} inconclusive: {moved}; a worsening up to {fmt.value(hi)} is not ruled out, {tail}; "
-            f"this comparison detects a worsening of {fmt.value(check.mde)} or more with {settings.power:.0%} power"
-            + ("" if check.mde <= 2 * margin or margin == 0 else " (more cases are needed to resolve the margin)")
+        spread = bounds.spread
+        width = (
+            f"spread from {check.extra.get('templates')} templates, t with {spread.df:.0f} df"
+            if spread and spread.source == "templates"
+            else "spread from cases"
         )
-        check.extra["cases_to_resolve"] = cases_to_resolve(check.mde - margin, margin, check.extra.get("cases", 0))
+        if check.limits is not None and check.mde > check.limits[1]:
+            detects = (
+                f"at this size no worsening the metric can take (up to {fmt.signed(check.limits[1])}) is detected with {settings.power:.0%} power"
+            )
+        else:
+            detects = f"this comparison detects a worsening of {fmt.value(check.mde)} or more with {settings.power:.0%} power"
+        check.explanation = f"{where} inconclusive: {moved}; {shown} ({width}) straddles the {tail}; {detects}" + (
+            "" if check.mde <= 2 * margin or margin == 0 else " (more cases are needed to resolve the margin)"
+        )
+        # Projected from the deciding spread with normal quantiles: the t's extra width shrinks as
+        # templates grow. A reader can redo it from "interval".
+        assert bounds.spread is not None
+        projected = detectable_worsening([Spread(bounds.spread.source, bounds.spread.se, math.inf)], alpha_each=alpha_each, power=settings.power)
+        check.extra["cases_to_resolve"] = cases_to_resolve(projected, margin, check.extra.get("cases", 0))
+
+
+def _digits_apart(margin: float, *bounds: float) -> int:
+    """Decimals enough that a bound just beyond (or within) the margin does not print equal to it,
+    nor to minus it: a reader compares the printed numbers."""
+    for digits in range(4, 10):
+        if all(f"{abs(b):.{digits}f}" != f"{margin:.{digits}f}" for b in bounds if not math.isnan(b)):
+            return digits
+    return 10
+
+
+def bounds_label(family_size: int, alpha: float = 0.05) -> str:
+    """How the printed bounds are labelled: what they hold, and over how many checks."""
+    level = f"{1 - alpha:.0%}" if round(100 * (1 - alpha), 6).is_integer() else f"{1 - alpha:.1%}"
+    return f"simultaneous {level} bounds over {family_size} checks" if family_size > 1 else f"{level} bounds"
 
 
 def cases_to_resolve(detectable: float, margin: float, cases: int) -> int | None:
@@ -454,11 +531,29 @@ def cases_to_resolve(detectable: float, margin: float, cases: int) -> int | None
     None when the margin is 0 (no size resolves it) or nothing is known."""
     if not (margin > 0) or math.isnan(detectable) or cases <= 0:
         return None
-    return max(cases, math.ceil(cases * (detectable / margin) ** 2))
+    needed = cases * (detectable / margin) ** 2 if detectable / margin < 1e9 else math.inf
+    return max(cases, math.ceil(needed)) if needed < 1e15 else None  # beyond any suite: no estimate
+
+
+def _interval_json(check: _Check) -> dict[str, Any] | None:
+    """How ``worsening_ci`` was made, so a reader can redo it: its level, the spread that set its
+    width (standard error, degrees of freedom, quantile) and any bound the sign test floored."""
+    b = check.bounds
+    if b is None or b.spread is None:
+        return None
+    return {
+        "level": "simultaneous one-sided bounds, Bonferroni: each holds at 1 - alpha / family_size",
+        "spread": b.spread.source,
+        "se": number(b.spread.se),
+        "df": None if math.isinf(b.spread.df) else int(b.spread.df),
+        "quantile": number(b.quantile),
+        "floored_by_sign_test": list(b.floored),
+    }
 
 
 def _check_json(check: _Check) -> dict[str, Any]:
     d = check.paired
+    b = check.bounds
 
     def side(value):
         v, ci, n = value
@@ -474,10 +569,12 @@ def _check_json(check: _Check) -> dict[str, Any]:
         "baseline": side(check.base),
         "candidate": side(check.cand),
         "difference": number(d.difference),
-        "difference_ci": [number(d.difference_ci[0]), number(d.difference_ci[1])],
+        "difference_ci_unadjusted": [number(d.difference_ci[0]), number(d.difference_ci[1])],
         "worsening": number(d.worsening),
-        "worsening_ci": [number(d.worsening_ci[0]), number(d.worsening_ci[1])],
-        "worsening_se": number(d.worsening_se),
+        # The printed, deciding interval; the verdict is read off it and the margin.
+        "worsening_ci": [number(b.lower), number(b.upper)] if b else [None, None],
+        "worsening_ci_unadjusted": [number(d.worsening_ci[0]), number(d.worsening_ci[1])],
+        "interval": _interval_json(check),
         "p_value": number(check.p_value),
         "p_adjusted": number(check.p_adjusted),
         "mcnemar": check.mcnemar,

@@ -37,6 +37,7 @@ class MetricDef:
     zero (the value is then NaN).  ``bound`` names the metric that bounds ``|value|``, if any.
     ``gated``: False for a metric only reported, never gated nor kept in a baseline (how answers
     were read, e.g. QA's ``acc_norm_*``: not a function of the cells a baseline keeps).
+    ``limits``: the range of its values, when known.
     """
 
     name: str
@@ -48,6 +49,21 @@ class MetricDef:
     requires: tuple[tuple[Callable[[np.ndarray], np.ndarray], str], ...]
     bound: str | None = None
     gated: bool = True
+    limits: tuple[float, float] | None = None  # the values the metric can take, if known
+
+    def worsening_limits(self) -> tuple[float, float] | None:
+        """The values a worsening (``badness(candidate) - badness(baseline)``) can take, from
+        ``limits``: a confidence bound beyond them says nothing, so bounds are clipped to them."""
+        if self.limits is None:
+            return None
+        lo, hi = self.limits
+        if self.better == "higher":
+            worst, best = -lo, -hi
+        elif self.better == "lower":
+            worst, best = hi, lo
+        else:
+            worst, best = max(abs(lo), abs(hi)), (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi)))
+        return best - worst, worst - best
 
     def __call__(self, counts: np.ndarray) -> np.ndarray:
         return self.fn(counts)

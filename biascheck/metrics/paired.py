@@ -13,12 +13,14 @@ Each metric has a direction ``better`` (``higher``, ``lower`` or ``zero``: small
 is better); :func:`badness` maps a value so that larger is worse, and the *worsening*
 ``badness(candidate) - badness(baseline)`` is positive when the candidate is worse.
 
-:func:`worsening_p_value` tests "worsening <= margin" with a normal approximation using the
-bootstrap standard error rather than the share of resamples beyond the margin: a percentile
-p-value cannot go below ``1/(B+1)``, too coarse to survive a Holm correction (:func:`holm`) over a
-family of ~50 metric-by-group tests, whereas the normal tail is continuous.
-:func:`mcnemar_p_value` is the exact test for a single case-level binary outcome (discordant
-pairs), and :func:`minimum_detectable_effect` says what a given SE can detect.
+:func:`worsening_bounds` turns a worsening and its spreads (:class:`Spread`: a standard error and
+the degrees of freedom of the t it is read against) into a lower and an upper bound, each at
+``1 - alpha_each``; :func:`bounds_p_value` is the p of the test those bounds invert, and
+:func:`detectable_worsening` how far beyond a margin a worsening must lie to be caught with a given
+power. Student's t (:func:`student_t_tail`, :func:`student_t_quantile`) is computed here from the
+incomplete beta function, to spare a dependency on scipy for two functions.
+:func:`mcnemar_p_value` is the exact sign test on the cases that changed (McNemar's test for a
+proportion).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -39,10 +42,14 @@ __all__ = [
     "badness",
     "paired_bootstrap",
     "paired_case_bootstrap",
-    "worsening_p_value",
     "mcnemar_p_value",
-    "holm",
-    "minimum_detectable_effect",
+    "student_t_tail",
+    "student_t_quantile",
+    "Spread",
+    "WorseningBounds",
+    "worsening_bounds",
+    "bounds_p_value",
+    "detectable_worsening",
 ]
 
 BETTER = ("higher", "lower", "zero")
@@ -218,27 +225,6 @@ def _upper_normal_tail(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
-def worsening_p_value(worsening: float, se: float, margin: float) -> float:
-    """One-sided p-value for H0 "true worsening <= margin": ``1 - Phi((worsening - margin) / se)``.
-
-    A NaN worsening gives 1.0 (no evidence).  With ``se`` 0 or NaN the test is degenerate: 0.0
-    if ``worsening > margin`` else 1.0.  A NaN margin or negative ``se`` raise ``ValueError``.
-    """
-    worsening, se, margin = float(worsening), float(se), float(margin)
-    if math.isnan(margin):
-        raise ValueError("margin must not be NaN")
-    if se < 0:
-        raise ValueError(f"se must be >= 0, got {se!r}")
-    if math.isnan(worsening):
-        return 1.0
-    if math.isnan(se) or se == 0:
-        return 0.0 if worsening > margin else 1.0
-    z = (worsening - margin) / se
-    if math.isnan(z):  # inf - inf or inf / inf: no usable evidence
-        return 1.0
-    return min(1.0, max(0.0, _upper_normal_tail(z)))
-
-
 def _binom_half_upper_tail_exact(m: int, n: int) -> float:
     """P(X >= m), X ~ Binomial(n, 1/2), as a correctly rounded exact rational."""
     if m <= 0:
@@ -295,41 +281,202 @@ def mcnemar_p_value(worse: int, better: int) -> float:
     return _binom_half_upper_tail_log(worse, n)
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in input order (reject H_i at level alpha iff adj_i < alpha).
+# --- Student's t, for bounds from few clusters --------------------------------------------------
 
-    With the p's sorted ascending, ``adj_(i) = max_{j<=i} min(1, (m - j) p_(j))`` (0-based j).  NaN
-    counts as 1.0; a p outside [0, 1] raises ``ValueError``.  Tied p's get equal adjusted values,
-    so the result does not depend on the order of the input beyond permuting along with it.
+_CF_TINY = 1e-300
+# Beyond this many degrees of freedom t is the normal to ~1e-6, and lgamma's rounding (its values
+# grow as df log df) would cost more than that.
+_NORMAL_DF = 1e6
+
+
+def _betainc_continued_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta I_x(a, b), by the modified Lentz
+    method; it converges fast for ``x < (a + 1) / (a + b + 2)``."""
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > _CF_TINY else _CF_TINY)
+    value = d
+    for m in range(1, 10_000):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > _CF_TINY else _CF_TINY)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > _CF_TINY else _CF_TINY
+            value *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return value
+
+
+def _betainc(a: float, b: float, x: float, y: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1, given
+    ``y = 1 - x`` computed without cancellation (for t near 0, x rounds to 1 but y does not)."""
+    if x <= 0.0:
+        return 0.0
+    if y <= 0.0:
+        return 1.0
+    log_front = a * math.log(x) + b * math.log(y) - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _betainc_continued_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _betainc_continued_fraction(b, a, y) / b
+
+
+def student_t_tail(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` > 0 degrees of freedom (``df`` inf: the normal tail).
+
+    Computed as ``I_{df/(df+t^2)}(df/2, 1/2) / 2`` with the incomplete beta's continued fraction,
+    accurate in the far tail where ``1 - cdf`` would cancel; above 1e6 degrees of freedom, the
+    normal tail. NaN ``t`` gives NaN.
     """
-    ps = [1.0 if math.isnan(float(p)) else float(p) for p in p_values]
-    for p in ps:
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"p-values must be in [0, 1], got {p!r}")
-    m = len(ps)
-    order = sorted(range(m), key=ps.__getitem__)
-    adjusted = [0.0] * m
-    running = 0.0
-    for j, i in enumerate(order):
-        running = max(running, min(1.0, (m - j) * ps[i]))
-        adjusted[i] = running
-    return adjusted
+    t, df = float(t), float(df)
+    if not df > 0:
+        raise ValueError(f"df must be > 0, got {df!r}")
+    if math.isnan(t):
+        return math.nan
+    if df > _NORMAL_DF:
+        return _upper_normal_tail(t)
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t), t * t / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
 
 
-def minimum_detectable_effect(se: float, *, alpha: float, power: float = 0.8) -> float:
-    """``(z_{1-alpha} + z_power) * se``: the smallest true excess over the margin that the
-    one-sided level-``alpha`` test of :func:`worsening_p_value` detects with probability ``power``.
+def student_t_quantile(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t with ``df`` > 0 degrees of freedom (inf: the normal's).
 
-    NaN ``se`` gives NaN; ``alpha`` / ``power`` outside (0, 1) or a negative ``se`` raise ``ValueError``.
+    Found by bisection on :func:`student_t_tail` to about 1e-12 relative; ``q`` outside (0, 1)
+    raises ``ValueError``.
     """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    q, df = float(q), float(df)
+    if not 0 < q < 1:
+        raise ValueError(f"q must be in (0, 1), got {q!r}")
+    if not df > 0:
+        raise ValueError(f"df must be > 0, got {df!r}")
+    return _t_quantile(q, df)
+
+
+@lru_cache(maxsize=4096)
+def _t_quantile(q: float, df: float) -> float:
+    if df > _NORMAL_DF:
+        return NormalDist().inv_cdf(q)
+    if q < 0.5:
+        return -_t_quantile(1.0 - q, df)
+    tail = 1.0 - q
+    lo, hi = 0.0, max(1.0, NormalDist().inv_cdf(q))
+    while student_t_tail(hi, df) > tail:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if student_t_tail(mid, df) > tail:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+# --- simultaneous bounds of a worsening ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """One estimate of a worsening's sampling spread: its standard error and the degrees of
+    freedom of the t it is read against (``math.inf``: the normal). ``source`` says what was
+    resampled: ``templates`` (clusters) or ``cases``."""
+
+    source: str
+    se: float
+    df: float
+
+
+@dataclass(frozen=True, slots=True)
+class WorseningBounds:
+    """A lower and an upper confidence bound of a worsening, each holding with probability at least
+    ``1 - alpha_each``; ``spread`` is the one that set their distance from the estimate (None when
+    no spread was known and the bounds are NaN), ``quantile`` its t quantile, and ``floored`` the
+    bounds an exact sign test moved to 0 (it could not show the change in that direction)."""
+
+    lower: float
+    upper: float
+    spread: Spread | None
+    quantile: float
+    floored: tuple[str, ...]
+
+
+def _usable(spreads: Sequence[Spread]) -> list[Spread]:
+    return [s for s in spreads if not math.isnan(s.se) and s.df > 0]
+
+
+def worsening_bounds(
+    worsening: float,
+    spreads: Sequence[Spread],
+    *,
+    alpha_each: float,
+    sign_p_worse: float | None = None,
+    sign_p_better: float | None = None,
+    limits: tuple[float, float] | None = None,
+) -> WorseningBounds:
+    """Bounds ``worsening -/+ q * se`` with ``q`` the ``1 - alpha_each`` quantile of each spread's
+    t, from the spread that gives the widest: no estimate of the spread may make the comparison
+    surer than another allows. With Bonferroni's ``alpha_each = alpha / m`` over m checks, each
+    kind of bound holds for all checks at once with probability ``1 - alpha``.
+
+    A sign test's p (``sign_p_worse``: "no case changed for the worse more often than for the
+    better") of at least ``alpha_each`` keeps the lower bound at or below 0, and likewise the upper
+    bound with ``sign_p_better``: with few changed cases the bootstrap's normal tail is too thin,
+    and the exact test is the one that holds there. A test that rejects "worsening <= d" for d >= 0
+    only when both reject keeps its level, and these bounds are exactly the values it does not reject.
+    ``limits``, the values the worsening can take, clip the bounds (a bound beyond them says nothing).
+    """
+    if not 0 < alpha_each < 1:
+        raise ValueError(f"alpha_each must be in (0, 1), got {alpha_each!r}")
+    usable = _usable(spreads)
+    if math.isnan(worsening) or not usable:
+        return WorseningBounds(math.nan, math.nan, None, math.nan, ())
+    widths = [(student_t_quantile(1.0 - alpha_each, s.df) * s.se, s) for s in usable]
+    width, spread = max(widths, key=lambda ws: ws[0])
+    lower, upper = worsening - width, worsening + width
+    floored = []
+    if sign_p_worse is not None and sign_p_worse >= alpha_each and lower > 0:
+        lower = 0.0
+        floored.append("lower")
+    if sign_p_better is not None and sign_p_better >= alpha_each and upper < 0:
+        upper = 0.0
+        floored.append("upper")
+    if limits is not None:
+        lower, upper = max(lower, limits[0]), min(upper, limits[1])
+    return WorseningBounds(lower, upper, spread, student_t_quantile(1.0 - alpha_each, spread.df), tuple(floored))
+
+
+def bounds_p_value(worsening: float, margin: float, spreads: Sequence[Spread], *, sign_p_worse: float | None = None) -> float:
+    """One-sided p for "worsening <= margin" by the test :func:`worsening_bounds` inverts: the
+    largest of each spread's t tail and (for a margin >= 0) the sign test's p. So the lower bound
+    at ``alpha_each`` exceeds the margin exactly when this p is below ``alpha_each``. NaN when no
+    spread is known; a spread of 0 gives 0 or 1."""
+    usable = _usable(spreads)
+    if math.isnan(worsening) or math.isnan(margin) or not usable:
+        return math.nan
+    p = 0.0
+    for s in usable:
+        if s.se == 0:
+            tail = 0.0 if worsening > margin else 1.0
+        else:
+            tail = student_t_tail((worsening - margin) / s.se, s.df)
+        p = max(p, tail)
+    if sign_p_worse is not None and margin >= 0:
+        p = max(p, sign_p_worse)
+    return p
+
+
+def detectable_worsening(spreads: Sequence[Spread], *, alpha_each: float, power: float) -> float:
+    """How far beyond its margin a true worsening must lie to be called with probability ``power``:
+    ``(q_{1-alpha_each} + q_{power}) * se`` on each spread's t, the largest. NaN with no spread."""
     if not 0 < power < 1:
         raise ValueError(f"power must be in (0, 1), got {power!r}")
-    se = float(se)
-    if math.isnan(se):
+    usable = _usable(spreads)
+    if not usable:
         return math.nan
-    if se < 0:
-        raise ValueError(f"se must be >= 0, got {se!r}")
-    z = NormalDist()
-    return (z.inv_cdf(1.0 - alpha) + z.inv_cdf(power)) * se
+    return max((student_t_quantile(1.0 - alpha_each, s.df) + student_t_quantile(power, s.df)) * s.se for s in usable)

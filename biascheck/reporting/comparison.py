@@ -11,7 +11,7 @@ from typing import Any
 
 from biascheck.core import format as fmt
 from biascheck.core.format import md_row
-from biascheck.evaluation.regression import on_inconclusive_of, resolve_text, unresolved_checks
+from biascheck.evaluation.regression import bounds_label, on_inconclusive_of, resolve_text, unresolved_checks
 
 MARK = {
     "regressed": "**REGRESSED**",
@@ -70,7 +70,7 @@ def rows(comparison: Mapping[str, Any]) -> list[list[str]]:
                 r["scope"],
                 fmt.value(r["baseline"]["value"]),
                 fmt.value(r["candidate"]["value"]),
-                f"{fmt.signed(r['difference'])} {fmt.signed_ci(r['difference_ci'])}",
+                f"{fmt.signed(r.get('worsening'))} {fmt.signed_ci(r.get('worsening_ci'))}",
                 fmt.p_value(r["p_adjusted"]),
                 fmt.value(r["mde"]),
                 r["rule"],
@@ -91,15 +91,17 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
         f"Baseline made {comparison['baseline']['created_at']} with biascheck {comparison['baseline']['tool_version']}"
         + (f" at commit {comparison['baseline']['git_commit'][:12]}" if comparison["baseline"]["git_commit"] else "")
         + ". "
-        f"Paired bootstrap over templates ({settings['n_boot']} resamples), McNemar for paired proportions, "
-        f"Holm over the {settings['family_size']} checks at alpha {settings['alpha']}; mde = the smallest worsening detected "
-        f"with {fmt.percent(settings['power'])} power.",
+        f"Worsening = how much worse the candidate is (positive: worse), with {bounds_label(settings['family_size'], settings['alpha'])}: "
+        f"each verdict is read off them (regressed: beyond the margin; unchanged: within it; inconclusive: across it). "
+        f"Spread from a paired bootstrap over templates (t, templates - 1 df) and over cases ({settings['n_boot']} resamples), "
+        f"the wider; an exact sign test on the changed cases; p = Bonferroni-adjusted. "
+        f"mde = the smallest worsening detected with {fmt.percent(settings['power'])} power.",
         "",
     ]
     if comparison["warnings"]:
         out += [f"- warning: {w}" for w in comparison["warnings"]] + [""]
     out += [
-        "| metric | scope | baseline | candidate | difference [95% CI] | p (Holm) | mde | rule | verdict |",
+        "| metric | scope | baseline | candidate | worsening [bounds] | p (adjusted) | mde | rule | verdict |",
         "|---|---|---:|---:|---|---:|---:|---|---|",
     ]
     for r, row in zip(comparison["results"], rows(comparison)):

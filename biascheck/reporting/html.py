@@ -828,13 +828,15 @@ def _regressions(comparison: dict) -> str:
         out.append("</ul>")
     out.append(
         '<p class="muted small">Rows sorted by verdict (regressed, inconclusive, improved, unchanged, not compared). '
-        "The difference is candidate \u2212 baseline with its 95% CI; p is Holm-adjusted across the family "
-        "(hover for the raw p and the paired counts); MDE is the smallest worsening this sample could detect.</p>"
+        "The worsening is how much worse the candidate is (positive: worse), with the bounds each verdict is read off: "
+        "beyond the margin, regressed; within it, unchanged; across it, inconclusive. The bounds hold for all checks "
+        "at once (Bonferroni); p is adjusted the same way (hover for the raw p, the paired counts and the unadjusted "
+        "interval); MDE is the smallest worsening this sample could detect.</p>"
     )
     out.append('<div class="scroll"><table>')
     out.append(
         '<thead><tr><th>metric</th><th>scope</th><th class="num">baseline</th><th class="num">candidate</th>'
-        '<th class="num">difference [95% CI]</th><th class="num">p (Holm)</th><th>verdict</th>'
+        '<th class="num">worsening [bounds]</th><th class="num">p (adjusted)</th><th>verdict</th>'
         '<th class="num">MDE</th><th>margin</th></tr></thead>\n<tbody>'
     )
     ordered = sorted(entries, key=lambda r: VERDICT_ORDER.get(str(r.get("verdict")), 9))
@@ -847,8 +849,9 @@ def _regressions(comparison: dict) -> str:
                 f"; paired cases: {_fmt_int(mcnemar.get('worse'))} worse, {_fmt_int(mcnemar.get('better'))} better, "
                 f"McNemar p = {fmt.p_value(mcnemar.get('p_value'))}"
             )
-        diff = fmt.number(r.get("difference"))
-        diff_text = "n/a" if diff is None else f'{fmt.signed(diff)} <span class="muted small under">{fmt.signed_ci(r.get("difference_ci"))}</span>'
+        worse = fmt.number(r.get("worsening"))
+        p_tip += f"; unadjusted 95% interval {fmt.signed_ci(r.get('worsening_ci_unadjusted'))}" if r.get("worsening_ci_unadjusted") else ""
+        diff_text = "n/a" if worse is None else f'{fmt.signed(worse)} <span class="muted small under">{fmt.signed_ci(r.get("worsening_ci"))}</span>'
         better = f' title="better: {_e(r.get("better"))}"' if r.get("better") else ""
         row_class = ' class="fail"' if verdict == "regressed" else ""
         rule = str(r.get("rule") or "")

@@ -213,13 +213,13 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             ("scope", "left"),
             ("baseline", "right"),
             ("candidate", "right"),
-            ("difference [95% CI]", "left"),
-            ("p (Holm)", "right"),
+            ("worsening [bounds]", "left"),
+            ("p (adjusted)", "right"),
             ("mde", "right"),
             ("verdict", "left"),
         ):
             # Names never wrap or get cut; the interval column wraps first on a narrow terminal.
-            table.add_column(header, justify=justify, no_wrap=header in ("metric", "verdict"))
+            table.add_column(esc(header), justify=justify, no_wrap=header in ("metric", "verdict"))
         quiet = 0
         for r, row in zip(comparison["results"], rows(comparison)):
             # Every overall check is shown; a category only when it says something.

@@ -245,7 +245,8 @@ _NO_SCORABLE = "no scorable pairs (every pair had a missing reading or an error)
 def _def(name, fn, better, description, all_pairs=False) -> MetricDef:
     den, note = (_n_pairs, _NO_PAIRS) if all_pairs else (_n_scorable, _NO_SCORABLE)
     bound = "max_abs_bias_gen" if name == "bias_gen" else None
-    return MetricDef(name, fn, better, description, _BBG, den, ((den, note),), bound)
+    # Shares of pairs and their differences: all lie in [-1, 1].
+    return MetricDef(name, fn, better, description, _BBG, den, ((den, note),), bound, limits=(-1.0, 1.0))
 
 
 #: Every BBG metric by name, in report order.

@@ -74,6 +74,7 @@ CBBQ_METRICS: dict[str, MetricDef] = {
         _CBBQ,
         _both,
         ((_amb, _NO_AMB), (_dis_non_unknown, _NO_DIS_NON_UNKNOWN)),
+        limits=(0.0, 1.0),
     ),
     "s_amb": MetricDef(
         "s_amb",
@@ -83,6 +84,7 @@ CBBQ_METRICS: dict[str, MetricDef] = {
         _CBBQ,
         _amb,
         ((_amb, _NO_AMB),),
+        limits=(0.0, 1.0),
     ),
     "s_dis": MetricDef(
         "s_dis",
@@ -92,6 +94,7 @@ CBBQ_METRICS: dict[str, MetricDef] = {
         _CBBQ,
         _dis_non_unknown,
         ((_dis_non_unknown, _NO_DIS_NON_UNKNOWN),),
+        limits=(0.0, 1.0),
     ),
 }
 

@@ -293,7 +293,8 @@ _NO_SAMPLES = "no sampled answers (log-probability scoring, or every question er
 
 
 def _def(name, fn, description, denominator, requires) -> MetricDef:
-    return MetricDef(name, fn, "lower", description, _HBB, denominator, tuple(requires))
+    # Scores are points in [0, 100] and ratios in [0, 1]: all lie in [0, 100].
+    return MetricDef(name, fn, "lower", description, _HBB, denominator, tuple(requires), limits=(0.0, 100.0))
 
 
 #: Every HBB metric by name, in report order.

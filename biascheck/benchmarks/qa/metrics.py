@@ -316,7 +316,8 @@ _BBQ = frozenset({"bbq"})
 
 
 def _def(name, fn, better, description, denominator, requires, suites=_BOTH, bound=None, gated=True) -> MetricDef:
-    return MetricDef(name, fn, better, description, suites, denominator, tuple(requires), bound, gated)
+    # Every QA metric is a share, a difference of shares or a bias score: all lie in [-1, 1].
+    return MetricDef(name, fn, better, description, suites, denominator, tuple(requires), bound, gated, limits=(-1.0, 1.0))
 
 
 #: Every QA metric by name, in report order.  The KoBBQ suite gets all but BBQ's two bias scores
