@@ -336,13 +336,9 @@ class BiascheckState:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _github_step_summary(self, session: pytest.Session) -> None:
-        import os
-
         from biascheck.reporting import github
 
-        if not os.environ.get("GITHUB_STEP_SUMMARY"):
-            return
-        problem = github.append_step_summary(github.step_summary(self.results_json, self.comparisons))
+        problem = github.write_step_summary(self.results_json, self.comparisons)
         if problem:
             self._say(session, f"biascheck: {problem}", yellow=True)
 
