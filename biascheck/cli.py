@@ -2,6 +2,8 @@
 
 - ``biascheck diff A B``: compare a run's ``results.json`` (B) with a baseline or another run's
   ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
+- ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
+  ``compare.json``, ``compare.html``).
 - ``biascheck qualify-judge MODEL --suite DIR``: is an evaluator fit to read BBG stories? Its
   accuracy and diff-bias on a QA suite's disambiguated items; exit 1 when it falls short.
 - ``biascheck suites [SUITE ...]``: the packaged suites and local ones, with their cases and model
@@ -91,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.add_argument("--suite", type=Path, help="suite folder, to show prompt texts in the flip list (default: the manifest the results name)")
     diff.add_argument("--data", type=Path, help="mirror folder of the benchmark files (for the prompt texts)")
     diff.set_defaults(func=_diff)
+    _add_run_commands(commands)
     qualify = commands.add_parser(
         "qualify-judge",
         help="check an evaluator model on the disambiguated items of a QA suite (exit 1 when below the bounds)",
@@ -161,6 +164,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
         return 130
+
+
+def _add_run_commands(commands) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="several runs of one suite side by side: a table per metric and scope with intervals, and compare.html",
+        description="Set runs of one suite side by side (several candidate models, or one model over releases): each metric "
+        "by scope, each run's value with the interval its results.json records, in compare.md, compare.json and compare.html "
+        "(a chart per headline metric: a row per run, its interval and the threshold). The Markdown is printed too. Runs of "
+        "another suite, suite fingerprint or answer mode are refused. Nothing is tested: biascheck diff A B tests two runs.",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="a run's results.json, or the report folder holding it (two or more)")
+    compare.add_argument(
+        "--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for compare.md, compare.json and compare.html (default: here)"
+    )
+    compare.set_defaults(func=_compare)
 
 
 def _add_suite_commands(commands) -> None:
@@ -539,6 +558,22 @@ def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool
     )
     # A recorded run's creation time, not this moment's: the comparison says when A was made.
     return str(file), {**baselines.from_results(results), "created_at": results["created_at"]}
+
+
+def _compare(args) -> int:
+    from biascheck.reporting.runs import compare_runs, render_runs_markdown
+    from biascheck.reporting.write import write_compare
+
+    fix = "give runs: results.json files or report folders (a suite's baselines across releases: biascheck history SUITE)"
+    runs = [_read_results(path, fix) for path in args.runs]
+    document = compare_runs([(str(file), results) for file, results in runs])
+    try:
+        written = write_compare(document, args.out)
+    except OSError as exc:
+        raise BiascheckError(args.out, None, f"could not write the comparison ({exc.strerror or exc})", "point --out at a writable folder") from None
+    sys.stdout.write(render_runs_markdown(document))
+    print(f"wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
+    return 0
 
 
 def _qualify_judge(args) -> int:
