@@ -4,6 +4,7 @@
   ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
 - ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
   ``compare.json``, ``compare.html``).
+- ``biascheck history SUITE``: a suite's baselines across releases (``history.html``).
 - ``biascheck qualify-judge MODEL --suite DIR``: is an evaluator fit to read BBG stories? Its
   accuracy and diff-bias on a QA suite's disambiguated items; exit 1 when it falls short.
 - ``biascheck suites [SUITE ...]``: the packaged suites and local ones, with their cases and model
@@ -180,6 +181,19 @@ def _add_run_commands(commands) -> None:
         "--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for compare.md, compare.json and compare.html (default: here)"
     )
     compare.set_defaults(func=_compare)
+    history = commands.add_parser(
+        "history",
+        help="a suite's baselines across releases: each headline metric, release by release, and history.html",
+        description="Read a suite's baselines, DIR/<suite>/*.json and the replaced ones --biascheck-update-baseline keeps in "
+        "DIR/<suite>/history/, order them by the time each was recorded and show each headline metric across them, with its "
+        "interval and the suite's threshold: Markdown printed, history.html written.",
+    )
+    history.add_argument("suite", metavar="SUITE", help="a suite folder, or a suite's name (a packaged suite, or the name of its baselines folder)")
+    history.add_argument(
+        "--baselines", type=Path, default=Path("baselines"), metavar="DIR", help="the folder of the suites' baseline folders (default: baselines)"
+    )
+    history.add_argument("--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for history.html (default: here)")
+    history.set_defaults(func=_history)
 
 
 def _add_suite_commands(commands) -> None:
@@ -573,6 +587,60 @@ def _compare(args) -> int:
         raise BiascheckError(args.out, None, f"could not write the comparison ({exc.strerror or exc})", "point --out at a writable folder") from None
     sys.stdout.write(render_runs_markdown(document))
     print(f"wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
+    return 0
+
+
+def _history_suite(text: str, folder: Path):
+    """(the suite's name, its manifest or None) for ``biascheck history SUITE``: a suite folder; a
+    packaged suite's name (as pytest reads a bare name); else the name of a folder under ``folder``,
+    whose baselines are then shown without thresholds."""
+    from biascheck.config.catalog import looks_like_a_name, packaged_suite, packaged_suites
+    from biascheck.config.manifest import load_manifest
+
+    path = Path(text)
+    if (path / "suite.toml").is_file():
+        manifest = load_manifest(path)
+        return manifest.name, manifest
+    if looks_like_a_name(text) and text in packaged_suites():
+        manifest = load_manifest(packaged_suite(text))
+        return manifest.name, manifest
+    if looks_like_a_name(text) and (folder / text).is_dir():
+        return text, None
+    raise BiascheckError(
+        text,
+        None,
+        f"is neither a suite folder, nor a packaged suite, nor the name of a folder in {folder}",
+        "give the suite's folder (its suite.toml has the thresholds), or its name as its baselines folder is named; --baselines DIR says where they are",
+    )
+
+
+def _history(args) -> int:
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.reporting.runs import history_document, render_history_markdown
+    from biascheck.reporting.write import write_history
+
+    name, manifest = _history_suite(args.suite, args.baselines)
+    folder = args.baselines / name
+    if not folder.is_dir():
+        raise BiascheckError(
+            folder,
+            None,
+            "no such folder: the suite has no baseline there",
+            "record one (pytest's update-baseline option), or point --baselines at the folder holding it",
+        )
+    releases = baselines.releases(folder)
+    document = history_document(
+        [(str(path), document) for path, document in releases],
+        suite=name,
+        thresholds={metric: threshold.to_dict() for metric, threshold in manifest.thresholds.items()} if manifest else None,
+        gated_metrics=manifest.gated_metrics(None) if manifest else [],
+    )
+    try:
+        written = write_history(document, args.out)
+    except OSError as exc:
+        raise BiascheckError(args.out, None, f"could not write history.html ({exc.strerror or exc})", "point --out at a writable folder") from None
+    sys.stdout.write(render_history_markdown(document))
+    print(f"wrote {written}", file=sys.stderr)
     return 0
 
 

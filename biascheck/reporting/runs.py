@@ -1,5 +1,6 @@
-"""Several runs of one suite side by side (``biascheck compare``): the document (``compare.json``)
-and its Markdown. The HTML page is :func:`biascheck.reporting.html.render_runs_html`.
+"""Several runs of one suite side by side (``biascheck compare``), and a suite's baselines across
+releases (``biascheck history``): the documents (``compare.json``) and their Markdown. The HTML
+pages are :func:`biascheck.reporting.html.render_runs_html` and ``render_history_html``.
 
 Nothing here tests a difference: each run shows its own metric values with the intervals its
 ``results.json`` records. ``biascheck diff A B`` is the paired test of two of them.
@@ -22,6 +23,7 @@ from biascheck.reporting.results import failing, gated, verdict_index
 from biascheck.suite import missing_data_summary
 
 COMPARE_SCHEMA = "biascheck.compare/1"
+HISTORY_SCHEMA = "biascheck.history/1"
 OVERALL = "overall"
 # The fix of a refused run when no option allows the difference (biascheck compare).
 SAME_SUITE_FIX = "compare runs of one suite version: run the other models again on this suite, or compare each group of runs on its own"
@@ -235,4 +237,85 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
     hidden = sorted(set(grouped) - set(document["shown"]))
     if hidden:
         out += ["", f"Not shown here: {', '.join(hidden)} (in compare.json)."]
+    return "\n".join(out) + "\n"
+
+
+# --- across releases ----------------------------------------------------------------------------
+
+
+def history_document(
+    releases: Sequence[tuple[str, Mapping[str, Any]]], *, suite: str, thresholds: Mapping[str, Any] | None, gated_metrics: Sequence[str]
+) -> dict[str, Any]:
+    """The ``biascheck.history/1`` document of a suite's baselines (path as shown, loaded
+    baseline), in the order given (oldest first): each release's overall value of each headline
+    metric with its interval. ``thresholds``: the suite's (from its manifest), None when unknown."""
+    if not releases:
+        raise BiascheckError(suite, None, "has no baseline", "record one with pytest's update-baseline option")
+    for path, document in releases:
+        if document["suite"]["name"] != suite:
+            raise BiascheckError(
+                path, "suite.name", f"is a baseline of suite {document['suite']['name']!r}, among those of {suite!r}", "move it to its suite's folder"
+            )
+    benchmark = releases[0][1]["suite"]["benchmark"]
+    reported = list(dict.fromkeys(m for _, d in releases for m in d["metrics"]["overall"]))
+    headline = headline_metrics(benchmark, gated_metrics, reported)
+    entries = []
+    previous = None
+    for path, document in releases:
+        fingerprint = document["suite"]["fingerprint"]
+        changed = [] if previous is None else fingerprint_differences(previous, fingerprint)
+        previous = fingerprint
+        model = document["model"]
+        entries.append(
+            {
+                "label": model.get("revision") or document["created_at"],
+                "path": path,
+                "model": model["model"],
+                "revision": model.get("revision"),
+                "created_at": document["created_at"],
+                "git_commit": document.get("git_commit"),
+                "fingerprint": fingerprint.get("suite"),
+                # What of the suite changed since the release before: values across it measure another suite.
+                "suite_changed": changed,
+                "metrics": {m: document["metrics"]["overall"].get(m) for m in headline},
+            }
+        )
+    return {
+        "schema": HISTORY_SCHEMA,
+        "tool": {"name": "biascheck", "version": VERSION},
+        "suite": {"name": suite, "benchmark": benchmark},
+        "thresholds": {m: (thresholds or {}).get(m) for m in headline},
+        "headline": headline,
+        "releases": entries,
+    }
+
+
+def render_history_markdown(document: Mapping[str, Any]) -> str:
+    """What ``biascheck history`` prints: a row per release, oldest first, a column per headline metric."""
+    headline, releases = document["headline"], document["releases"]
+    out = [
+        f"# biascheck history: {document['suite']['name']} — {len(releases)} releases",
+        "",
+        "Each release's baseline, oldest first: the overall value of each headline metric with its 95% bootstrap interval.",
+        "",
+        md_row(
+            [
+                "release",
+                "model",
+                "created",
+                *(f"{m} ({fmt.threshold(document['thresholds'].get(m))})" if document["thresholds"].get(m) else m for m in headline),
+            ]
+        ),
+        "|---|---|---|" + "---:|" * len(headline),
+    ]
+    for release in releases:
+        cells = [f"{fmt.value(v.get('value'))} {fmt.ci(v.get('ci'))}" if v else fmt.NA for v in (release["metrics"][m] for m in headline)]
+        out.append(md_row([release["label"], release["model"], release["created_at"], *cells]))
+    changes = [
+        f"- {r['label']}: the suite changed ({', '.join(r['suite_changed'])}): values before it measure another suite"
+        for r in releases
+        if r["suite_changed"]
+    ]
+    if changes:
+        out += ["", *changes]
     return "\n".join(out) + "\n"

@@ -9,7 +9,7 @@ from typing import Any
 
 from biascheck.core.files import atomic_write_text, replace_folder
 from biascheck.reporting.comparison import render_comparison_markdown
-from biascheck.reporting.html import render_html, render_index, render_runs_html
+from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
 from biascheck.reporting.runs import render_runs_markdown
 
@@ -52,3 +52,9 @@ def write_compare(document: dict[str, Any], folder: Path) -> list[Path]:
     for name, text in files.items():
         atomic_write_text(folder / name, text)
     return [folder / name for name in files]
+
+
+def write_history(document: dict[str, Any], folder: Path) -> Path:
+    """``history.html`` of a ``biascheck history`` document in ``folder``, written atomically."""
+    atomic_write_text(folder / "history.html", render_history_html(document))
+    return folder / "history.html"
