@@ -1269,7 +1269,14 @@ def render_history_html(document: dict) -> str:
     charts = ['<section id="headline">\n<h2>Headline metrics across releases</h2>']
     for metric in document.get("headline") or []:
         points = [
-            _Point(str(r.get("label")), (r.get("metrics") or {}).get(metric) or {}, thresholds.get(metric), None, str(r.get("created_at") or "")[:10])
+            # The date beside a revision; a release without one is labelled by its time already.
+            _Point(
+                str(r.get("label")),
+                (r.get("metrics") or {}).get(metric) or {},
+                thresholds.get(metric),
+                None,
+                str(r["created_at"])[:10] if r.get("revision") else "",
+            )
             for r in releases
         ]
         charts.append(_point_figure(metric, points, level="95%", connect=True, what="the release's overall value"))
