@@ -1,7 +1,10 @@
 """The ``biascheck`` command: what works without pytest.
 
-- ``biascheck diff BASELINE RESULTS``: compare a run's ``results.json`` with a baseline, exactly as
-  ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
+- ``biascheck diff A B``: compare a run's ``results.json`` (B) with a baseline or another run's
+  ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
+- ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
+  ``compare.json``, ``compare.html``).
+- ``biascheck history SUITE``: a suite's baselines across releases (``history.html``).
 - ``biascheck qualify-judge MODEL --suite DIR``: is an evaluator fit to read BBG stories? Its
   accuracy and diff-bias on a QA suite's disambiguated items; exit 1 when it falls short.
 - ``biascheck suites [SUITE ...]``: the packaged suites and local ones, with their cases and model
@@ -17,16 +20,37 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
-from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE
+from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE, PLUGIN_NAMES
 
 # How errors name the settings the command shares with the plugin (see biascheck.options).
-COMMAND_NAMES = {"model": "--model", "param": "--param", "price": "--price", "compare_fail": "--compare-fail"}
+COMMAND_NAMES = {
+    "model": "--model",
+    "param": "--param",
+    "price": "--price",
+    "compare_fail": "--compare-fail",
+    "data": "--data",
+    "allow_fingerprint_mismatch": "--allow-fingerprint-mismatch",
+    "on_inconclusive": "--on-inconclusive",
+    "fail_inconclusive": "--fail-inconclusive",
+}
+# What `biascheck diff` says instead of a fix that names what only a pytest run does (record a
+# baseline, choose an answer mode), by the field the error names; DIFF_FIX for any other.
+DIFF_FIXES = {
+    "suite.name": "give as A a baseline or a results.json of B's suite",
+    "suite.fingerprint": "give as A a baseline or a results.json of B's suite version, or pass --allow-fingerprint-mismatch to compare the cases both share",
+    "model.estimator": "give as A a baseline or a results.json answered the way B was",
+    "cases": "give as A a baseline or a results.json of B's suite",
+}
+DIFF_FIX = "give as A a valid baseline file, or the results.json of the run to compare with (or the report folder holding it)"
+RESULTS_FIX = "give the results.json a run wrote, or the report folder holding it"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,11 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     diff = commands.add_parser(
         "diff",
-        help="compare a results.json with a baseline (exit 1 on regression)",
-        description="Compare a run with a baseline: paired statistics per metric and category, and the changed cases.",
+        help="compare a run with a baseline or with another run (exit 1 on regression)",
+        description="Compare run B with A, a baseline or another run of the suite: paired statistics per metric and category, "
+        "and the changed cases. Exit 0 without a regression, 1 with one, 2 on an error.",
     )
-    diff.add_argument("baseline", type=Path, help="baseline file (baselines/<suite>/<model>.json)")
-    diff.add_argument("results", type=Path, help="results.json of the candidate run, or the report folder holding it")
+    diff.add_argument(
+        "baseline",
+        type=Path,
+        metavar="A",
+        help="what B is compared with: a baseline file (baselines/<suite>/release.json), or a run's results.json or the report folder holding it",
+    )
+    diff.add_argument("results", type=Path, metavar="B", help="the candidate run: its results.json, or the report folder holding it")
     diff.add_argument(
         "--compare-fail",
         action="append",
@@ -64,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.add_argument("--suite", type=Path, help="suite folder, to show prompt texts in the flip list (default: the manifest the results name)")
     diff.add_argument("--data", type=Path, help="mirror folder of the benchmark files (for the prompt texts)")
     diff.set_defaults(func=_diff)
+    _add_run_commands(commands)
     qualify = commands.add_parser(
         "qualify-judge",
         help="check an evaluator model on the disambiguated items of a QA suite (exit 1 when below the bounds)",
@@ -134,6 +165,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
         return 130
+
+
+def _add_run_commands(commands) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="several runs of one suite side by side: a table per metric and scope with intervals, and compare.html",
+        description="Set runs of one suite side by side (several candidate models, or one model over releases): each metric "
+        "by scope, each run's value with the interval its results.json records, in compare.md, compare.json and compare.html "
+        "(a chart per headline metric: a row per run, its interval and the threshold). The Markdown is printed too. Runs of "
+        "another suite, suite fingerprint or answer mode are refused. Nothing is tested: biascheck diff A B tests two runs.",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="a run's results.json, or the report folder holding it (two or more)")
+    compare.add_argument(
+        "--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for compare.md, compare.json and compare.html (default: here)"
+    )
+    compare.set_defaults(func=_compare)
+    history = commands.add_parser(
+        "history",
+        help="a suite's baselines across releases: each headline metric, release by release, and history.html",
+        description="Read a suite's baselines, DIR/<suite>/*.json and the replaced ones --biascheck-update-baseline keeps in "
+        "DIR/<suite>/history/, order them by the time each was recorded and show each headline metric across them, with its "
+        "interval and the suite's threshold: Markdown printed, history.html written.",
+    )
+    history.add_argument("suite", metavar="SUITE", help="a suite folder, or a suite's name (a packaged suite, or the name of its baselines folder)")
+    history.add_argument(
+        "--baselines", type=Path, default=Path("baselines"), metavar="DIR", help="the folder of the suites' baseline folders (default: baselines)"
+    )
+    history.add_argument("--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for history.html (default: here)")
+    history.set_defaults(func=_history)
 
 
 def _add_suite_commands(commands) -> None:
@@ -343,28 +403,89 @@ def _init(args) -> int:
     return 0
 
 
-def _read_results(path: Path) -> dict:
-    from biascheck.reporting.results import validate_results
-
-    if path.is_dir():
-        path = path / "results.json"
+def _read_json(path: Path, fix: str) -> dict:
+    """A JSON document the command reads; every problem one line naming the file."""
     try:
-        document = json.loads(path.read_text("utf-8"))
+        return json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        raise BiascheckError(path, None, "no such file", "give the results.json a run wrote (--biascheck-report DIR)") from None
+        raise BiascheckError(path, None, "no such file", fix) from None
+    except IsADirectoryError:
+        raise BiascheckError(path, None, "is a folder", fix) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BiascheckError(path, None, f"is not a results.json ({exc})", "give the results.json a run wrote") from None
+        raise BiascheckError(path, None, f"is not a results.json ({exc})", fix) from None
     except ValueError:  # an integer of more digits than Python converts
         raise BiascheckError(
-            path,
-            None,
-            f"is not a results.json (it holds a number of more than {sys.get_int_max_str_digits()} digits)",
-            "give the results.json a run wrote",
+            path, None, f"is not a results.json (it holds a number of more than {sys.get_int_max_str_digits()} digits)", fix
         ) from None
     except RecursionError:
-        raise BiascheckError(path, None, "is not a results.json (it is nested too deeply)", "give the results.json a run wrote") from None
+        raise BiascheckError(path, None, "is not a results.json (it is nested too deeply)", fix) from None
+
+
+def _results_file(path: Path) -> Path:
+    """The results.json a path names: itself, or the one in the report folder it names."""
+    if not path.is_dir():
+        return path
+    if not (path / "results.json").exists():
+        suites = sorted(p.parent.name for p in path.glob("*/results.json"))
+        if suites:  # a report of several suites has a folder per suite
+            raise BiascheckError(
+                path,
+                None,
+                f"holds no results.json, and its subfolders hold one each ({', '.join(suites)})",
+                f"give one of them, e.g. {path / suites[0]}",
+            )
+    return path / "results.json"
+
+
+def _read_results(path: Path, baseline_fix: str = "give a run's results.json (or its report folder) here") -> tuple[Path, dict]:
+    """(the file, its checked ``results.json`` document) of a path naming a run."""
+    from biascheck.evaluation.baseline import BASELINE_SCHEMA
+    from biascheck.reporting.results import validate_results
+
+    path = _results_file(path)
+    document = _read_json(path, RESULTS_FIX)
+    if isinstance(document, dict) and document.get("schema") == BASELINE_SCHEMA:
+        raise BiascheckError(path, "schema", "is a baseline, not the results.json of a run", baseline_fix)
     validate_results(document, str(path))
-    return document
+    return path, document
+
+
+def _is_results(path: Path) -> bool:
+    """Whether side A of a diff is a run (a report folder, or a file whose schema says so) rather
+    than a baseline; a file that cannot be read is a baseline's to refuse."""
+    from biascheck.reporting.results import RESULTS_SCHEMA
+
+    if path.is_dir():
+        return True
+    try:
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(document, dict) and document.get("schema") == RESULTS_SCHEMA
+
+
+def _command_error(error: BiascheckError, fixes: dict[str, str], fallback: str) -> BiascheckError:
+    """An error of code the command shares with the plugin, in the command's words: the plugin's
+    option names as the command spells them (COMMAND_NAMES), and a fix that names an option only
+    a pytest run has replaced by ``fixes[field]`` (else ``fallback``)."""
+    names = {PLUGIN_NAMES[key]: COMMAND_NAMES[key] for key in COMMAND_NAMES if key in PLUGIN_NAMES}
+
+    def said(text: str | None) -> str | None:
+        return None if text is None else re.sub(r"--biascheck-[a-z-]+", lambda m: names.get(m.group(0), m.group(0)), text)
+
+    fix = said(error.fix)
+    if fix and "--biascheck-" in fix:
+        fix = fixes.get(error.field or "", fallback)
+    return BiascheckError(said(error.where), said(error.field), said(error.problem) or error.problem, fix)
+
+
+@contextmanager
+def _in_diff_terms() -> Iterator[None]:
+    """Errors raised inside, in ``biascheck diff``'s words (:func:`_command_error`)."""
+    try:
+        yield
+    except BiascheckError as error:
+        raise _command_error(error, DIFF_FIXES, DIFF_FIX) from None
 
 
 def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
@@ -377,35 +498,34 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
     try:
         suite = load_suite(suite_dir, data_dir=args.data)
     except BiascheckError as exc:
-        return None, f"prompt texts not shown: {exc}"
+        return None, f"prompt texts not shown: {_command_error(exc, {}, 'pass --data DIR (the mirror of the benchmark files) to show them')}"
     return {case.case_id: case.messages[-1].content for case in suite.cases}, None
 
 
 def _diff(args) -> int:
-    from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
     from biascheck.reporting import github
-    from biascheck.reporting.comparison import render_comparison_markdown
     from biascheck.reporting.terminal import render_comparison_terminal
     from biascheck.reporting.write import write_reports
 
     # The options first: a usage error needs no file read.
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
-    baseline = baselines.load(args.baseline)
-    results = _read_results(args.results)
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
-    settings = settings_from(
-        results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, **({"on_inconclusive": mode} if mode else {})
-    )
+    candidate, results = _read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
+    reference, baseline = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
+    with _in_diff_terms():
+        settings = settings_from(
+            results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, **({"on_inconclusive": mode} if mode else {})
+        )
     prompts, note = _prompts(args, results)
-    comparison = compare(baseline, results, settings, baseline_path=str(args.baseline), prompts=prompts)
+    with _in_diff_terms():
+        comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts)
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 140
     sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
     if note:
         print(note, file=sys.stderr)
-    markdown = render_comparison_markdown(comparison)
     if args.report:
         # The run's whole report with this comparison, replacing the folder at once like the plugin's:
         # never a comparison next to another run's results.json.
@@ -418,11 +538,110 @@ def _diff(args) -> int:
     if github.in_github_actions():
         for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(markdown)
+        # The comparison alone: the run's own report is in the summary of the job that ran it.
+        problem = github.write_step_summary([results], {results["suite"]["name"]: comparison}, reports=False)
+        if problem:
+            print(f"biascheck: {problem}", file=sys.stderr)
     return 0 if comparison["passed"] else 1
+
+
+def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict]:
+    """(its path as shown, the baseline document) of side A of a diff: a baseline file, or a run's
+    results.json (or report folder) as the baseline a recording of it would be."""
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.reporting.runs import check_same_suite
+
+    if not _is_results(path):
+        with _in_diff_terms():
+            return str(path), baselines.load(path)
+    file, results = _read_results(path)
+    run = results["run"]
+    # Missing answers are no reference: a recording would refuse this run for the same reasons.
+    if not run["complete"]:
+        raise BiascheckError(file, "run.complete", f"the run is incomplete ({run['incomplete_reason']})", "give as A a run that completed")
+    if run["case_errors"]:
+        raise BiascheckError(
+            file, "run.case_errors", f"{run['case_errors']} case(s) errored after retries", "give as A a run whose every case was answered"
+        )
+    # In words for two runs (compare() would speak of a baseline); compare() then checks the rest.
+    check_same_suite(
+        (str(file), results),
+        (str(candidate[0]), candidate[1]),
+        allow_fingerprint_mismatch=allow_mismatch,
+        fix="compare runs of one suite version, or pass --allow-fingerprint-mismatch to compare the cases both share",
+    )
+    # A recorded run's creation time, not this moment's: the comparison says when A was made.
+    return str(file), {**baselines.from_results(results), "created_at": results["created_at"]}
+
+
+def _compare(args) -> int:
+    from biascheck.reporting.runs import compare_runs, render_runs_markdown
+    from biascheck.reporting.write import write_compare
+
+    fix = "give runs: results.json files or report folders (a suite's baselines across releases: biascheck history SUITE)"
+    runs = [_read_results(path, fix) for path in args.runs]
+    document = compare_runs([(str(file), results) for file, results in runs])
+    try:
+        written = write_compare(document, args.out)
+    except OSError as exc:
+        raise BiascheckError(args.out, None, f"could not write the comparison ({exc.strerror or exc})", "point --out at a writable folder") from None
+    sys.stdout.write(render_runs_markdown(document))
+    print(f"wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
+    return 0
+
+
+def _history_suite(text: str, folder: Path):
+    """(the suite's name, its manifest or None) for ``biascheck history SUITE``: a suite folder; a
+    packaged suite's name (as pytest reads a bare name); else the name of a folder under ``folder``,
+    whose baselines are then shown without thresholds."""
+    from biascheck.config.catalog import looks_like_a_name, packaged_suite, packaged_suites
+    from biascheck.config.manifest import load_manifest
+
+    path = Path(text)
+    if (path / "suite.toml").is_file():
+        manifest = load_manifest(path)
+        return manifest.name, manifest
+    if looks_like_a_name(text) and text in packaged_suites():
+        manifest = load_manifest(packaged_suite(text))
+        return manifest.name, manifest
+    if looks_like_a_name(text) and (folder / text).is_dir():
+        return text, None
+    raise BiascheckError(
+        text,
+        None,
+        f"is neither a suite folder, nor a packaged suite, nor the name of a folder in {folder}",
+        "give the suite's folder (its suite.toml has the thresholds), or its name as its baselines folder is named; --baselines DIR says where they are",
+    )
+
+
+def _history(args) -> int:
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.reporting.runs import history_document, render_history_markdown
+    from biascheck.reporting.write import write_history
+
+    name, manifest = _history_suite(args.suite, args.baselines)
+    folder = args.baselines / name
+    if not folder.is_dir():
+        raise BiascheckError(
+            folder,
+            None,
+            "no such folder: the suite has no baseline there",
+            "record one (pytest's update-baseline option), or point --baselines at the folder holding it",
+        )
+    releases = baselines.releases(folder)
+    document = history_document(
+        [(str(path), document) for path, document in releases],
+        suite=name,
+        thresholds={metric: threshold.to_dict() for metric, threshold in manifest.thresholds.items()} if manifest else None,
+        gated_metrics=manifest.gated_metrics(None) if manifest else [],
+    )
+    try:
+        written = write_history(document, args.out)
+    except OSError as exc:
+        raise BiascheckError(args.out, None, f"could not write history.html ({exc.strerror or exc})", "point --out at a writable folder") from None
+    sys.stdout.write(render_history_markdown(document))
+    print(f"wrote {written}", file=sys.stderr)
+    return 0
 
 
 def _qualify_judge(args) -> int:

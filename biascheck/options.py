@@ -29,7 +29,16 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 6
 
 # How errors name a setting: the plugin's options, or the command's (``biascheck suites --price``).
-PLUGIN_NAMES = {"model": "--biascheck-model", "param": "--biascheck-param", "price": "--biascheck-price", "compare_fail": "--biascheck-compare-fail"}
+PLUGIN_NAMES = {
+    "model": "--biascheck-model",
+    "param": "--biascheck-param",
+    "price": "--biascheck-price",
+    "compare_fail": "--biascheck-compare-fail",
+    "data": "--biascheck-data",
+    "allow_fingerprint_mismatch": "--biascheck-allow-fingerprint-mismatch",
+    "on_inconclusive": "--biascheck-on-inconclusive",
+    "fail_inconclusive": "--biascheck-fail-inconclusive",
+}
 
 OPTIONS = (
     # (option, ini key, env var, help)

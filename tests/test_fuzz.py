@@ -309,7 +309,9 @@ VALUES = [
 ]
 # Each subcommand's options, and how many positional arguments it may be given.
 COMMANDS = {
-    ("diff",): (["--compare-fail", "--report", "--suite", "--data"], ["--allow-fingerprint-mismatch", "--fail-inconclusive"], 2),
+    ("diff",): (["--compare-fail", "--report", "--suite", "--data", "--on-inconclusive"], ["--allow-fingerprint-mismatch", "--fail-inconclusive"], 2),
+    ("compare",): (["--out"], [], 3),
+    ("history",): (["--baselines", "--out"], [], 1),
     ("suites",): (["--data", "--model", "--api-base", "--param", "--price", "--judge-price", "--cache"], [], 1),
     ("init",): ([], ["--force"], 2),
     ("store", "merge"): ([], [], 3),

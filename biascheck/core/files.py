@@ -42,6 +42,11 @@ _OWN_FOLDER = "write the report into a folder of its own (e.g. {}): a report fol
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temp file beside ``path`` and rename: a reader never sees half a file. Leftovers
     of writes killed in that folder before are removed first."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """:func:`atomic_write_text` for bytes written as they are (a copy of a file kept whole)."""
     if path.is_dir():  # refused before a temp file is made beside it (os.replace would refuse it after)
         raise BiascheckError(path, None, "is a folder", "give the path of a file")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,8 +55,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         # mkstemp makes the file private; a report or baseline is as readable as any file written here.
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
             os.replace(tmp, path)  # while the handle, and so the lock, is held

@@ -40,6 +40,8 @@ FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "s
 # renamed between releases still finds it. ``{model}`` (the model slug) remains for teams that gate
 # several models side by side.
 DEFAULT_PATTERN = "baselines/{suite}/release.json"
+# Where a replaced baseline is kept, beside it: history/<revision>.json (see :func:`replace`).
+HISTORY = "history"
 FIX_RECREATE = "restore it from version control, or re-create it with --biascheck-update-baseline"
 
 
@@ -181,7 +183,79 @@ def write(document: Mapping[str, Any], path: Path) -> None:
     atomic_write_text(path, dumps(document))
 
 
+def replace(document: Mapping[str, Any], path: Path) -> Path | None:
+    """Write ``document`` to ``path``, first keeping the baseline it replaces (if any) as
+    ``history/<revision>.json`` beside it: the release history. Returns where the replaced file
+    went, None when there was none. Both writes are atomic and the old file is copied before it is
+    replaced, so a write that fails or is killed at any point loses no file."""
+    kept = keep_replaced(path) if path.exists() else None
+    write(document, path)
+    return kept
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a file name on any system: letters, digits, ``.``, ``_`` and ``-`` (``v1.2:rc/3``
+    -> ``v1.2-rc-3``); empty when nothing of it is left."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:120]
+
+
+def keep_replaced(path: Path) -> Path:
+    """Copy the baseline at ``path`` into ``history/`` beside it, byte for byte, named for the
+    model revision it records, else its ``created_at`` (else the file's time: a file too damaged
+    to say is kept all the same). A name another file already holds gets the creation time added,
+    then a count; a copy already there (an earlier recording that stopped after keeping it) is
+    not made twice."""
+    from biascheck.core.files import atomic_write_bytes
+
+    old = path.read_bytes()
+    revision, created = _identity(old)
+    created = created or datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
+    stem = safe_name(revision or "") or safe_name(created) or "baseline"
+    names = [stem] + ([f"{stem}-{safe_name(created)}"] if revision else []) + [f"{stem}-{k}" for k in range(2, 1000)]
+    for name in names:
+        target = path.parent / HISTORY / f"{name}.json"
+        if target.is_file() and target.read_bytes() == old:
+            return target
+        if not target.exists():
+            atomic_write_bytes(target, old)
+            return target
+    raise BiascheckError(path.parent / HISTORY, None, f"holds {len(names)} files named for {stem!r}", "move older ones elsewhere")
+
+
+def _identity(text: bytes) -> tuple[str | None, str | None]:
+    """(model revision, created_at) of a baseline's text, as far as it can be read; never raises:
+    the file is kept whatever it holds."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(document, dict):
+        return None, None
+    model = document.get("model")
+    revision = model.get("revision") if isinstance(model, dict) else None
+    created = document.get("created_at")
+    return (revision if isinstance(revision, str) else None), (created if isinstance(created, str) else None)
+
+
 # --- reading -----------------------------------------------------------------------------------
+
+
+def releases(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """A suite's baselines by release: each ``*.json`` in ``folder`` (``baselines/<suite>/``) and in
+    its ``history/``, loaded and checked (:func:`load`), oldest first by the time each was
+    recorded (``created_at``); of two made in the same second, the one in use is the later."""
+    current, kept = sorted(folder.glob("*.json")), sorted((folder / HISTORY).glob("*.json"))
+    loaded = [(path, load(path), path in current) for path in current + kept if path.is_file()]
+    return [(path, document) for path, document, _ in sorted(loaded, key=lambda item: (_moment(item[1]["created_at"]), item[2], str(item[0])))]
+
+
+def _moment(text: str) -> datetime:
+    """A ``created_at`` as a point in time (one without a zone is UTC); unreadable: the earliest."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @cache

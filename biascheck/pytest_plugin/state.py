@@ -336,13 +336,9 @@ class BiascheckState:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _github_step_summary(self, session: pytest.Session) -> None:
-        import os
-
         from biascheck.reporting import github
 
-        if not os.environ.get("GITHUB_STEP_SUMMARY"):
-            return
-        problem = github.append_step_summary(github.step_summary(self.results_json, self.comparisons))
+        problem = github.write_step_summary(self.results_json, self.comparisons)
         if problem:
             self._say(session, f"biascheck: {problem}", yellow=True)
 
@@ -368,14 +364,19 @@ class BiascheckState:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 continue
             try:
-                replaced = path.exists()  # raises too for a name the file system refuses (too long)
-                baselines.write(baselines.from_results(document, git=commit), path)
+                path.exists()  # raises for a name the file system refuses (too long)
+                kept = baselines.replace(baselines.from_results(document, git=commit), path)
+            except BiascheckError as exc:  # a history/ that cannot take one more file
+                self._say(session, f"biascheck: {exc}", red=True)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                continue
             except OSError as exc:
                 self._say(session, f"biascheck: {path}: could not write the baseline ({exc.strerror or exc})", red=True)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 continue
             written += 1
-            self._say(session, f"biascheck: {name}: baseline {'replaced' if replaced else 'written'}: {self._shown_path(path)}", green=True)
+            history = f" (the one it replaced is kept as {self._shown_path(kept)})" if kept else ""
+            self._say(session, f"biascheck: {name}: baseline {'replaced' if kept else 'written'}: {self._shown_path(path)}{history}", green=True)
         self._forgive_recorded_thresholds(session, every_baseline_written=written == len(self.results_json))
 
     def _forgive_recorded_thresholds(self, session: pytest.Session, *, every_baseline_written: bool) -> None:

@@ -17,15 +17,26 @@ def in_github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]]) -> str:
-    """The job summary of a run: the table across suites (several), each suite's report and comparison."""
-    parts = [render_summary_markdown(documents)] if len(documents) > 1 else []
+def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str:
+    """The job summary of a run: the table across suites (several), each suite's report and
+    comparison; without ``reports``, the comparisons alone."""
+    parts = [render_summary_markdown(documents)] if len(documents) > 1 and reports else []
     for document in documents:
-        parts.append(render_markdown(document))
+        if reports:
+            parts.append(render_markdown(document))
         comparison = comparisons.get(document["suite"]["name"])
         if comparison is not None:
             parts.append(render_comparison_markdown(comparison))
     return "\n".join(parts)
+
+
+def write_step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str | None:
+    """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set, for the plugin and
+    ``biascheck diff`` alike (the latter without ``reports``: the run's report is in the summary of
+    the job that made it). Returns a one-line problem when the file could not be appended to."""
+    if not os.environ.get("GITHUB_STEP_SUMMARY"):
+        return None
+    return append_step_summary(step_summary(documents, comparisons, reports=reports))
 
 
 def append_step_summary(text: str) -> str | None:

@@ -25,7 +25,7 @@ from biascheck.reporting.comparison import unresolved_heading, unresolved_lines
 from biascheck.reporting.results import NOT_GATED, deselected_line, gated, judge_lines, missing_data_line, scope_label, served_warning, summary_rows
 from biascheck.reporting.results import failing as check_failing
 
-__all__ = ["render_html", "render_index"]
+__all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
 
 VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3, "not compared": 4}
 
@@ -111,6 +111,9 @@ svg.bars rect.bar.base { fill: var(--base); }
 svg.bars rect.bar.failing { fill: var(--fail); }
 svg.bars .ci { stroke: var(--ci); stroke-width: 1.5; fill: none; }
 svg.bars .threshold { stroke: var(--thr); stroke-width: 2; stroke-dasharray: 5 3; }
+svg.bars circle.pt { fill: var(--bar); stroke: var(--bg); stroke-width: 1; }
+svg.bars circle.pt.failing { fill: var(--fail); }
+svg.bars .trend { stroke: var(--base); stroke-width: 1.2; fill: none; }
 svg.bars tspan.fail, svg.bars text.v-regressed { fill: var(--red); font-weight: 600; }
 svg.bars text.v-improved { fill: var(--green); font-weight: 600; }
 svg.bars text.v-inconclusive { fill: var(--amber); font-weight: 600; }
@@ -259,6 +262,10 @@ _TOC_TITLES = {
     "biased-sample": "Sample of biased answers",
     "across-prompts": "Across prompts",
     "by-label": "By label",
+    "runs": "Runs",
+    "headline": "Headline metrics",
+    "scopes": "Every scope",
+    "releases": "Releases",
 }
 
 
@@ -1035,3 +1042,250 @@ def _extra_tables(results: dict) -> str:
             out.append(f"<tr><td{_lang(label)}>{_e(label)}</td>{cells}</tr>")
         out.append("</tbody></table></div>\n</details>\n</section>")
     return "\n".join(out)
+
+
+# --- several runs, and releases --------------------------------------------------------------------
+
+
+class _Point(NamedTuple):
+    """One row of a point chart: a run or a release, its value dict (value, ci, n, note), its
+    threshold, whether it fails it (None: not judged here) and a muted note beside the label."""
+
+    label: str
+    value: dict
+    threshold: Any
+    failing: bool | None
+    note: str = ""
+
+
+def _point_svg(points: list[_Point], metric: str, *, level: str, connect: bool = False) -> str:
+    """A row per point: the value as a dot with its interval, and the threshold, one dashed line
+    through the plot when every row has the same one, else a segment per row. ``connect`` draws a
+    thin line through the dots in row order (releases, oldest first)."""
+    positions: list[float | None] = []
+    for point in points:
+        positions += _threshold_positions(point.threshold)
+        positions += [fmt.number(point.value.get("value")), *fmt.bounds(point.value.get("ci"))]
+    lo, hi, step = _domain(positions)
+    size, small = 12.0, 11.0
+    label_w = min(max([_text_width(p.label, size) for p in points] + [60.0]) + 12, 300.0)
+    note_w = min(max(_text_width(p.note, small) for p in points) + 10, 200.0) if any(p.note for p in points) else 0.0
+    width, value_w = 920.0 + max(label_w + note_w - 240.0, 0.0), 236.0
+    x0 = label_w + note_w + 10
+    plot_w = width - x0 - value_w - 14
+    slot_h, top, axis_h = 24.0, 6.0, 26.0
+    bottom = top + slot_h * len(points)
+
+    def x(v: float) -> float:
+        return x0 + (v - lo) / (hi - lo) * plot_w
+
+    svg = [
+        f'<svg class="bars" viewBox="0 0 {_n(width)} {_n(bottom + axis_h)}" style="max-width:{_n(width)}px" '
+        f'role="img" aria-label="{_e(metric)}, one row per run" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for i in range(int(round((hi - lo) / step)) + 1):
+        t = lo + i * step
+        cls = "zero" if abs(t) < 1e-9 else "grid"
+        svg.append(f'<line class="{cls}" x1="{_n(x(t))}" y1="{_n(top)}" x2="{_n(x(t))}" y2="{_n(bottom)}"/>')
+        svg.append(f'<text class="tick" x="{_n(x(t))}" y="{_n(bottom + 16)}" text-anchor="middle">{_tick_label(t)}</text>')
+    shared = points[0].threshold
+    if all(p.threshold == shared for p in points):
+        segments = [(position, top, bottom, shared) for position in _threshold_positions(shared)]
+    else:
+        segments = [
+            (pos, top + k * slot_h + 1, top + (k + 1) * slot_h - 1, p.threshold)
+            for k, p in enumerate(points)
+            for pos in _threshold_positions(p.threshold)
+        ]
+    for position, y1, y2, threshold in segments:
+        svg.append(
+            f'<line class="threshold" x1="{_n(x(position))}" y1="{_n(y1)}" x2="{_n(x(position))}" y2="{_n(y2)}">'
+            f"<title>threshold {_e(fmt.threshold(threshold))}</title></line>"
+        )
+    if connect:
+        trend = [(x(v), top + k * slot_h + slot_h / 2) for k, p in enumerate(points) if (v := fmt.number(p.value.get("value"))) is not None]
+        if len(trend) > 1:
+            svg.append('<polyline class="trend" points="' + " ".join(f"{_n(a)},{_n(b)}" for a, b in trend) + '"/>')
+    for k, point in enumerate(points):
+        yc = top + k * slot_h + slot_h / 2
+        v = fmt.number(point.value.get("value"))
+        c_lo, c_hi = fmt.bounds(point.value.get("ci"))
+        n = point.value.get("n")
+        tip = f"{point.label}: {metric} = {fmt.exact(v)}, {level} CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
+        if fmt.threshold(point.threshold):
+            tip += f"; threshold {fmt.threshold(point.threshold)}" + ("" if point.failing is None else ": FAIL" if point.failing else ": pass")
+        if point.value.get("note"):
+            tip += f"; {point.value['note']}"
+        g = [f'<g class="mark"><title>{_e(tip)}</title>']
+        shown = _shorten(point.label, size, label_w - 12)
+        g.append(f'<text class="cat" x="0" y="{_n(yc + 4)}"{_lang(point.label)}>{_e(shown)}</text>')
+        if point.note:
+            g.append(f'<text class="side" x="{_n(label_w)}" y="{_n(yc + 4)}" font-size="11">{_e(_shorten(point.note, small, note_w - 6))}</text>')
+        if v is None:  # no dot: say so in the plot, so an empty row is not read as 0
+            g.append(f'<text class="na" x="{_n(x(0.0) + 4)}" y="{_n(yc + 4)}" font-size="11">n/a</text>')
+        else:
+            if c_lo is not None and c_hi is not None:
+                xl, xh, cap = x(c_lo), x(c_hi), 5.0
+                g.append(
+                    f'<path class="ci" d="M{_n(xl)} {_n(yc - cap)}V{_n(yc + cap)}M{_n(xl)} {_n(yc)}H{_n(xh)}M{_n(xh)} {_n(yc - cap)}V{_n(yc + cap)}"/>'
+                )
+            g.append(f'<circle class="pt{" failing" if point.failing else ""}" cx="{_n(x(v))}" cy="{_n(yc)}" r="4.5"/>')
+        text = "n/a" if v is None else f"{fmt.value(v)} {fmt.ci([c_lo, c_hi])}"
+        mark = ' <tspan class="fail">FAIL</tspan>' if point.failing else ""
+        g.append(f'<text class="val" x="{_n(x0 + plot_w + 12)}" y="{_n(yc + 4)}">{_e(text)}{mark}</text></g>')
+        svg.append("".join(g))
+    svg.append("</svg>")
+    return "\n".join(svg)
+
+
+def _point_figure(metric: str, points: list[_Point], *, level: str, connect: bool, what: str) -> str:
+    thresholds = sorted({fmt.threshold(p.threshold) for p in points if fmt.threshold(p.threshold)})
+    caption = f'<code>{_e(metric)}</code> <span class="muted small">threshold {_e("; ".join(thresholds) or "none")}</span>'
+    legend = (
+        f'<span><span class="sw sw-bar"></span>{_e(what)}</span><span><span class="sw sw-fail"></span>fails its threshold (marked FAIL)</span>'
+        f'<span><span class="sw sw-ci"></span>{_e(level)} CI</span><span><span class="sw sw-thr"></span>threshold</span>'
+        "<span>hover a row for exact numbers</span>"
+    )
+    return (
+        f'<figure class="chart" id="chart-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n<div class="legend">{legend}</div>\n'
+        + _point_svg(points, metric, level=level, connect=connect)
+        + "\n</figure>"
+    )
+
+
+def _level(document: dict) -> str:
+    confidence = fmt.number(document.get("confidence"))
+    return fmt.percent(confidence) if confidence is not None else "95%"
+
+
+def render_runs_html(document: dict) -> str:
+    """``compare.html`` of a ``biascheck.compare/1`` document: the runs, a chart per headline metric
+    (a row per run: its overall value with its interval, and the threshold) and the tables of every
+    shown metric by scope."""
+    suite, runs = document.get("suite") or {}, document.get("runs") or []
+    level = _level(document)
+    rows = {(r.get("metric"), r.get("scope")): r for r in document.get("rows") or []}
+    head = [
+        f"<header>\n<h1><span{_lang(suite.get('name'))}>biascheck compare: {_e(suite.get('name'))}</span> "
+        f'<span class="muted">\u2014 {len(runs)} runs</span></h1>',
+        '<dl class="meta">',
+        f"<dt>benchmark</dt><dd>{_e(suite.get('benchmark'))}</dd>",
+        *([f"<dt>description</dt><dd{_lang(suite['description'])}>{_e(suite['description'])}</dd>"] if suite.get("description") else []),
+        f"<dt>suite fingerprint</dt><dd><code>{_e((suite.get('fingerprint') or {}).get('suite'))}</code> (the same for every run)</dd>",
+        f"<dt>created</dt><dd>{_e(document.get('created_at'))}</dd>",
+        "</dl>",
+        f'<p class="muted small">Each run\'s values with its own {_e(level)} bootstrap interval, as its results.json records them. '
+        "Intervals that overlap do not show two runs equal, nor do separate ones a tested difference: "
+        "<code>biascheck diff A B</code> tests two runs case by case.</p>",
+        "</header>",
+    ]
+    table = [
+        '<section id="runs">\n<h2>Runs</h2>\n<div class="scroll"><table><thead><tr><th class="num">#</th><th>run</th><th>model</th>'
+        '<th>parameters</th><th>answered by</th><th>created</th><th class="num">cases</th><th>thresholds</th><th>file</th></tr></thead><tbody>'
+    ]
+    for i, run in enumerate(runs, 1):
+        revision = f' <span class="muted small">revision {_e(run["revision"])}</span>' if run.get("revision") else ""
+        table.append(
+            f'<tr><td class="num">{i}</td><td><strong{_lang(run.get("label"))}>{_e(run.get("label"))}</strong></td>'
+            f"<td><code>{_e(run.get('model'))}</code>{revision}</td>"
+            f"<td><code>{_e(_params(run.get('params')))}</code></td><td>{_e(run.get('estimator') or 'generation')}</td>"
+            f'<td class="nowrap">{_e(run.get("created_at"))}</td><td class="num">{_fmt_int(run.get("cases"))}</td>'
+            f'<td>{_pass_badge(bool(run.get("passed")))}</td><td class="muted small"><code>{_e(run.get("path"))}</code></td></tr>'
+        )
+    table.append("</tbody></table></div>")
+    notes = [f"{run.get('label')}: {note}" for run in runs for note in run.get("notes") or []]
+    if notes:
+        table.append('<div class="alert"><ul>' + "".join(f"<li{_lang(n)}>{_e(n)}</li>" for n in notes) + "</ul></div>")
+    table.append("</section>")
+    charts = ['<section id="headline">\n<h2>Headline metrics, run by run</h2>']
+    for metric in document.get("headline") or []:
+        row = rows.get((metric, "overall"))
+        if row is None:
+            continue
+        points = [
+            _Point(str(run.get("label")), value, value.get("threshold"), None if value.get("passed") is None else not value["passed"])
+            for run, value in zip(runs, row.get("values") or [])
+        ]
+        charts.append(_point_figure(metric, points, level=level, connect=False, what="the run's overall value"))
+    if len(charts) == 1:
+        charts.append('<p class="muted">No headline metric is reported by these runs.</p>')
+    charts.append("</section>")
+    tables = ['<section id="scopes">\n<h2>Every scope</h2>']
+    for metric in document.get("shown") or []:
+        scoped = [r for r in document.get("rows") or [] if r.get("metric") == metric]
+        if not scoped:
+            continue
+        threshold = fmt.threshold(scoped[0].get("threshold"))
+        better = scoped[0].get("better")
+        extra = "; ".join(p for p in (f"threshold {threshold}" if threshold else "", f"better: {better}" if better else "") if p)
+        tables.append(f'<h3><code>{_e(metric)}</code> <span class="muted small">{_e(extra)}</span></h3>')
+        tables.append(
+            '<div class="scroll"><table><thead><tr><th>scope</th>'
+            + "".join(f'<th class="num"{_lang(run.get("label"))}>{_e(run.get("label"))}</th>' for run in runs)
+            + "</tr></thead><tbody>"
+        )
+        for row in scoped:
+            cells = []
+            for value in row.get("values") or []:
+                fail = ' <span class="badge fail">FAIL</span>' if value.get("passed") is False else ""
+                tip = f' title="n = {_fmt_int(value.get("n"))}"' if value.get("n") is not None else ""
+                cells.append(
+                    f'<td class="num"{tip}>{fmt.value(value.get("value"))}{fail} <span class="muted small under">{fmt.ci(value.get("ci"))}</span></td>'
+                )
+            tables.append(f'<tr><td class="scope"{_lang(row.get("scope"))}>{_e(row.get("scope"))}</td>{"".join(cells)}</tr>')
+        tables.append("</tbody></table></div>")
+    tables.append("</section>")
+    sections = ["\n".join(table), "\n".join(charts), "\n".join(tables)]
+    footer = f"<footer>Generated by biascheck {_e(_get(document, 'tool', 'version') or '?')} from {len(runs)} results documents.</footer>"
+    return _page(f"biascheck compare: {suite.get('name', '?')} \u2014 {len(runs)} runs", ["\n".join(head), _toc(sections), *sections, footer])
+
+
+def render_history_html(document: dict) -> str:
+    """``history.html`` of a ``biascheck.history/1`` document: the releases, oldest first, and a
+    chart per headline metric with a row per release and the suite's threshold."""
+    suite, releases = document.get("suite") or {}, document.get("releases") or []
+    thresholds = document.get("thresholds") or {}
+    head = (
+        f"<header>\n<h1><span{_lang(suite.get('name'))}>biascheck history: {_e(suite.get('name'))}</span> "
+        f'<span class="muted">\u2014 {len(releases)} releases</span></h1>\n'
+        f'<p class="muted small">Each release\'s baseline, oldest first (by the time it was recorded): the overall value of each '
+        "headline metric with its 95% bootstrap interval, and the suite's threshold as its suite.toml has it now.</p>\n</header>"
+    )
+    table = [
+        '<section id="releases">\n<h2>Releases</h2>\n<div class="scroll"><table><thead><tr><th>release</th><th>model</th><th>created</th>'
+        "<th>commit</th><th>suite fingerprint</th><th>file</th></tr></thead><tbody>"
+    ]
+    for release in releases:
+        changed = release.get("suite_changed") or []
+        note = f' <span class="badge v-inconclusive" title="changed: {_e(", ".join(changed))}">suite changed</span>' if changed else ""
+        table.append(
+            f"<tr><td><strong>{_e(release.get('label'))}</strong></td><td><code>{_e(release.get('model'))}</code></td>"
+            f'<td class="nowrap">{_e(release.get("created_at"))}</td><td><code>{_e((release.get("git_commit") or "")[:12])}</code></td>'
+            f'<td><code>{_e(release.get("fingerprint"))}</code>{note}</td><td class="muted small"><code>{_e(release.get("path"))}</code></td></tr>'
+        )
+    table.append("</tbody></table></div>")
+    if any(r.get("suite_changed") for r in releases):
+        table.append(
+            '<p class="alert">Where the suite changed (data, prompts, subset, ...), the releases before it were measured on another suite.</p>'
+        )
+    table.append("</section>")
+    charts = ['<section id="headline">\n<h2>Headline metrics across releases</h2>']
+    for metric in document.get("headline") or []:
+        points = [
+            # The date beside a revision; a release without one is labelled by its time already.
+            _Point(
+                str(r.get("label")),
+                (r.get("metrics") or {}).get(metric) or {},
+                thresholds.get(metric),
+                None,
+                str(r["created_at"])[:10] if r.get("revision") else "",
+            )
+            for r in releases
+        ]
+        charts.append(_point_figure(metric, points, level="95%", connect=True, what="the release's overall value"))
+    if len(charts) == 1:
+        charts.append('<p class="muted">No headline metric is kept in these baselines.</p>')
+    charts.append("</section>")
+    sections = ["\n".join(table), "\n".join(charts)]
+    footer = f"<footer>Generated by biascheck {_e(_get(document, 'tool', 'version') or '?')} from {len(releases)} baselines.</footer>"
+    return _page(f"biascheck history: {suite.get('name', '?')}", [head, _toc(sections), *sections, footer])

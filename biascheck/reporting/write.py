@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from biascheck.core.files import replace_folder
+from biascheck.core.files import atomic_write_text, replace_folder
 from biascheck.reporting.comparison import render_comparison_markdown
-from biascheck.reporting.html import render_html, render_index
+from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
+from biascheck.reporting.runs import render_runs_markdown
 
 
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
@@ -38,3 +39,22 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
         return files
 
     return replace_folder(folder, render) if documents else []
+
+
+def write_compare(document: dict[str, Any], folder: Path) -> list[Path]:
+    """``compare.md``, ``compare.json`` and ``compare.html`` of a ``biascheck compare`` document in
+    ``folder`` (created if need be), each written atomically; other files there are left alone."""
+    files = {
+        "compare.md": render_runs_markdown(document),
+        "compare.json": json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+        "compare.html": render_runs_html(document),
+    }
+    for name, text in files.items():
+        atomic_write_text(folder / name, text)
+    return [folder / name for name in files]
+
+
+def write_history(document: dict[str, Any], folder: Path) -> Path:
+    """``history.html`` of a ``biascheck history`` document in ``folder``, written atomically."""
+    atomic_write_text(folder / "history.html", render_history_html(document))
+    return folder / "history.html"

@@ -1,0 +1,337 @@
+"""Comparing any runs (issue 25, part 4), end to end through the ``biascheck`` command on real files:
+``biascheck diff A B`` of two results.json files, ``biascheck compare RUN...`` and ``biascheck history
+SUITE`` over a baseline replaced twice. The runs are :func:`biascheck.sim.calibration.simulated_results`
+documents (the sim personas' answers, no HTTP), written where a report folder would hold them."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import re
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from biascheck.cli import main
+from biascheck.evaluation import baseline as baselines
+from biascheck.sim.calibration import PreparedSuite, simulated_results
+from biascheck.suite import load_suite
+
+from conftest import write_subset_suite
+
+pytestmark = pytest.mark.data
+
+PERSONAS = {"fair": "fair", "some": "stereotyped?p=0.3", "most": "stereotyped?p=0.9"}
+
+
+@pytest.fixture(scope="module")
+def suite_dir(tmp_path_factory, data_dir) -> Path:
+    """KoBBQ, one template per category, prompt 1 (96 cases)."""
+    return write_subset_suite(
+        tmp_path_factory.mktemp("suite") / "kobbq-tiny",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+    )
+
+
+@pytest.fixture(scope="module")
+def documents(suite_dir, data_dir) -> dict[str, dict]:
+    prepared = PreparedSuite.of(load_suite(suite_dir, data_dir=data_dir))
+    return {name: simulated_results(prepared, persona) for name, persona in PERSONAS.items()}
+
+
+def write_run(folder: Path, document: dict) -> Path:
+    """A report folder holding ``document`` as its results.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(document, ensure_ascii=False), "utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(documents, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    return {name: write_run(root / name, document) for name, document in documents.items()}
+
+
+def one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.count("\n") == 1 and err.startswith("biascheck: ") and "Traceback" not in err, err
+    # The command's errors name its own options, never the plugin's spellings.
+    assert "--biascheck-" not in err, err
+    return err
+
+
+# --- biascheck diff A B, with a run on either side --------------------------------------------------
+
+
+def test_diff_of_two_results_files_exits_1_on_a_regression_and_0_otherwise(runs, documents, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    assert main(["diff", str(runs["fair"] / "results.json"), str(runs["most"] / "results.json"), "--report", str(tmp_path / "d")]) == 1
+    comparison = json.loads((tmp_path / "d" / "comparison.json").read_text("utf-8"))
+    assert comparison["regressed"] and comparison["baseline"]["model"] == "sim/fair"
+    # A is a run: the comparison says when it was made, not when the diff was.
+    assert comparison["baseline"]["created_at"] == documents["fair"]["created_at"]
+    assert "diff_bias_amb (overall) regressed" in capsys.readouterr().out
+    # Report folders on both sides; a run compared with itself.
+    assert main(["diff", str(runs["fair"]), str(runs["fair"])]) == 0
+
+    # The same verdicts as against a recorded baseline of A.
+    recorded = tmp_path / "release.json"
+    baselines.write(baselines.from_results(documents["fair"]), recorded)
+    assert main(["diff", str(recorded), str(runs["most"]), "--report", str(tmp_path / "b")]) == 1
+    against = json.loads((tmp_path / "b" / "comparison.json").read_text("utf-8"))
+    assert [(r["metric"], r["scope"], r["verdict"]) for r in against["results"]] == [
+        (r["metric"], r["scope"], r["verdict"]) for r in comparison["results"]
+    ]
+
+    # In GitHub Actions: annotations, and the step summary written by the plugin's function (the comparison alone).
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    capsys.readouterr()
+    assert main(["diff", str(runs["fair"]), str(runs["most"])]) == 1
+    assert "::error title=biascheck kobbq%3A diff_bias_amb (overall) regressed::" in capsys.readouterr().out
+    text = summary.read_text("utf-8")
+    assert text.startswith("# biascheck diff: kobbq — REGRESSED") and "# biascheck: kobbq" not in text
+    # A summary that cannot be written is said, and the verdict stands.
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))
+    assert main(["diff", str(runs["fair"]), str(runs["fair"])]) == 0
+    assert "could not append the summary" in capsys.readouterr().err
+
+
+def edited(document: dict, change) -> dict:
+    out = copy.deepcopy(document)
+    change(out)
+    return out
+
+
+def test_diff_refusals_name_the_file_the_field_and_its_own_options(runs, documents, tmp_path, capsys):
+    fair, most = runs["fair"], str(runs["most"])
+    other_prompts = write_run(tmp_path / "prompts", edited(documents["fair"], lambda d: d["suite"]["fingerprint"].update(prompts="0" * 16)))
+    err = (main(["diff", str(other_prompts), most]), one_line_error(capsys))
+    assert err[0] == 2 and f"{runs['most'] / 'results.json'}: suite.fingerprint: differs from that of {other_prompts / 'results.json'}" in err[1]
+    assert "--allow-fingerprint-mismatch" in err[1]
+    assert main(["diff", str(other_prompts), most, "--allow-fingerprint-mismatch"]) == 1
+    capsys.readouterr()
+    cases = [
+        (
+            edited(documents["fair"], lambda d: d["run"].update(estimator="loglikelihood")),
+            "run.estimator: was answered by generation (the default), and",
+        ),
+        (edited(documents["fair"], lambda d: d["suite"].update(name="bbq-like")), "suite.name: is a run of suite 'kobbq'"),
+        (edited(documents["fair"], lambda d: d["run"].update(complete=False, incomplete_reason="stopped")), "run.complete: the run is incomplete"),
+        (edited(documents["fair"], lambda d: d["run"].update(case_errors=3)), "run.case_errors: 3 case(s) errored"),
+    ]
+    for i, (document, expected) in enumerate(cases):
+        assert main(["diff", str(write_run(tmp_path / f"a{i}", document)), most]) == 2
+        assert expected in one_line_error(capsys)
+
+    # A baseline of another suite version: compare()'s own refusal, in diff's words.
+    base = tmp_path / "other.json"
+    baselines.write(baselines.from_results(edited(documents["fair"], lambda d: d["suite"]["fingerprint"].update(subset="0" * 16))), base)
+    assert main(["diff", str(base), most]) == 2
+    assert "suite.fingerprint" in (err := one_line_error(capsys)) and "--allow-fingerprint-mismatch" in err
+    for argv, expected in (
+        (["diff", str(tmp_path / "absent.json"), most], "no such baseline"),
+        (["diff", str(fair), most, "--compare-fail", "nosuch:+0.1"], "--compare-fail: nosuch:+0.1: kobbq has no metric 'nosuch'"),
+        (["diff", str(fair), most, "--compare-fail", "acc_dis:+0.1"], "--compare-fail: acc_dis:+0.1"),
+        (["diff", str(fair), str(base)], "schema: is a baseline, not the results.json of a run; give as B the candidate"),
+        (["diff", str(fair), str(tmp_path)], "holds no results.json, and its subfolders hold one each (a0, a1, a2, a3, prompts)"),
+        (
+            ["diff", str(fair), str(tmp_path / "a0" / "nothing")],
+            "nothing: no such file; give the results.json a run wrote, or the report folder holding it",
+        ),
+    ):
+        assert main(argv) == 2, argv
+        assert expected in one_line_error(capsys), argv
+    with pytest.raises(SystemExit):
+        main(["diff", "--help"])
+    assert "--biascheck-" not in capsys.readouterr().out
+
+
+# --- biascheck compare RUN... ------------------------------------------------------------------------
+
+
+def test_compare_of_three_runs_writes_markdown_json_and_html(runs, documents, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["compare", str(runs["fair"]), str(runs["some"] / "results.json"), str(runs["most"]), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed == (out / "compare.md").read_text("utf-8")
+    document = json.loads((out / "compare.json").read_text("utf-8"))
+    assert [run["model"] for run in document["runs"]] == [f"sim/{p}" for p in PERSONAS.values()]
+    assert document["headline"] == ["diff_bias_amb", "diff_bias_dis", "acc_dis", "ooc_ratio"]
+    row = next(r for r in document["rows"] if (r["metric"], r["scope"]) == ("diff_bias_amb", "overall"))
+    assert [v["value"] for v in row["values"]] == [d["metrics"]["overall"]["diff_bias_amb"]["value"] for d in documents.values()]
+    assert [v["ci"] for v in row["values"]] == [d["metrics"]["overall"]["diff_bias_amb"]["ci"] for d in documents.values()]
+    assert row["threshold"] == {"max_abs": 0.05} and [v["passed"] for v in row["values"]] == [True, False, False]
+    assert "| overall | 0.0000 [0.0000, 0.0000] | **0.2708" in printed
+    page = (out / "compare.html").read_text("utf-8")
+    charts = re.findall(r'<figure class="chart" id="chart-([a-z_]+)">(.*?)</figure>', page, re.S)
+    assert [metric for metric, _ in charts] == document["headline"]
+    for _, chart in charts:
+        assert chart.count('<g class="mark">') == 3 and chart.count('class="threshold"') >= 1
+    assert "<script" not in page and 'href="http' not in page and "src=" not in page
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["suite"].update(name="kobbq-other"), "suite.name: is a run of suite 'kobbq-other'"),
+        (lambda d: d["suite"]["fingerprint"].update(data="0" * 16), "suite.fingerprint: differs from that of"),
+        (lambda d: d["run"].update(estimator="first-token"), "run.estimator: was answered by first-token"),
+        (lambda d: d["metrics"]["bootstrap"].update(confidence=0.9), "metrics.bootstrap.confidence: is 0.9"),
+    ],
+    ids=["suite", "fingerprint", "answer-mode", "interval-level"],
+)
+def test_compare_refuses_runs_that_cannot_stand_side_by_side(runs, documents, tmp_path, capsys, change, field):
+    odd = write_run(tmp_path / "odd", edited(documents["most"], change))
+    assert main(["compare", str(runs["fair"]), str(runs["some"]), str(odd), "--out", str(tmp_path)]) == 2
+    err = one_line_error(capsys)
+    assert err.startswith(f"biascheck: {odd / 'results.json'}: {field}"), err
+    assert not (tmp_path / "compare.json").exists()
+
+
+def test_compare_refuses_a_baseline_and_a_single_run(runs, documents, tmp_path, capsys):
+    base = tmp_path / "release.json"
+    baselines.write(baselines.from_results(documents["fair"]), base)
+    assert main(["compare", str(runs["fair"]), str(base)]) == 2
+    assert "schema: is a baseline, not the results.json of a run; give runs" in one_line_error(capsys)
+    assert main(["compare", str(runs["fair"]), "--out", str(tmp_path)]) == 2
+    assert "give two runs or more" in one_line_error(capsys)
+
+
+class _Page(HTMLParser):
+    """Tags of a page, to check that it is well nested."""
+
+    VOID = {"meta", "br", "line", "circle", "path", "rect", "polyline"}
+
+    def __init__(self):
+        super().__init__()
+        self.open: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        pass
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID:
+            assert self.open and self.open.pop() == tag, (tag, self.open[-3:])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    picks=st.lists(st.sampled_from(sorted(PERSONAS)), min_size=2, max_size=4),
+    revisions=st.lists(st.one_of(st.none(), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)), min_size=4, max_size=4),
+)
+def test_the_compare_table_over_any_runs(documents, capsys, picks, revisions):
+    """Any runs of the suite, repeated or not, under any revision text: a column per run with a
+    distinct label, the run's own numbers in it, and pages whose every text is escaped."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        chosen = [edited(documents[name], lambda d, r=revision: d["model"].update(revision=r)) for name, revision in zip(picks, revisions)]
+        paths = [str(write_run(root / f"run{i}", document)) for i, document in enumerate(chosen)]
+        assert main(["compare", *paths, "--out", str(root / "out")]) == 0
+        printed = capsys.readouterr().out
+        document = json.loads((root / "out" / "compare.json").read_text("utf-8"))
+        page = (root / "out" / "compare.html").read_text("utf-8")
+    labels = [run["label"] for run in document["runs"]]
+    assert len(set(labels)) == len(labels) == len(chosen)
+    for row in document["rows"]:
+        for run, value in zip(chosen, row["values"]):
+            table = run["metrics"]["overall"] if row["scope"] == "overall" else run["metrics"]["by_category"][row["scope"]]
+            assert (value["value"], value["ci"], value["n"]) == (table[row["metric"]]["value"], table[row["metric"]]["ci"], table[row["metric"]]["n"])
+    scopes = 1 + len(chosen[0]["metrics"]["by_category"])
+    assert len(document["rows"]) == scopes * len(chosen[0]["metrics"]["overall"])
+    tables = printed.split("\n## ")[1:]
+    assert len(tables) == len(document["shown"])
+    for table in tables:  # header, rule, a row per scope; each row a cell per run
+        lines = [line for line in table.split("\n\n")[1].splitlines() if line.startswith("|")]
+        assert len(lines) == 2 + scopes and all(len(re.findall(r"(?<!\\)\|", line)) == len(chosen) + 2 for line in lines), table
+    parser = _Page()
+    parser.feed(page)
+    assert parser.open == []
+    assert page.count('<g class="mark">') == len(document["headline"]) * len(chosen)
+
+
+# --- the release history ------------------------------------------------------------------------------
+
+
+def release(document: dict, revision: str | None, created: str) -> dict:
+    """The baseline a recording of ``document`` as ``revision`` at ``created`` writes."""
+    return {**baselines.from_results(edited(document, lambda d: d["model"].update(revision=revision))), "created_at": created}
+
+
+def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, capsys, monkeypatch):
+    path = tmp_path / "baselines" / "kobbq" / "release.json"
+    assert baselines.replace(release(documents["fair"], "v1.0", "2026-01-05T10:00:00+00:00"), path) is None
+    kept = baselines.replace(release(documents["some"], "v1.1", "2026-02-05T10:00:00+00:00"), path)
+    assert kept == path.parent / "history" / "v1.0.json"
+    # No revision recorded: the replaced one is named for when it was made.
+    assert baselines.replace(release(documents["most"], None, "2026-03-05T10:00:00+00:00"), path) == path.parent / "history" / "v1.1.json"
+    assert sorted(p.name for p in (path.parent / "history").iterdir()) == ["v1.0.json", "v1.1.json"]
+    assert baselines.load(kept)["model"]["model"] == "sim/fair"  # kept whole: it still loads, digest and all
+
+    monkeypatch.chdir(tmp_path)  # --baselines' default, ./baselines; history.html lands here
+    assert main(["history", str(suite_dir)]) == 0
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if line.startswith("| ") and "sim/" in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| v1.0", "| v1.1", "| 2026-03-05T10:00:00+00:00"]
+    assert r"| diff_bias_amb (\|x\| <= 0.05) | diff_bias_dis (\|x\| <= 0.05) | acc_dis (x >= 0.8) | ooc_ratio (x <= 0.1) |" in printed
+    page = (tmp_path / "history.html").read_text("utf-8")
+    charts = re.findall(r'<figure class="chart" id="chart-([a-z_]+)">(.*?)</figure>', page, re.S)
+    assert [metric for metric, _ in charts] == ["diff_bias_amb", "diff_bias_dis", "acc_dis", "ooc_ratio"]
+    for _, chart in charts:  # a row per release, the trend through them, the suite's threshold
+        assert chart.count('<g class="mark">') == 3 and 'class="trend"' in chart and 'class="threshold"' in chart
+    # By name: a packaged suite's (its manifest has the thresholds), else its baselines folder's (none then).
+    assert main(["history", "kobbq", "--baselines", str(tmp_path / "baselines"), "--out", str(tmp_path / "h")]) == 0
+    assert r"(\|x\| <= 0.05)" in capsys.readouterr().out and (tmp_path / "h" / "history.html").is_file()
+    mine = tmp_path / "baselines" / "mine" / "release.json"
+    baselines.replace(release(edited(documents["fair"], lambda d: d["suite"].update(name="mine")), "v1", "2026-01-01T00:00:00+00:00"), mine)
+    assert main(["history", "mine", "--baselines", str(tmp_path / "baselines"), "--out", str(tmp_path / "h")]) == 0
+    assert "| release | model | created | diff_bias_amb | diff_bias_dis |" in capsys.readouterr().out  # the benchmark's bias metrics
+    (mine.parent / "stray.json").write_bytes(path.read_bytes())
+    assert main(["history", "mine", "--baselines", str(tmp_path / "baselines")]) == 2
+    assert "stray.json: suite.name: is a baseline of suite 'kobbq', among those of 'mine'" in one_line_error(capsys)
+    assert main(["history", "nosuite", "--baselines", str(tmp_path / "baselines")]) == 2
+    assert "nosuite: is neither a suite folder, nor a packaged suite, nor the name of a folder in" in one_line_error(capsys)
+
+
+def test_a_replaced_baseline_is_never_lost(documents, tmp_path):
+    path = tmp_path / "release.json"
+    path.write_bytes(b"\xff not even text")  # too damaged to name: kept under the file's time
+    kept = baselines.replace(release(documents["fair"], "v1", "2026-01-01T00:00:00+00:00"), path)
+    assert kept is not None and kept.parent.name == "history" and kept.read_bytes() == b"\xff not even text"
+    first = path.read_bytes()
+    # The same revision recorded again: the second replaced file takes its creation time in its name.
+    second = baselines.replace(release(documents["some"], "v1", "2026-01-02T00:00:00+00:00"), path)
+    assert second == path.parent / "history" / "v1.json" and second.read_bytes() == first
+    third = baselines.replace(release(documents["most"], "v1", "2026-01-03T00:00:00+00:00"), path)
+    assert third == path.parent / "history" / "v1-2026-01-02T00-00-00-00-00.json"
+    assert len(list((path.parent / "history").iterdir())) == 3
+    # A copy already kept (a recording that stopped after keeping it) is not made twice.
+    again = path.read_bytes()
+    assert baselines.keep_replaced(path) == baselines.keep_replaced(path) and path.read_bytes() == again
+    # A failed write of the new one leaves the old one in place, and a copy of it in history/.
+    with contextlib.suppress(TypeError):
+        baselines.replace({"not": object()}, path)
+    assert path.read_bytes() == again
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40))
+def test_a_revision_names_a_file_in_history_whatever_it_says(revision):
+    name = baselines.safe_name(revision)
+    assert re.fullmatch(r"([A-Za-z0-9_][A-Za-z0-9._-]*)?", name) and len(name) <= 120 and "/" not in name and not name.startswith(".")
