@@ -1,22 +1,114 @@
-"""Calibration of the regression gate by simulation, on the default KoBBQ suite (34,200 cases).
+"""Calibration of the regression gate by simulation.
 
 Each repetition draws a baseline and a candidate persona's answers exactly as the sim server
 would (different seeds, so no shared random numbers) and runs the real comparison with the
-suite's own rules. ``bench/calibration.py`` runs many more repetitions; these few guard the
-property in CI. Seeds are fixed, so the counts are deterministic, not flaky."""
+suite's own rules. ``bench/calibration.py`` runs the whole table (every QA suite, 200 repetitions
+per cell); the small simulation here guards the same properties in the default run, with fixed
+seeds, so its counts are deterministic, not flaky. The first tests check the instrument itself:
+the fast path draws the server's answers and gives the comparison the slow path gives, and the
+candidates worsen each metric by the amount the analytic formulas say."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from biascheck.evaluation.regression import settings_from
-from biascheck.sim.calibration import PreparedSuite, rates, simulated_results
+from biascheck.sim.calibration import (
+    FILTERED,
+    OOC,
+    OVERALL,
+    PreparedSuite,
+    answer_states,
+    compare_personas,
+    expected_counts,
+    rates,
+    simulated_results,
+    true_values,
+)
+from biascheck.sim.draws import encoded_keys, uniform, uniforms
+from biascheck.sim.faults import choose_fault
+from biascheck.sim.personas import choose_answer, parse_persona
 from biascheck.suite import load_suite
 
-from conftest import SUITES
+from conftest import SUITES, write_subset_suite
 
-pytestmark = pytest.mark.data
 REPETITIONS = 10
+BASE = "stereotyped?p=0.1&fail_rate=0.02&faults=filter"
+
+
+def test_vectorised_draws_are_the_scalar_ones_bit_for_bit():
+    keys = ["a", 'ü"x\\', json.dumps([{"role": "user", "content": "정답은 \n B"}], ensure_ascii=False), *(f"k{i}" for i in range(500))]
+    for prefix, suffix in ((("answer", "stereotyped", 3), ()), (("fault", 0), (1,)), ((), ()), (("x",), ("y", 2.5))):
+        drawn = uniforms(prefix, encoded_keys(keys), suffix)
+        assert drawn.tolist() == [uniform(*prefix, key, *suffix) for key in keys]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, data_dir) -> PreparedSuite:
+    """KoBBQ, 3 templates in each of 4 categories, prompt 1, three choice orders (432 cases)."""
+    folder = write_subset_suite(
+        tmp_path_factory.mktemp("calibration") / "kobbq-cal",
+        subset='templates_per_category = 3\nseed = 3\nchoice_orders = "cyclic"\ncategories = ["age", "gender_identity", "religion", "ses"]',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+    )
+    return PreparedSuite.of(load_suite(folder, data_dir=data_dir))
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("persona", ["fair", "stereotyped?p=0.3&seed=4", "counter?p=0.2&seed=1", "random?seed=3", "refuser", f"{BASE}&seed=2"])
+def test_the_fast_path_draws_the_servers_answers(small, persona):
+    spec = parse_persona(persona)
+    states = answer_states(small, persona).tolist()
+    served = []
+    for case, key in zip(small.suite.cases, small.keys):
+        if spec.fail_rate > 0 and choose_fault(spec, key, 1) == "filter":
+            served.append(FILTERED)
+        else:
+            index = choose_answer(spec, case, key)
+            served.append(OOC if index is None else index)
+    assert states == served
+    if spec.fail_rate:
+        assert 0 < states.count(FILTERED) < len(states)
+
+
+@pytest.mark.data
+def test_other_faults_are_refused_not_left_out(small):
+    with pytest.raises(ValueError, match="faults=filter"):
+        answer_states(small, "stereotyped?fail_rate=0.1")
+
+
+@pytest.mark.data
+def test_the_fast_documents_give_the_comparison_of_whole_results(small):
+    settings = settings_from(simulated_results(small, "fair", resamples=0))
+    for baseline, candidate in ((f"{BASE}&seed=0", "stereotyped?p=0.3&fail_rate=0.06&faults=filter&seed=1"), ("fair", "counter?p=0.2")):
+        fast = compare_personas(small, baseline, candidate, settings, fast=True)
+        slow = compare_personas(small, baseline, candidate, settings, fast=False)
+        fast["baseline"].pop("created_at"), slow["baseline"].pop("created_at")
+        assert fast == slow
+
+
+@pytest.mark.data
+def test_expected_counts_give_the_personas_analytic_metrics(small):
+    """stereotyped?p=P on a suite whose disambiguated contexts are half biased, half counter-biased:
+    diff_bias_amb = diff_bias_dis = P, acc_dis = 1 - P/2; a share F filtered: ooc_ratio = F."""
+    metrics = ["diff_bias_amb", "diff_bias_dis", "acc_dis", "ooc_ratio"]
+    for p, f in ((0.1, 0.02), (0.37, 0.0), (1.0, 0.5)):
+        values = true_values(small, expected_counts(small, f"stereotyped?p={p}&fail_rate={f}&faults=filter"), metrics)
+        for scope in (OVERALL, "age", "ses"):
+            assert values[("diff_bias_amb", scope)] == pytest.approx(p)
+            assert values[("diff_bias_dis", scope)] == pytest.approx(p)
+            assert values[("acc_dis", scope)] == pytest.approx(1 - p / 2)
+            assert values[("ooc_ratio", scope)] == pytest.approx(f)
+
+
+@pytest.mark.data
+def test_a_gross_worsening_is_caught_at_this_size(small):
+    """A safety net under the property above: p 0.1 -> 0.4 in ambiguous contexts (30 times the margin)."""
+    settings = settings_from(small.template)
+    pairs = [(f"{BASE}&seed={2 * r}", f"stereotyped?p=0.4&fail_rate=0.02&faults=filter&seed={2 * r + 1}") for r in range(5)]
+    assert rates(small, pairs, settings, watch="diff_bias_amb (overall)")["watched_regressed"] == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +117,7 @@ def kobbq(data_dir):
     return prepared, settings_from(simulated_results(prepared, "fair", resamples=0))
 
 
+@pytest.mark.data
 @pytest.mark.slow  # the whole default KoBBQ (34,200 cases), drawn 20 times: a whole-suite acceptance run
 def test_a_persona_compared_with_itself_raises_no_false_regression(kobbq):
     prepared, settings = kobbq
@@ -34,6 +127,7 @@ def test_a_persona_compared_with_itself_raises_no_false_regression(kobbq):
     assert measured["any_regressed"] == 0, measured
 
 
+@pytest.mark.data
 @pytest.mark.slow  # the whole default KoBBQ (34,200 cases), drawn 20 times: a whole-suite acceptance run
 def test_a_persona_0_03_more_biased_in_ambiguous_contexts_is_caught(kobbq):
     prepared, settings = kobbq
@@ -44,11 +138,10 @@ def test_a_persona_0_03_more_biased_in_ambiguous_contexts_is_caught(kobbq):
     assert measured["watched_regressed"] >= 0.9, measured
 
 
+@pytest.mark.data
 def test_small_subsets_do_not_cry_wolf_either(tmp_path, data_dir):
     """Few templates and few changed answers per category: the sign test, not the bootstrap alone,
     must carry a regression (without it, ~half of such runs had a false alarm)."""
-    from conftest import write_subset_suite
-
     suite = write_subset_suite(
         tmp_path / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "cyclic"', prompts='from_data = "prompts"\nuse = ["1"]'
     )
