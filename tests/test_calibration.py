@@ -16,6 +16,7 @@ import pytest
 
 from biascheck.evaluation.regression import settings_from
 from biascheck.sim.calibration import (
+    FALSE_ALARMS,
     FILTERED,
     OOC,
     OVERALL,
@@ -23,8 +24,11 @@ from biascheck.sim.calibration import (
     answer_states,
     compare_personas,
     expected_counts,
+    plan_experiments,
     rates,
+    run_repetitions,
     simulated_results,
+    summarise,
     true_values,
 )
 from biascheck.sim.draws import encoded_keys, uniform, uniforms
@@ -104,6 +108,61 @@ def test_expected_counts_give_the_personas_analytic_metrics(small):
 
 
 @pytest.mark.data
+def test_each_candidate_worsens_its_metric_by_twice_the_margin(small):
+    """KoBBQ's margins (+0.01 on the diff-biases, -0.02 on acc_dis, +0.02 on ooc_ratio) from the base
+    stereotyped?p=0.1 with 2% filtered: p 0.12 for the diff-biases, 0.18 for acc_dis (1 - p/2 falls
+    by 0.04), and 6% filtered for ooc_ratio, riding on the first candidate."""
+    settings = settings_from(small.template)
+    experiments, info = plan_experiments(small, settings, 0.1, 0.02)
+    assert [(e.name, e.p, e.f) for e in experiments] == [
+        (FALSE_ALARMS, 0.1, 0.02),
+        ("diff_bias_amb x2 + diff_bias_dis x2 + ooc_ratio x2", 0.12, 0.06),
+        ("acc_dis x2", 0.18, 0.02),
+    ]
+    for metric, meta in info.items():
+        assert meta["true_worsening"] == pytest.approx(dict.fromkeys(meta["true_worsening"], 2 * meta["margin"])), metric
+        assert len(meta["true_worsening"]) == 5, metric  # overall and the four categories
+
+
+NULL_REPETITIONS = 30
+
+
+@pytest.fixture(scope="module")
+def calibration(small):
+    """The bench's experiments on the small suite (288 cases, 20 checks) with fixed seeds: 30
+    repetitions of the false-alarm experiment, 10 of each power experiment."""
+    settings = settings_from(small.template)
+    experiments, info = plan_experiments(small, settings, 0.1, 0.02)
+    rows, _ = run_repetitions(small, settings, experiments[:1], range(NULL_REPETITIONS), 0.1, 0.02)
+    power, _ = run_repetitions(small, settings, experiments[1:], range(REPETITIONS), 0.1, 0.02)
+    return summarise(experiments, info, {**rows, **power})
+
+
+@pytest.mark.data
+def test_no_false_regression_when_a_persona_is_compared_with_itself(calibration):
+    # The target is at most 5% of runs. Allowing 3 of 30, a gate at 5% fails this in 6% of seed
+    # choices, and one at 30% (20 checks tested at 5% each without a correction would be far
+    # above that) passes it in 0.3%.
+    assert calibration["repetitions"] == NULL_REPETITIONS
+    assert calibration["fwer"] <= 3 / NULL_REPETITIONS, calibration["false_alarms_by_check"]
+
+
+@pytest.mark.data
+def test_power_at_twice_the_margin_or_the_size_that_would_give_it(calibration):
+    """Every check either catches a worsening of twice its margin in most runs, or says (its
+    cases_to_resolve) that it needs more cases than it has: the table's promise, per check."""
+    for metric, entry in calibration["metrics"].items():
+        assert entry["checks"], metric
+        for scope, check in entry["checks"].items():
+            where = f"{metric} ({scope}): power {check['power']:.0%}, {check['verdicts']}"
+            assert check["power"] >= 0.6 or (check["cases_to_resolve"] is not None and check["cases_to_resolve"] > check["cases"]), where
+        # What the comparisons measured scatters around the true worsening: overall, 10 runs of
+        # about 200 cases per context type put the mean within a margin or so of it.
+        overall = entry["checks"][OVERALL]
+        assert overall["realised_worsening"] == pytest.approx(overall["true_worsening"], abs=2 * entry["margin"]), (metric, overall)
+
+
+@pytest.mark.data
 def test_a_gross_worsening_is_caught_at_this_size(small):
     """A safety net under the property above: p 0.1 -> 0.4 in ambiguous contexts (30 times the margin)."""
     settings = settings_from(small.template)
@@ -149,3 +208,12 @@ def test_small_subsets_do_not_cry_wolf_either(tmp_path, data_dir):
     settings = settings_from(simulated_results(prepared, "fair", resamples=0))
     pairs = [(f"stereotyped?p=0.3&seed={2 * r}", f"stereotyped?p=0.3&seed={2 * r + 1}") for r in range(40)]
     assert rates(prepared, pairs, settings)["any_regressed"] <= 0.05
+
+
+def test_wilson_interval_of_a_share():
+    from biascheck.sim.calibration import wilson
+
+    lo, hi = wilson(0.0, 200)
+    assert lo == 0.0 and hi == pytest.approx(0.0188, abs=1e-4)  # 0 of 200: at most ~1.9%
+    lo, hi = wilson(0.5, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)

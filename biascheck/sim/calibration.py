@@ -23,8 +23,11 @@ fault kinds end as the client's retries decide, which is not simulated here: the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -262,3 +265,221 @@ def true_values(prepared: PreparedSuite, counts: Mapping[str, np.ndarray], metri
     """``(metric, scope) -> value`` of the suite's metric definitions on expected counts."""
     defs = prepared.suite.benchmark.metric_defs
     return {(m, scope): float(defs[m].fn(c)) for m in metrics for scope, c in counts.items()}
+
+
+# --- the calibration experiments: false alarms, and power at twice each margin -------------------
+
+TARGET_POWER = 0.80
+Z95 = 1.959964
+FALSE_ALARMS = "false alarms"
+
+
+def wilson(share: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a share of ``n`` repetitions."""
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def stereotyped(p: float, f: float, seed: int | None = None) -> str:
+    """``stereotyped?p=P`` with a share ``f`` of its replies filtered, under ``seed``."""
+    filtered = f"&fail_rate={f:.6g}&faults=filter" if f > 0 else ""
+    return f"stereotyped?p={p:.6g}{filtered}" + (f"&seed={seed}" if seed is not None else "")
+
+
+@dataclass
+class Experiment:
+    """A candidate ``stereotyped(p, f)`` compared with the base persona; ``metrics``: the metrics
+    whose power it measures (none: the false-alarm experiment, the base persona itself)."""
+
+    name: str
+    p: float
+    f: float
+    metrics: list[str] = field(default_factory=list)
+
+
+class Expectations:
+    """A suite's expected counts under ``stereotyped(p, f)``: linear in p (the persona answers the
+    biased option with probability p, the fair one otherwise) and in f (filtered replies), so three
+    exact computations give every (p, f)."""
+
+    def __init__(self, prepared: PreparedSuite):
+        self.prepared = prepared
+        self.at_0 = expected_counts(prepared, "stereotyped?p=0")
+        self.at_1 = expected_counts(prepared, "stereotyped?p=1")
+        self.filtered = expected_counts(prepared, "stereotyped?p=0&fail_rate=1&faults=filter")
+
+    def counts(self, p: float, f: float) -> dict[str, np.ndarray]:
+        return {s: (1 - f) * ((1 - p) * self.at_0[s] + p * self.at_1[s]) + f * self.filtered[s] for s in self.at_0}
+
+    def worsening(self, metric: str, base: tuple[float, float], cand: tuple[float, float]) -> dict[str, float]:
+        """The true worsening of ``metric`` per scope from ``stereotyped(*base)`` to ``stereotyped(*cand)``
+        (``badness`` of the candidate's less the baseline's; scopes where it is undefined left out)."""
+        from biascheck.metrics.paired import badness
+
+        better = self.prepared.suite.benchmark.metric_defs[metric].better
+        vb = true_values(self.prepared, self.counts(*base), [metric])
+        vc = true_values(self.prepared, self.counts(*cand), [metric])
+        out = {}
+        for (_, scope), b in vb.items():
+            w = float(badness(vc[(metric, scope)], better)) - float(badness(b, better))
+            if not math.isnan(w):
+                out[scope] = w
+        return out
+
+
+def _solve(fn: Callable[[float], float], lo: float, hi: float, target: float) -> float | None:
+    """The smallest x in [lo, hi] with fn(x) >= target (fn increasing), to 1e-6: the closest
+    multiple of 1e-6 if it reaches the target within rounding (0.12, not 0.120001), else the next."""
+    tolerance = 1e-9 * max(1.0, abs(target))
+    if fn(hi) < target - tolerance:
+        return None
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fn(mid) < target else (lo, mid)
+    near = round(hi, 6)
+    return near if fn(near) >= target - tolerance else math.ceil(hi * 1e6) / 1e6
+
+
+def plan_experiments(prepared: PreparedSuite, settings, base_p: float, base_f: float) -> tuple[list[Experiment], dict[str, Any]]:
+    """The experiments of a suite's calibration: false alarms (the base persona ``stereotyped(base_p,
+    base_f)`` against itself), then per metric a candidate whose true worsening is twice the
+    metric's margin in the scope it worsens least (so at least twice in every scope).
+
+    The lever is p when raising it worsens the metric enough, else f (``ooc_ratio``). Metrics that
+    need the same p share an experiment; a metric on f rides on the first one (filtering moves no
+    other metric). Returns the experiments and, per metric of the rules, its margin, candidate and
+    true worsening per scope (or why it has no experiment: margin 0, or no such candidate)."""
+    if all(rule.margin == 0 for rule in settings.rules.values()):  # nothing to worsen by twice its margin
+        return [Experiment(FALSE_ALARMS, base_p, base_f)], {
+            metric: {"margin": 0.0, "lever": None, "why": "margin 0: no worsening of twice the margin to detect"} for metric in settings.rules
+        }
+    expect = Expectations(prepared)
+    base_values = true_values(prepared, expect.counts(base_p, base_f), list(settings.rules))
+    by_p: dict[float, Experiment] = {}
+    on_filter: list[tuple[str, float]] = []
+    info: dict[str, Any] = {}
+    for metric, rule in settings.rules.items():
+        margin = rule.absolute_margin(base_values[(metric, OVERALL)])
+        if not margin > 0:
+            info[metric] = {"margin": margin, "lever": None, "why": "margin 0: no worsening of twice the margin to detect"}
+            continue
+
+        def least(p: float, f: float, metric: str = metric) -> float:
+            return min(expect.worsening(metric, (base_p, base_f), (p, f)).values(), default=-math.inf)
+
+        p = _solve(lambda x: least(x, base_f), base_p, 1.0, 2 * margin)
+        if p is not None:
+            by_p.setdefault(p, Experiment("", p, base_f)).metrics.append(metric)
+            info[metric] = {"margin": margin, "lever": {"p": p}}
+            continue
+        f = _solve(lambda x: least(base_p, x), base_f, 1.0, 2 * margin)
+        if f is None:
+            info[metric] = {"margin": margin, "lever": None, "why": "no stereotyped persona worsens it by twice the margin"}
+            continue
+        on_filter.append((metric, f))
+        info[metric] = {"margin": margin, "lever": {"fail_rate": f}}
+    experiments = list(by_p.values())
+    for metric, f in on_filter:
+        if not experiments:
+            experiments.append(Experiment("", base_p, f))
+        experiments[0].f = max(experiments[0].f, f)
+        experiments[0].metrics.append(metric)
+    for experiment in experiments:
+        experiment.name = " + ".join(f"{m} x2" for m in experiment.metrics)
+        for metric in experiment.metrics:
+            info[metric]["candidate"] = stereotyped(experiment.p, experiment.f)
+            info[metric]["true_worsening"] = expect.worsening(metric, (base_p, base_f), (experiment.p, experiment.f))
+        # The linear shortcut, checked against the candidate's expectations computed directly.
+        direct = expected_counts(prepared, stereotyped(experiment.p, experiment.f))
+        for scope, counts in expect.counts(experiment.p, experiment.f).items():
+            if not np.allclose(counts, direct[scope], rtol=1e-9, atol=1e-6):
+                raise AssertionError(f"{experiment.name} ({scope}): expected counts are not linear in p and f")
+    return [Experiment(FALSE_ALARMS, base_p, base_f), *experiments], info
+
+
+Row = dict[str, tuple[str, Any, Any, Any]]  # check -> (verdict, worsening, cases, cases_to_resolve)
+
+
+def run_repetitions(
+    prepared: PreparedSuite, settings, experiments: Sequence[Experiment], reps: Sequence[int], base_p: float, base_f: float
+) -> tuple[dict[str, list[Row]], list[float]]:
+    """Repetition r compares the base persona under seed 2r with each experiment's candidate under
+    seed 2r + 1, through :func:`~biascheck.evaluation.regression.compare` and the suite's own
+    settings. Returns per experiment one row per repetition (each check's verdict, measured
+    worsening, cases and ``cases_to_resolve``), and the seconds each repetition took."""
+    from biascheck.evaluation.baseline import from_results
+    from biascheck.evaluation.regression import compare
+
+    rows: dict[str, list[Row]] = {e.name: [] for e in experiments}
+    seconds = []
+    for r in reps:
+        started = time.perf_counter()
+        baseline = from_results(comparison_document(prepared, stereotyped(base_p, base_f, 2 * r)))
+        for experiment in experiments:
+            candidate = comparison_document(prepared, stereotyped(experiment.p, experiment.f, 2 * r + 1))
+            comparison = compare(baseline, candidate, settings, baseline_path="(simulated)")
+            rows[experiment.name].append(
+                {
+                    f"{c['metric']} ({c['scope']})": (c["verdict"], c.get("worsening"), c.get("cases"), c.get("cases_to_resolve"))
+                    for c in comparison["results"]
+                }
+            )
+        seconds.append(time.perf_counter() - started)
+    return rows, seconds
+
+
+def summarise(experiments: Sequence[Experiment], info: Mapping[str, Any], rows: Mapping[str, Sequence[Row]]) -> dict[str, Any]:
+    """The calibration of one suite from its experiments' rows: FWER (the share of false-alarm
+    repetitions with any regressed check) with its Wilson interval, and per metric and check the
+    power (the share of its experiment's repetitions where the check regressed), the true and the
+    mean measured worsening, and for a check below :data:`TARGET_POWER` the size needed (the median
+    ``cases_to_resolve`` over repetitions, and that as a multiple of the check's cases)."""
+    null = rows[FALSE_ALARMS]
+    reps = len(null)
+    checks = list(null[0])
+    fwer = sum(any(v[0] == "regressed" for v in row.values()) for row in null) / reps
+    false_by_check = {c: n / reps for c in checks if (n := sum(row[c][0] == "regressed" for row in null))}
+    metrics: dict[str, Any] = {}
+    for metric, meta in info.items():
+        entry: dict[str, Any] = {**meta, "checks": {}}
+        experiment = next((e for e in experiments if metric in e.metrics), None)
+        if experiment is not None:
+            for check in (c for c in checks if c.startswith(f"{metric} (")):
+                scope = check[len(metric) + 2 : -1]
+                found = [row[check] for row in rows[experiment.name]]
+                verdicts = [v[0] for v in found]
+                realised = [v[1] for v in found if v[1] is not None]
+                cases = next((v[2] for v in found if v[2] is not None), None)
+                needed = [v[3] for v in found if v[3] is not None]
+                power = verdicts.count("regressed") / len(found)
+                entry["checks"][scope] = {
+                    "power": power,
+                    "power_ci": wilson(power, len(found)),
+                    "verdicts": {v: verdicts.count(v) for v in sorted(set(verdicts))},
+                    "true_worsening": meta["true_worsening"].get(scope),
+                    "realised_worsening": statistics.fmean(realised) if realised else None,
+                    "cases": cases,
+                    "cases_to_resolve": statistics.median(needed) if needed else None,
+                    "times_needed": statistics.median(needed) / cases if needed and cases else None,
+                }
+            values = list(entry["checks"].values())
+            below = [v for v in values if v["power"] < TARGET_POWER]
+            factors = [v["times_needed"] for v in below if v["times_needed"] is not None]
+            overall = entry["checks"].get(OVERALL, {}).get("realised_worsening")
+            entry.update(
+                min_power=min(v["power"] for v in values),
+                reaching=len(values) - len(below),
+                times_needed_max=max(factors) if factors else None,
+                below_without_estimate=len(below) - len(factors),
+                realised_over_margin_overall=overall / meta["margin"] if overall is not None else None,
+            )
+        metrics[metric] = entry
+    return {
+        "checks": len(checks),
+        "repetitions": reps,
+        "fwer": fwer,
+        "fwer_ci": wilson(fwer, reps),
+        "false_alarms_by_check": false_by_check,
+        "metrics": metrics,
+    }
