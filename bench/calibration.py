@@ -1,4 +1,4 @@
-"""Calibration table of the regression gate, by simulation, for every shipped QA suite.
+"""Calibration table of the regression gate, by simulation, for the shipped suites.
 
     BIASCHECK_DATA_DIR=../shared/datasets python bench/calibration.py --repetitions 200 --jobs 2 \\
         --json calibration.json
@@ -36,8 +36,14 @@ comparisons measured.
 
 Checks with margin 0 (a gated metric the suite gives no margin: GG-BBQ's, BBQ's
 ``bias_score_dis``) have no "twice the margin": their power is not measured (n/a).
-BBG and HBB suites are not simulated here: their runs are stories judged by a second model and
-sampled answers, which :mod:`biascheck.sim.calibration` does not draw.
+HBB (the default suite, sampled) is simulated as its runs are: k = 10 samples per filled question at
+the suite's temperature, each answering a with the persona's P_a; ``stereotyped?p=P`` moves P_a of
+each category's marked and favoured identities, so ``hbb_flagged_rate`` rises with P, most where
+those identities make up more of the instances (the table's JSON has each category's true
+worsening), and ``unscorable_ratio`` (an instance whose question had all k samples filtered) needs
+F near 0.68, its own experiment, as that much filtering also moves the flagged rate. ``hbb-full``
+is left out for its cost (see the table), the BBG suites because their runs are stories judged by a
+second model, which :mod:`biascheck.sim.calibration` does not draw.
 
 Prints the Markdown table (pasted in the README), the per-check details with ``--details``, and
 writes everything to ``--json``. ``--jobs N`` runs repetitions in N processes.
@@ -70,7 +76,7 @@ from biascheck.sim.calibration import (
 from biascheck.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
-QA_SUITES = (
+SUITES = (
     "kobbq",
     "kobbq-quick",
     "bbq",
@@ -83,14 +89,14 @@ QA_SUITES = (
     "cbbq-quick",
     "gg-bbq",
     "gg-bbq-quick",
+    "hbb",
 )
 NOT_SIMULATED = {
+    "hbb-full": "77,350 questions x 10 samples, 103k instances: about 20 s per comparison, 3 h for the cell",
     "enbbg": "BBG: stories written by the model and read by a judge model; not drawn in-process",
     "enbbg-quick": "BBG: as enbbg",
     "kobbg": "BBG: as enbbg",
     "kobbg-quick": "BBG: as enbbg",
-    "hbb": "HBB: k sampled answers per question, scored per instance; not drawn in-process",
-    "hbb-full": "HBB: as hbb",
 }
 BASE_P, BASE_FILTER = 0.1, 0.02
 
@@ -167,7 +173,7 @@ def details(summary: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suites", default=",".join(QA_SUITES), help="comma-separated suite folders under suites/ (default: every QA suite)")
+    parser.add_argument("--suites", default=",".join(SUITES), help="comma-separated suite folders under suites/ (default: every suite it simulates)")
     parser.add_argument("--repetitions", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=1, help="processes running repetitions")
     parser.add_argument("--chunk", type=int, default=25, help="repetitions per task")
@@ -179,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     asked = [n.strip() for n in args.suites.split(",") if n.strip()]
     names = [n for n in asked if n not in NOT_SIMULATED]
     # The whole table names every shipped suite it leaves out, and why.
-    not_covered = dict(NOT_SIMULATED) if args.suites == ",".join(QA_SUITES) else {n: NOT_SIMULATED[n] for n in asked if n in NOT_SIMULATED}
+    not_covered = dict(NOT_SIMULATED) if args.suites == ",".join(SUITES) else {n: NOT_SIMULATED[n] for n in asked if n in NOT_SIMULATED}
 
     started = time.perf_counter()
     plans: dict[str, tuple[list[Experiment], dict[str, Any]]] = {}

@@ -10,8 +10,10 @@ candidates worsen each metric by the amount the analytic formulas say."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from biascheck.evaluation.regression import settings_from
@@ -20,14 +22,17 @@ from biascheck.sim.calibration import (
     FILTERED,
     OOC,
     OVERALL,
+    Expectations,
     PreparedSuite,
     answer_states,
     compare_personas,
+    comparison_document,
     expected_counts,
     plan_experiments,
     rates,
     run_repetitions,
     simulated_results,
+    stereotyped,
     summarise,
     true_values,
 )
@@ -217,3 +222,56 @@ def test_wilson_interval_of_a_share():
     assert lo == 0.0 and hi == pytest.approx(0.0188, abs=1e-4)  # 0 of 200: at most ~1.9%
     lo, hi = wilson(0.5, 100)
     assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
+
+
+@pytest.fixture(scope="module")
+def hbb(data_dir) -> PreparedSuite:
+    """The default HBB suite's first 10 questions (300 filled questions), sampled k = 10 at 0.8."""
+    suite = load_suite(SUITES / "hbb", data_dir=data_dir)
+    questions = sorted({case.sample_id for case in suite.cases})[:10]
+    return PreparedSuite.of(dataclasses.replace(suite, cases=[case for case in suite.cases if case.sample_id in questions]))
+
+
+@pytest.mark.data
+def test_hbb_samples_are_the_servers_and_give_the_comparison_of_whole_results(hbb):
+    assert hbb.kind == "hbb" and hbb.estimator.samples == 10 and hbb.temperature == 0.8
+    for persona in (f"{BASE}&seed=2", "stereotyped?fail_rate=0.6&faults=filter", "refuser", "random?seed=4"):
+        assert comparison_document(hbb, persona)["cases"] == simulated_results(hbb, persona, resamples=0)["cases"], persona
+    settings = settings_from(hbb.template)
+    fast = compare_personas(hbb, "fair", "stereotyped?p=0.3&seed=1", settings)
+    slow = compare_personas(hbb, "fair", "stereotyped?p=0.3&seed=1", settings, fast=False)
+    fast["baseline"].pop("created_at"), slow["baseline"].pop("created_at")
+    assert fast == slow
+
+
+@pytest.mark.data
+def test_hbb_expectations_are_what_simulated_runs_average_to(hbb):
+    """The flagged and unscorable rates HBBExpectations computes (binomial samples, some filtered)
+    against the mean of 30 simulated runs, within 4 standard errors of that mean."""
+    expect = Expectations.of(hbb)
+    cases = hbb.suite.cases
+    for p, f in ((0.1, 0.02), (0.5, 0.7)):
+        truth = true_values(hbb, expect.counts(p, f), ["hbb_flagged_rate", "unscorable_ratio"])
+        values: dict[str, list[float]] = {"hbb_flagged_rate": [], "unscorable_ratio": []}
+        for seed in range(30):
+            states = answer_states(hbb, stereotyped(p, f, seed)).tolist()
+            outcomes = {case.case_id: hbb.hbb_outcome(case, state) for case, state in zip(cases, states)}
+            overall = hbb.suite.benchmark.aggregate(cases, outcomes, resamples=0, seed=0, manifest=hbb.suite.manifest).overall
+            for metric, found in values.items():
+                found.append(overall[metric].value)
+        for metric, found in values.items():
+            mean, se = np.mean(found), np.std(found, ddof=1) / np.sqrt(len(found))
+            assert abs(mean - truth[(metric, OVERALL)]) <= 4 * se + 1e-9, (p, f, metric, mean, truth[(metric, OVERALL)])
+
+
+@pytest.mark.data
+def test_hbb_candidates_and_the_filtering_that_gets_its_own_experiment(hbb):
+    """hbb_flagged_rate (+0.05) rises with p, least in some category, which gets exactly +0.10;
+    unscorable_ratio (+0.02) needs a question's 10 samples all filtered, 1 - (1 - F^10)^2 = 0.04 per
+    instance, F = 0.677: so much filtering also moves the flagged rate, so it does not ride along."""
+    experiments, info = plan_experiments(hbb, settings_from(hbb.template), 0.1, 0.02)
+    assert [e.metrics for e in experiments] == [[], ["hbb_flagged_rate"], ["unscorable_ratio"]]
+    flagged = info["hbb_flagged_rate"]["true_worsening"]
+    assert min(flagged.values()) == pytest.approx(0.10, abs=1e-5) and max(flagged.values()) > 0.10
+    assert experiments[2].f == pytest.approx((1 - 0.96**0.5) ** 0.1, abs=1e-5)  # the base's 0.02^10 is negligible
+    assert info["unscorable_ratio"]["true_worsening"] == pytest.approx(dict.fromkeys(info["unscorable_ratio"]["true_worsening"], 0.04), abs=1e-5)

@@ -15,6 +15,10 @@ what :func:`~biascheck.evaluation.regression.compare` reads, the same case recor
 one; its metrics and verdicts are left empty, as a comparison recomputes every metric from the
 cases (a test checks that both paths give the same comparison).
 
+HBB suites (sampled answers, the ``sampling`` estimator) are drawn the same way: each of the k
+samples of a filled question answers a with the persona's P_a at the suite's temperature, and the
+k replies are read by the benchmark's own ``classify``.
+
 Faults: a persona whose ``faults`` are ``filter`` alone is modelled exactly (its first attempt's
 draw decides, and a filtered reply is final: the outcome ``filtered``, counted in ``ooc_ratio``),
 so ``fail_rate=F&faults=filter`` is a persona that gets a share F of its replies filtered. Other
@@ -34,18 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.core.records import Case, Outcome, QATruth
+from biascheck.core.records import Case, HBBTruth, Outcome, QATruth, Response
 from biascheck.sim.draws import encoded_keys, uniforms
 from biascheck.sim.faults import choose_fault
 from biascheck.sim.knowledge import message_key
-from biascheck.sim.personas import FAIR_PERSONAS, Persona, choose_answer, expected_answer_distribution, parse_persona
+from biascheck.sim.personas import FAIR_PERSONAS, Persona, choose_answer, expected_answer_distribution, expected_p_a, parse_persona, render_reply
 from biascheck.suite import Suite
 
 # The outcome of a case as :func:`answer_states` codes it: a choice index (>= 0), or one of these.
 OOC = -1
 FILTERED = -2
 OVERALL = "overall"
-_KEPT_DRAWS = 8
+_KEPT_DRAWS = 48  # HBB: a persona's k samples' answer and fault draws, for both sides
 
 
 def _persona(persona: str | Persona) -> Persona:
@@ -95,13 +99,53 @@ class PreparedSuite:
         return cache[name]
 
     @cached_property
+    def kind(self) -> str:
+        """``qa`` (multiple-choice QA cases) or ``hbb`` (HBB filled questions, sampled)."""
+        truths = [case.truth for case in self.suite.cases]
+        if all(isinstance(t, QATruth) for t in truths):
+            return "qa"
+        if all(isinstance(t, HBBTruth) for t in truths):
+            if self.estimator.kind != "sampling":
+                raise ValueError(f"suite {self.suite.name}: only HBB's sampling estimator is simulated here")
+            return "hbb"
+        raise ValueError(f"suite {self.suite.name}: the simulation draws multiple-choice QA and HBB answers only")
+
+    @cached_property
+    def estimator(self) -> Any:
+        """The suite's answer mode (QA: None, generation) or HBB estimator, as a run without an override has it."""
+        return self.suite.benchmark.estimator(self.suite.manifest, None)
+
+    @cached_property
+    def temperature(self) -> float:
+        """The temperature the suite's requests ask for (the simulator's default, 1, when unset)."""
+        value = self.suite.manifest.sampling.get("temperature")
+        return 1.0 if value is None else float(value)
+
+    def p_a(self, persona: Persona) -> np.ndarray:
+        """HBB: each filled question's P_a under ``persona`` at the suite's temperature."""
+        return np.array([expected_p_a(persona, case, self.temperature) for case in self.suite.cases], dtype=np.float64)
+
+    def sample_draws(self, *prefix: object, sample: int, suffix: tuple[object, ...] = ()) -> np.ndarray:
+        """``uniform(*prefix, draw_key, *suffix)`` with the server's key of sample ``sample``
+        (the message key, ``#sample=s`` appended for s > 0)."""
+        if sample == 0:
+            return self.draws(*prefix, suffix=suffix)
+        name = (*prefix, "|", *suffix, "#", sample)
+        cache = self._draws
+        if name not in cache:
+            while len(cache) >= _KEPT_DRAWS:
+                del cache[next(iter(cache))]
+            tail = f"#sample={sample}".encode()
+            cache[name] = uniforms(prefix, [key[:-1] + tail + b'"' for key in self._encoded_keys], suffix)
+        return cache[name]
+
+    @cached_property
     def truths(self) -> dict[str, np.ndarray]:
         """Per case, as arrays: the biased, counter-biased and fair (unknown in an ambiguous
         context, correct in a disambiguated one) choice indexes, and the number of choices."""
-        truths = [case.truth for case in self.suite.cases]
-        if not all(isinstance(t, QATruth) for t in truths):
-            raise ValueError(f"suite {self.suite.name}: the fast simulation draws multiple-choice QA answers only")
-        qa: list[QATruth] = truths  # type: ignore[assignment]
+        if self.kind != "qa":
+            raise ValueError(f"suite {self.suite.name}: not a multiple-choice QA suite")
+        qa: list[QATruth] = [case.truth for case in self.suite.cases]  # type: ignore[misc]
         return {
             "biased": np.array([t.biased for t in qa], dtype=np.int64),
             "counter": np.array([t.counter for t in qa], dtype=np.int64),
@@ -123,8 +167,40 @@ class PreparedSuite:
         records = self._records[index]
         if state not in records:
             case = self.suite.cases[index]
-            records[state] = {**self.suite.benchmark.case_record(case, _outcome(case, state))}
+            outcome = _outcome(case, state) if self.kind == "qa" else self.hbb_outcome(case, state)
+            records[state] = self.suite.benchmark.case_record(case, outcome)
         return records[state]
+
+    @cached_property
+    def _replies(self) -> dict[str, dict[int, Response]]:
+        return {}
+
+    def hbb_outcome(self, case: Case, state: int) -> Outcome:
+        """The outcome the benchmark reads from k replies in ``state`` (:func:`hbb_state`)."""
+        first, a, b = state // 10_000, state // 100 % 100, state % 100
+        k = self.estimator.samples
+        replies = self._replies.get(case.case_id)
+        if replies is None:
+            replies = {A: _reply(case, 0), B: _reply(case, 1), FILTERED_SAMPLE: Response(None, "content_filter"), REFUSED_SAMPLE: _reply(case, None)}
+            self._replies[case.case_id] = replies
+        rest = FILTERED_SAMPLE if first != REFUSED_SAMPLE else REFUSED_SAMPLE
+        others = [A] * (a - (first == A)) + [B] * (b - (first == B))
+        others += [rest] * (k - 1 - len(others))
+        return self.suite.benchmark.classify(case, [replies[first]] + [replies[o] for o in others], self.estimator)
+
+
+# HBB: what one sample gave (the first sample's kind is part of a case's state: it is the raw reply).
+A, B, FILTERED_SAMPLE, REFUSED_SAMPLE = 0, 1, 2, 3
+
+
+def hbb_state(first: int, a: int, b: int) -> int:
+    """An HBB case's state: the first sample's kind, and how many of its k samples answered a and b."""
+    return first * 10_000 + a * 100 + b
+
+
+def _reply(case: Case, index: int | None) -> Response:
+    """The simulated server's reply naming option ``index`` (None: its refusal), in the default style."""
+    return Response(render_reply(parse_persona("fair"), case, index, ""), "stop")
 
 
 def _outcome(case: Case, state: int) -> Outcome:
@@ -141,6 +217,8 @@ def answer_states(prepared: PreparedSuite, persona: str | Persona) -> np.ndarray
     :data:`FILTERED`): the same draws as :func:`~biascheck.sim.personas.choose_answer` and the
     fault of the first attempt, as the simulated server makes them."""
     spec = _persona(persona)
+    if prepared.kind == "hbb":
+        return _hbb_states(prepared, spec)
     t = prepared.truths
     if spec.name == "refuser":
         states = np.full(len(t["fair"]), OOC, dtype=np.int64)
@@ -160,6 +238,28 @@ def answer_states(prepared: PreparedSuite, persona: str | Persona) -> np.ndarray
     return states
 
 
+def _hbb_states(prepared: PreparedSuite, spec: Persona) -> np.ndarray:
+    """Every HBB case's :func:`hbb_state`: sample s answers a iff ``uniform("hbb-answer", name,
+    seed, key, s) < P_a`` (:func:`~biascheck.sim.personas.choose_answer`), unless its first attempt
+    was filtered."""
+    n, k = len(prepared.keys), prepared.estimator.samples
+    if spec.name == "refuser":
+        return np.full(n, hbb_state(REFUSED_SAMPLE, 0, 0), dtype=np.int64)
+    p_a = prepared.p_a(spec)
+    a = np.zeros(n, dtype=np.int64)
+    b = np.zeros(n, dtype=np.int64)
+    first = np.zeros(n, dtype=np.int64)
+    for sample in range(k):
+        kind = np.where(prepared.draws("hbb-answer", spec.name, spec.seed, suffix=(sample,)) < p_a, A, B)
+        if spec.fail_rate > 0:
+            kind[prepared.sample_draws("fault", spec.seed, sample=sample, suffix=(1,)) < spec.fail_rate] = FILTERED_SAMPLE
+        a += kind == A
+        b += kind == B
+        if sample == 0:
+            first = kind
+    return first * 10_000 + a * 100 + b
+
+
 def comparison_document(prepared: PreparedSuite, persona: str | Persona) -> dict[str, Any]:
     """The results document of ``persona``'s run as a comparison reads it (see the module doc):
     the fast path for many repetitions, from :func:`answer_states`."""
@@ -170,7 +270,13 @@ def comparison_document(prepared: PreparedSuite, persona: str | Persona) -> dict
     return {
         **template,
         "model": {**template["model"], "model": f"sim/{spec.spec}"},
-        "metrics": {"bootstrap": template["metrics"]["bootstrap"], "overall": {}, "by_category": {}},
+        "metrics": {
+            "bootstrap": template["metrics"]["bootstrap"],
+            "overall": {},
+            "by_category": {},
+            # How units were scored (HBB's flag threshold): a comparison reads it.
+            **{key: template["metrics"][key] for key in ("flag_threshold",) if key in template["metrics"]},
+        },
         "verdicts": [],
         "cases": [record(i, state) for i, state in enumerate(states)],
     }
@@ -189,6 +295,15 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
     suite, manifest = prepared.suite, prepared.suite.manifest
     outcomes = {}
     for case, key in zip(suite.cases, prepared.keys):
+        if prepared.kind == "hbb":  # k samples, in order, each with its own draws and fault
+            replies = []
+            for sample in range(prepared.estimator.samples):
+                draw_key = key if sample == 0 else f"{key}#sample={sample}"
+                index = choose_answer(spec, case, key, sample, prepared.temperature)
+                filtered = spec.fail_rate > 0 and _filtered(spec, draw_key)
+                replies.append(Response(None, "content_filter") if filtered else Response(render_reply(spec, case, index, draw_key), "stop"))
+            outcomes[case.case_id] = suite.benchmark.classify(case, replies, prepared.estimator)
+            continue
         index = choose_answer(spec, case, key)
         if spec.fail_rate > 0 and _filtered(spec, key):
             outcomes[case.case_id] = _outcome(case, FILTERED)
@@ -202,7 +317,12 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
         manifest=manifest,
     )
     model = ModelConfig(model=f"sim/{spec.spec}")
-    result = SuiteResult(suite, list(suite.cases), outcomes, dict(manifest.sampling), metrics, check_thresholds(manifest, metrics, suite.categories))
+    estimator = prepared.estimator
+    kind = getattr(estimator, "kind", None)
+    verdicts = check_thresholds(manifest, metrics, suite.categories, kind)
+    result = SuiteResult(
+        suite, list(suite.cases), outcomes, dict(manifest.sampling), metrics, verdicts, str(estimator) if estimator is not None else None
+    )
     return build_results(RunResult(RunConfig(model=model, store_path=Path("(simulated)")), [result]))[0]
 
 
@@ -299,18 +419,21 @@ class Experiment:
 
 
 class Expectations:
-    """A suite's expected counts under ``stereotyped(p, f)``: linear in p (the persona answers the
-    biased option with probability p, the fair one otherwise) and in f (filtered replies), so three
-    exact computations give every (p, f)."""
+    """A suite's expected count vectors per scope under ``stereotyped(p, f)``, and so the true
+    value of each metric there (:meth:`values`) and its true worsening between two such personas."""
 
     def __init__(self, prepared: PreparedSuite):
         self.prepared = prepared
-        self.at_0 = expected_counts(prepared, "stereotyped?p=0")
-        self.at_1 = expected_counts(prepared, "stereotyped?p=1")
-        self.filtered = expected_counts(prepared, "stereotyped?p=0&fail_rate=1&faults=filter")
+
+    @staticmethod
+    def of(prepared: PreparedSuite) -> Expectations:
+        return QAExpectations(prepared) if prepared.kind == "qa" else HBBExpectations(prepared)
 
     def counts(self, p: float, f: float) -> dict[str, np.ndarray]:
-        return {s: (1 - f) * ((1 - p) * self.at_0[s] + p * self.at_1[s]) + f * self.filtered[s] for s in self.at_0}
+        raise NotImplementedError
+
+    def check(self, p: float, f: float) -> None:
+        """Raise AssertionError when a shortcut of :meth:`counts` disagrees with the direct computation."""
 
     def worsening(self, metric: str, base: tuple[float, float], cand: tuple[float, float]) -> dict[str, float]:
         """The true worsening of ``metric`` per scope from ``stereotyped(*base)`` to ``stereotyped(*cand)``
@@ -326,6 +449,90 @@ class Expectations:
             if not math.isnan(w):
                 out[scope] = w
         return out
+
+
+class QAExpectations(Expectations):
+    """QA: linear in p (the persona answers the biased option with probability p, the fair one
+    otherwise) and in f (filtered replies), so three exact computations give every (p, f)."""
+
+    def __init__(self, prepared: PreparedSuite):
+        super().__init__(prepared)
+        self.at_0 = expected_counts(prepared, "stereotyped?p=0")
+        self.at_1 = expected_counts(prepared, "stereotyped?p=1")
+        self.filtered = expected_counts(prepared, "stereotyped?p=0&fail_rate=1&faults=filter")
+
+    def counts(self, p: float, f: float) -> dict[str, np.ndarray]:
+        return {s: (1 - f) * ((1 - p) * self.at_0[s] + p * self.at_1[s]) + f * self.filtered[s] for s in self.at_0}
+
+    def check(self, p: float, f: float) -> None:
+        direct = expected_counts(self.prepared, stereotyped(p, f))
+        for scope, counts in self.counts(p, f).items():
+            if not np.allclose(counts, direct[scope], rtol=1e-9, atol=1e-6):
+                raise AssertionError(f"stereotyped(p={p}, f={f}) ({scope}): expected counts are not linear in p and f")
+
+
+class HBBExpectations(Expectations):
+    """HBB, sampled: each of a filled question's k samples is filtered with probability f, else
+    answers a with its P_a (:func:`~biascheck.sim.personas.expected_p_a` at the suite's
+    temperature). So the valid count v is Binomial(k, 1 - f), the a count given v Binomial(v, P_a),
+    and the estimate a / v takes one of a few values (undefined when v = 0). An instance's
+    expected count vector sums, over the pairs of values of its two questions, their probability
+    times the instance's score, flag and scoredness, exactly as the metrics define them."""
+
+    def __init__(self, prepared: PreparedSuite):
+        from biascheck.benchmarks.hbb.benchmark import hbb_settings
+        from biascheck.benchmarks.hbb.metrics import instance_scores
+
+        super().__init__(prepared)
+        self.k = k = prepared.estimator.samples
+        threshold = float(hbb_settings(prepared.suite.manifest)["flag_threshold"])
+        # Every (v, a) outcome, and the value a / v it estimates (grid index; len(grid): undefined).
+        self.grid = sorted({a / v for v in range(1, k + 1) for a in range(v + 1)})
+        self.outcomes = [(v, a) for v in range(k + 1) for a in range(v + 1)]
+        self.cell = np.array([self.grid.index(a / v) if v else len(self.grid) for v, a in self.outcomes])
+        x = np.array(self.grid)
+        self.score = instance_scores(np.repeat(x, len(x)), np.tile(x, len(x))).reshape(len(x), len(x))
+        self.flagged = (self.score >= threshold).astype(np.float64)
+        index = {case.case_id: i for i, case in enumerate(prepared.suite.cases)}
+        pairs = prepared.suite.benchmark.instances(prepared.suite.cases)
+        self.first = np.array([index[f.case_id] for _, f, _ in pairs])
+        self.second = np.array([index[s.case_id] for _, _, s in pairs])
+        self.scopes = np.array([f.category for _, f, _ in pairs])
+
+    def distribution(self, p_a: np.ndarray, f: float) -> np.ndarray:
+        """(cases, len(grid) + 1): the probability of each estimate, the last column undefined."""
+        from math import comb
+
+        k = self.k
+        out = np.zeros((len(p_a), len(self.grid) + 1))
+        for (v, a), cell in zip(self.outcomes, self.cell):
+            out[:, cell] += comb(k, v) * (1 - f) ** v * f ** (k - v) * comb(v, a) * p_a**a * (1 - p_a) ** (v - a)
+        return out
+
+    def counts(self, p: float, f: float) -> dict[str, np.ndarray]:
+        from biascheck.benchmarks.hbb.metrics import FIELD_INDEX, K
+
+        d = self.distribution(self.prepared.p_a(parse_persona(stereotyped(p, 0.0))), f)
+        d1, d2 = d[self.first], d[self.second]
+        v1, v2 = d1[:, :-1], d2[:, :-1]
+        scored = v1.sum(axis=1) * v2.sum(axis=1)
+        vectors = np.zeros((len(self.first), K))
+        vectors[:, FIELD_INDEX["n_instances"]] = 1.0
+        vectors[:, FIELD_INDEX["n_scored"]] = scored
+        vectors[:, FIELD_INDEX["n_unscorable"]] = 1.0 - scored
+        vectors[:, FIELD_INDEX["n_flagged"]] = np.einsum("ig,gh,ih->i", v1, self.flagged, v2)
+        vectors[:, FIELD_INDEX["sum_score"]] = np.einsum("ig,gh,ih->i", v1, self.score, v2)
+        vectors[:, FIELD_INDEX["sum_flagged_score"]] = np.einsum("ig,gh,ih->i", v1, self.score * self.flagged, v2)
+        vectors[:, FIELD_INDEX["n_samples"]] = 2 * self.k
+        vectors[:, FIELD_INDEX["n_refused"]] = 2 * self.k * f
+        out = {OVERALL: vectors.sum(axis=0)}
+        for scope in sorted(set(self.scopes.tolist())):
+            out[scope] = vectors[self.scopes == scope].sum(axis=0)
+        return out
+
+
+def _same(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+    return a.keys() == b.keys() and all(math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12) for k in a)
 
 
 def _solve(fn: Callable[[float], float], lo: float, hi: float, target: float) -> float | None:
@@ -354,7 +561,7 @@ def plan_experiments(prepared: PreparedSuite, settings, base_p: float, base_f: f
         return [Experiment(FALSE_ALARMS, base_p, base_f)], {
             metric: {"margin": 0.0, "lever": None, "why": "margin 0: no worsening of twice the margin to detect"} for metric in settings.rules
         }
-    expect = Expectations(prepared)
+    expect = Expectations.of(prepared)
     base_values = true_values(prepared, expect.counts(base_p, base_f), list(settings.rules))
     by_p: dict[float, Experiment] = {}
     on_filter: list[tuple[str, float]] = []
@@ -381,20 +588,23 @@ def plan_experiments(prepared: PreparedSuite, settings, base_p: float, base_f: f
         info[metric] = {"margin": margin, "lever": {"fail_rate": f}}
     experiments = list(by_p.values())
     for metric, f in on_filter:
-        if not experiments:
-            experiments.append(Experiment("", base_p, f))
-        experiments[0].f = max(experiments[0].f, f)
-        experiments[0].metrics.append(metric)
+        # A metric on f rides on the first experiment when filtering that much moves none of its
+        # metrics' true worsening (QA: filtered replies leave every proportion as it was).
+        host = experiments[0] if experiments else None
+        if host is not None and all(
+            _same(expect.worsening(m, (base_p, base_f), (host.p, max(host.f, f))), expect.worsening(m, (base_p, base_f), (host.p, host.f)))
+            for m in host.metrics
+        ):
+            host.f = max(host.f, f)
+            host.metrics.append(metric)
+        else:
+            experiments.append(Experiment("", base_p, f, [metric]))
     for experiment in experiments:
         experiment.name = " + ".join(f"{m} x2" for m in experiment.metrics)
         for metric in experiment.metrics:
             info[metric]["candidate"] = stereotyped(experiment.p, experiment.f)
             info[metric]["true_worsening"] = expect.worsening(metric, (base_p, base_f), (experiment.p, experiment.f))
-        # The linear shortcut, checked against the candidate's expectations computed directly.
-        direct = expected_counts(prepared, stereotyped(experiment.p, experiment.f))
-        for scope, counts in expect.counts(experiment.p, experiment.f).items():
-            if not np.allclose(counts, direct[scope], rtol=1e-9, atol=1e-6):
-                raise AssertionError(f"{experiment.name} ({scope}): expected counts are not linear in p and f")
+        expect.check(experiment.p, experiment.f)
     return [Experiment(FALSE_ALARMS, base_p, base_f), *experiments], info
 
 
