@@ -180,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base-p", type=float, default=BASE_P, help="the base persona: stereotyped?p=P")
     parser.add_argument("--base-filter", type=float, default=BASE_FILTER, help="the base persona's share of filtered replies")
     parser.add_argument("--json", type=Path, help="write the table and every check's figures here")
+    parser.add_argument(
+        "--update", action="store_true", help="with --json: keep the file's other suites, replace those measured now, and redo the table"
+    )
     parser.add_argument("--details", action="store_true", help="also print every check's power and size needed")
     args = parser.parse_args(argv)
     asked = [n.strip() for n in args.suites.split(",") if n.strip()]
@@ -189,10 +192,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     plans: dict[str, tuple[list[Experiment], dict[str, Any]]] = {}
+    planned: dict[str, float] = {}
     for name in names:
         t = time.perf_counter()
         prepared, settings = prepared_suite(name)
         plans[name] = plan_experiments(prepared, settings, args.base_p, args.base_filter)
+        planned[name] = time.perf_counter() - t
         print(
             f"{name}: {len(prepared.suite.cases):,} cases, {len(plans[name][0])} experiments planned in {time.perf_counter() - t:.1f} s",
             file=sys.stderr,
@@ -233,11 +238,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "experiments": [asdict(e) for e in experiments],
                 "seconds_per_repetition": per_rep,
                 "seconds_per_comparison": per_rep / len(experiments),
+                "seconds_planning": planned[name],
+                "seconds_total": planned[name] + sum(seconds[name]),
             }
         )
         print(f"{name}: {per_rep:.2f} s per repetition ({len(experiments)} comparisons, {per_rep / len(experiments):.2f} s each)", file=sys.stderr)
     wall = time.perf_counter() - started
     base = stereotyped(args.base_p, args.base_filter)
+    runs = [{"suites": names, "wall_seconds": wall, "jobs": args.jobs, "cpu_count": os.cpu_count()}]
+    if args.update and args.json and args.json.exists():
+        earlier = json.loads(args.json.read_text("utf-8"))
+        if (earlier["repetitions"], earlier["base_persona"]) != (args.repetitions, base):
+            raise SystemExit(f"{args.json} has {earlier['repetitions']} repetitions of {earlier['base_persona']}: not the same table")
+        kept = [s for s in earlier["suites"] if s["suite"] not in names]
+        order = {name: i for i, name in enumerate((*SUITES, *NOT_SIMULATED))}
+        summaries = sorted(kept + summaries, key=lambda s: order.get(s["suite"], len(order)))
+        not_covered = {n: why for n, why in {**earlier["not_covered"], **not_covered}.items() if n not in names}
+        runs = earlier["runs"] + runs
     table = markdown(summaries, not_covered)
     print(table)
     print(f"\n{args.repetitions} repetitions per cell; base persona {base}; {wall / 60:.1f} min wall with {args.jobs} process(es)")
@@ -249,9 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repetitions": args.repetitions,
             "base_persona": base,
             "false_alarm_experiment": FALSE_ALARMS,
-            "wall_seconds": wall,
-            "jobs": args.jobs,
-            "cpu_count": os.cpu_count(),
+            "runs": runs,
             "markdown": table,
             "suites": summaries,
             "not_covered": not_covered,
