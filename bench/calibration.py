@@ -117,13 +117,19 @@ def task(name: str, experiments: Sequence[Experiment], reps: Sequence[int], base
     return run_repetitions(prepared, settings, experiments, reps, base_p, base_f)
 
 
+def _round(x: float) -> int:
+    """Two significant digits: an estimate's precision."""
+    digits = max(0, len(str(int(x))) - 2)
+    return int(round(x, -digits))
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%" if x >= 0.995 or x < 0.005 or round(100 * x) == 100 * x else f"{100 * x:.1f}%"
 
 
 def markdown(summaries: Sequence[dict[str, Any]], not_covered: dict[str, str]) -> str:
     lines = [
-        "| suite | cases | checks | FWER (95% CI) | power at 2× margin: min over checks, checks ≥ 80% | below 80%: size needed |",
+        "| suite | cases | checks | FWER (95% CI) | power at 2× margin: lowest, checks ≥ 80% | size for 80% on every check (× now) |",
         "| --- | ---: | ---: | --- | --- | --- |",
     ]
     for s in summaries:
@@ -136,7 +142,7 @@ def markdown(summaries: Sequence[dict[str, Any]], not_covered: dict[str, str]) -
             powers.append(f"{metric} {_pct(m['min_power'])}, {m['reaching']}/{len(m['checks'])}")
             if m["reaching"] < len(m["checks"]):
                 if m["times_needed_max"] is not None:
-                    needs.append(f"{metric} ×{m['times_needed_max']:.1f}")
+                    needs.append(f"{metric} ×{m['times_needed_max']:,.1f} (~{_round(m['times_needed_max'] * s['cases']):,} cases)")
                 else:
                     needs.append(f"{metric}: no estimate")
         lines.append(
