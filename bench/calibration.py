@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: {per_rep:.2f} s per repetition ({len(experiments)} comparisons, {per_rep / len(experiments):.2f} s each)", file=sys.stderr)
     wall = time.perf_counter() - started
     base = stereotyped(args.base_p, args.base_filter)
-    runs = [{"suites": names, "wall_seconds": wall, "jobs": args.jobs, "cpu_count": os.cpu_count()}]
+    runs = [{"suites": names, "wall_seconds": wall, "jobs": args.jobs, "cpu_count": os.cpu_count()}] if names else []
     if args.update and args.json and args.json.exists():
         earlier = json.loads(args.json.read_text("utf-8"))
         if (earlier["repetitions"], earlier["base_persona"]) != (args.repetitions, base):
@@ -259,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         kept = [s for s in earlier["suites"] if s["suite"] not in names]
         order = {name: i for i, name in enumerate((*SUITES, *NOT_SIMULATED))}
         summaries = sorted(kept + summaries, key=lambda s: order.get(s["suite"], len(order)))
-        not_covered = {n: why for n, why in {**earlier["not_covered"], **not_covered}.items() if n not in names}
+        # A suite left out says why in this code's words (the reasons change as the bench does).
+        left_out = {**earlier["not_covered"], **not_covered}
+        not_covered = {n: NOT_SIMULATED.get(n, left_out[n]) for n in sorted(left_out, key=lambda n: order.get(n, len(order))) if n not in names}
         runs = earlier["runs"] + runs
     table = markdown(summaries, not_covered)
     print(table)
