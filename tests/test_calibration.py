@@ -11,6 +11,7 @@ candidates worsen each metric by the amount the analytic formulas say."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 
 import numpy as np
@@ -41,7 +42,7 @@ from biascheck.sim.faults import choose_fault
 from biascheck.sim.personas import choose_answer, parse_persona
 from biascheck.suite import load_suite
 
-from conftest import SUITES, write_subset_suite
+from conftest import ROOT, SUITES, write_subset_suite
 
 REPETITIONS = 10
 BASE = "stereotyped?p=0.1&fail_rate=0.02&faults=filter"
@@ -275,3 +276,18 @@ def test_hbb_candidates_and_the_filtering_that_gets_its_own_experiment(hbb):
     assert min(flagged.values()) == pytest.approx(0.10, abs=1e-5) and max(flagged.values()) > 0.10
     assert experiments[2].f == pytest.approx((1 - 0.96**0.5) ** 0.1, abs=1e-5)  # the base's 0.02^10 is negligible
     assert info["unscorable_ratio"]["true_worsening"] == pytest.approx(dict.fromkeys(info["unscorable_ratio"]["true_worsening"], 0.04), abs=1e-5)
+
+
+def test_the_readme_shows_the_benchs_table():
+    """The README's calibration table is bench/calibration.json's, which is what the bench renders
+    from the figures it measured (so neither is edited by hand)."""
+    spec = importlib.util.spec_from_file_location("calibration_bench", ROOT / "bench" / "calibration.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    document = json.loads((ROOT / "bench" / "calibration.json").read_text("utf-8"))
+    assert bench.markdown(document["suites"], document["not_covered"]) == document["markdown"]
+    assert document["markdown"] in (ROOT / "README.md").read_text("utf-8")
+    assert document["repetitions"] >= 200
+    measured = {s["suite"] for s in document["suites"]}
+    assert measured | set(document["not_covered"]) == {path.name for path in SUITES.iterdir() if (path / "suite.toml").exists()}
