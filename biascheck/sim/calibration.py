@@ -77,7 +77,7 @@ class PreparedSuite:
     def of(cls, suite: Suite) -> PreparedSuite:
         return cls(suite, [message_key(case.messages_as_dicts()) for case in suite.cases])
 
-    # --- the fast path (QA suites), computed once per suite ------------------------------------
+    # --- the fast path (QA and HBB suites), computed once per suite ----------------------------
 
     @cached_property
     def _encoded_keys(self) -> list[bytes]:
