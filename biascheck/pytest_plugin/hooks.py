@@ -8,6 +8,7 @@ up front, concurrently; then items read their outcomes and the gated metrics bec
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,27 @@ def pytest_configure(config: pytest.Config) -> None:
     state = BiascheckState.configure(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
+    # What collection froze (pytest_collection) goes back in the collector's sight at the very end:
+    # cleanups run last-registered first, and this one is registered before pytest's own (its
+    # unraisable-exception check collects garbage twice, which would then traverse everything).
+    config.add_cleanup(gc.unfreeze)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """Collecting a suite makes hundreds of thousands of objects that all live to the end of the
+    session (cases, items), which Python's cyclic garbage collector would traverse again and
+    again while they are made (a quarter of collecting hbb-full) and after, through the run.
+    It pauses during collection; what collection made is then frozen out of its sight until the
+    session ends (see :func:`pytest_configure`); reference counting still frees what is dropped."""
+    if session_state(session.config) is None or not gc.isenabled():
+        return (yield)
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
