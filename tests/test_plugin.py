@@ -64,6 +64,46 @@ def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck,
     assert "diff_bias_amb" in failures
 
 
+RECORDER = """
+import json
+
+import pytest
+
+PHASES = {}
+
+
+def pytest_runtest_logreport(report):
+    if "::cases::" in report.nodeid:
+        PHASES.setdefault(report.nodeid, []).append(report.when + " " + report.outcome)
+
+
+def pytest_collection_modifyitems(items):
+    # A marker a conftest puts on a case: pytest's own setup reads it.
+    first = next(item for item in items if "::cases::age::" in item.nodeid)
+    first.add_marker(pytest.mark.skip(reason="skipped by a conftest"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line("PHASES " + json.dumps(sorted(PHASES.values())))
+"""
+
+
+def test_case_items_report_setup_call_and_teardown_and_honour_markers(run_biascheck, tiny_kobbq, tmp_path, pytester):
+    # Case items take a lighter protocol than pytest's (no output capture around phases that do
+    # nothing); every phase is still reported, junitxml still gets each case's status, and a marker
+    # put on a case still applies.
+    pytester.makepyfile(recorder=RECORDER)
+    pytester.syspathinsert()
+    junit = tmp_path / "junit.xml"
+    run = run_biascheck(tiny_kobbq, "sim/stereotyped?p=1", "-p", "recorder", f"--junitxml={junit}", "-k", "age")
+    phases = json.loads(next(line for line in run.output.splitlines() if line.startswith("PHASES "))[len("PHASES ") :])
+    assert phases.count(["setup skipped", "teardown passed"]) == 1 and run.result.parseoutcomes()["skipped"] == 1
+    assert len(phases) == 8 and phases.count(["setup passed", "call passed", "teardown passed"]) == 7, phases
+    tree = ET.parse(junit)
+    statuses = [p.get("value") for tc in tree.iter("testcase") if "cases" in tc.get("classname", "") for p in tc.iter("property")]
+    assert len(statuses) == 7 and set(statuses) <= {"biased", "answered"} and "biased" in statuses
+
+
 def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_biascheck, small_kobbq, data_dir):
     from biascheck.reporting.results import validate_results
     from biascheck.suite import load_suite

@@ -84,6 +84,14 @@ def pytest_runtestloop(session: pytest.Session):
     return True if state is not None and state.dry_run else None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if isinstance(item, plugin_items.CaseItem) and plugin_items.light_protocol(item):
+        plugin_items.run_case(item, nextitem)
+        return True
+    return None
+
+
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     return plugin_items.report_status(report)
 

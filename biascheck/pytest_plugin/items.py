@@ -20,6 +20,9 @@ from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, missing_data_summary
 
 STATUS_PROPERTY = "biascheck_status"
+# The line every item reports (reportinfo): an item has no line of its own in suite.toml, and pytest
+# needs a number to report a skip that a marker asked for (a conftest's pytest.mark.skip).
+MANIFEST_LINE = 0
 
 
 class BiascheckFailure(Exception):
@@ -74,6 +77,13 @@ class CategoryCollector(pytest.Collector):
     def __init__(self, *, items: list[tuple[str, tuple[str, ...]]], **kwargs):
         super().__init__(**kwargs)
         self.items = items
+        self._report_keywords: dict[str, int] | None = None
+
+    def report_keywords(self) -> dict[str, int]:
+        """The keywords its cases' reports carry from it and above (the same for every case)."""
+        if self._report_keywords is None:
+            self._report_keywords = dict.fromkeys(self.keywords, 1)
+        return self._report_keywords
 
     def collect(self):
         suite = self.parent.parent.suite
@@ -109,7 +119,7 @@ class CaseItem(OneLineFailures, pytest.Item):
             raise BiascheckFailure(f"model call failed: {error}")
 
     def reportinfo(self):
-        return self.path, None, f"{self.parent.name}::{self.name}"
+        return self.path, MANIFEST_LINE, f"{self.parent.name}::{self.name}"
 
 
 class MissingDataItem(OneLineFailures, pytest.Item):
@@ -127,7 +137,7 @@ class MissingDataItem(OneLineFailures, pytest.Item):
         raise BiascheckFailure(f"no data for category {self.parent.name}: {self.reason}; {MISSING_DATA_FIX}")
 
     def reportinfo(self):
-        return self.path, None, f"{self.parent.name}::missing-data"
+        return self.path, MANIFEST_LINE, f"{self.parent.name}::missing-data"
 
 
 class MetricsCollector(pytest.Collector):
@@ -170,7 +180,7 @@ class MetricItem(ScopedItem):
             self.user_properties.append((STATUS_PROPERTY, verdict.status))
 
     def reportinfo(self):
-        return self.path, None, f"{self.scope}::{self.name}"
+        return self.path, MANIFEST_LINE, f"{self.scope}::{self.name}"
 
 
 class RegressionCollector(pytest.Collector):
@@ -207,7 +217,7 @@ class RegressionItem(ScopedItem):
             self.user_properties.append((STATUS_PROPERTY, verdict))
 
     def reportinfo(self):
-        return self.path, None, f"regression::{self.scope}::{self.name}"
+        return self.path, MANIFEST_LINE, f"regression::{self.scope}::{self.name}"
 
 
 class RunCompleteItem(OneLineFailures, pytest.Item):
@@ -233,7 +243,52 @@ class RunCompleteItem(OneLineFailures, pytest.Item):
             raise BiascheckFailure(f"the run is incomplete: {errors} case(s) errored after retries (see the case items and error_ratio)")
 
     def reportinfo(self):
-        return self.path, None, "run-complete"
+        return self.path, MANIFEST_LINE, "run-complete"
+
+
+# Options under which every item takes pytest's full protocol: a debugger, the fixture display.
+_FULL_PROTOCOL_OPTIONS = ("usepdb", "trace", "setupshow", "setuponly", "setupplan")
+
+
+def light_protocol(item: pytest.Item) -> bool:
+    """Whether a case item may take :func:`run_case`: unless an option wants pytest's own protocol,
+    or a marker was put on it or above it (a skip or xfail added by a conftest: pytest's setup reads them)."""
+    return not any(getattr(item.config.option, name, False) for name in _FULL_PROTOCOL_OPTIONS) and next(item.iter_markers(), None) is None
+
+
+def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
+    """pytest's run-test protocol for a case item, less what a case has no use for. A case has no
+    fixtures and neither prints nor logs (it reads an outcome made before any item ran), so its
+    setup and teardown only keep pytest's setup state, without the hooks that capture output and
+    logs around each phase; those cost KoBBQ's 34,200 cases some ten seconds. Its call and every
+    report go through the hooks as always (makereport, logreport: the terminal, --lf, junitxml,
+    xdist), so nothing reading the reports can tell."""
+    from _pytest.outcomes import Exit
+
+    ihook = item.ihook
+    nodeid, location = item.nodeid, item.location
+    ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    keywords = {item.name: 1, **item.parent.report_keywords()}  # what dict.fromkeys(item.keywords, 1) gives, unmarked
+    setup_state = item.session._setupstate
+    reraise = (Exit, KeyboardInterrupt)
+
+    def phase(when, func) -> pytest.TestReport:
+        call = pytest.CallInfo.from_call(func, when=when, reraise=reraise)
+        if call.excinfo is not None or when == "call":
+            report = ihook.pytest_runtest_makereport(item=item, call=call)
+        else:
+            report = pytest.TestReport(
+                nodeid, location, keywords, "passed", None, when, (), call.duration, call.start, call.stop, item.user_properties
+            )
+        ihook.pytest_runtest_logreport(report=report)
+        return report
+
+    if phase("setup", lambda: setup_state.setup(item)).passed:
+        phase("call", item.runtest)
+    if item.session.shouldfail or item.session.shouldstop:
+        nextitem = None
+    phase("teardown", lambda: setup_state.teardown_exact(nextitem))
+    ihook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
 def packaged_nodeid(file_path: Path, config: pytest.Config) -> str | None:
