@@ -322,15 +322,19 @@ def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:
     metric or regression item. A metric is always measured on its whole scope, so a selection
     such as ``--lf`` (failed cases + failed metrics) cannot turn a red gate green."""
     chosen: dict[SuiteFile, set[str]] = {}
+    scopes: dict[SuiteFile, set[str]] = {}
     for item in items:
         if isinstance(item, CaseItem):
             chosen.setdefault(item.suite_file, set()).update(item.case_ids)
         elif isinstance(item, ScopedItem):
-            scope = item.scope
-            chosen.setdefault(item.suite_file, set()).update(
-                c.case_id for c in item.suite_file.suite.cases if scope == OVERALL or c.category == scope
-            )
-    return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
+            chosen.setdefault(item.suite_file, set())
+            scopes.setdefault(item.suite_file, set()).add(item.scope)
+    selected = []
+    for suite_file, picked in chosen.items():
+        wanted = scopes.get(suite_file, set())
+        every = OVERALL in wanted
+        selected.append((suite_file, [c for c in suite_file.suite.cases if every or c.category in wanted or c.case_id in picked]))
+    return selected
 
 
 def selected_metrics(items: list[pytest.Item], kind: type[ScopedItem] | None = None) -> dict[str, set[tuple[str, str]]]:
