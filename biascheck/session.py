@@ -218,6 +218,24 @@ def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
     return suite.benchmark.scoring(suite.manifest, config.unscorable)
 
 
+def check_before_collection(config: RunConfig) -> None:
+    """What can be refused before any suite is loaded (the plugin's pytest_configure): the model's
+    provider credentials (for the providers known without litellm, in milliseconds), a budget
+    without a price for the model (this asks litellm's price map), and an endpoint that refuses
+    connections. Only when the store holds no answer of the model, so that every case will be
+    called; a run a warm store may answer is checked by :func:`_check_ready`, once its requests
+    are known."""
+    from biascheck.execution.readiness import check_credentials, check_endpoint, store_answers_model
+
+    model = config.model
+    if config.rejudge or store_answers_model(config.store_path, model.model):
+        return
+    check_credentials(model, config.model_source)
+    if config.max_cost_usd is not None and model.price is None and not model.is_sim:
+        LiteLLMClient(model, require_price=True, where=config.model_source)
+    check_endpoint(model, config.model_source)
+
+
 def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStore) -> None:
     """Before the first call: the model under test and every judge can be called (a known
     provider, credentials set), when they will be, and the provider can serve each suite's answer

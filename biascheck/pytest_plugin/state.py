@@ -53,6 +53,11 @@ class BiascheckState:
             dry_run = options.check_dry_run(config)
             report_dir = options.report_dir(config)
             baseline = options.baseline_options(config)
+            if not (dry_run or config.option.collectonly or hasattr(config, "workerinput")):
+                # Before collection: a run that cannot make its calls says so now, whatever the suite size.
+                from biascheck.session import check_before_collection
+
+                check_before_collection(run_config)
             if run_config.shard and baseline.update:
                 raise BiascheckError(
                     "--biascheck-update-baseline",
