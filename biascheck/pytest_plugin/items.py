@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from biascheck.core.errors import BiascheckError
-from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, missing_data_summary
@@ -92,9 +91,20 @@ class CategoryCollector(pytest.Collector):
             yield MissingDataItem.from_parent(self, name="missing-data", reason=reason)
             return
         for name, case_ids in self.items:
-            # The node id is given as text so that pytest parses "[p1-o0]" as parameters, exactly as
-            # it parses ids read back from its cache: otherwise --lf cannot find failed cases.
-            yield CaseItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}", case_ids=case_ids)
+            yield CaseItem.from_parent(self, name=name, nodeid=self._case_nodeid(name), case_ids=case_ids)
+
+    def _case_nodeid(self, name: str):
+        """A case's node id, its "[p1-o0]" as parameters, exactly as pytest parses the ids it reads
+        back from its cache (otherwise --lf cannot find failed cases). Built from this collector's
+        id where pytest has structured ids (9.x), so 100,000 cases share its parts rather than
+        each parse a copy; given as text to older pytest; left to pytest for a name without one."""
+        base, bracket, params = name.partition("[")
+        if not bracket:
+            return None
+        structured = getattr(self, "id", None)
+        if hasattr(structured, "with_params"):
+            return structured.child(base).with_params(params.removesuffix("]"))
+        return f"{self.nodeid}::{name}"
 
 
 class CaseItem(OneLineFailures, pytest.Item):
@@ -208,6 +218,8 @@ class RegressionItem(ScopedItem):
             pytest.skip(f"no selected cases in {self.scope}")
         self.user_properties.append(("biascheck_regression", check["explanation"]))
         verdict = check["verdict"]
+        from biascheck.evaluation.regression import on_inconclusive_of  # numpy and the statistics: only when comparing
+
         strict = on_inconclusive_of(state.comparisons[self.suite_file.suite.name]) == "fail"
         if verdict == "regressed" or (strict and verdict in ("inconclusive", "not compared")):
             raise BiascheckFailure(check["explanation"])

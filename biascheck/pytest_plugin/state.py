@@ -14,7 +14,6 @@ import pytest
 
 from biascheck import options
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.runner import RunInterrupted, RunStatus
 from biascheck.options import BaselineOptions
 
 if TYPE_CHECKING:
@@ -198,7 +197,7 @@ class BiascheckState:
         from rich.markup import escape
 
         from biascheck import session as biassession
-        from biascheck.execution.runner import RichProgress
+        from biascheck.execution.runner import RichProgress, RunInterrupted, RunStatus
         from biascheck.reporting.results import build_results
 
         capture = session.config.pluginmanager.getplugin("capturemanager")
