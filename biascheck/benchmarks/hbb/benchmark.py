@@ -183,7 +183,7 @@ class HBBBenchmark:
         descriptors = load_descriptors(files["descriptors"].local)
         settings = hbb_settings(manifest)
         subset = stratified_subset(questions, settings["questions"], settings["seed"]) if settings["questions"] else None
-        filled, _ = build(questions, descriptors, question_ids=subset)
+        filled, _ = build(questions, descriptors, question_ids=subset, instances=False)
         if manifest.categories:
             known = sorted({q.category for q in filled})
             unknown = sorted(set(manifest.categories) - set(known))
@@ -193,7 +193,9 @@ class HBBBenchmark:
         identity_rank: dict[tuple[str, str], int] = {}
         cases = []
         for question in filled:
-            rank = identity_rank.setdefault((question.category, question.identity), len([k for k in identity_rank if k[0] == question.category]))
+            rank = identity_rank.get((question.category, question.identity))
+            if rank is None:  # its identity's place among the category's, in the data's order
+                rank = identity_rank[question.category, question.identity] = sum(1 for k in identity_rank if k[0] == question.category)
             cases.append(
                 Case(
                     case_id=question.key,
