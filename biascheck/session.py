@@ -33,7 +33,7 @@ from biascheck.execution.runner import (
     execute,
     run_sync,
 )
-from biascheck.execution.store import ResponseStore, request_key
+from biascheck.execution.store import ResponseStore, key_prefix, sample_key
 from biascheck.suite import Shard, Suite
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
@@ -151,8 +151,17 @@ def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
     requests: list[ModelRequest] = []
     for case in cases:
         case_keys = []
+        # A case's k samples are the same messages and parameters: their key material is written once.
+        # (The objects are kept with it, so that no other object can take their ids meanwhile.)
+        prefixes: dict[tuple[int, int], tuple[object, object, str]] = {}
         for messages, request_params, sample in benchmark_requests(case, *args):
-            key = request_key(model.model, model.endpoint, messages, request_params, sample, model.revision)
+            known = prefixes.get((id(messages), id(request_params)))
+            if known is None:
+                prefix = key_prefix(model.model, model.endpoint, messages, request_params, model.revision)
+                prefixes[id(messages), id(request_params)] = (messages, request_params, prefix)
+            else:
+                prefix = known[2]
+            key = sample_key(prefix, sample)
             case_keys.append(key)
             requests.append(ModelRequest(key, messages, request_params, sample))
         keys.append(case_keys)
