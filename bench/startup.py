@@ -20,6 +20,13 @@ Figures:
 - ``sim`` (``--sim``): the simulator's QA replies per second, served to a bare aiohttp loop in this
   process (64 connections) with the server in its own: calls/s, and calls per CPU second of the
   server process (its one core).
+- with ``--demo``, also the cold demo with the model client swapped for a bare aiohttp one (a
+  plugin of this script's, never biascheck's: it measures what the run costs besides litellm's
+  client, which issue 26 part 1 replaces);
+- ``hbb-scoring`` (``--hbb-store PATH``): scoring and reports of the full HBB (773,500 answers) from
+  a warm store, in a fresh process (``session.run``, results, report files: wall, CPU, peak
+  memory), then the whole ``pytest --biascheck suites/hbb-full`` run from it. A missing store is
+  filled first with bench/fill_store.py (the simulator's answers without HTTP, about 8 minutes).
 
 ``--project DIR`` measures the biascheck in DIR (its ``biascheck`` package first on PYTHONPATH,
 subprocesses started there), e.g. a copy of an earlier commit (``git archive REV | tar -x -C DIR``)
@@ -142,6 +149,49 @@ def missing_key(project: Path, workdir: Path) -> None:
         print(f"  {name:<9} {run['wall']:6.2f} s to exit {run['rc']}: {line.strip()}", flush=True)
 
 
+BARE_CLIENT = r"""
+# A bench plugin: the run's model client swapped for a bare aiohttp loop against the simulator.
+import contextlib
+
+import aiohttp
+
+import biascheck.session as session
+from biascheck.execution.llm import Completion
+from biascheck.execution.providers import simulator
+
+
+class BareClient:
+    def __init__(self, base_url, persona):
+        self.url, self.persona, self.http = base_url + "/chat/completions", persona, None
+
+    async def complete(self, messages, params, sample=0):
+        if self.http is None:
+            self.http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        body = {"model": self.persona, "messages": messages, **params}
+        if sample:
+            body["biascheck_sample"] = sample
+        async with self.http.post(self.url, json=body) as reply:
+            data = await reply.json()
+        choice, usage = data["choices"][0], data["usage"]
+        counts = {k: int(usage.get(k, 0)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        return Completion(choice["message"]["content"], choice["finish_reason"], counts, 0.0, None, False, data.get("model"), None)
+
+    async def aclose(self):
+        if self.http is not None:
+            await self.http.close()
+
+
+@contextlib.contextmanager
+def bare_open(self, model, *, require_price, where="--biascheck-model"):
+    if self._sim_url is None:
+        self._sim_url = self._stack.enter_context(simulator([s.manifest.directory for s in self._suites], self._data_dir))
+    yield BareClient(self._sim_url, model.model.removeprefix("sim/"))
+
+
+session._Clients.open = bare_open
+"""
+
+
 def demo(project: Path, workdir: Path) -> None:
     store = workdir / "demo.sqlite"
     data = os.environ.get("BIASCHECK_DATA_DIR", str(ROOT.parent / "shared" / "datasets"))
@@ -158,6 +208,71 @@ def demo(project: Path, workdir: Path) -> None:
     tail = warm["output"].strip().splitlines()[-1] if warm["output"].strip() else ""
     print(
         f"  warm re-run (0 calls, {load()}): {warm['wall']:.1f} s wall, {warm['cpu']:.1f} s CPU, peak {warm['rss_mb']:.0f} MB; rc {warm['rc']}: {tail}"
+    )
+    (workdir / "bare_client.py").write_text(BARE_CLIENT)
+    bare_store = workdir / "demo-bare.sqlite"
+    bare = measure(
+        [*command[:-1], str(bare_store), "-p", "bare_client"],
+        cwd=project,
+        env=environment(project, PYTHONPATH=os.pathsep.join([str(project), str(workdir)])),
+    )
+    tail = bare["output"].strip().splitlines()[-1] if bare["output"].strip() else ""
+    print(
+        f"  cold with a bare aiohttp client instead of litellm's ({load()}): {bare['wall']:.1f} s wall, "
+        f"{bare['cpu']:.1f} s CPU (simulator included), peak {bare['rss_mb']:.0f} MB; rc {bare['rc']}: {tail}",
+        flush=True,
+    )
+
+
+SCORING = r"""
+import resource, sys, time
+from pathlib import Path
+
+start = time.perf_counter()
+from biascheck.execution.llm import ModelConfig
+from biascheck.reporting.results import build_results
+from biascheck.reporting.write import write_reports
+from biascheck.session import RunConfig, run
+from biascheck.suite import load_suite
+
+suite = load_suite("suites/hbb-full")
+loaded = time.perf_counter()
+result = run([(suite, suite.cases)], RunConfig(model=ModelConfig("sim/stereotyped"), store_path=Path(sys.argv[1])))
+scored = time.perf_counter()
+write_reports(build_results(result), Path(sys.argv[2]), {})
+done = time.perf_counter()
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(f"  {result.stats.cache_hits:,} answers from the store, {result.stats.calls} calls: load {loaded - start:.1f} s, "
+      f"score {scored - loaded:.1f} s, results and reports {done - scored:.1f} s; {done - start:.1f} s wall, "
+      f"{usage.ru_utime + usage.ru_stime:.1f} s CPU, peak {usage.ru_maxrss / 1024:.0f} MB")
+"""
+
+
+def hbb_scoring(project: Path, workdir: Path, store: Path) -> None:
+    if not store.exists():
+        print(f"filling {store} with the simulator's 773,500 answers (bench/fill_store.py)...", flush=True)
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "fill_store.py"), "suites/hbb-full", str(store), "--estimator", "sampling"],
+            cwd=project,
+            env=environment(project),
+            check=True,
+        )
+    print(f"full HBB from a warm store ({load()}): session.run, results.json and report files, in a fresh process")
+    script = workdir / "scoring.py"
+    script.write_text(SCORING)
+    run = measure([sys.executable, str(script), str(store), str(workdir / "hbb-report")], cwd=project, env=environment(project))
+    print(run["output"].rstrip() or f"  rc {run['rc']}", flush=True)
+    print(f"  (the process: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, peak {run['rss_mb']:.0f} MB)")
+    command = pytest_command(
+        "--biascheck", "suites/hbb-full", "--biascheck-model", "sim/stereotyped", "--biascheck-cache", str(store),
+        "--biascheck-report", str(workdir / "hbb-pytest-report"),
+    )  # fmt: skip
+    whole = measure(command, cwd=project, env=environment(project))
+    tail = whole["output"].strip().splitlines()[-1] if whole["output"].strip() else ""
+    print(
+        f"  pytest --biascheck suites/hbb-full, the same store ({load()}): {whole['wall']:.1f} s wall, {whole['cpu']:.1f} s CPU, "
+        f"peak {whole['rss_mb']:.0f} MB; rc {whole['rc']}: {tail}",
+        flush=True,
     )
 
 
@@ -224,14 +339,17 @@ def sim(project: Path, workdir: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=ROOT, help="the biascheck source tree to measure (default: this one)")
-    parser.add_argument("--only", default="collect,first-call,missing-key", help="comma-separated: collect, first-call, missing-key, demo, sim")
+    parser.add_argument(
+        "--only", default="collect,first-call,missing-key", help="comma-separated: collect, first-call, missing-key, demo, sim, hbb-scoring"
+    )
     parser.add_argument("--demo", action="store_true", help="also the cold demo and the warm re-run of KoBBQ (minutes)")
     parser.add_argument("--sim", action="store_true", help="also the simulator's replies per second")
     parser.add_argument("--suites", default=None, help="comma-separated suite names for collect (default: every suites/*)")
+    parser.add_argument("--hbb-store", type=Path, default=None, help="also the full HBB's scoring from this warm store (filled if missing)")
     args = parser.parse_args()
     project = args.project.resolve()
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
-    parts += [p for p, wanted in (("demo", args.demo), ("sim", args.sim)) if wanted and p not in parts]
+    parts += [p for p, wanted in (("demo", args.demo), ("sim", args.sim), ("hbb-scoring", args.hbb_store)) if wanted and p not in parts]
     suites = args.suites.split(",") if args.suites else sorted(p.parent.name for p in (project / "suites").glob("*/suite.toml"))
     commit = subprocess.run(["git", "-C", str(project), "log", "-1", "--format=%h %s"], capture_output=True, text=True).stdout.strip()
     print(f"biascheck at {project} ({commit or 'not a git checkout'}); {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
@@ -243,7 +361,8 @@ def main() -> int:
         for part in parts:
             {"collect": lambda: collect(project, suites), "first-call": lambda: first_call(project, workdir),
              "missing-key": lambda: missing_key(project, workdir), "demo": lambda: demo(project, workdir),
-             "sim": lambda: sim(project, workdir)}[part]()  # fmt: skip
+             "sim": lambda: sim(project, workdir),
+             "hbb-scoring": lambda: hbb_scoring(project, workdir, (args.hbb_store or workdir / "hbb.sqlite").resolve())}[part]()  # fmt: skip
     return 0
 
 
