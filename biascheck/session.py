@@ -14,6 +14,7 @@ from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
+from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches, refuse_open_batches
@@ -343,17 +344,18 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     only from the store, so only the judge is called)."""
     model = config.model
     plans = []
-    for suite, cases in selection:
-        plan = _SuitePlan(
-            suite,
-            list(cases),
-            effective_params(suite, model),
-            answer_mode(suite, config),
-            judge_for(suite, config),
-            scoring=scoring_for(suite, config),
-        )
-        plan.plan(model)
-        plans.append(plan)
+    with collector_paused():  # a request per case, or ten: see biascheck.core.garbage
+        for suite, cases in selection:
+            plan = _SuitePlan(
+                suite,
+                list(cases),
+                effective_params(suite, model),
+                answer_mode(suite, config),
+                judge_for(suite, config),
+                scoring=scoring_for(suite, config),
+            )
+            plan.plan(model)
+            plans.append(plan)
 
     if config.max_cost_usd is not None:
         _check_judge_prices(plans)
@@ -439,6 +441,15 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             else:
                 call(requests, plan.judge.model, part=plan.judge_stats)
 
+    with collector_paused():  # an outcome per case
+        results = _score(plans, responses, stats, config)
+    for plan in plans:
+        _add(judge_stats, plan.judge_stats)
+    return RunResult(config, results, stats, judge_stats)
+
+
+def _score(plans: list[_SuitePlan], responses: dict[str, Any], stats: RunStats, config: RunConfig) -> list[SuiteResult]:
+    """Each suite's outcomes, metrics and verdicts from the responses of its requests."""
     results = []
     pending = stats.status is RunStatus.BATCH_PENDING  # nothing is answered yet: no verdict
     for plan in plans:
@@ -470,9 +481,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 served_by([responses[k] for keys in plan.keys for k in keys]),
             )
         )
-    for plan in plans:
-        _add(judge_stats, plan.judge_stats)
-    return RunResult(config, results, stats, judge_stats)
+    return results
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
+from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Loglikelihood
 
 STORE_VERSION = "1"  # meta.version: what a key and a row mean; unchanged by added columns
@@ -479,14 +480,14 @@ class ResponseStore:
         found: dict[str, StoredResponse] = {}
         damaged = 0
         shared: dict[object, Any] = {}
-        for key, *row in self._rows(
-            "key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint, loglikelihood", keys
-        ):
-            response = _response(row, shared)
-            if response is None:
-                damaged += 1
-            else:
-                found[key] = response
+        columns = "key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint, loglikelihood"
+        with collector_paused():  # a full HBB's 773,500 answers: see biascheck.core.garbage
+            for key, *row in self._rows(columns, keys):
+                response = _response(row, shared)
+                if response is None:
+                    damaged += 1
+                else:
+                    found[key] = response
         if damaged:
             warnings.warn(
                 f"{self.path}: {damaged} damaged stored answer{'s' if damaged > 1 else ''} read as missing: asked again and replaced",
