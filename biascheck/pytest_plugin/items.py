@@ -272,26 +272,28 @@ def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
     """pytest's run-test protocol for a case item, less what a case has no use for. A case has no
     fixtures and neither prints nor logs (it reads an outcome made before any item ran), so its
     setup and teardown only keep pytest's setup state, without the hooks that capture output and
-    logs around each phase; those cost KoBBQ's 34,200 cases some ten seconds. Its call and every
-    report go through the hooks as always (makereport, logreport: the terminal, --lf, junitxml,
-    xdist), so nothing reading the reports can tell."""
+    logs around each phase; those cost KoBBQ's 34,200 cases some ten seconds. Every phase is
+    reported through pytest_runtest_logreport as always (the terminal, --lf, junitxml, xdist); a
+    phase that fails or skips gets its report from pytest_runtest_makereport, and so from every
+    plugin's, and one that passes is written as pytest writes it (no output was captured)."""
     from _pytest.outcomes import Exit
 
     ihook = item.ihook
     nodeid, location = item.nodeid, item.location
     ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
     keywords = {item.name: 1, **item.parent.report_keywords()}  # what dict.fromkeys(item.keywords, 1) gives, unmarked
+    report_id = getattr(item, "id", nodeid)  # pytest 9's structured id, which reports would parse from the text
     setup_state = item.session._setupstate
     reraise = (Exit, KeyboardInterrupt)
 
     def phase(when, func) -> pytest.TestReport:
         call = pytest.CallInfo.from_call(func, when=when, reraise=reraise)
-        if call.excinfo is not None or when == "call":
-            report = ihook.pytest_runtest_makereport(item=item, call=call)
-        else:
+        if call.excinfo is None:
             report = pytest.TestReport(
-                nodeid, location, keywords, "passed", None, when, (), call.duration, call.start, call.stop, item.user_properties
+                report_id, location, keywords, "passed", None, when, (), call.duration, call.start, call.stop, item.user_properties
             )
+        else:
+            report = ihook.pytest_runtest_makereport(item=item, call=call)
         ihook.pytest_runtest_logreport(report=report)
         return report
 
