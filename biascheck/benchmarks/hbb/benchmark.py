@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,7 +43,7 @@ from biascheck.benchmarks.hbb.data import (
 from biascheck.benchmarks.hbb.metrics import COUNT_FIELDS, HBB_METRICS, aggregate_hbb, instance_scores, instance_vectors
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import Case, HBBTruth, Message, Outcome, RenderedMessages, Response
+from biascheck.core.records import Case, HBBTruth, Message, Outcome, RenderedMessages, Response, Role
 
 ESTIMATORS = ("sampling", "logprob")
 NO_LOGPROBS = "the provider returned no log-probabilities, so P(a) was estimated by sampling instead"
@@ -126,7 +126,7 @@ SETTINGS_DEFAULTS: dict[str, Any] = {"estimator": "sampling", "samples": 10, "to
 
 
 def _messages(instructions: str, question: FilledQuestion) -> tuple[Message, ...]:
-    return tuple(Message(role, content) for role, content in render_messages(instructions, question))
+    return tuple(Message(cast(Role, role), content) for role, content in render_messages(instructions, question))
 
 
 def hbb_settings(manifest: SuiteManifest) -> dict[str, Any]:
