@@ -38,19 +38,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(gc.unfreeze)
 
 
+# Set while collection runs with the cyclic garbage collector paused (pytest_collection).
+_COLLECTOR_PAUSED: pytest.StashKey[bool] = pytest.StashKey()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session):
     """Collecting a suite makes hundreds of thousands of objects that all live to the end of the
     session (cases, items), which Python's cyclic garbage collector would traverse again and
     again while they are made (a quarter of collecting hbb-full) and after, through the run.
-    It pauses during collection; what collection made is then frozen out of its sight until the
-    session ends (see :func:`pytest_configure`); reference counting still frees what is dropped."""
+    It pauses while items are collected; what collection made is then frozen out of its sight
+    until the session ends (see :func:`pytest_configure`), and it resumes before the model calls,
+    which pytest_collection_finish makes inside this hook (their clients make cyclic garbage);
+    reference counting frees what is dropped meanwhile."""
     if session_state(session.config) is None or not gc.isenabled():
         return (yield)
     gc.disable()
+    session.config.stash[_COLLECTOR_PAUSED] = True
     try:
         return (yield)
     finally:
+        _resume_collector(session.config)
+
+
+def _resume_collector(config: pytest.Config) -> None:
+    if config.stash.get(_COLLECTOR_PAUSED, False):
+        config.stash[_COLLECTOR_PAUSED] = False
         gc.freeze()
         gc.enable()
 
@@ -67,8 +80,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = plugin_items.keep_shard(config, items, state.run_config.shard)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session_state(session.config)
+    _resume_collector(session.config)  # before any call: see pytest_collection
     if state is None or session.config.option.collectonly:
         return  # --collect-only: no model call, and litellm stays unimported
     state.selected_regressions = plugin_items.selected_metrics(session.items, plugin_items.RegressionItem)
