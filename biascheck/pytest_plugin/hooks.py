@@ -16,7 +16,7 @@ import pytest
 from biascheck import options
 from biascheck.options import FLAGS, INI_NUMBERS, OPTIONS
 from biascheck.pytest_plugin import items as plugin_items
-from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, session_state
+from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, pause_collector, resume_collector, session_state
 
 __all__ = ["FLAGS", "INI_NUMBERS", "OPTIONS"]  # the option tables, read by the tests of `pytest --help`
 
@@ -32,40 +32,18 @@ def pytest_configure(config: pytest.Config) -> None:
     state = BiascheckState.configure(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
-    # What collection froze (pytest_collection) goes back in the collector's sight at the very end:
-    # cleanups run last-registered first, and this one is registered before pytest's own (its
-    # unraisable-exception check collects garbage twice, which would then traverse everything).
-    config.add_cleanup(gc.unfreeze)
-
-
-# Set while collection runs with the cyclic garbage collector paused (pytest_collection).
-_COLLECTOR_PAUSED: pytest.StashKey[bool] = pytest.StashKey()
+    config.add_cleanup(gc.unfreeze)  # registered before pytest's own cleanups, so run after them: see state.pause_collector
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session):
-    """Collecting a suite makes hundreds of thousands of objects that all live to the end of the
-    session (cases, items), which Python's cyclic garbage collector would traverse again and
-    again while they are made (a quarter of collecting hbb-full) and after, through the run.
-    It pauses while items are collected; what collection made is then frozen out of its sight
-    until the session ends (see :func:`pytest_configure`), and it resumes before the model calls,
-    which pytest_collection_finish makes inside this hook (their clients make cyclic garbage);
-    reference counting frees what is dropped meanwhile."""
-    if session_state(session.config) is None or not gc.isenabled():
+    """The cyclic garbage collector pauses while items are collected (see state.pause_collector)."""
+    if session_state(session.config) is None or not pause_collector(session.config):
         return (yield)
-    gc.disable()
-    session.config.stash[_COLLECTOR_PAUSED] = True
     try:
         return (yield)
     finally:
-        _resume_collector(session.config)
-
-
-def _resume_collector(config: pytest.Config) -> None:
-    if config.stash.get(_COLLECTOR_PAUSED, False):
-        config.stash[_COLLECTOR_PAUSED] = False
-        gc.freeze()
-        gc.enable()
+        resume_collector(session.config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
@@ -83,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session_state(session.config)
-    _resume_collector(session.config)  # before any call: see pytest_collection
+    resume_collector(session.config)  # before any call: see state.pause_collector
     if state is None or session.config.option.collectonly:
         return  # --collect-only: no model call, and litellm stays unimported
     state.selected_regressions = plugin_items.selected_metrics(session.items, plugin_items.RegressionItem)
