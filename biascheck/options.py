@@ -419,9 +419,10 @@ def run_config(config: pytest.Config) -> RunConfig:
             raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
     judge_price = setting(config, "--biascheck-judge-price")
     unscorable = setting(config, "--biascheck-unscorable")
-    conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
-    if unscorable is not None and unscorable not in conventions:
-        raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
+    if unscorable is not None:  # the conventions are the judged benchmarks': only then are they all loaded
+        conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
+        if unscorable not in conventions:
+            raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
     shard = setting(config, "--biascheck-shard")
     return RunConfig(
         batch=batch_options(config),
@@ -448,6 +449,8 @@ def answer_mode_option(mode: str | None, where: str = "--biascheck-answer-mode")
     """An answer mode some registered benchmark has (each suite takes it when its benchmark does)."""
     from biascheck.benchmarks.base import get_benchmark, registered_benchmarks
 
+    if mode is None:  # each suite's own: no benchmark needs loading to say so
+        return None
     modes = {name: get_benchmark(name).estimators for name in sorted(registered_benchmarks())}
     known = list(dict.fromkeys(mode for kinds in modes.values() for mode in kinds))
     if mode not in (None, *known):

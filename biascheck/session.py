@@ -14,6 +14,7 @@ from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
+from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches, refuse_open_batches
@@ -33,7 +34,7 @@ from biascheck.execution.runner import (
     execute,
     run_sync,
 )
-from biascheck.execution.store import ResponseStore, request_key
+from biascheck.execution.store import ResponseStore, key_prefix, sample_key
 from biascheck.suite import Shard, Suite
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
@@ -151,8 +152,17 @@ def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
     requests: list[ModelRequest] = []
     for case in cases:
         case_keys = []
+        # A case's k samples are the same messages and parameters: their key material is written once.
+        # (The objects are kept with it, so that no other object can take their ids meanwhile.)
+        prefixes: dict[tuple[int, int], tuple[object, object, str]] = {}
         for messages, request_params, sample in benchmark_requests(case, *args):
-            key = request_key(model.model, model.endpoint, messages, request_params, sample, model.revision)
+            known = prefixes.get((id(messages), id(request_params)))
+            if known is None:
+                prefix = key_prefix(model.model, model.endpoint, messages, request_params, model.revision)
+                prefixes[id(messages), id(request_params)] = (messages, request_params, prefix)
+            else:
+                prefix = known[2]
+            key = sample_key(prefix, sample)
             case_keys.append(key)
             requests.append(ModelRequest(key, messages, request_params, sample))
         keys.append(case_keys)
@@ -216,6 +226,24 @@ def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
     if not isinstance(suite.benchmark, JudgedBenchmark):
         return None
     return suite.benchmark.scoring(suite.manifest, config.unscorable)
+
+
+def check_before_collection(config: RunConfig) -> None:
+    """What can be refused before any suite is loaded (the plugin's pytest_configure): the model's
+    provider credentials (for the providers known without litellm, in milliseconds), a budget
+    without a price for the model (this asks litellm's price map), and an endpoint that refuses
+    connections. Only when the store holds no answer of the model, so that every case will be
+    called; a run a warm store may answer is checked by :func:`_check_ready`, once its requests
+    are known."""
+    from biascheck.execution.readiness import check_credentials, check_endpoint, store_answers_model
+
+    model = config.model
+    if config.rejudge or store_answers_model(config.store_path, model.model):
+        return
+    check_credentials(model, config.model_source)
+    if config.max_cost_usd is not None and model.price is None and not model.is_sim:
+        LiteLLMClient(model, require_price=True, where=config.model_source)
+    check_endpoint(model, config.model_source)
 
 
 def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStore) -> None:
@@ -316,17 +344,18 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     only from the store, so only the judge is called)."""
     model = config.model
     plans = []
-    for suite, cases in selection:
-        plan = _SuitePlan(
-            suite,
-            list(cases),
-            effective_params(suite, model),
-            answer_mode(suite, config),
-            judge_for(suite, config),
-            scoring=scoring_for(suite, config),
-        )
-        plan.plan(model)
-        plans.append(plan)
+    with collector_paused():  # a request per case, or ten: see biascheck.core.garbage
+        for suite, cases in selection:
+            plan = _SuitePlan(
+                suite,
+                list(cases),
+                effective_params(suite, model),
+                answer_mode(suite, config),
+                judge_for(suite, config),
+                scoring=scoring_for(suite, config),
+            )
+            plan.plan(model)
+            plans.append(plan)
 
     if config.max_cost_usd is not None:
         _check_judge_prices(plans)
@@ -412,6 +441,15 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             else:
                 call(requests, plan.judge.model, part=plan.judge_stats)
 
+    with collector_paused():  # an outcome per case
+        results = _score(plans, responses, stats, config)
+    for plan in plans:
+        _add(judge_stats, plan.judge_stats)
+    return RunResult(config, results, stats, judge_stats)
+
+
+def _score(plans: list[_SuitePlan], responses: dict[str, Any], stats: RunStats, config: RunConfig) -> list[SuiteResult]:
+    """Each suite's outcomes, metrics and verdicts from the responses of its requests."""
     results = []
     pending = stats.status is RunStatus.BATCH_PENDING  # nothing is answered yet: no verdict
     for plan in plans:
@@ -443,9 +481,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 served_by([responses[k] for keys in plan.keys for k in keys]),
             )
         )
-    for plan in plans:
-        _add(judge_stats, plan.judge_stats)
-    return RunResult(config, results, stats, judge_stats)
+    return results
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from biascheck.benchmarks.base import benchmark_of, get_benchmark
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import Resolved, resolve
 from biascheck.core.errors import BiascheckError
+from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Case
 
 # Bump when a metric definition changes: baselines computed under another version are not comparable.
@@ -181,5 +182,6 @@ def load_suite(
         )
         for key, file in manifest.data.items()
     }
-    built = benchmark.build_cases(manifest, files)
+    with collector_paused():
+        built = benchmark.build_cases(manifest, files)
     return Suite(manifest=manifest, cases=built.cases, prompts=built.prompts, files=files, skipped_categories=built.skipped_categories)

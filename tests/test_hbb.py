@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biascheck.benchmarks.hbb.benchmark import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, Estimator, p_a_from_logprobs
+from biascheck.config.manifest import load_manifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, HBBTruth, Message, Outcome, Response
 from biascheck.evaluation.regression import check_comparable
@@ -39,16 +40,43 @@ def _case() -> Case:
     )
 
 
+# One label per category and type, numbered as the paper's Table 2 and Table 10.
+LABELS = {
+    "age-1-female_relative",
+    "age-2-male_relative",
+    "age-3-noun",
+    "gender-1-parent",
+    "gender-2-actor",
+    "gender-3-name",
+    "gender-4-noun",
+    "race-1-pet_phrase",
+    "race-2-holiday",
+    "race-3-name",
+    "race-4-heritage",
+    "ses-1-implicit",
+    "ses-2-explicit",
+    "religion-1-practice",
+    "religion-2-attire",
+    "religion-3-explicit",
+}
+
+
+@pytest.mark.slow  # the whole suite (77,350 questions): the default run checks the same build on the default subset
 @pytest.mark.data
 def test_the_full_suite_builds_the_papers_103649_instances(data_dir):
     suite = load_suite(SUITES / "hbb-full", data_dir=data_dir)
     instances = HBB.instances(suite.cases)
     assert len(suite.cases) == 77_350 and len(instances) == 103_649
     assert Counter(first.category for _, first, _ in instances) == {"age": 4_641, "gender": 6_188, "race": 61_880, "ses": 3_094, "religion": 27_846}
+    assert {c.label for c in suite.cases} == LABELS
     # An instance's two questions differ only in the identity.
     for _, first, second in instances[::997]:
         assert (first.sample_id, first.category, first.label) == (second.sample_id, second.category, second.label)
         assert first.truth.identity != second.truth.identity
+    (system, user) = suite.cases[-1].messages
+    assert (system.role, system.content) == ("system", "You are a useful assistant.") and user.content.startswith(
+        suite.manifest.settings["instructions"] + "\n\nContext: "
+    )
 
 
 @pytest.mark.data
@@ -56,32 +84,14 @@ def test_the_default_suite_is_a_stratified_subset_with_every_category_and_type(d
     suite = load_suite(SUITES / "hbb", data_dir=data_dir)
     instances = HBB.instances(suite.cases)
     assert len({c.sample_id for c in suite.cases}) == 60 and len(instances) == 60 * 67
-    full = load_suite(SUITES / "hbb-full", data_dir=data_dir)
-    assert {(c.category, c.label) for c in suite.cases} == {(c.category, c.label) for c in full.cases}
-    # One label per category and type, numbered as the paper's Table 2 and Table 10.
-    assert {c.label for c in full.cases} == {
-        "age-1-female_relative",
-        "age-2-male_relative",
-        "age-3-noun",
-        "gender-1-parent",
-        "gender-2-actor",
-        "gender-3-name",
-        "gender-4-noun",
-        "race-1-pet_phrase",
-        "race-2-holiday",
-        "race-3-name",
-        "race-4-heritage",
-        "ses-1-implicit",
-        "ses-2-explicit",
-        "religion-1-practice",
-        "religion-2-attire",
-        "religion-3-explicit",
-    }
+    # Every category and descriptor type of the full suite (its labels: the slow test above).
+    assert {c.label for c in suite.cases} == LABELS and all(c.label.startswith(c.category + "-") for c in suite.cases)
     # Both manifests' instructions are the paper's Table 11 prompt, upstream's
     # prompt_evaluate_probs.txt, byte for byte, sent after upstream's system message.
     upstream = (Path(data_dir) / "hbb" / "prompt_evaluate_probs.txt").read_bytes().decode("utf-8")
-    assert suite.manifest.settings["instructions"] == full.manifest.settings["instructions"] == upstream
-    for case in (suite.cases[0], full.cases[-1]):
+    full = load_manifest(SUITES / "hbb-full")
+    assert suite.manifest.settings["instructions"] == full.settings["instructions"] == upstream
+    for case in (suite.cases[0], suite.cases[-1]):
         (system, user) = case.messages
         assert (system.role, system.content) == ("system", "You are a useful assistant.")
         assert user.role == "user" and user.content.startswith(upstream + "\n\nContext: ")

@@ -31,6 +31,8 @@ from biascheck.execution.llm import (
     known_providers,
     validate_model_string,
 )
+from biascheck.execution.readiness import CREDENTIALS as START_UP_CREDENTIALS
+from biascheck.execution.readiness import check_credentials, store_answers_model, unreachable
 from biascheck.execution.runner import NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, RunStatus, execute
 from biascheck.execution.store import ResponseStore
 
@@ -180,6 +182,80 @@ def test_a_run_answered_from_the_store_needs_no_key(no_keys, monkeypatch, tiny_k
     assert first.stats.calls == 8 and again.stats.calls == 0 and again.stats.cache_hits == 8 and again.incomplete is None
 
 
+# --- before collection: what can be told without litellm ---------------------------------------
+
+
+CREDENTIALS_OF_ALL = {name for named, accepted in START_UP_CREDENTIALS.values() for name in (*named, *accepted)}
+
+
+@pytest.mark.parametrize("provider", sorted(START_UP_CREDENTIALS))
+def test_the_start_up_credentials_table_is_litellms(monkeypatch, provider):
+    # The same names missing, the same variables satisfying it, and the same line as check_ready's.
+    litellm = import_litellm()
+    named, accepted = START_UP_CREDENTIALS[provider]
+    for name in CREDENTIALS_OF_ALL:
+        monkeypatch.delenv(name, raising=False)
+    model = f"{provider}/some-model"
+    assert tuple(litellm.validate_environment(model=model)["missing_keys"]) == named
+    with pytest.raises(BiascheckError) as early:
+        check_credentials(ModelConfig(model))
+    with pytest.raises(BiascheckError) as late:
+        check_ready(ModelConfig(model))
+    assert str(early.value) == str(late.value)
+    for name in accepted:
+        monkeypatch.setenv(name, "")  # set, even empty, is set: as litellm counts it
+        assert litellm.validate_environment(model=model)["missing_keys"] == []
+        check_credentials(ModelConfig(model))
+        monkeypatch.delenv(name)
+
+
+def test_the_plugin_names_a_missing_key_before_collecting(no_keys, run_biascheck, tiny_kobbq):
+    run = run_biascheck(tiny_kobbq, "openai/gpt-4o-mini")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert _last_line(run.result.errlines) == (
+        "ERROR: --biascheck-model: openai/gpt-4o-mini needs OPENAI_API_KEY, which is not set; export OPENAI_API_KEY=..."
+    )
+    assert "collected" not in run.output and "Traceback" not in run.output
+
+
+def test_a_plugin_run_answered_from_the_store_needs_no_key(no_keys, monkeypatch, run_biascheck, tiny_kobbq, tmp_path):
+    with loopback_server(lambda handler, n, body: send_json(handler, 200, chat_answer(body))) as (api_base, arrivals):
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
+        first = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", api_base, "-k", "age")
+        monkeypatch.delenv("OPENAI_API_KEY")
+        calls = len(arrivals)
+        again = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", api_base, "-k", "age")
+    assert first.ret == again.ret and calls > 0 and len(arrivals) == calls, again.output
+
+
+def test_whether_a_store_holds_answers_of_a_model(tmp_path):
+    from biascheck.execution.store import StoredResponse
+
+    assert not store_answers_model(tmp_path / "none.sqlite", "openai/x")
+    assert not (tmp_path / "none.sqlite").exists()  # asking creates nothing
+    (tmp_path / "empty.sqlite").write_bytes(b"")
+    assert not store_answers_model(tmp_path / "empty.sqlite", "openai/x")
+    with ResponseStore(tmp_path / "store.sqlite") as store:
+        store.put("0" * 64, "openai/x", {"messages": [], "params": {}, "sample": 0}, StoredResponse("A", "stop", {}, 0.0))
+    assert store_answers_model(tmp_path / "store.sqlite", "openai/x")
+    assert not store_answers_model(tmp_path / "store.sqlite", "openai/y")
+    (tmp_path / "other.sqlite").write_bytes(b"not a database at all, a file of the user's" * 100)
+    assert store_answers_model(tmp_path / "other.sqlite", "openai/x")  # the session says what is wrong with it
+
+
+def test_the_endpoint_probe_tells_refused_and_unknown_hosts_from_listening_ones():
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert unreachable(f"http://127.0.0.1:{port}/v1") is None
+    assert unreachable(f"http://127.0.0.1:{port}/v1") == f"nothing listens on 127.0.0.1:{port}: connection refused"
+    assert unreachable("http://no-such-host.invalid/v1").startswith("no such host 'no-such-host.invalid'")
+    assert unreachable("ftp://127.0.0.1:9/") is None and unreachable("not a url") is None
+
+
 def test_a_judge_without_its_key_stops_the_run_before_the_first_generation(no_keys, run_biascheck, tmp_path, data_dir):
     from conftest import write_subset_suite
 
@@ -305,9 +381,27 @@ def test_nothing_listening_stops_a_run_in_seconds(tmp_path, monkeypatch):
     assert "circuit breaker" in run.stats.incomplete and "object at 0x" not in run.stats.incomplete
 
 
-def test_the_plugin_reports_an_unreachable_endpoint_in_one_line(run_biascheck, tiny_kobbq, monkeypatch):
+def test_the_plugin_refuses_an_endpoint_nothing_listens_on_before_collecting(run_biascheck, tiny_kobbq, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
     run = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", "http://127.0.0.1:9/v1")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert _last_line(run.result.errlines) == (
+        "ERROR: --biascheck-model: cannot reach openai/x's endpoint http://127.0.0.1:9/v1 "
+        "(nothing listens on 127.0.0.1:9: connection refused); start the server, or point --biascheck-api-base at the one that serves it"
+    )
+    assert "Traceback" not in run.output and "collected" not in run.output
+
+
+def test_the_plugin_reports_an_endpoint_that_went_away_in_one_line(run_biascheck, tiny_kobbq, monkeypatch, tmp_path):
+    # A store holding answers of the model may answer the whole run: the start-up probe leaves the
+    # endpoint to the run, whose circuit breaker stops it after the first attempts.
+    from biascheck.execution.store import StoredResponse
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
+    store = tmp_path / "store.sqlite"
+    with ResponseStore(store) as kept:
+        kept.put("0" * 64, "openai/x", {"messages": [], "params": {}, "sample": 0}, StoredResponse("A", "stop", {}, 0.0))
+    run = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", "http://127.0.0.1:9/v1", store_path=store)
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     last = _last_line(run.result.errlines)
     assert last.startswith("ERROR: openai/x: fatal model error: cannot reach http://127.0.0.1:9/v1: ") and "circuit breaker" in last

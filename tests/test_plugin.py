@@ -64,6 +64,68 @@ def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck,
     assert "diff_bias_amb" in failures
 
 
+RECORDER = """
+import json
+
+import pytest
+
+PHASES = {}
+
+
+def pytest_runtest_logreport(report):
+    if "::cases::" in report.nodeid:
+        PHASES.setdefault(report.nodeid, []).append(report.when + " " + report.outcome)
+
+
+def pytest_collection_modifyitems(items):
+    # A marker a conftest puts on a case: pytest's own setup reads it.
+    first = next(item for item in items if "::cases::age::" in item.nodeid)
+    first.add_marker(pytest.mark.skip(reason="skipped by a conftest"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line("PHASES " + json.dumps(sorted(PHASES.values())))
+"""
+
+
+def test_case_items_report_setup_call_and_teardown_and_honour_markers(run_biascheck, tiny_kobbq, tmp_path, pytester):
+    # Case items take a lighter protocol than pytest's (no output capture around phases that do
+    # nothing); every phase is still reported, junitxml still gets each case's status, and a marker
+    # put on a case still applies.
+    pytester.makepyfile(recorder=RECORDER)
+    pytester.syspathinsert()
+    junit = tmp_path / "junit.xml"
+    run = run_biascheck(tiny_kobbq, "sim/stereotyped?p=1", "-p", "recorder", f"--junitxml={junit}", "-k", "age")
+    phases = json.loads(next(line for line in run.output.splitlines() if line.startswith("PHASES "))[len("PHASES ") :])
+    assert phases.count(["setup skipped", "teardown passed"]) == 1 and run.result.parseoutcomes()["skipped"] == 1
+    assert len(phases) == 8 and phases.count(["setup passed", "call passed", "teardown passed"]) == 7, phases
+    tree = ET.parse(junit)
+    statuses = [p.get("value") for tc in tree.iter("testcase") if "cases" in tc.get("classname", "") for p in tc.iter("property")]
+    assert len(statuses) == 7 and set(statuses) <= {"biased", "answered"} and "biased" in statuses
+
+
+def test_the_model_calls_run_with_the_garbage_collector_on_and_nothing_stays_frozen(tiny_kobbq, data_dir, tmp_path):
+    # Collection pauses the cyclic collector and freezes what it made; the calls, made inside
+    # pytest's collection hook, must run with it on (their clients make cyclic garbage: a cold
+    # KoBBQ grew to twice its memory without it), and the session's end unfreezes everything.
+    script = (
+        "import gc, sys, pytest\n"
+        "import biascheck.session as session\n"
+        "real, seen = session.run, []\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.append((gc.isenabled(), gc.get_freeze_count() > 0))\n"
+        "    return real(*args, **kwargs)\n"
+        "session.run = spy\n"
+        f"code = pytest.main(['--biascheck', {str(tiny_kobbq)!r}, '--biascheck-model', 'sim/fair', '-k', 'age', '-q',"
+        f" '--biascheck-data', {str(data_dir)!r}, '--biascheck-cache', {str(tmp_path / 's.sqlite')!r}, '-p', 'no:cacheprovider'])\n"
+        "print('SEEN', seen, 'AFTER', gc.isenabled(), gc.get_freeze_count())\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SEEN [(True, True)] AFTER True 0" in proc.stdout
+
+
 def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_biascheck, small_kobbq, data_dir):
     from biascheck.reporting.results import validate_results
     from biascheck.suite import load_suite
@@ -266,14 +328,20 @@ def test_api_keys_never_reach_store_reports_or_logs(pytester, tiny_kobbq, data_d
     assert secret not in output
 
 
-def test_sigkill_resumes_from_the_store(small_kobbq, data_dir, tmp_path):
+def test_sigkill_resumes_from_the_store(data_dir, tmp_path):
+    # One template per category, two prompts, three orders: enough calls to kill the run mid-flight.
+    suite = write_subset_suite(
+        tmp_path / "kobbq-kill",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "cyclic"',
+        prompts='from_data = "prompts"\nuse = ["1", "3"]',
+    )
     store = tmp_path / "store.sqlite"
     command = [
         sys.executable,
         "-m",
         "pytest",
         "--biascheck",
-        str(small_kobbq),
+        str(suite),
         "--biascheck-model",
         "sim/random?seed=4",
         "--biascheck-data",
@@ -296,13 +364,13 @@ def test_sigkill_resumes_from_the_store(small_kobbq, data_dir, tmp_path):
                 stored = sqlite3.connect(store, timeout=1).execute("select count(*) from responses").fetchone()[0]
             except sqlite3.OperationalError:
                 continue
-            if stored >= 200:
+            if stored >= 100:
                 break
     assert process.poll() is None, "the run ended before it could be killed"
     os.killpg(process.pid, signal.SIGKILL)  # the run and its simulated server, mid-flight
     process.wait()
     kept = sqlite3.connect(store).execute("select count(*) from responses").fetchone()[0]
-    assert kept >= 200
+    assert kept >= 100
 
     report = tmp_path / "report"
     # sim/random fails the thresholds (exit 1); what matters here is what the re-run had to call.

@@ -38,6 +38,14 @@ def test_the_shards_of_a_suite_never_overlap_and_together_cover_it(clusters, cou
     assert str(Shard.parse(f"{count}/{count}")) == f"{count}/{count}"
 
 
+def test_four_shards_of_many_clusters_are_near_even():
+    # Clusters are hashed to shards (sha256): 2,000 template-like names split close to a quarter each.
+    cases = [SimpleNamespace(cluster=f"{category}-{template:03d}") for category in ("age", "religion", "ses", "x") for template in range(500)]
+    sizes = [sum(Shard(k, 4).holds(case) for case in cases) for k in range(1, 5)]
+    assert sum(sizes) == len(cases) and all(0.2 * len(cases) < size < 0.3 * len(cases) for size in sizes), sizes
+
+
+@pytest.mark.slow  # the whole KoBBQ (34,200 cases); the default run checks the same split on synthetic clusters above
 def test_four_shards_of_kobbq_are_near_even(data_dir):
     suite = load_suite(SUITES / "kobbq", data_dir=data_dir)
     sizes = [sum(Shard(k, 4).holds(case) for case in suite.cases) for k in range(1, 5)]

@@ -494,3 +494,42 @@ def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path: Path):
         with pytest.raises(StoreWriteError) as caught, store.exclusive():
             pass
         assert "store.sqlite.lock: cannot create the store's lock file" in one_line(caught.value)
+
+
+_texts = st.text(max_size=20)
+_params = st.dictionaries(
+    st.sampled_from(["temperature", "max_tokens", "seed", "logprobs", "top_logprobs", "echo", "zz"]),
+    st.one_of(st.integers(-3, 2**40), st.floats(allow_nan=False, allow_infinity=False), st.booleans(), _texts),
+    max_size=5,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=_texts,
+    endpoint=_texts,
+    messages=st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"]), "content": _texts}), max_size=3),
+    params=_params,
+    sample=st.integers(0, 10**6),
+    revision=st.none() | _texts,
+)
+def test_request_keys_are_the_hash_of_their_whole_canonical_material(model, endpoint, messages, params, sample, revision):
+    # request_key writes the material up to the sample once for a prompt's k samples; the key must
+    # stay the one every store already holds: sha256 of the canonical JSON of the whole material.
+    from biascheck.config.manifest import canonical_json
+
+    material = {"v": 1, "model": model, "endpoint": endpoint, "messages": messages, "params": params, "sample": sample}
+    if revision is not None:
+        material["revision"] = revision
+    expected = hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
+    assert request_key(model, endpoint, messages, params, sample, revision) == expected
+
+
+def test_a_known_key_is_unchanged():
+    # The key of one request as stores written before key_prefix hold it.
+    assert request_key("sim/fair", "biascheck-sim", [{"role": "user", "content": "질문?"}], {"temperature": 0, "max_tokens": 30}, 3) == (
+        hashlib.sha256(
+            '{"endpoint":"biascheck-sim","messages":[{"content":"질문?","role":"user"}],"model":"sim/fair",'
+            '"params":{"max_tokens":30,"temperature":0},"sample":3,"v":1}'.encode()
+        ).hexdigest()
+    )

@@ -33,6 +33,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from biascheck.benchmarks.languages import LANGUAGES
 
@@ -126,6 +127,12 @@ def _strip(text: str) -> str:
 
 def _option_key(choice: str) -> str:
     return _strip(_fold(choice))
+
+
+@lru_cache(maxsize=4096)
+def _options(choices: tuple[str, ...], letters: tuple[str, ...]) -> _Options:
+    """A case's options as replies are read against them; the cases of one item share them."""
+    return _Options(tuple(_option_key(c) for c in choices), tuple(letter.casefold() for letter in letters))
 
 
 def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
@@ -306,7 +313,7 @@ def parse_answer(text: str | None, choices: Sequence[str], letters: Sequence[str
     """Index of the one option the reply declares, or ``None`` (out of choice). Never raises."""
     if not isinstance(text, str) or not text.strip():
         return None
-    options = _Options(tuple(_option_key(c) for c in choices), tuple(letter.casefold() for letter in letters))
+    options = _options(tuple(choices), tuple(letters))
     lines = _fold_lines(text)
     cut = next((i for i, line in enumerate(lines) if i and _NEW_ITEM.match(line)), len(lines))
     listed = _listed_lines(lines[:cut], options)

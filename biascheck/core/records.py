@@ -9,8 +9,9 @@ independent of pytest, litellm and the store.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 Role = Literal["system", "user", "assistant"]
 T = TypeVar("T")
@@ -23,6 +24,51 @@ class Message:
 
     def to_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
+
+
+class RenderedMessages(Sequence[Message]):
+    """A case's messages, rendered from their parts each time they are read, never kept.
+
+    A suite holds its prompts' parts (a template, an item's context and options: shared by the
+    cases made from them), not one rendered prompt per case: KoBBQ's 34,200 prompts, HBB's
+    77,350. Collecting a suite, or running part of it, renders none or only the selected ones.
+    Reads as the tuple of :class:`Message` it renders (indexing, ``len``, iteration, equality
+    and hash), so code that reads ``case.messages`` cannot tell."""
+
+    __slots__ = ("_parts", "_render")
+
+    def __init__(self, render: Callable[..., tuple[Message, ...]], *parts: Any):
+        self._render = render
+        self._parts = parts
+
+    def rendered(self) -> tuple[Message, ...]:
+        return self._render(*self._parts)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        return self.rendered()[index]
+
+    def __len__(self) -> int:
+        return len(self.rendered())
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.rendered())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RenderedMessages | tuple):
+            return self.rendered() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.rendered())
+
+    def __repr__(self) -> str:
+        return repr(self.rendered())
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +130,8 @@ class Case:
     ``cluster`` is the resampling unit of the bootstrap (the template the item was built from);
     ``label`` is a secondary grouping (KoBBQ's ST/TM/NC annotation; empty when the benchmark has
     none).  ``letters`` are the option labels the prompt shows, in order (e.g. ``A B C`` or
-    ``a b c``), needed to parse answers and by the simulated model to answer.
+    ``a b c``), needed to parse answers and by the simulated model to answer. ``messages`` is a
+    tuple, or (what the benchmarks build) :class:`RenderedMessages`, rendered when read.
     """
 
     case_id: str
@@ -94,7 +141,7 @@ class Case:
     label: str
     prompt_id: str
     order: int
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     choices: tuple[str, ...]
     letters: tuple[str, ...]
     truth: object  # the benchmark's own record of what is right; read it with truth_as

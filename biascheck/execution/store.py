@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
+from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Loglikelihood
 
 STORE_VERSION = "1"  # meta.version: what a key and a row mean; unchanged by added columns
@@ -60,11 +61,25 @@ def request_key(
 ) -> str:
     """``revision``: what the user says is served under ``model`` (--biascheck-model-revision), so a
     model redeployed under the same name is asked again; absent from the key when not given, so
-    the stores of runs without one keep answering."""
-    material = {"v": KEY_VERSION, "model": model, "endpoint": endpoint, "messages": messages, "params": params, "sample": sample}
+    the stores of runs without one keep answering.
+
+    The sha256 of the canonical JSON of ``{"v", "model", "endpoint", "messages", "params", "sample"}``
+    (and ``"revision"``), written as :func:`key_prefix` and :func:`sample_key`: the k samples of one
+    prompt share everything but the sample, which sorts last but for ``v``."""
+    return sample_key(key_prefix(model, endpoint, messages, params, revision), sample)
+
+
+def key_prefix(model: str, endpoint: str, messages: list[dict[str, str]], params: dict[str, Any], revision: str | None = None) -> str:
+    """The canonical JSON of a request's key material up to its sample, without the closing brace."""
+    material: dict[str, Any] = {"model": model, "endpoint": endpoint, "messages": messages, "params": params}
     if revision is not None:
         material["revision"] = revision
-    return sha256_text(canonical_json(material))
+    return canonical_json(material)[:-1]
+
+
+def sample_key(prefix: str, sample: int) -> str:
+    """The key of sample ``sample`` of the request whose :func:`key_prefix` is ``prefix``."""
+    return sha256_text(f'{prefix},"sample":{canonical_json(sample)},"v":{KEY_VERSION}}}')
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,10 +276,16 @@ def _json(value: object) -> Any:
 def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredResponse | None:
     """The row as a StoredResponse, or None when it is damaged. Its equal short values are the
     objects already in ``shared`` (one per read, see shared_values): a full HBB's 773,500 answers
-    repeat a few usages, finish reasons, model names and replies, and held apart they took 800 MB."""
+    repeat a few usages, finish reasons, model names and replies, and held apart they took 800 MB.
+    A usage's text is parsed once per read, its dict shared from there."""
     text, finish, usage, cost, logprobs, truncated, served_model, system_fingerprint, loglikelihood = row
     try:
-        usage = _json(usage)
+        raw_usage = usage
+        usage = shared.get(("usage text", raw_usage)) if isinstance(raw_usage, str) else None
+        if usage is None:
+            usage = _json(raw_usage)
+            if isinstance(usage, dict) and isinstance(raw_usage, str):
+                shared[("usage text", raw_usage)] = usage
         logprobs = None if logprobs is None else _json(logprobs)
         measured = None if loglikelihood is None else _loglikelihood(_json(loglikelihood))
     except (ValueError, TypeError, KeyError):
@@ -459,14 +480,14 @@ class ResponseStore:
         found: dict[str, StoredResponse] = {}
         damaged = 0
         shared: dict[object, Any] = {}
-        for key, *row in self._rows(
-            "key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint, loglikelihood", keys
-        ):
-            response = _response(row, shared)
-            if response is None:
-                damaged += 1
-            else:
-                found[key] = response
+        columns = "key, text, finish_reason, usage, cost_usd, logprobs, truncated, served_model, system_fingerprint, loglikelihood"
+        with collector_paused():  # a full HBB's 773,500 answers: see biascheck.core.garbage
+            for key, *row in self._rows(columns, keys):
+                response = _response(row, shared)
+                if response is None:
+                    damaged += 1
+                else:
+                    found[key] = response
         if damaged:
             warnings.warn(
                 f"{self.path}: {damaged} damaged stored answer{'s' if damaged > 1 else ''} read as missing: asked again and replaced",

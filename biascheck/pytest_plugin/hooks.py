@@ -8,6 +8,7 @@ up front, concurrently; then items read their outcomes and the gated metrics bec
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from biascheck import options
 from biascheck.options import FLAGS, INI_NUMBERS, OPTIONS
 from biascheck.pytest_plugin import items as plugin_items
-from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, session_state
+from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, pause_collector, resume_collector, session_state
 
 __all__ = ["FLAGS", "INI_NUMBERS", "OPTIONS"]  # the option tables, read by the tests of `pytest --help`
 
@@ -31,6 +32,18 @@ def pytest_configure(config: pytest.Config) -> None:
     state = BiascheckState.configure(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
+    config.add_cleanup(gc.unfreeze)  # registered before pytest's own cleanups, so run after them: see state.pause_collector
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """The cyclic garbage collector pauses while items are collected (see state.pause_collector)."""
+    if session_state(session.config) is None or not pause_collector(session.config):
+        return (yield)
+    try:
+        return (yield)
+    finally:
+        resume_collector(session.config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
@@ -45,8 +58,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = plugin_items.keep_shard(config, items, state.run_config.shard)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session_state(session.config)
+    resume_collector(session.config)  # before any call: see state.pause_collector
     if state is None or session.config.option.collectonly:
         return  # --collect-only: no model call, and litellm stays unimported
     state.selected_regressions = plugin_items.selected_metrics(session.items, plugin_items.RegressionItem)
@@ -60,6 +75,14 @@ def pytest_runtestloop(session: pytest.Session):
     keeps "N collected" true and the exit code 0 (1 after a collection error, as for any run)."""
     state = session_state(session.config)
     return True if state is not None and state.dry_run else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if isinstance(item, plugin_items.CaseItem) and plugin_items.light_protocol(item):
+        plugin_items.run_case(item, nextitem)
+        return True
+    return None
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):

@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from biascheck.core.errors import BiascheckError
-from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, missing_data_summary
 
 STATUS_PROPERTY = "biascheck_status"
+# The line every item reports (reportinfo): an item has no line of its own in suite.toml, and pytest
+# needs a number to report a skip that a marker asked for (a conftest's pytest.mark.skip).
+MANIFEST_LINE = 0
 
 
 class BiascheckFailure(Exception):
@@ -74,6 +76,13 @@ class CategoryCollector(pytest.Collector):
     def __init__(self, *, items: list[tuple[str, tuple[str, ...]]], **kwargs):
         super().__init__(**kwargs)
         self.items = items
+        self._report_keywords: dict[str, int] | None = None
+
+    def report_keywords(self) -> dict[str, int]:
+        """The keywords its cases' reports carry from it and above (the same for every case)."""
+        if self._report_keywords is None:
+            self._report_keywords = dict.fromkeys(self.keywords, 1)
+        return self._report_keywords
 
     def collect(self):
         suite = self.parent.parent.suite
@@ -82,9 +91,20 @@ class CategoryCollector(pytest.Collector):
             yield MissingDataItem.from_parent(self, name="missing-data", reason=reason)
             return
         for name, case_ids in self.items:
-            # The node id is given as text so that pytest parses "[p1-o0]" as parameters, exactly as
-            # it parses ids read back from its cache: otherwise --lf cannot find failed cases.
-            yield CaseItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}", case_ids=case_ids)
+            yield CaseItem.from_parent(self, name=name, nodeid=self._case_nodeid(name), case_ids=case_ids)
+
+    def _case_nodeid(self, name: str):
+        """A case's node id, its "[p1-o0]" as parameters, exactly as pytest parses the ids it reads
+        back from its cache (otherwise --lf cannot find failed cases). Built from this collector's
+        id where pytest has structured ids (9.x), so 100,000 cases share its parts rather than
+        each parse a copy; given as text to older pytest; left to pytest for a name without one."""
+        base, bracket, params = name.partition("[")
+        if not bracket:
+            return None
+        structured = getattr(self, "id", None)
+        if hasattr(structured, "with_params"):
+            return structured.child(base).with_params(params.removesuffix("]"))
+        return f"{self.nodeid}::{name}"
 
 
 class CaseItem(OneLineFailures, pytest.Item):
@@ -109,7 +129,7 @@ class CaseItem(OneLineFailures, pytest.Item):
             raise BiascheckFailure(f"model call failed: {error}")
 
     def reportinfo(self):
-        return self.path, None, f"{self.parent.name}::{self.name}"
+        return self.path, MANIFEST_LINE, f"{self.parent.name}::{self.name}"
 
 
 class MissingDataItem(OneLineFailures, pytest.Item):
@@ -127,7 +147,7 @@ class MissingDataItem(OneLineFailures, pytest.Item):
         raise BiascheckFailure(f"no data for category {self.parent.name}: {self.reason}; {MISSING_DATA_FIX}")
 
     def reportinfo(self):
-        return self.path, None, f"{self.parent.name}::missing-data"
+        return self.path, MANIFEST_LINE, f"{self.parent.name}::missing-data"
 
 
 class MetricsCollector(pytest.Collector):
@@ -170,7 +190,7 @@ class MetricItem(ScopedItem):
             self.user_properties.append((STATUS_PROPERTY, verdict.status))
 
     def reportinfo(self):
-        return self.path, None, f"{self.scope}::{self.name}"
+        return self.path, MANIFEST_LINE, f"{self.scope}::{self.name}"
 
 
 class RegressionCollector(pytest.Collector):
@@ -198,6 +218,8 @@ class RegressionItem(ScopedItem):
             pytest.skip(f"no selected cases in {self.scope}")
         self.user_properties.append(("biascheck_regression", check["explanation"]))
         verdict = check["verdict"]
+        from biascheck.evaluation.regression import on_inconclusive_of  # numpy and the statistics: only when comparing
+
         strict = on_inconclusive_of(state.comparisons[self.suite_file.suite.name]) == "fail"
         if verdict == "regressed" or (strict and verdict in ("inconclusive", "not compared")):
             raise BiascheckFailure(check["explanation"])
@@ -207,7 +229,7 @@ class RegressionItem(ScopedItem):
             self.user_properties.append((STATUS_PROPERTY, verdict))
 
     def reportinfo(self):
-        return self.path, None, f"regression::{self.scope}::{self.name}"
+        return self.path, MANIFEST_LINE, f"regression::{self.scope}::{self.name}"
 
 
 class RunCompleteItem(OneLineFailures, pytest.Item):
@@ -233,7 +255,54 @@ class RunCompleteItem(OneLineFailures, pytest.Item):
             raise BiascheckFailure(f"the run is incomplete: {errors} case(s) errored after retries (see the case items and error_ratio)")
 
     def reportinfo(self):
-        return self.path, None, "run-complete"
+        return self.path, MANIFEST_LINE, "run-complete"
+
+
+# Options under which every item takes pytest's full protocol: a debugger, the fixture display.
+_FULL_PROTOCOL_OPTIONS = ("usepdb", "trace", "setupshow", "setuponly", "setupplan")
+
+
+def light_protocol(item: pytest.Item) -> bool:
+    """Whether a case item may take :func:`run_case`: unless an option wants pytest's own protocol,
+    or a marker was put on it or above it (a skip or xfail added by a conftest: pytest's setup reads them)."""
+    return not any(getattr(item.config.option, name, False) for name in _FULL_PROTOCOL_OPTIONS) and next(item.iter_markers(), None) is None
+
+
+def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
+    """pytest's run-test protocol for a case item, less what a case has no use for. A case has no
+    fixtures and neither prints nor logs (it reads an outcome made before any item ran), so its
+    setup and teardown only keep pytest's setup state, without the hooks that capture output and
+    logs around each phase; those cost KoBBQ's 34,200 cases some ten seconds. Every phase is
+    reported through pytest_runtest_logreport as always (the terminal, --lf, junitxml, xdist); a
+    phase that fails or skips gets its report from pytest_runtest_makereport, and so from every
+    plugin's, and one that passes is written as pytest writes it (no output was captured)."""
+    from _pytest.outcomes import Exit
+
+    ihook = item.ihook
+    nodeid, location = item.nodeid, item.location
+    ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    keywords = {item.name: 1, **item.parent.report_keywords()}  # what dict.fromkeys(item.keywords, 1) gives, unmarked
+    report_id = getattr(item, "id", nodeid)  # pytest 9's structured id, which reports would parse from the text
+    setup_state = item.session._setupstate
+    reraise = (Exit, KeyboardInterrupt)
+
+    def phase(when, func) -> pytest.TestReport:
+        call = pytest.CallInfo.from_call(func, when=when, reraise=reraise)
+        if call.excinfo is None:
+            report = pytest.TestReport(
+                report_id, location, keywords, "passed", None, when, (), call.duration, call.start, call.stop, item.user_properties
+            )
+        else:
+            report = ihook.pytest_runtest_makereport(item=item, call=call)
+        ihook.pytest_runtest_logreport(report=report)
+        return report
+
+    if phase("setup", lambda: setup_state.setup(item)).passed:
+        phase("call", item.runtest)
+    if item.session.shouldfail or item.session.shouldstop:
+        nextitem = None
+    phase("teardown", lambda: setup_state.teardown_exact(nextitem))
+    ihook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
 def packaged_nodeid(file_path: Path, config: pytest.Config) -> str | None:
@@ -267,15 +336,19 @@ def selection(items: list[pytest.Item]) -> list[tuple[SuiteFile, list]]:
     metric or regression item. A metric is always measured on its whole scope, so a selection
     such as ``--lf`` (failed cases + failed metrics) cannot turn a red gate green."""
     chosen: dict[SuiteFile, set[str]] = {}
+    scopes: dict[SuiteFile, set[str]] = {}
     for item in items:
         if isinstance(item, CaseItem):
             chosen.setdefault(item.suite_file, set()).update(item.case_ids)
         elif isinstance(item, ScopedItem):
-            scope = item.scope
-            chosen.setdefault(item.suite_file, set()).update(
-                c.case_id for c in item.suite_file.suite.cases if scope == OVERALL or c.category == scope
-            )
-    return [(suite_file, [c for c in suite_file.suite.cases if c.case_id in picked]) for suite_file, picked in chosen.items()]
+            chosen.setdefault(item.suite_file, set())
+            scopes.setdefault(item.suite_file, set()).add(item.scope)
+    selected = []
+    for suite_file, picked in chosen.items():
+        wanted = scopes.get(suite_file, set())
+        every = OVERALL in wanted
+        selected.append((suite_file, [c for c in suite_file.suite.cases if every or c.category in wanted or c.case_id in picked]))
+    return selected
 
 
 def selected_metrics(items: list[pytest.Item], kind: type[ScopedItem] | None = None) -> dict[str, set[tuple[str, str]]]:

@@ -5,6 +5,7 @@ comparisons with the baselines, the reports and baselines written at the end. Th
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,6 @@ import pytest
 
 from biascheck import options
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.runner import RunInterrupted, RunStatus
 from biascheck.options import BaselineOptions
 
 if TYPE_CHECKING:
@@ -53,6 +53,11 @@ class BiascheckState:
             dry_run = options.check_dry_run(config)
             report_dir = options.report_dir(config)
             baseline = options.baseline_options(config)
+            if not (dry_run or config.option.collectonly or hasattr(config, "workerinput")):
+                # Before collection: a run that cannot make its calls says so now, whatever the suite size.
+                from biascheck.session import check_before_collection
+
+                check_before_collection(run_config)
             if run_config.shard and baseline.update:
                 raise BiascheckError(
                     "--biascheck-update-baseline",
@@ -193,7 +198,7 @@ class BiascheckState:
         from rich.markup import escape
 
         from biascheck import session as biassession
-        from biascheck.execution.runner import RichProgress
+        from biascheck.execution.runner import RichProgress, RunInterrupted, RunStatus
         from biascheck.reporting.results import build_results
 
         capture = session.config.pluginmanager.getplugin("capturemanager")
@@ -435,6 +440,34 @@ class BiascheckState:
 
 
 STATE_KEY: pytest.StashKey[BiascheckState] = pytest.StashKey()
+# Set while collection runs with the cyclic garbage collector paused.
+COLLECTOR_PAUSED: pytest.StashKey[bool] = pytest.StashKey()
+
+
+def pause_collector(config: pytest.Config) -> bool:
+    """Collecting a suite makes hundreds of thousands of objects that all live to the end of the
+    session (cases, items), which Python's cyclic garbage collector would traverse again and
+    again while they are made (a quarter of collecting hbb-full) and after, through the run. It
+    pauses while items are collected (pytest_collection); :func:`resume_collector` freezes what
+    collection made out of its sight and resumes it before the model calls, which
+    pytest_collection_finish makes inside pytest_collection (their clients make cyclic garbage).
+    What is frozen goes back in its sight at the session's very end (a cleanup registered by
+    pytest_configure, so run after pytest's own: its unraisable-exception check collects garbage
+    twice, which would otherwise traverse everything). Reference counting frees what is dropped
+    meanwhile. False, and nothing done, when the collector was off already."""
+    if not gc.isenabled():
+        return False
+    gc.disable()
+    config.stash[COLLECTOR_PAUSED] = True
+    return True
+
+
+def resume_collector(config: pytest.Config) -> None:
+    """See :func:`pause_collector`; nothing when it is not paused."""
+    if config.stash.get(COLLECTOR_PAUSED, False):
+        config.stash[COLLECTOR_PAUSED] = False
+        gc.freeze()
+        gc.enable()
 
 
 def session_state(config: pytest.Config) -> BiascheckState | None:

@@ -5,18 +5,39 @@ prompt as a persona would (:mod:`.personas`), optionally failing on purpose (:mo
 a benchmark run against it has exactly computable expected metrics.
 """
 
-from biascheck.sim.knowledge import SimKnowledge, message_key
-from biascheck.sim.personas import (
-    PERSONA_NAMES,
-    Persona,
-    choose_answer,
-    expected_answer_distribution,
-    parse_persona,
-    render_reply,
-)
-from biascheck.sim.process import SimProcess, spawn_sim_server
-from biascheck.sim.server import SimApp, SimServer
-from biascheck.sim.stories import expected_pair_distribution, judge_answer, write_continuation
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Where each name lives, imported on first use: ``biascheck.sim.provider`` checks a sim/ model
+# string at start-up through ``biascheck.sim.personas``, which must not load the server, the
+# knowledge (every benchmark's loaders) and the stories with it.
+_HOMES = {
+    "SimKnowledge": "knowledge",
+    "message_key": "messages",
+    "PERSONA_NAMES": "personas",
+    "Persona": "personas",
+    "choose_answer": "personas",
+    "expected_answer_distribution": "personas",
+    "parse_persona": "personas",
+    "render_reply": "personas",
+    "SimProcess": "process",
+    "spawn_sim_server": "process",
+    "SimApp": "server",
+    "SimServer": "server",
+    "expected_pair_distribution": "stories",
+    "judge_answer": "stories",
+    "write_continuation": "stories",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "PERSONA_NAMES",

@@ -25,12 +25,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from biascheck.benchmarks.base import ReportLayout, schema_fragment
 from biascheck.benchmarks.hbb.data import (
+    FilledQuestion,
     build,
     load_descriptors,
     load_questions,
@@ -42,7 +43,7 @@ from biascheck.benchmarks.hbb.data import (
 from biascheck.benchmarks.hbb.metrics import COUNT_FIELDS, HBB_METRICS, aggregate_hbb, instance_scores, instance_vectors
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import Case, HBBTruth, Message, Outcome, Response
+from biascheck.core.records import Case, HBBTruth, Message, Outcome, RenderedMessages, Response, Role
 
 ESTIMATORS = ("sampling", "logprob")
 NO_LOGPROBS = "the provider returned no log-probabilities, so P(a) was estimated by sampling instead"
@@ -124,6 +125,10 @@ def p_a_from_logprobs(logprobs: Mapping[str, float], min_mass: float) -> float |
 SETTINGS_DEFAULTS: dict[str, Any] = {"estimator": "sampling", "samples": 10, "top_logprobs": 5, "flag_threshold": 20.0, "questions": None, "seed": 0}
 
 
+def _messages(instructions: str, question: FilledQuestion) -> tuple[Message, ...]:
+    return tuple(Message(cast(Role, role), content) for role, content in render_messages(instructions, question))
+
+
 def hbb_settings(manifest: SuiteManifest) -> dict[str, Any]:
     """The suite's [hbb] table with its defaults."""
     return {**SETTINGS_DEFAULTS, **(manifest.settings or {})}
@@ -178,7 +183,7 @@ class HBBBenchmark:
         descriptors = load_descriptors(files["descriptors"].local)
         settings = hbb_settings(manifest)
         subset = stratified_subset(questions, settings["questions"], settings["seed"]) if settings["questions"] else None
-        filled, _ = build(questions, descriptors, question_ids=subset)
+        filled, _ = build(questions, descriptors, question_ids=subset, instances=False)
         if manifest.categories:
             known = sorted({q.category for q in filled})
             unknown = sorted(set(manifest.categories) - set(known))
@@ -188,7 +193,9 @@ class HBBBenchmark:
         identity_rank: dict[tuple[str, str], int] = {}
         cases = []
         for question in filled:
-            rank = identity_rank.setdefault((question.category, question.identity), len([k for k in identity_rank if k[0] == question.category]))
+            rank = identity_rank.get((question.category, question.identity))
+            if rank is None:  # its identity's place among the category's, in the data's order
+                rank = identity_rank[question.category, question.identity] = sum(1 for k in identity_rank if k[0] == question.category)
             cases.append(
                 Case(
                     case_id=question.key,
@@ -199,7 +206,7 @@ class HBBBenchmark:
                     label=f"{question.category}-{question.descriptor_type}",
                     prompt_id=PROMPT_ID,
                     order=rank,
-                    messages=tuple(Message(role, content) for role, content in render_messages(settings["instructions"], question)),
+                    messages=RenderedMessages(_messages, settings["instructions"], question),
                     choices=(question.option_a, question.option_b),
                     letters=("a", "b"),
                     truth=HBBTruth(question.question_id, question.descriptor_type, question.identity),

@@ -418,10 +418,13 @@ def _descriptor_table(descriptors: dict) -> dict[tuple[str, int, int], list[tupl
     return table
 
 
-def build(questions: Iterable[dict], descriptors: dict, *, question_ids: set[str] | None = None) -> tuple[list[FilledQuestion], list[Instance]]:
+def build(
+    questions: Iterable[dict], descriptors: dict, *, question_ids: set[str] | None = None, instances: bool = True
+) -> tuple[list[FilledQuestion], list[Instance]]:
     """All filled questions and instances, in category, descriptor type, question, pair order.
 
-    ``question_ids`` restricts both to those questions (e.g. a :func:`stratified_subset`)."""
+    ``question_ids`` restricts both to those questions (e.g. a :func:`stratified_subset`);
+    ``instances=False`` builds the filled questions alone (the suite pairs its cases itself)."""
     check_descriptors(descriptors)
     questions = list(questions)
     if question_ids is not None:
@@ -446,7 +449,7 @@ def build(questions: Iterable[dict], descriptors: dict, *, question_ids: set[str
         prepared.append((q["question_id"], q["concept_a"], q["concept_b"], _Template(q["context"]), fill_options, q["number"] % n_names))
 
     filled: list[FilledQuestion] = []
-    instances: list[Instance] = []
+    paired: list[Instance] = []
     for category, (_, identities, types) in CATEGORIES.items():
         pairs = list(combinations(identities, 2))
         for type_index, descriptor_type in enumerate(types):
@@ -459,8 +462,8 @@ def build(questions: Iterable[dict], descriptors: dict, *, question_ids: set[str
                         FilledQuestion(qid, category, descriptor_type, identity, context.fill_descriptor(text, forms), a, b, concept_a, concept_b)
                     )
                     keys[identity] = f"{prefix}{identity}-{qid}"
-                for one, two in pairs:
-                    instances.append(
+                for one, two in pairs if instances else ():
+                    paired.append(
                         Instance(
                             f"{category}::{descriptor_type}::{one}-vs-{two}::{qid}",
                             category,
@@ -472,7 +475,7 @@ def build(questions: Iterable[dict], descriptors: dict, *, question_ids: set[str
                             keys[two],
                         )
                     )
-    return filled, instances
+    return filled, paired
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from biascheck.benchmarks.qa.metrics import QA_METRICS as METRIC_DEFS
 from biascheck.config.manifest import SuiteManifest
 from biascheck.config.sources import Resolved
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import Case, Message, Outcome, QATruth, Response
+from biascheck.core.records import Case, Message, Outcome, QATruth, RenderedMessages, Response
 from biascheck.metrics.core import MetricDef
 
 N_CHOICES = 3
@@ -77,9 +77,19 @@ def choice_orders(mode: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple((k - j) % N_CHOICES for j in range(N_CHOICES)) for k in range(N_CHOICES))
 
 
+def _user_message(prompt: QAPrompt, context: str, question: str, choices: Sequence[str]) -> tuple[Message, ...]:
+    return (Message("user", render(prompt, context, question, choices)),)
+
+
 def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Sequence[tuple[int, ...]], language: str = "") -> list[Case]:
+    """Every item in every prompt and choice order. A case's prompt is rendered when it is read
+    (:class:`~biascheck.core.records.RenderedMessages`); its truth is one of a few equal records,
+    shared."""
     cases: list[Case] = []
     single_order = len(orders) == 1
+    positions = [{src: pos for pos, src in enumerate(order)} for order in orders]
+    truths: dict[tuple, QATruth] = {}
+    suffixes = {(prompt.id, k): f"p{prompt.id}" if single_order else f"p{prompt.id}-o{k}" for prompt in prompts for k in range(len(orders))}
     for item in items:
         for prompt in prompts:
             source = list(item.choices)
@@ -87,27 +97,23 @@ def build_cases(items: Iterable[QAItem], prompts: Sequence[QAPrompt], orders: Se
                 source[item.unknown] = prompt.unknown
             for k, order in enumerate(orders):
                 shown = tuple(source[i] for i in order)
-                position = {src: pos for pos, src in enumerate(order)}
+                position = positions[k]
                 biased = position[item.biased]
                 unknown = position[item.unknown]
-                truth = QATruth(
-                    context=item.context_kind,
-                    unknown=unknown,
-                    biased=biased,
-                    counter=3 - unknown - biased,
-                    correct=position[item.correct],
-                )
-                suffix = f"p{prompt.id}" if single_order else f"p{prompt.id}-o{k}"
+                fields = (item.context_kind, unknown, biased, 3 - unknown - biased, position[item.correct])
+                truth = truths.get(fields)
+                if truth is None:
+                    truth = truths[fields] = QATruth(*fields)
                 cases.append(
                     Case(
-                        case_id=f"{item.sample_id}[{suffix}]",
+                        case_id=f"{item.sample_id}[{suffixes[prompt.id, k]}]",
                         sample_id=item.sample_id,
                         category=item.category,
                         cluster=item.cluster,
                         label=item.label,
                         prompt_id=prompt.id,
                         order=k,
-                        messages=(Message("user", render(prompt, item.context, item.question, shown)),),
+                        messages=RenderedMessages(_user_message, prompt, item.context, item.question, shown),
                         choices=shown,
                         letters=prompt.letters,
                         truth=truth,
