@@ -70,7 +70,7 @@ KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completi
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during a run's calls, with what the store kept: the answers made so far are committed
-    one by one as they arrive, so the same run started again asks only for the rest."""
+    as they arrive, so the same run started again asks only for the rest."""
 
     def __init__(self, store: object, kept: int, requests: int):
         super().__init__(
@@ -473,6 +473,7 @@ class Executor:
         self.rng = random.Random(0)
         self.turn: asyncio.Condition | None = None  # made inside the event loop that runs the calls
         self.done = 0
+        self._unwritten: _Rows | None = None  # see keep
 
     def answer_without_calling(self, requests: Sequence[ModelRequest], shared_errors: dict[str, str], offline: str | None) -> list[ModelRequest]:
         """Answers from the store and from other workers' errors; what is left to call (nothing offline)."""
@@ -521,6 +522,7 @@ class Executor:
                 finally:
                     await client.aclose()
         finally:
+            self._write()  # answers whose workers were cancelled (Ctrl-C) before their rows were written
             self.progress.stop(self.stats)
 
     def finish(self) -> Execution:
@@ -608,19 +610,59 @@ class Executor:
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
             await self.returned()  # after the price is counted: the budget's estimate needs it
-            return self.keep(request, params, completion)
+            return await self.keep(request, params, completion)
 
-    def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
-        """Store a completion as it arrives; the response the run reads is the stored one."""
+    async def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
+        """Store a completion as it arrives; the response the run reads is the stored one.
+
+        The answers that arrive in one turn of the event loop are committed together, in one
+        transaction, before any of their workers goes on (a commit per answer cost more CPU than
+        the rest of a call): an answer is returned only once it is stored, and a kill loses at most
+        the answers of the turn in progress, as it loses the calls in flight."""
         stored = to_store(completion)
         left_out = {k: self.dropped[k] for k in request.params if k not in params}
-        try:
-            self.store.put(request.key, self.model_name, store_request(request, left_out), stored)
-        except StoreWriteError as exc:
+        loop = asyncio.get_running_loop()
+        rows = self._unwritten
+        if rows is None:
+            rows = self._unwritten = _Rows([], [], {})
+            loop.call_soon(self._write)
+        rows.rows.append((request.key, self.model_name, store_request(request, left_out), stored))
+        written = loop.create_future()
+        rows.written.append(written)
+        await written
+        error = rows.failed.get(request.key)
+        if error is not None:
             # What is stored stays; this answer is asked again when the run resumes.
-            self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
-            return Response(text=None, error=str(exc))
+            self.stats.stop(RunStatus.STORE_FAILURE, error)
+            return Response(text=None, error=error)
         return from_store(stored)
+
+    def _write(self) -> None:
+        """Commit the answers kept since the last commit: in one transaction, or, when that fails
+        (a full disk), one by one, so that what fits is kept and each answer that is not says why."""
+        rows, self._unwritten = self._unwritten, None
+        if rows is None:
+            return
+        try:
+            self.store.put_many(rows.rows)
+        except StoreWriteError:
+            for row in rows.rows:
+                try:
+                    self.store.put(*row)
+                except StoreWriteError as exc:
+                    rows.failed[row[0]] = str(exc)
+        for written in rows.written:
+            if not written.done():  # (a worker cancelled meanwhile: Ctrl-C)
+                written.set_result(None)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Answers kept in one turn of the event loop, and when they are written (see Executor.keep)."""
+
+    rows: list[tuple[str, str, dict[str, Any], StoredResponse]]
+    written: list[asyncio.Future[None]]  # one per worker waiting for its row
+    failed: dict[str, str]  # key -> why its row could not be written
 
 
 def _note_params(run: Execution, requests: Sequence[ModelRequest], dropped: dict[str, str], model_name: str) -> None:

@@ -1,4 +1,5 @@
-"""The response store: SQLite in WAL mode, one row per request, committed as each answer arrives.
+"""The response store: SQLite in WAL mode, one row per request, committed as each answer arrives
+(the runner commits the answers that arrive in one turn of its event loop in one transaction).
 
 The key is the sha256 of the canonical JSON of everything that determines an answer (model,
 endpoint, messages, sampling parameters, sample index), so a warm store answers a re-run without a
