@@ -250,3 +250,18 @@ def test_an_answer_is_stored_before_the_run_counts_it(tmp_path):
     execution = run(client, requests_for(*(f"q{i}" for i in range(40))), store_path, concurrency=8, progress=Watching())
     assert execution.stats.calls == 40 and len(seen) == 40
     assert all(stored >= done for done, stored in seen), seen
+
+
+def test_what_the_process_held_is_frozen_out_of_the_collector_only_while_the_calls_run(tmp_path):
+    import gc
+
+    frozen_during: list[bool] = []
+
+    class Looking(ScriptedClient):
+        async def complete(self, messages, params, sample=0):
+            frozen_during.append(gc.get_freeze_count() > 0)
+            return await super().complete(messages, params, sample)
+
+    execution = run(Looking(), requests_for("q1", "q2"), tmp_path / "s.sqlite")
+    assert execution.stats.calls == 2 and frozen_during == [True, True]
+    assert gc.get_freeze_count() == 0
