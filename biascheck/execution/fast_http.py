@@ -32,7 +32,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # The --biascheck-http-client choices: ``fast`` where it applies (litellm elsewhere), or litellm always.
 HTTP_CLIENTS = ("fast", "litellm")
@@ -67,8 +67,7 @@ def fast_path_applies(model: str, api_base: str | None, http_client: str) -> boo
     return http_client == "fast" and api_base is not None and model.split("/", 1)[0] in FAST_PROVIDERS and "/" in model
 
 
-@dataclass(frozen=True, slots=True)
-class Plain:
+class Plain(NamedTuple):
     """The fields of a plain reply, as litellm's objects would give them."""
 
     text: str | None
@@ -79,12 +78,10 @@ class Plain:
     system_fingerprint: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Reply:
+class _Reply(NamedTuple):
     status: int
-    headers: list[tuple[str, str]]
+    headers: Any  # (name, value) pairs: aiohttp's CIMultiDictProxy, or a list
     body: bytes
-    content_type: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +153,8 @@ class FastPath:
 
     async def chat(self, messages: list[dict[str, str]], kwargs: dict[str, Any], call: LitellmCall) -> Any:
         """A chat completion: :class:`Plain`, or what litellm returned for it (or raised)."""
-        if self.keys[CHAT] is None or not _plain_messages(messages):
+        roles = _roles(messages)
+        if self.keys[CHAT] is None or roles is None:
             return await self._litellm(call)
         payload: dict[str, Any]
         if "extra_body" in kwargs:  # the simulator's sample index: litellm sends it in the body
@@ -166,8 +164,7 @@ class FastPath:
             payload = {"model": self.name, "messages": messages, **{k: v for k, v in kwargs.items() if k != "extra_body"}, **extra}
         else:
             payload = {"model": self.name, "messages": messages, **kwargs}
-        signature = ("chat", _signature(kwargs), tuple(m["role"] for m in messages), any(not m["content"] for m in messages))
-        return await self._send(CHAT, payload, signature, call, _plain_chat)
+        return await self._send(CHAT, payload, (CHAT, _signature(kwargs), roles), call, _plain_chat)
 
     async def completion(self, prompt: str, kwargs: dict[str, Any], call: LitellmCall) -> Any:
         """A completions request with ``echo`` (a log-likelihood): :class:`Plain` (its logprobs
@@ -175,8 +172,7 @@ class FastPath:
         if not prompt:
             return await self._litellm(call)
         payload = {"model": self.name, "prompt": prompt, "echo": True, **kwargs}
-        signature = ("completions", _signature(kwargs))
-        return await self._send(COMPLETIONS, payload, signature, call, _plain_text)
+        return await self._send(COMPLETIONS, payload, (COMPLETIONS, _signature(kwargs)), call, _plain_text)
 
     async def _send(self, path: str, payload: dict[str, Any], signature: tuple, call: LitellmCall, read: Callable[[Any], Plain | None]) -> Any:
         route = self._routes.get(signature, _MISSING)
@@ -191,7 +187,7 @@ class FastPath:
             return await self._litellm(call)
         assert isinstance(route, _Route)
         try:
-            reply = await self._post(path, json.dumps(payload, ensure_ascii=False).encode())
+            reply = await self._post(path, _dumps(payload).encode())
         except _Unsent:
             return await self._litellm(call)
         except _Broken as exc:
@@ -199,7 +195,7 @@ class FastPath:
             return await self._through_litellm(call, path, exc.error)
         if 300 <= reply.status < 400:  # litellm's clients follow a redirect: let litellm ask again
             return await self._litellm(call)
-        if reply.status == 200 and _is_json(reply.content_type):
+        if reply.status == 200 and _is_json(reply.headers.get("Content-Type")):
             try:
                 document = json.loads(reply.body)
             except (ValueError, RecursionError):
@@ -221,7 +217,7 @@ class FastPath:
         litellm sends exactly ``payload`` to ``path``, else None (litellm sends this kind)."""
         sent: list[Any] = []
         canned = _canned_chat() if path == CHAT else _canned_text()
-        reply = _Reply(200, [("content-type", "application/json")], json.dumps(canned).encode(), "application/json")
+        reply = _Reply(200, {"content-type": "application/json"}, json.dumps(canned).encode())
         try:
             response = await self._through_litellm(call, path, reply, sent)
         except Exception:  # litellm refuses the request (an unsupported parameter): it says so itself
@@ -255,7 +251,7 @@ class FastPath:
                 self.base + path, data=data, headers=self._headers[path], allow_redirects=False, proxy=self._proxy
             ) as response:
                 body = await response.read()
-                return _Reply(response.status, list(response.headers.items()), body, response.content_type)
+                return _Reply(response.status, response.headers, body)
         except aiohttp.ClientConnectorError as exc:
             raise _Unsent() from exc
         except aiohttp.ServerDisconnectedError:
@@ -281,7 +277,7 @@ class FastPath:
                 if isinstance(reply, Exception):
                     raise reply
                 # The body is decoded already (aiohttp undid any content-encoding).
-                headers = [(k, v) for k, v in reply.headers if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+                headers = [(k, v) for k, v in reply.headers.items() if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
                 return httpx.Response(reply.status, headers=headers, content=reply.body, request=request)
 
         client: Any
@@ -309,21 +305,41 @@ _MISSING = object()
 
 
 def _signature(kwargs: dict[str, Any]) -> tuple:
-    """What decides how litellm shapes a request's parameters: their names and values, but only
-    the type of the seed (each request's own) and the keys of the simulator's extra body."""
+    """What decides how litellm shapes a request's parameters: their names and values (0, 0.0 and
+    False told apart), but only the type of the seed (each request's own) and the keys of the
+    simulator's extra body."""
     parts: list[Any] = []
     for name, value in kwargs.items():
+        kind = type(value)
         if name == "seed":
-            parts.append((name, type(value).__name__))
-        elif name == "extra_body" and isinstance(value, dict):
-            parts.append((name, tuple(value)))
+            parts.append((name, kind))
+        elif name == "extra_body" and kind is dict:
+            parts.append((name, kind, tuple(value)))
+        elif kind in _SCALARS:
+            parts.append((name, kind, value))
         else:
-            parts.append((name, repr(value)))
+            parts.append((name, kind, repr(value)))
     return tuple(parts)
 
 
-def _plain_messages(messages: list[dict[str, str]]) -> bool:
-    return all(type(m) is dict and len(m) == 2 and type(m.get("role")) is str and type(m.get("content")) is str for m in messages)
+_SCALARS = (int, float, str, bool, type(None))
+# A request body's serialisation (UTF-8 kept: a third of the bytes of escaped Korean), its encoder
+# made once rather than by json.dumps for every request.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _roles(messages: list[dict[str, str]]) -> tuple[str, ...] | None:
+    """The roles of messages that are all {role, content} strings (an empty content marked, as
+    litellm could treat it otherwise), else None: litellm sends anything else."""
+    roles = []
+    for message in messages:
+        if type(message) is not dict or len(message) != 2:
+            return None
+        role, content = message.get("role"), message.get("content")
+        if type(role) is not str or type(content) is not str:
+            return None
+        roles.append(role if content else role + " (empty)")
+    return tuple(roles)
 
 
 def _env_proxy(url: str) -> str | None:
@@ -339,8 +355,9 @@ def _env_proxy(url: str) -> str | None:
     return proxy
 
 
-def _is_json(content_type: str) -> bool:
-    return content_type == "application/json"
+def _is_json(content_type: str | None) -> bool:
+    """A JSON body by its Content-Type, parameters (a charset) aside."""
+    return content_type is not None and content_type.partition(";")[0].strip().lower() == "application/json"
 
 
 def _httpx_error(name: str, message: str) -> Exception:
@@ -350,7 +367,7 @@ def _httpx_error(name: str, message: str) -> Exception:
 
 
 def _with_served(plain: Plain, served: str) -> Plain:
-    return Plain(plain.text, plain.finish_reason, plain.usage, plain.logprobs, served, plain.system_fingerprint)
+    return plain._replace(served_model=served)
 
 
 def _count(value: Any) -> bool:
@@ -362,33 +379,30 @@ def _number(value: Any) -> bool:
 
 
 def _plain_usage(usage: Any) -> dict[str, int] | None:
+    """The three counts of a usage litellm reads as they are (no details it would fold in)."""
     if type(usage) is not dict:
         return None
-    for key, value in usage.items():
-        if key in _USAGE:
-            if not _count(value):
-                return None
-        elif key not in _USAGE_DETAILS or value is not None:
-            return None
-    if len(usage) < 3 or not all(key in usage for key in _USAGE):
+    prompt, completion, total = usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens")
+    if type(prompt) is not int or type(completion) is not int or type(total) is not int or prompt < 0 or completion < 0 or total < 0:
         return None
-    return {key: usage[key] for key in _USAGE}
+    if len(usage) > 3 and any(key not in _USAGE_DETAILS or usage[key] is not None for key in usage if key not in _USAGE):
+        return None
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
 def _plain_common(document: dict, top: frozenset[str]) -> tuple[dict, dict[str, int], str] | None:
     """(the one choice, the usage, the served model) of a reply in the usual shape, else None."""
-    if not document.keys() <= top:
-        return None
     choices, model = document.get("choices"), document.get("model")
-    if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict or type(model) is not str or not model:
+    if type(choices) is not list or len(choices) != 1 or type(model) is not str or not model or not document.keys() <= top:
         return None
     fingerprint, created = document.get("system_fingerprint"), document.get("created")
     if not (fingerprint is None or type(fingerprint) is str) or not (created is None or type(created) is int):
         return None
     usage = _plain_usage(document.get("usage"))
-    if usage is None:
+    choice = choices[0]
+    if usage is None or type(choice) is not dict:
         return None
-    return choices[0], usage, model
+    return choice, usage, model
 
 
 def _plain_chat(document: dict) -> Plain | None:
@@ -398,17 +412,17 @@ def _plain_chat(document: dict) -> Plain | None:
         return None
     choice, usage, model = common
     message, finish = choice.get("message"), choice.get("finish_reason")
-    if not choice.keys() <= _CHAT_CHOICE or type(message) is not dict or not message.keys() <= _CHAT_MESSAGE:
+    if finish not in _PLAIN_FINISH or type(message) is not dict or not choice.keys() <= _CHAT_CHOICE or not message.keys() <= _CHAT_MESSAGE:
         return None
     content, role = message.get("content"), message.get("role")
-    if type(role) is not str or not role or finish not in _PLAIN_FINISH:
+    if type(role) is not str or not role:
         return None
-    if not (content is None or (type(content) is str and not content.startswith("<"))):
+    if content is not None and (type(content) is not str or content.startswith("<")):
         return None  # litellm splits a leading <think>...</think> off the content
-    if any(message.get(key) not in (None, []) for key in ("tool_calls", "function_call", "audio", "reasoning_content")):
-        return None
-    if message.get("tool_calls") == [] and finish != "stop":
-        return None
+    if len(message) > 2:  # vLLM's and OpenAI's empty extras only: litellm reads anything else its own way
+        for key in ("tool_calls", "function_call", "audio", "reasoning_content"):
+            if message.get(key) not in (None, []):
+                return None
     logprobs = choice.get("logprobs")
     if logprobs is not None and not _plain_chat_logprobs(logprobs):
         return None

@@ -561,9 +561,8 @@ class Executor:
         return not (self.budget.must_wait() or self.breaker.must_wait(self.budget.in_flight))
 
     async def my_turn(self) -> None:
-        """Wait until the budget and the breaker let a call start (at once when neither can hold it)."""
-        if self.budget.max_cost_usd is None and self.breaker.replied:
-            return
+        """Wait until the budget and the breaker let a call start (only a budget or an endpoint
+        that has not replied yet can hold it: the caller asks only then)."""
         assert self.turn is not None
         async with self.turn:
             self.waiting += 1
@@ -572,13 +571,16 @@ class Executor:
             finally:
                 self.waiting -= 1
 
-    async def returned(self) -> None:
-        """A call came back: the budget and the breaker may now let a waiting worker start."""
+    def returned(self) -> bool:
+        """A call came back: True when a worker sleeps on ``turn``, which must then be woken (:meth:`wake`):
+        the budget and the breaker may now let it start."""
         self.budget.in_flight -= 1
-        if self.waiting:
-            assert self.turn is not None
-            async with self.turn:
-                self.turn.notify_all()
+        return self.waiting > 0
+
+    async def wake(self) -> None:
+        assert self.turn is not None
+        async with self.turn:
+            self.turn.notify_all()
 
     async def answer(self, client: ModelClient, request: ModelRequest) -> Response:
         """One request's response: a completion, or the error it ended with after its retries."""
@@ -587,7 +589,8 @@ class Executor:
         while True:
             # The store key keeps the request as planned, so a re-run finds this answer.
             params = {k: v for k, v in request.params.items() if k not in self.dropped} if self.dropped else request.params
-            await self.my_turn()
+            if budget.max_cost_usd is not None or not breaker.replied:
+                await self.my_turn()
             if stats.incomplete:
                 stats.not_run += 1
                 return Response(text=None, error=NOT_RUN + stats.incomplete)
@@ -599,7 +602,8 @@ class Executor:
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
                 stats.calls += 1  # counted as it returns: an attempt cut off by Ctrl-C answered nothing
-                await self.returned()
+                if self.returned():
+                    await self.wake()
                 if not exc.unreachable:
                     breaker.reply()
                 elif breaker.trips(str(exc), time.monotonic()):
@@ -635,7 +639,8 @@ class Executor:
             else:
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
-            await self.returned()  # after the price is counted: the budget's estimate needs it
+            if self.returned():  # after the price is counted: the budget's estimate needs it
+                await self.wake()
             return await self.keep(request, params, completion)
 
     async def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
@@ -646,7 +651,7 @@ class Executor:
         the rest of a call): an answer is returned only once it is stored, and a kill loses at most
         the answers of the turn in progress, as it loses the calls in flight."""
         stored = to_store(completion)
-        left_out = {k: self.dropped[k] for k in request.params if k not in params}
+        left_out = {k: self.dropped[k] for k in request.params if k not in params} if self.dropped else {}
         loop = asyncio.get_running_loop()
         rows = self._unwritten
         if rows is None:
