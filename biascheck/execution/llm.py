@@ -608,6 +608,44 @@ def one_line_error(exc: BaseException) -> str:
     return redact(f"{name}: {message}")[:500]
 
 
+class _Deadlines:
+    """The wall-clock deadline of every attempt in flight, kept by one timer set for the oldest
+    attempt's instead of a timer per attempt (asyncio.timeout's schedules and cancels one each
+    time: 4 us of a fast-path call's 120-250). All attempts of a client have the same deadline, so
+    the oldest expires first; an expired attempt is ended by its own asyncio.Timeout, rescheduled
+    to now, so that it says so as one that ran out of time."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.running: dict[asyncio.Timeout, float] = {}  # in order of start, so of deadline
+        self.timer: asyncio.TimerHandle | None = None
+
+    def start(self, attempt: asyncio.Timeout) -> None:
+        loop = asyncio.get_running_loop()
+        when = self.running[attempt] = loop.time() + self.seconds
+        if self.timer is None:
+            self.timer = loop.call_at(when, self._expire)
+
+    def end(self, attempt: asyncio.Timeout) -> None:
+        self.running.pop(attempt, None)
+
+    def _expire(self) -> None:
+        self.timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for attempt, when in list(self.running.items()):
+            if when > now:
+                self.timer = loop.call_at(when, self._expire)
+                return
+            del self.running[attempt]
+            attempt.reschedule(now)
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
 class LiteLLMClient:
     """One attempt per :meth:`complete`; ``api_base``/``api_key`` override the config (the sim)."""
 
@@ -636,6 +674,7 @@ class LiteLLMClient:
         # Read once per client, not per reply: the environment does not change during a run.
         self._secrets = configured_secrets(self.api_key)
         self._costs: dict[tuple[int, int], float | None] = {}  # see cost
+        self._deadlines = _Deadlines(config.timeout)
         self._fast: FastPath | None = None
         if self.api_base is not None and fast_path_applies(self.model, self.api_base, config.http_client):
             self._fast = FastPath(self.litellm, self.model, self.api_base, self.api_key, self._completions_key(), config.timeout)
@@ -830,8 +869,12 @@ class LiteLLMClient:
         try:
             # litellm's timeout bounds each read, so a server trickling its answer could hold an
             # attempt for minutes; the wall-clock deadline bounds the whole attempt.
-            async with asyncio.timeout(deadline) as attempt:
-                return await call(deadline)
+            async with asyncio.timeout(None) as attempt:
+                self._deadlines.start(attempt)
+                try:
+                    return await call(deadline)
+                finally:
+                    self._deadlines.end(attempt)
         except TimeoutError as exc:
             if not attempt.expired():  # some other timeout litellm let through
                 raise CallError(one_line_error(exc), retryable=True) from None
@@ -902,6 +945,7 @@ class LiteLLMClient:
         return redact_url(self.api_base) if self.api_base else f"{self.model.split('/', 1)[0]}'s default endpoint"
 
     async def aclose(self) -> None:
+        self._deadlines.close()
         # Without this the aiohttp/httpx sessions outlive the loop and leak sockets.
         if self._fast is not None:
             await self._fast.aclose()
