@@ -217,7 +217,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=2000, help="KoBBQ cases, one call each (default 2000)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--paths", default="abcd", help="which of the paths a, b, c, d to run (default all)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each path at each concurrency, interleaved; the least CPU counts (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each path at each concurrency, interleaved; the least CPU counts (default 5)")
     args = parser.parse_args()
     if args.serve:
         serve()

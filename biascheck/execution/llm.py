@@ -1,4 +1,6 @@
-"""Model calls through litellm, imported lazily and with its own retries, cache and budget off.
+"""Model calls through litellm, imported lazily and with its own retries, cache and budget off;
+those to an OpenAI-compatible endpoint through the fast path (:mod:`biascheck.execution.fast_http`),
+which hands litellm whatever it does not read itself.
 
 biascheck owns retries (:mod:`biascheck.execution.runner`), the response cache (:mod:`biascheck.execution.store`)
 and the budget; this module makes exactly one HTTP attempt per call and classifies what went wrong.
