@@ -254,8 +254,8 @@ class FastPath:
                 return _Reply(response.status, response.headers, body)
         except aiohttp.ClientConnectorError as exc:
             raise _Unsent() from exc
-        except aiohttp.ServerDisconnectedError:
-            raise _Broken(_httpx_error("RemoteProtocolError", "Server disconnected without sending a response.")) from None
+        except aiohttp.ServerDisconnectedError as exc:  # (litellm's own transport is aiohttp's: its words)
+            raise _Broken(_httpx_error("RemoteProtocolError", str(exc) or "Server disconnected")) from None
         except aiohttp.ClientPayloadError as exc:
             raise _Broken(_httpx_error("RemoteProtocolError", str(exc))) from None
         except aiohttp.ClientError as exc:
