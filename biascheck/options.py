@@ -66,6 +66,14 @@ OPTIONS = (
     ("--biascheck-price", "biascheck_price", None, "INPUT/OUTPUT USD per million tokens, for models litellm has no price for"),
     ("--biascheck-retries", "biascheck_retries", None, "retries per call after 429/5xx/timeouts, a whole number (default 6)"),
     (
+        "--biascheck-http-client",
+        "biascheck_http_client",
+        "BIASCHECK_HTTP_CLIENT",
+        "how model requests are sent: 'fast' (default) sends those to an OpenAI-compatible endpoint (openai/, hosted_vllm/ "
+        "or litellm_proxy/ with an API base, biascheck serve-local, the simulator) with biascheck's own pooled HTTP client "
+        "and every other through litellm; 'litellm' sends every request through litellm. Both store and report the same",
+    ),
+    (
         "--biascheck-answer-mode",
         "biascheck_answer_mode",
         "BIASCHECK_ANSWER_MODE",
@@ -343,13 +351,17 @@ def model_config(
     price: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     revision: str | None = None,
+    http_client: str | None = None,
     names: dict[str, str] = PLUGIN_NAMES,
 ) -> ModelConfig:
-    """The model under test, checked: its model string, sampling overrides and price."""
+    """The model under test, checked: its model string, sampling overrides and price.
+    ``http_client`` as checked by :func:`check_http_client`; None: BIASCHECK_HTTP_CLIENT, else fast."""
     from biascheck.config.manifest import parse_sampling_overrides
     from biascheck.execution.llm import ModelConfig, Price, validate_model_string
 
     validate_model_string(model, names["model"], api_base=api_base)
+    if http_client is None:
+        http_client = check_http_client(os.environ.get("BIASCHECK_HTTP_CLIENT") or None, "BIASCHECK_HTTP_CLIENT")
     return ModelConfig(
         model=model,
         params=parse_sampling_overrides(params, where=names["param"]),
@@ -357,7 +369,24 @@ def model_config(
         timeout=timeout,
         price=Price.parse(price, where=names["price"]) if price else None,
         revision=revision or None,
+        http_client=http_client,
     )
+
+
+def check_http_client(text: str | None, where: str, field: str | None = None) -> str:
+    """--biascheck-http-client's value (the default when not given), or one line naming where it was given."""
+    from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS
+
+    if text is None:
+        return DEFAULT_HTTP_CLIENT
+    if text not in HTTP_CLIENTS:
+        raise BiascheckError(
+            where,
+            field,
+            f"{text!r} is not an HTTP client",
+            "use fast (biascheck's own client for OpenAI-compatible endpoints, litellm for the rest) or litellm",
+        )
+    return text
 
 
 def parse_price(text: str | None, where: str):
@@ -406,6 +435,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         timeout=_number(config, "--biascheck-timeout", DEFAULT_TIMEOUT),
         price=setting(config, "--biascheck-price"),
         revision=setting(config, "--biascheck-model-revision"),
+        http_client=check_http_client(*_given(config, "--biascheck-http-client", "biascheck_http_client", "BIASCHECK_HTTP_CLIENT")),
     )
     max_cost = _number(config, "--biascheck-max-cost", None)
     run_id = getattr(config, "workerinput", {}).get("testrunuid")

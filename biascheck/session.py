@@ -215,7 +215,9 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
             validate_model_string(name, api_base=config.judge_api_base)
         except BiascheckError as exc:
             raise BiascheckError(suite.manifest.path, f"{table}.model", exc.problem, exc.fix) from None
-    model = ModelConfig(name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price)
+    model = ModelConfig(
+        name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price, http_client=config.model.http_client
+    )
     source = "--biascheck-judge" if config.judge else f"{suite.manifest.path}: {table}.model"
     return Judge(model, dict(sorted(settings["sampling"].items())), source)
 

@@ -49,6 +49,12 @@ def data_dir() -> Path:
     return mirror_or_skip()
 
 
+@pytest.fixture(params=["fast", "litellm"])
+def http_client(request: pytest.FixtureRequest) -> str:
+    """--biascheck-http-client: a test that takes it runs through both paths (execution/fast_http.py)."""
+    return request.param
+
+
 def write_subset_suite(
     folder: Path, base: str = "kobbq", *, subset: str = "", prompts: str | None = None, thresholds: str | None = None, extra: str = ""
 ) -> Path:

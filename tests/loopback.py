@@ -67,6 +67,12 @@ def bearer_token(handler: BaseHTTPRequestHandler) -> str:
     return value[len("Bearer ") :] if value.lower().startswith("bearer ") else value
 
 
+class _Server(ThreadingHTTPServer):
+    # A listen backlog for hundreds of connections opened at once (socketserver's default is 5:
+    # connections past it could hang unaccepted).
+    request_queue_size = 512
+
+
 @contextlib.contextmanager
 def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
     """(api_base, monotonic times at which requests arrived) of a loopback server answering with ``serve``."""
@@ -85,7 +91,7 @@ def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
             with contextlib.suppress(OSError):  # the client hung up
                 serve(self, n, body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     server.stopping = threading.Event()  # type: ignore[attr-defined]  # see stopping()
     # A short poll: shutdown() waits for it, and with the default 0.5 s every test would too.
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

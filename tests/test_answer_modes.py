@@ -243,8 +243,8 @@ def test_a_refusing_persona_is_out_of_choice_by_first_token(run_biascheck, tiny_
 
 
 @pytest.mark.parametrize("mode", ["loglikelihood", "first-token"])
-def test_an_endpoint_without_log_probabilities_stops_the_run_after_its_first_request(run_biascheck, tiny_kobbq, mode):
-    run = run_biascheck(tiny_kobbq, "sim/fair?logprobs=0", "--biascheck-answer-mode", mode)
+def test_an_endpoint_without_log_probabilities_stops_the_run_after_its_first_request(run_biascheck, tiny_kobbq, mode, http_client):
+    run = run_biascheck(tiny_kobbq, "sim/fair?logprobs=0", "--biascheck-answer-mode", mode, "--biascheck-http-client", http_client)
     assert run.ret == 4 and "Traceback" not in run.output and "INTERNALERROR" not in run.output
     (line,) = [line for line in run.output.splitlines() if "cannot answer" in line]
     assert f"cannot answer kobbq by {mode}" in line and "log-probabilities" in line and "--biascheck-answer-mode generate" in line
@@ -316,7 +316,7 @@ def test_the_dry_run_counts_and_prices_each_mode(tiny_kobbq, data_dir, capsys):
     assert "the run would stop before its first call: anthropic serves no completions endpoint" in out
 
 
-def test_a_server_that_refuses_echo_stops_the_run_after_one_request(run_biascheck, tiny_kobbq, monkeypatch):
+def test_a_server_that_refuses_echo_stops_the_run_after_one_request(run_biascheck, tiny_kobbq, monkeypatch, http_client):
     """A chat-only OpenAI-compatible server: its /v1/completions answers 404 and a chat 200."""
     seen: list[str] = []
 
@@ -328,13 +328,22 @@ def test_a_server_that_refuses_echo_stops_the_run_after_one_request(run_biaschec
 
     monkeypatch.setenv("OPENAI_API_KEY", "unused-local")
     with loopback_server(serve) as (api_base, _):
-        run = run_biascheck(tiny_kobbq, "openai/chat-only", "--biascheck-api-base", api_base, "--biascheck-answer-mode", "loglikelihood")
+        run = run_biascheck(
+            tiny_kobbq,
+            "openai/chat-only",
+            "--biascheck-api-base",
+            api_base,
+            "--biascheck-answer-mode",
+            "loglikelihood",
+            "--biascheck-http-client",
+            http_client,
+        )
     assert run.ret == 4 and seen == ["/v1/completions"]  # one request, not the run's 300
     (line,) = [line for line in run.output.splitlines() if "cannot answer" in line]
     assert "refused the request loglikelihood answers need" in line and "echo" in line
 
 
-def test_a_server_whose_echo_is_one_token_late_stops_the_run_after_one_request(run_biascheck, tiny_kobbq, monkeypatch):
+def test_a_server_whose_echo_is_one_token_late_stops_the_run_after_one_request(run_biascheck, tiny_kobbq, monkeypatch, http_client):
     seen: list[dict] = []
 
     def serve(handler, n: int, body: dict) -> None:
@@ -364,7 +373,16 @@ def test_a_server_whose_echo_is_one_token_late_stops_the_run_after_one_request(r
 
     monkeypatch.setenv("OPENAI_API_KEY", "unused-local")
     with loopback_server(serve) as (api_base, _):
-        run = run_biascheck(tiny_kobbq, "openai/late", "--biascheck-api-base", api_base, "--biascheck-answer-mode", "loglikelihood")
+        run = run_biascheck(
+            tiny_kobbq,
+            "openai/late",
+            "--biascheck-api-base",
+            api_base,
+            "--biascheck-answer-mode",
+            "loglikelihood",
+            "--biascheck-http-client",
+            http_client,
+        )
     assert run.ret == 4 and len(seen) == 1 and seen[0]["echo"] is True and seen[0]["logprobs"] == 1
     (line,) = [line for line in run.output.splitlines() if "cannot answer" in line]
     assert "one token late" in line

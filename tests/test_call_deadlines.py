@@ -1,4 +1,4 @@
-"""How long one model call may take, through litellm's real HTTP path to a tiny loopback server:
+"""How long one model call may take, through each HTTP path (litellm's, the fast path's) to a tiny loopback server:
 ``--biascheck-timeout`` bounds each attempt by the wall clock (not each read), and ``Retry-After``
 is honoured as delay-seconds or an HTTP-date, and said so when it is longer than the policy allows."""
 
@@ -24,8 +24,8 @@ from biascheck.execution.store import ResponseStore, request_key
 from loopback import chat_answer, loopback_server, send_json
 
 
-def _run(api_base: str, policy: RetryPolicy, store_path: Path, timeout: float = 10.0):
-    config = ModelConfig("openai/local-test", api_base=api_base, timeout=timeout)
+def _run(api_base: str, policy: RetryPolicy, store_path: Path, timeout: float = 10.0, http_client: str = "fast"):
+    config = ModelConfig("openai/local-test", api_base=api_base, timeout=timeout, http_client=http_client)
     messages = [{"role": "user", "content": "A or B?"}]
     request = ModelRequest(request_key(config.model, config.endpoint, messages, {}), messages, {"max_tokens": 5})
 
@@ -46,7 +46,7 @@ def _keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "unused-test")
 
 
-def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout(tmp_path):
+def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout(tmp_path, http_client):
     stop = threading.Event()
 
     def trickle(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
@@ -68,7 +68,7 @@ def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout(tmp_path):
 
     with loopback_server(trickle) as (api_base, arrivals):
         try:
-            run, response = _run(api_base, RetryPolicy(max_retries=0), tmp_path / "store.sqlite", timeout=2.0)
+            run, response = _run(api_base, RetryPolicy(max_retries=0), tmp_path / "store.sqlite", timeout=2.0, http_client=http_client)
         finally:
             # From the request's arrival: importing litellm is no part of the attempt.
             elapsed = time.monotonic() - arrivals[0]
@@ -85,7 +85,7 @@ def _http_date(seconds_ahead: float) -> str:
     return email.utils.formatdate(math.ceil(time.time()) + seconds_ahead, usegmt=True)
 
 
-def test_retry_after_as_an_http_date_is_waited_for(tmp_path):
+def test_retry_after_as_an_http_date_is_waited_for(tmp_path, http_client):
     def serve(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
         if n == 0:
             error = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
@@ -94,7 +94,7 @@ def test_retry_after_as_an_http_date_is_waited_for(tmp_path):
             send_json(handler, 200, chat_answer(body))
 
     with loopback_server(serve) as (api_base, arrivals):
-        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01), tmp_path / "store.sqlite")
+        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01), tmp_path / "store.sqlite", http_client=http_client)
 
     assert not response.errored and response.text == "A"
     assert len(arrivals) == 2 and run.stats.retries == 1
@@ -103,14 +103,16 @@ def test_retry_after_as_an_http_date_is_waited_for(tmp_path):
 
 
 @pytest.mark.parametrize("retry_after", [lambda: _http_date(600), lambda: "600"], ids=["http-date", "delay-seconds"])
-def test_a_retry_after_beyond_the_cap_is_an_error_that_says_so(tmp_path, retry_after):
+def test_a_retry_after_beyond_the_cap_is_an_error_that_says_so(tmp_path, retry_after, http_client):
     def serve(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
         error = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
         send_json(handler, 429, error, {"retry-after": retry_after()})
 
     start = time.monotonic()
     with loopback_server(serve) as (api_base, arrivals):
-        run, response = _run(api_base, RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=30), tmp_path / "store.sqlite")
+        run, response = _run(
+            api_base, RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=30), tmp_path / "store.sqlite", http_client=http_client
+        )
 
     # Given up at once, without hammering the server with early retries, and the error says why.
     assert time.monotonic() - start < 5.0

@@ -1,5 +1,5 @@
-"""A model server that misbehaves on purpose, through biascheck's real path (litellm's real HTTP
-client against a loopback server): it stalls, sends a 10 MB reply, a broken body, an error in a
+"""A model server that misbehaves on purpose, through biascheck's real paths (litellm's real HTTP
+client, and the fast path's, against a loopback server; every test runs through both): it stalls, sends a 10 MB reply, a broken body, an error in a
 200, or echoes the API key back. Whatever it does, each attempt ends within the deadline, the
 retries stay bounded, an error is never scored (nor stored) as an answer and reads as one clean
 line, a reply is kept to ``biascheck.execution.llm.MAX_REPLY_CHARS``, and the key is never kept anywhere."""
@@ -55,6 +55,15 @@ def _litellm_warm(tmp_path_factory: pytest.TempPathFactory) -> None:
     assert called.responses[0].text == "A"
 
 
+# The HTTP client of call(): each test runs through both (the http_client fixture sets it).
+CLIENT = {"name": "fast"}
+
+
+@pytest.fixture(autouse=True)
+def _both_paths(http_client: str) -> None:
+    CLIENT["name"] = http_client
+
+
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
     """The only place the key is given: litellm reads it from the environment and sends it."""
@@ -85,7 +94,7 @@ def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TI
     path to a loopback server answering with ``serve``."""
     store_path = store_path or tmp_path / "store.sqlite"
     with loopback_server(serve) as (api_base, arrivals):
-        config = ModelConfig("openai/x", api_base=api_base, timeout=timeout)
+        config = ModelConfig("openai/x", api_base=api_base, timeout=timeout, http_client=CLIENT["name"])
         planned = []
         for i in range(requests):
             messages = [{"role": "user", "content": f"Question {i}: A or B?"}]
@@ -428,7 +437,7 @@ def _by_prompt(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
     _behaviour_of(body["messages"][-1]["content"])(handler, n, body)
 
 
-def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key(tmp_path, tiny_kobbq, data_dir, api_key):
+def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key(tmp_path, tiny_kobbq, data_dir, api_key, http_client):
     from biascheck.session import RunConfig, run
     from biascheck.suite import load_suite
 
@@ -438,7 +447,11 @@ def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key
     store = tmp_path / "store.sqlite"
     with loopback_server(_by_prompt) as (api_base, arrivals):
         config = RunConfig(
-            model=ModelConfig("openai/x", api_base=api_base, timeout=TIMEOUT), store_path=store, data_dir=data_dir, concurrency=8, policy=POLICY
+            model=ModelConfig("openai/x", api_base=api_base, timeout=TIMEOUT, http_client=http_client),
+            store_path=store,
+            data_dir=data_dir,
+            concurrency=8,
+            policy=POLICY,
         )
         started = time.monotonic()
         result = run([(suite, suite.cases)], config)
@@ -466,7 +479,9 @@ def test_a_session_run_against_a_hostile_server_scores_no_error_and_keeps_no_key
     assert not leaked, "the key is in the store's bytes"
 
 
-def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_key(run_biascheck, tiny_kobbq, data_dir, tmp_path, api_key):
+def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_key(
+    run_biascheck, tiny_kobbq, data_dir, tmp_path, api_key, http_client
+):
     # One pytest run in a subprocess (which reads the key from the environment like any run), on
     # the one category whose 8 prompts meet every misbehaviour above; then every byte it printed
     # or wrote is searched.
@@ -482,6 +497,8 @@ def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_ke
             str(TIMEOUT),
             "--biascheck-concurrency",
             "8",
+            "--biascheck-http-client",
+            http_client,
             "-k",
             PLUGIN_CATEGORY,
         )
@@ -625,7 +642,7 @@ def test_a_reply_whose_model_is_no_string_raises_no_pydantic_warning_after_the_c
 
     with warnings.catch_warnings(record=True) as caught, loopback_server(odd_model) as (api_base, _), ResponseStore(tmp_path / "s.sqlite") as store:
         warnings.simplefilter("always")
-        config = ModelConfig("openai/x", api_base=api_base, timeout=TIMEOUT)
+        config = ModelConfig("openai/x", api_base=api_base, timeout=TIMEOUT, http_client=CLIENT["name"])
         messages = [{"role": "user", "content": "A or B?"}]
         request = ModelRequest(request_key(config.model, config.endpoint, messages, {}), messages, {})
         client = contextlib.nullcontext(LiteLLMClient(config))

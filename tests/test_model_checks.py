@@ -170,11 +170,12 @@ def test_a_run_without_its_key_stops_before_any_request(no_keys, tiny_kobbq, dat
         assert arrivals == [] and time.monotonic() - started < 30
 
 
-def test_a_run_answered_from_the_store_needs_no_key(no_keys, monkeypatch, tiny_kobbq, data_dir, tmp_path):
+def test_a_run_answered_from_the_store_needs_no_key(no_keys, monkeypatch, tiny_kobbq, data_dir, tmp_path, http_client):
     from biascheck.session import RunConfig, run
 
     with loopback_server(lambda handler, n, body: send_json(handler, 200, chat_answer(body))) as (api_base, arrivals):
-        config = RunConfig(model=ModelConfig("openai/x", api_base=api_base), store_path=tmp_path / "store.sqlite", policy=FAST)
+        model = ModelConfig("openai/x", api_base=api_base, http_client=http_client)
+        config = RunConfig(model=model, store_path=tmp_path / "store.sqlite", policy=FAST)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
         first = run(_tiny_selection(tiny_kobbq, data_dir), config)
         monkeypatch.delenv("OPENAI_API_KEY")
@@ -359,10 +360,10 @@ def test_after_a_reply_only_an_outage_longer_than_its_limit_trips(gaps):
     assert not breaker.trips("refused", now + 1000)
 
 
-def test_nothing_listening_stops_a_run_in_seconds(tmp_path, monkeypatch):
+def test_nothing_listening_stops_a_run_in_seconds(tmp_path, monkeypatch, http_client):
     # Port 9 (discard) on loopback: nothing listens, every connection is refused.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
-    config = ModelConfig("openai/x", api_base="http://127.0.0.1:9/v1", timeout=10)
+    config = ModelConfig("openai/x", api_base="http://127.0.0.1:9/v1", timeout=10, http_client=http_client)
 
     @contextlib.contextmanager
     def open_client():
@@ -381,9 +382,9 @@ def test_nothing_listening_stops_a_run_in_seconds(tmp_path, monkeypatch):
     assert "circuit breaker" in run.stats.incomplete and "object at 0x" not in run.stats.incomplete
 
 
-def test_the_plugin_refuses_an_endpoint_nothing_listens_on_before_collecting(run_biascheck, tiny_kobbq, monkeypatch):
+def test_the_plugin_refuses_an_endpoint_nothing_listens_on_before_collecting(run_biascheck, tiny_kobbq, monkeypatch, http_client):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
-    run = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", "http://127.0.0.1:9/v1")
+    run = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", "http://127.0.0.1:9/v1", "--biascheck-http-client", http_client)
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     assert _last_line(run.result.errlines) == (
         "ERROR: --biascheck-model: cannot reach openai/x's endpoint http://127.0.0.1:9/v1 "

@@ -151,9 +151,20 @@ def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_bi
     assert results["suite"]["fingerprint"]["suite"] == suite.fingerprint()["suite"]
 
 
-def test_fault_injection_every_case_is_answered_or_errored_and_totals_add_up(run_biascheck, tiny_kobbq):
+def test_fault_injection_every_case_is_answered_or_errored_and_totals_add_up(run_biascheck, tiny_kobbq, http_client):
     model = "sim/fair?fail_rate=0.2&faults=429,500,503,timeout,garbage&delay=5&retry_after_ms=10"
-    run = run_biascheck(tiny_kobbq, model, "--biascheck-timeout", "1", "--biascheck-retries", "2", "--biascheck-concurrency", "64")
+    run = run_biascheck(
+        tiny_kobbq,
+        model,
+        "--biascheck-timeout",
+        "1",
+        "--biascheck-retries",
+        "2",
+        "--biascheck-concurrency",
+        "64",
+        "--biascheck-http-client",
+        http_client,
+    )
     results = run.results()
     stats = results["run"]
     counts = outcome_counts(results)
@@ -513,8 +524,17 @@ def test_the_endpoint_from_an_environment_variable_is_part_of_the_store_key(monk
     assert ModelConfig("sim/fair").endpoint == "biascheck-sim"
 
 
-def test_errors_fail_the_gate_even_when_only_metrics_are_selected(run_biascheck, tiny_kobbq):
-    run = run_biascheck(tiny_kobbq, "sim/fair?fail_rate=0.9&faults=500", "--biascheck-retries", "0", "-k", "metrics or run-complete")
+def test_errors_fail_the_gate_even_when_only_metrics_are_selected(run_biascheck, tiny_kobbq, http_client):
+    run = run_biascheck(
+        tiny_kobbq,
+        "sim/fair?fail_rate=0.9&faults=500",
+        "--biascheck-retries",
+        "0",
+        "--biascheck-http-client",
+        http_client,
+        "-k",
+        "metrics or run-complete",
+    )
     assert run.ret == 1
     assert "case(s) errored after retries" in run.output
     assert run.results()["passed"] is False and run.results()["run"]["case_errors"] > 0

@@ -224,3 +224,44 @@ def test_under_a_budget_the_first_call_goes_alone_and_the_others_sleep_until_it_
     assert waited == 8
     assert not any(r.errored for r in execution.responses.values())
     assert execution.stats.calls == 8 and execution.stats.status is RunStatus.COMPLETE
+
+
+def test_an_answer_is_stored_before_the_run_counts_it(tmp_path):
+    # The answers that arrive together are committed in one transaction, but none is counted done
+    # (nor read by the run) before its row is in the store another process reads.
+    import sqlite3
+
+    store_path = tmp_path / "s.sqlite"
+    seen: list[tuple[int, int]] = []
+
+    class Watching:
+        def start(self, total, stats, label=None): ...
+
+        def note(self, text): ...
+
+        def stop(self, stats): ...
+
+        def update(self, done, stats):
+            with sqlite3.connect(store_path) as reader:
+                seen.append((done, reader.execute("SELECT count(*) FROM responses").fetchone()[0]))
+
+    client = GatedClient()
+    client.release.set()
+    execution = run(client, requests_for(*(f"q{i}" for i in range(40))), store_path, concurrency=8, progress=Watching())
+    assert execution.stats.calls == 40 and len(seen) == 40
+    assert all(stored >= done for done, stored in seen), seen
+
+
+def test_what_the_process_held_is_frozen_out_of_the_collector_only_while_the_calls_run(tmp_path):
+    import gc
+
+    frozen_during: list[bool] = []
+
+    class Looking(ScriptedClient):
+        async def complete(self, messages, params, sample=0):
+            frozen_during.append(gc.get_freeze_count() > 0)
+            return await super().complete(messages, params, sample)
+
+    execution = run(Looking(), requests_for("q1", "q2"), tmp_path / "s.sqlite")
+    assert execution.stats.calls == 2 and frozen_during == [True, True]
+    assert gc.get_freeze_count() == 0

@@ -5,6 +5,7 @@ however its path is written."""
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import sqlite3
 import threading
@@ -533,3 +534,25 @@ def test_a_known_key_is_unchanged():
             '"params":{"max_tokens":30,"temperature":0},"sample":3,"v":1}'.encode()
         ).hexdigest()
     )
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+        max_leaves=10,
+    )
+)
+def test_keys_and_rows_are_serialised_as_canonical_json(value):
+    # The store's own encoder (made once) writes what canonical_json writes: keys of earlier
+    # stores keep answering.
+    from biascheck.config.manifest import canonical_json, sha256_text
+    from biascheck.execution import store
+
+    assert store._canonical(value) == canonical_json(value)
+    messages = [{"role": "user", "content": json.dumps(value)}]
+    material = {"v": store.KEY_VERSION, "model": "m", "endpoint": "e", "messages": messages, "params": {"x": value}, "sample": 0}
+    assert request_key("m", "e", messages, {"x": value}) == sha256_text(canonical_json(material))
+    usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    assert store._usage_column(usage) == store._usage_column(dict(reversed(usage.items()))) == json.dumps(usage, sort_keys=True)
+    assert store._usage_column({"prompt_tokens": True}) == '{"prompt_tokens": true}'

@@ -1,4 +1,6 @@
-"""Model calls through litellm, imported lazily and with its own retries, cache and budget off.
+"""Model calls through litellm, imported lazily and with its own retries, cache and budget off;
+those to an OpenAI-compatible endpoint through the fast path (:mod:`biascheck.execution.fast_http`),
+which hands litellm whatever it does not read itself.
 
 biascheck owns retries (:mod:`biascheck.execution.runner`), the response cache (:mod:`biascheck.execution.store`)
 and the budget; this module makes exactly one HTTP attempt per call and classifies what went wrong.
@@ -27,6 +29,7 @@ from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Loglikelihood
+from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS, FastPath, Plain, fast_path_applies
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
 
 
@@ -63,12 +66,19 @@ class ModelConfig:
     price: Price | None = None
     # What is served under ``model`` (a release tag, a commit, a checkpoint): part of every store key.
     revision: str | None = None
+    # How requests are sent (--biascheck-http-client): "fast" sends those to an OpenAI-compatible
+    # endpoint with biascheck's own pooled client (execution/fast_http.py), the rest through
+    # litellm; "litellm" sends every one through litellm. Not part of a key or a report: both
+    # paths store and report the same.
+    http_client: str = DEFAULT_HTTP_CLIENT
 
     @property
     def is_sim(self) -> bool:
         return is_simulated(self.model)
 
     def __post_init__(self) -> None:
+        if self.http_client not in HTTP_CLIENTS:
+            raise BiascheckError("--biascheck-http-client", None, f"{self.http_client!r} is not an HTTP client", f"use {' or '.join(HTTP_CLIENTS)}")
         # litellm would read the provider's environment variable (OPENAI_API_BASE,
         # HOSTED_VLLM_API_BASE, ...) itself; reading it here, once, puts the server that answers
         # into the store key and the report, so two servers never share cached answers.
@@ -600,6 +610,44 @@ def one_line_error(exc: BaseException) -> str:
     return redact(f"{name}: {message}")[:500]
 
 
+class _Deadlines:
+    """The wall-clock deadline of every attempt in flight, kept by one timer set for the oldest
+    attempt's instead of a timer per attempt (asyncio.timeout's schedules and cancels one each
+    time: 4 us of a fast-path call's 120-250). All attempts of a client have the same deadline, so
+    the oldest expires first; an expired attempt is ended by its own asyncio.Timeout, rescheduled
+    to now, so that it says so as one that ran out of time."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.running: dict[asyncio.Timeout, float] = {}  # in order of start, so of deadline
+        self.timer: asyncio.TimerHandle | None = None
+
+    def start(self, attempt: asyncio.Timeout) -> None:
+        loop = asyncio.get_running_loop()
+        when = self.running[attempt] = loop.time() + self.seconds
+        if self.timer is None:
+            self.timer = loop.call_at(when, self._expire)
+
+    def end(self, attempt: asyncio.Timeout) -> None:
+        self.running.pop(attempt, None)
+
+    def _expire(self) -> None:
+        self.timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for attempt, when in list(self.running.items()):
+            if when > now:
+                self.timer = loop.call_at(when, self._expire)
+                return
+            del self.running[attempt]
+            attempt.reschedule(now)
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
 class LiteLLMClient:
     """One attempt per :meth:`complete`; ``api_base``/``api_key`` override the config (the sim)."""
 
@@ -615,6 +663,7 @@ class LiteLLMClient:
         self.config = config
         check_ready(config, where, api_key=api_key)
         self.litellm = import_litellm()
+        self._is_sim = config.is_sim  # asked on every call
         if config.is_sim:
             self.model = "openai/" + config.model.removeprefix(SIM_PREFIX)
             self.api_key: str | None = api_key or "sim"
@@ -626,6 +675,11 @@ class LiteLLMClient:
         register_secrets_of_url(config.api_base)
         # Read once per client, not per reply: the environment does not change during a run.
         self._secrets = configured_secrets(self.api_key)
+        self._costs: dict[tuple[int, int], float | None] = {}  # see cost
+        self._deadlines = _Deadlines(config.timeout)
+        self._fast: FastPath | None = None
+        if self.api_base is not None and fast_path_applies(self.model, self.api_base, config.http_client):
+            self._fast = FastPath(self.litellm, self.model, self.api_base, self.api_key, self._completions_key(), config.timeout)
         if config.price is not None:
             self.litellm.register_model(
                 {
@@ -659,7 +713,7 @@ class LiteLLMClient:
 
     def cost(self, usage: dict[str, int], *, batch: bool = False) -> float | None:
         """USD for a reply's tokens, online or at the provider's batch rate; None if unpriced."""
-        if self.config.is_sim and self.config.price is None:
+        if self._is_sim and self.config.price is None:
             return 0.0
         if batch:
             if not self.has_price():
@@ -669,9 +723,19 @@ class LiteLLMClient:
             tokens = {k: usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
             prompt_cost, completion_cost = batch_cost_calculator(self.litellm.Usage(**tokens, total_tokens=sum(tokens.values())), model=self.model)
             return float(prompt_cost) + float(completion_cost)
+        # Remembered by token counts: litellm's calculator costs more CPU than the rest of a call,
+        # and its answer for one model and counts does not change during a run.
+        counts = (usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        try:
+            return self._costs[counts]
+        except KeyError:
+            cost = self._costs[counts] = self._online_cost(*counts)
+            return cost
+
+    def _online_cost(self, prompt_tokens: Any, completion_tokens: Any) -> float | None:
         try:
             prompt_cost, completion_cost = self.litellm.cost_per_token(
-                model=self.model, prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)
+                model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
             )
         except Exception:
             return None
@@ -683,18 +747,26 @@ class LiteLLMClient:
             return await self._score_continuation(messages, params)
         litellm = self.litellm
         kwargs: dict[str, Any] = dict(params)
-        if self.config.is_sim and sample:
+        if self._is_sim and sample:
             # The k samples of one prompt are identical requests; a real model varies by chance, the
             # simulator by this index, so its samples are independent and reproducible.
             kwargs["extra_body"] = {"biascheck_sample": sample}
-        response = await self._attempt(
-            params,
-            lambda timeout: litellm.acompletion(
-                model=self.model, messages=messages, timeout=timeout, num_retries=0, max_retries=0, **self._endpoint(), **kwargs
-            ),
-        )
+
+        def call(timeout: float, client: Any = None) -> Any:
+            chosen = {} if client is None else {"client": client}
+            return litellm.acompletion(
+                model=self.model, messages=messages, timeout=timeout, num_retries=0, max_retries=0, **self._endpoint(), **kwargs, **chosen
+            )
+
+        fast = self._fast
+        response = await self._attempt(params, (lambda timeout: fast.chat(messages, kwargs, call)) if fast is not None else call)
         if response is None:
             return Completion(None, "content_filter", {}, 0.0)
+        if isinstance(response, Plain):  # the fast path's reading of a plain reply
+            logprobs = response.logprobs if params.get("logprobs") else None
+            return self.completion_of(
+                response.text, response.finish_reason, response.usage, logprobs, response.served_model, response.system_fingerprint
+            )
         try:
             choice = response.choices[0]
             text = choice.message.content
@@ -717,29 +789,41 @@ class LiteLLMClient:
         litellm = self.litellm
         context, continuation = loglikelihood_texts(messages)
         kwargs = {k: v for k, v in params.items() if k != "echo"}
-        response = await self._attempt(
-            params,
-            lambda timeout: litellm.atext_completion(
+
+        def call(timeout: float, client: Any = None) -> Any:
+            return litellm.atext_completion(
                 model=self.completions_model,
                 prompt=context + continuation,
                 echo=True,
                 timeout=timeout,
                 num_retries=0,
                 max_retries=0,
-                client=self._completions_client(),
+                client=client or self._completions_client(),
                 **self._endpoint(),
                 **kwargs,
-            ),
-        )
+            )
+
+        fast = self._fast
+        response = await self._attempt(params, (lambda timeout: fast.completion(context + continuation, kwargs, call)) if fast is not None else call)
         if response is None:
             return Completion(None, "content_filter", {}, 0.0)
-        try:
-            choice = response.choices[0]
-            text, finish_reason = choice.text, choice.finish_reason
-            logprobs = getattr(choice, "logprobs", None)
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
-        completion = self.completion_of(text, finish_reason, _usage(response), None, getattr(response, "model", None), None)
+        if isinstance(response, Plain):
+            text, finish_reason, usage, logprobs, served = (
+                response.text,
+                response.finish_reason,
+                response.usage,
+                response.logprobs,
+                response.served_model,
+            )
+        else:
+            try:
+                choice = response.choices[0]
+                text, finish_reason = choice.text, choice.finish_reason
+                logprobs = getattr(choice, "logprobs", None)
+            except (AttributeError, IndexError, TypeError) as exc:
+                raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
+            usage, served = _usage(response), getattr(response, "model", None)
+        completion = self.completion_of(text, finish_reason, usage, None, served, None)
         return replace(completion, loglikelihood=continuation_loglikelihood(logprobs, len(context), len(context) + len(continuation)))
 
     @property
@@ -755,16 +839,20 @@ class LiteLLMClient:
         if self._text_client is None:
             import openai
 
-            key = self.api_key
-            if key is None:
-                try:
-                    key = self.litellm.get_llm_provider(self.model, api_base=self.api_base)[2]
-                except Exception:
-                    key = None
-            # A local server checks no key, and the SDK refuses to send a request without one.
-            key = key or os.environ.get("OPENAI_API_KEY") or "unused-local"
-            self._text_client = openai.AsyncOpenAI(api_key=key, base_url=self.api_base or "https://api.openai.com/v1", max_retries=0)
+            self._text_client = openai.AsyncOpenAI(
+                api_key=self._completions_key(), base_url=self.api_base or "https://api.openai.com/v1", max_retries=0
+            )
         return self._text_client
+
+    def _completions_key(self) -> str:
+        key = self.api_key
+        if key is None:
+            try:
+                key = self.litellm.get_llm_provider(self.model, api_base=self.api_base)[2]
+            except Exception:
+                key = None
+        # A local server checks no key, and the SDK refuses to send a request without one.
+        return key or os.environ.get("OPENAI_API_KEY") or "unused-local"
 
     def _endpoint(self) -> dict[str, Any]:
         endpoint: dict[str, Any] = {}
@@ -775,15 +863,20 @@ class LiteLLMClient:
         return endpoint
 
     async def _attempt(self, params: dict[str, Any], call) -> Any:
-        """One attempt of ``call`` (a litellm coroutine), bounded by the deadline; its failure as a
-        :class:`CallError`; None when the provider's content filter refused the prompt."""
+        """One attempt of ``call`` (given the deadline, a litellm coroutine or the fast path's),
+        bounded by the deadline; its failure as a :class:`CallError`; None when the provider's
+        content filter refused the prompt. The fast path's errors are litellm's (see fast_http)."""
         litellm = self.litellm
         deadline = self.config.timeout
         try:
             # litellm's timeout bounds each read, so a server trickling its answer could hold an
             # attempt for minutes; the wall-clock deadline bounds the whole attempt.
-            async with asyncio.timeout(deadline) as attempt:
-                return await call(deadline)
+            async with asyncio.timeout(None) as attempt:
+                self._deadlines.start(attempt)
+                try:
+                    return await call(deadline)
+                finally:
+                    self._deadlines.end(attempt)
         except TimeoutError as exc:
             if not attempt.expired():  # some other timeout litellm let through
                 raise CallError(one_line_error(exc), retryable=True) from None
@@ -854,7 +947,10 @@ class LiteLLMClient:
         return redact_url(self.api_base) if self.api_base else f"{self.model.split('/', 1)[0]}'s default endpoint"
 
     async def aclose(self) -> None:
+        self._deadlines.close()
         # Without this the aiohttp/httpx sessions outlive the loop and leak sockets.
+        if self._fast is not None:
+            await self._fast.aclose()
         await self.litellm.close_litellm_async_clients()
         if self._text_client is not None:
             await self._text_client.close()

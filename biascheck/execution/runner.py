@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import gc
 import math
 import random
 import sys
@@ -70,7 +71,7 @@ KEPT_PARAMS = frozenset({"logprobs", "top_logprobs", "max_tokens", "max_completi
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during a run's calls, with what the store kept: the answers made so far are committed
-    one by one as they arrive, so the same run started again asks only for the rest."""
+    as they arrive, so the same run started again asks only for the rest."""
 
     def __init__(self, store: object, kept: int, requests: int):
         super().__init__(
@@ -239,7 +240,7 @@ class RichProgress:
         self._ticker: threading.Thread | None = None
         self._stopped = threading.Event()
         self._total = self._done = self._done_at_start = 0
-        self._started = 0.0
+        self._started = self._shown = 0.0
         self._stats = RunStats()
         self._note = ""
 
@@ -306,9 +307,14 @@ class RichProgress:
             self.tick()
 
     def update(self, done: int, stats: RunStats) -> None:
+        """Called once per answer: the bar is redrawn 10 times a second at most, its own pace, so
+        thousands of answers a second do not each pay for its fields."""
         self._done, self._stats = done, stats
         if self._progress is not None:
-            self._progress.update(self._task, completed=done, **self._fields())
+            now = self.clock()
+            if now - self._shown >= 0.1:
+                self._shown = now
+                self._progress.update(self._task, completed=done, **self._fields())
 
     def note(self, text: str) -> None:
         """A batch run's state: shown under the bar on a terminal, on each progress line in a log."""
@@ -319,6 +325,7 @@ class RichProgress:
     def stop(self, stats: RunStats) -> None:
         self._stats = stats
         if self._progress is not None:
+            self._progress.update(self._task, completed=self._done, **self._fields())
             self._progress.stop()
             self._progress = None
             return
@@ -473,6 +480,8 @@ class Executor:
         self.rng = random.Random(0)
         self.turn: asyncio.Condition | None = None  # made inside the event loop that runs the calls
         self.done = 0
+        self.waiting = 0  # workers sleeping on ``turn``
+        self._unwritten: _Rows | None = None  # see keep
 
     def answer_without_calling(self, requests: Sequence[ModelRequest], shared_errors: dict[str, str], offline: str | None) -> list[ModelRequest]:
         """Answers from the store and from other workers' errors; what is left to call (nothing offline)."""
@@ -511,6 +520,12 @@ class Executor:
         queue: asyncio.Queue[ModelRequest] = asyncio.Queue()
         for request in pending:
             queue.put_nowait(request)
+        # While the calls run, the collector leaves alone what the process held before them (the
+        # suites' cases, litellm's modules: hundreds of thousands of objects). Each full collection
+        # walked all of them, set off by the calls' short-lived objects: a third of the CPU of a
+        # call on the fast path. (Unfrozen after the calls: a process that froze objects of its own
+        # finds them unfrozen. gc.get_freeze_count, which would tell, walks them all.)
+        gc.freeze()
         try:
             with open_client() as client, warnings.catch_warnings():
                 # pydantic's remarks on litellm's response types (serializer warnings on an odd reply,
@@ -521,6 +536,8 @@ class Executor:
                 finally:
                     await client.aclose()
         finally:
+            self._write()  # answers whose workers were cancelled (Ctrl-C) before their rows were written
+            gc.unfreeze()
             self.progress.stop(self.stats)
 
     def finish(self) -> Execution:
@@ -543,9 +560,24 @@ class Executor:
     def may_start(self) -> bool:
         return not (self.budget.must_wait() or self.breaker.must_wait(self.budget.in_flight))
 
-    async def returned(self) -> None:
-        """A call came back: the budget and the breaker may now let a waiting worker start."""
+    async def my_turn(self) -> None:
+        """Wait until the budget and the breaker let a call start (only a budget or an endpoint
+        that has not replied yet can hold it: the caller asks only then)."""
+        assert self.turn is not None
+        async with self.turn:
+            self.waiting += 1
+            try:
+                await self.turn.wait_for(self.may_start)
+            finally:
+                self.waiting -= 1
+
+    def returned(self) -> bool:
+        """A call came back: True when a worker sleeps on ``turn``, which must then be woken (:meth:`wake`):
+        the budget and the breaker may now let it start."""
         self.budget.in_flight -= 1
+        return self.waiting > 0
+
+    async def wake(self) -> None:
         assert self.turn is not None
         async with self.turn:
             self.turn.notify_all()
@@ -556,10 +588,9 @@ class Executor:
         retry = 0
         while True:
             # The store key keeps the request as planned, so a re-run finds this answer.
-            params = {k: v for k, v in request.params.items() if k not in self.dropped}
-            assert self.turn is not None
-            async with self.turn:
-                await self.turn.wait_for(self.may_start)
+            params = {k: v for k, v in request.params.items() if k not in self.dropped} if self.dropped else request.params
+            if budget.max_cost_usd is not None or not breaker.replied:
+                await self.my_turn()
             if stats.incomplete:
                 stats.not_run += 1
                 return Response(text=None, error=NOT_RUN + stats.incomplete)
@@ -571,7 +602,8 @@ class Executor:
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
                 stats.calls += 1  # counted as it returns: an attempt cut off by Ctrl-C answered nothing
-                await self.returned()
+                if self.returned():
+                    await self.wake()
                 if not exc.unreachable:
                     breaker.reply()
                 elif breaker.trips(str(exc), time.monotonic()):
@@ -607,20 +639,61 @@ class Executor:
             else:
                 stats.cost_usd += completion.cost_usd
                 budget.priced_calls += 1
-            await self.returned()  # after the price is counted: the budget's estimate needs it
-            return self.keep(request, params, completion)
+            if self.returned():  # after the price is counted: the budget's estimate needs it
+                await self.wake()
+            return await self.keep(request, params, completion)
 
-    def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
-        """Store a completion as it arrives; the response the run reads is the stored one."""
+    async def keep(self, request: ModelRequest, params: dict[str, Any], completion: Completion) -> Response:
+        """Store a completion as it arrives; the response the run reads is the stored one.
+
+        The answers that arrive in one turn of the event loop are committed together, in one
+        transaction, before any of their workers goes on (a commit per answer cost more CPU than
+        the rest of a call): an answer is returned only once it is stored, and a kill loses at most
+        the answers of the turn in progress, as it loses the calls in flight."""
         stored = to_store(completion)
-        left_out = {k: self.dropped[k] for k in request.params if k not in params}
-        try:
-            self.store.put(request.key, self.model_name, store_request(request, left_out), stored)
-        except StoreWriteError as exc:
+        left_out = {k: self.dropped[k] for k in request.params if k not in params} if self.dropped else {}
+        loop = asyncio.get_running_loop()
+        rows = self._unwritten
+        if rows is None:
+            rows = self._unwritten = _Rows([], [], {})
+            loop.call_soon(self._write)
+        rows.rows.append((request.key, self.model_name, store_request(request, left_out), stored))
+        written = loop.create_future()
+        rows.written.append(written)
+        await written
+        error = rows.failed.get(request.key)
+        if error is not None:
             # What is stored stays; this answer is asked again when the run resumes.
-            self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
-            return Response(text=None, error=str(exc))
+            self.stats.stop(RunStatus.STORE_FAILURE, error)
+            return Response(text=None, error=error)
         return from_store(stored)
+
+    def _write(self) -> None:
+        """Commit the answers kept since the last commit: in one transaction, or, when that fails
+        (a full disk), one by one, so that what fits is kept and each answer that is not says why."""
+        rows, self._unwritten = self._unwritten, None
+        if rows is None:
+            return
+        try:
+            self.store.put_many(rows.rows)
+        except StoreWriteError:
+            for row in rows.rows:
+                try:
+                    self.store.put(*row)
+                except StoreWriteError as exc:
+                    rows.failed[row[0]] = str(exc)
+        for written in rows.written:
+            if not written.done():  # (a worker cancelled meanwhile: Ctrl-C)
+                written.set_result(None)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Answers kept in one turn of the event loop, and when they are written (see Executor.keep)."""
+
+    rows: list[tuple[str, str, dict[str, Any], StoredResponse]]
+    written: list[asyncio.Future[None]]  # one per worker waiting for its row
+    failed: dict[str, str]  # key -> why its row could not be written
 
 
 def _note_params(run: Execution, requests: Sequence[ModelRequest], dropped: dict[str, str], model_name: str) -> None:

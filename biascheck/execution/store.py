@@ -1,4 +1,5 @@
-"""The response store: SQLite in WAL mode, one row per request, committed as each answer arrives.
+"""The response store: SQLite in WAL mode, one row per request, committed as each answer arrives
+(the runner commits the answers that arrive in one turn of its event loop in one transaction).
 
 The key is the sha256 of the canonical JSON of everything that determines an answer (model,
 endpoint, messages, sampling parameters, sample index), so a warm store answers a re-run without a
@@ -12,6 +13,7 @@ to be a biascheck store (``PRAGMA application_id``), one of an earlier biascheck
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -26,7 +28,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Loglikelihood
@@ -54,6 +55,12 @@ _CAUSES = {
     sqlite3.SQLITE_CORRUPT: "delete it (its answers are asked again) or " + FIX_OTHER_FILE,
 }
 _BUSY_WAIT_S = 60.0
+# canonical_json's serialisation, its encoder made once: json.dumps builds one for every call that
+# passes options, and keys and rows are serialised once per request (tests/test_store.py holds
+# the two equal).
+_canonical = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+# A reply's usage as its column holds it; replies repeat a few usages, so each is serialised once.
+_usage_json: dict[tuple, str] = {}
 
 
 def request_key(
@@ -74,12 +81,12 @@ def key_prefix(model: str, endpoint: str, messages: list[dict[str, str]], params
     material: dict[str, Any] = {"model": model, "endpoint": endpoint, "messages": messages, "params": params}
     if revision is not None:
         material["revision"] = revision
-    return canonical_json(material)[:-1]
+    return _canonical(material)[:-1]
 
 
 def sample_key(prefix: str, sample: int) -> str:
     """The key of sample ``sample`` of the request whose :func:`key_prefix` is ``prefix``."""
-    return sha256_text(f'{prefix},"sample":{canonical_json(sample)},"v":{KEY_VERSION}}}')
+    return hashlib.sha256(f'{prefix},"sample":{_canonical(sample)},"v":{KEY_VERSION}}}'.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,10 +331,10 @@ def _row(key: str, model: str, request: dict[str, Any], response: StoredResponse
     return (
         key,
         model,
-        canonical_json(request),
+        _canonical(request),
         response.text,
         response.finish_reason,
-        json.dumps(response.usage, sort_keys=True),
+        _usage_column(response.usage),
         response.cost_usd,
         now,
         json.dumps(response.logprobs, sort_keys=True) if response.logprobs is not None else None,
@@ -336,6 +343,19 @@ def _row(key: str, model: str, request: dict[str, Any], response: StoredResponse
         response.system_fingerprint,
         json.dumps(response.loglikelihood.to_dict(), sort_keys=True) if response.loglikelihood is not None else None,
     )
+
+
+def _usage_column(usage: dict[str, int]) -> str:
+    key = tuple(usage.items())
+    for _, value in key:
+        if type(value) is not int:  # (1, 1.0 and True would be one key)
+            return json.dumps(usage, sort_keys=True)
+    text = _usage_json.get(key)
+    if text is None:
+        if len(_usage_json) > 100_000:  # prompts of every length: forget rather than grow
+            _usage_json.clear()
+        text = _usage_json[key] = json.dumps(usage, sort_keys=True)
+    return text
 
 
 def shared_values(response: StoredResponse, shared: dict[object, Any]) -> StoredResponse:
