@@ -9,6 +9,7 @@ selection of items calls (:func:`selection`) and how a passed item reports (:fun
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,7 @@ class CategoryCollector(pytest.Collector):
         super().__init__(**kwargs)
         self.items = items
         self._report_keywords: dict[str, int] | None = None
+        self.case_path: str | None = None  # see CaseItem.location
 
     def report_keywords(self) -> dict[str, int]:
         """The keywords its cases' reports carry from it and above (the same for every case)."""
@@ -130,6 +132,15 @@ class CaseItem(OneLineFailures, pytest.Item):
 
     def reportinfo(self):
         return self.path, MANIFEST_LINE, f"{self.parent.name}::{self.name}"
+
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's ``Item.location``, whose path, relative to the rootdir, is the suite file's for
+        every case: found once per category rather than once per case."""
+        category = self.parent
+        if category.case_path is None:
+            category.case_path = pytest.Item.location.func(self)[0]
+        return (category.case_path, MANIFEST_LINE, f"{category.name}::{self.name}")
 
 
 class MissingDataItem(OneLineFailures, pytest.Item):
@@ -286,23 +297,52 @@ def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
     setup_state = item.session._setupstate
     reraise = (Exit, KeyboardInterrupt)
 
-    def phase(when, func) -> pytest.TestReport:
+    def phase(when, func) -> bool:
         call = pytest.CallInfo.from_call(func, when=when, reraise=reraise)
         if call.excinfo is None:
+            if when == "setup":
+                return True
             report = pytest.TestReport(
                 report_id, location, keywords, "passed", None, when, (), call.duration, call.start, call.stop, item.user_properties
             )
         else:
             report = ihook.pytest_runtest_makereport(item=item, call=call)
         ihook.pytest_runtest_logreport(report=report)
-        return report
+        return report.passed
 
-    if phase("setup", lambda: setup_state.setup(item)).passed:
+    if phase("setup", lambda: setup_state.setup(item)):
         phase("call", item.runtest)
     if item.session.shouldfail or item.session.shouldstop:
         nextitem = None
     phase("teardown", lambda: setup_state.teardown_exact(nextitem))
     ihook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
+def run_items(session: pytest.Session) -> bool | None:
+    """pytest's test loop (``_pytest.main.pytest_runtestloop``), where a case item that may take the
+    light protocol runs :func:`run_case` without going through pytest_runtest_protocol: that hook's
+    wrappers (warnings capture, assertion hooks, faulthandler) have nothing to act on in a case,
+    which only reads its outcome, and cost KoBBQ's 34,200 cases over a second. None (pytest's own
+    loop) under xdist, whose controller and workers run their own loops."""
+    config = session.config
+    if config.pluginmanager.has_plugin("dsession") or hasattr(config, "workerinput"):
+        return None
+    if session.testsfailed and not config.option.continue_on_collection_errors:
+        raise session.Interrupted(f"{session.testsfailed} error{'s' if session.testsfailed != 1 else ''} during collection")
+    if config.option.collectonly:
+        return True
+    items = session.items
+    for i, item in enumerate(items):
+        nextitem = items[i + 1] if i + 1 < len(items) else None
+        if isinstance(item, CaseItem) and light_protocol(item):
+            run_case(item, nextitem)
+        else:
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+    return True
 
 
 def packaged_nodeid(file_path: Path, config: pytest.Config) -> str | None:
