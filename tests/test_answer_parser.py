@@ -522,3 +522,18 @@ def test_the_real_replies_come_from_a_base_and_an_instruction_tuned_model_and_so
 @pytest.mark.parametrize("row", [row for path in REAL_REPLIES for row in _real_replies(path)], ids=lambda row: f"{row['run'][:13]}-{row['case_id']}")
 def test_a_real_models_replies_read_as_labelled(row):
     assert parse_answer(row["raw"], row["choices"], row["letters"]) == row["expected"], row.get("note", row["raw"])
+
+
+@given(
+    st.lists(st.text(max_size=3) | option_text, min_size=2, max_size=4),
+    st.sampled_from([UPPER, LOWER, ("A", "B", "C", "D"), ("1", "2", "3"), ("가", "나", "다"), ("A", "a", "B")]),
+    st.text(alphabet=" \n\tABCDabcd12가Ａ", max_size=4),
+)
+def test_a_reply_of_one_letter_reads_as_the_whole_reader_reads_it(texts, letters, reply):
+    # parse_answer answers a bare letter without reading it when it may: the answer must be the one
+    # the whole reader gives, for any options (one-character texts included) and letters.
+    from biascheck.benchmarks.choices import _options, _read_reply
+
+    choices, letters = tuple(texts[: len(letters)]), letters[: len(texts)]
+    assume(reply.strip())
+    assert parse_answer(reply, choices, letters) == _read_reply(reply, _options(choices, letters))

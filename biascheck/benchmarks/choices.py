@@ -33,7 +33,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from biascheck.benchmarks.languages import LANGUAGES
 
@@ -102,6 +102,17 @@ _SPELLINGS = tuple(spelling for table in LANGUAGES.values() for spelling in tabl
 class _Options:
     keys: tuple[str, ...]  # each option's text, folded as replies are
     letters: tuple[str, ...]  # casefolded
+
+    @cached_property
+    def bare_letters_are_read_as_letters(self) -> bool:
+        """Whether a reply of one option letter, alone, always declares that letter's option: the
+        letters are distinct ASCII letters and no option's own text is one character (an option
+        "A" would make the reply "A" name it)."""
+        return (
+            len(set(self.letters)) == len(self.letters)
+            and all(len(letter) == 1 and letter.isascii() and letter.isalpha() for letter in self.letters)
+            and all(len(key) > 1 for key in self.keys)
+        )
 
     def by_letter(self, letter: str) -> int | None:
         letter = letter.casefold()
@@ -314,6 +325,14 @@ def parse_answer(text: str | None, choices: Sequence[str], letters: Sequence[str
     if not isinstance(text, str) or not text.strip():
         return None
     options = _options(tuple(choices), tuple(letters))
+    if options.bare_letters_are_read_as_letters:  # the commonest reply of all, "B": no need to read it
+        stripped = text.strip()
+        if len(stripped) == 1 and stripped.isascii() and (index := options.by_letter(stripped)) is not None:
+            return index
+    return _read_reply(text, options)
+
+
+def _read_reply(text: str, options: _Options) -> int | None:
     lines = _fold_lines(text)
     cut = next((i for i, line in enumerate(lines) if i and _NEW_ITEM.match(line)), len(lines))
     listed = _listed_lines(lines[:cut], options)
