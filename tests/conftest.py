@@ -49,9 +49,11 @@ def data_dir() -> Path:
     return mirror_or_skip()
 
 
-@pytest.fixture(params=["fast", "litellm"])
+@pytest.fixture(params=["fast", pytest.param("litellm", marks=pytest.mark.slow)])
 def http_client(request: pytest.FixtureRequest) -> str:
-    """--biascheck-http-client: a test that takes it runs through both paths (execution/fast_http.py)."""
+    """--biascheck-http-client: a test that takes it runs through both paths (execution/fast_http.py).
+    Through litellm under ``-m slow``: the default run has the fast path, which every simulated
+    run takes, and tests/test_fast_path.py, which holds the two paths to the same rows and errors."""
     return request.param
 
 
