@@ -20,9 +20,9 @@ Figures:
 - ``sim`` (``--sim``): the simulator's QA replies per second, served to a bare aiohttp loop in this
   process (64 connections) with the server in its own: calls/s, and calls per CPU second of the
   server process (its one core).
-- with ``--demo``, also the cold demo with the model client swapped for a bare aiohttp one (a
-  plugin of this script's, never biascheck's: it measures what the run costs besides litellm's
-  client, which issue 26 part 1 replaces);
+- with ``--demo``, also the cold demo through litellm's client (``--biascheck-http-client
+  litellm``: the client before the fast path), and with the model client swapped for a bare
+  aiohttp one (a plugin of this script's, never biascheck's: what the run costs besides a client);
 - ``hbb-scoring`` (``--hbb-store PATH``): scoring and reports of the full HBB (773,500 answers) from
   a warm store, in a fresh process (``session.run``, results, report files: wall, CPU, peak
   memory), then the whole ``pytest --biascheck suites/hbb-full`` run from it. A missing store is
@@ -208,6 +208,14 @@ def demo(project: Path, workdir: Path) -> None:
     tail = warm["output"].strip().splitlines()[-1] if warm["output"].strip() else ""
     print(
         f"  warm re-run (0 calls, {load()}): {warm['wall']:.1f} s wall, {warm['cpu']:.1f} s CPU, peak {warm['rss_mb']:.0f} MB; rc {warm['rc']}: {tail}"
+    )
+    through_litellm = measure(
+        [*command[:-1], str(workdir / "demo-litellm.sqlite"), "--biascheck-http-client", "litellm"], cwd=project, env=environment(project)
+    )
+    tail = through_litellm["output"].strip().splitlines()[-1] if through_litellm["output"].strip() else ""
+    print(
+        f"  cold through litellm's client (--biascheck-http-client litellm, {load()}): {through_litellm['wall']:.1f} s wall, "
+        f"{through_litellm['cpu']:.1f} s CPU, peak {through_litellm['rss_mb']:.0f} MB; rc {through_litellm['rc']}: {tail}"
     )
     (workdir / "bare_client.py").write_text(BARE_CLIENT)
     bare_store = workdir / "demo-bare.sqlite"
