@@ -226,7 +226,7 @@ PYTHON_SHIM = """#!/usr/bin/env bash
 # `python -m pip install <the action>` is not run: this interpreter already has the package under
 # test installed. Everything else is the real interpreter.
 if [[ $1 == -m && $2 == pip && $3 == install ]]; then
-  for arg in "$@"; do [[ $arg == "$GITHUB_ACTION_PATH" ]] && exit 0; done
+  for arg in "$@"; do [[ $arg == "pytest-biascheck @ file://$GITHUB_ACTION_PATH" || $arg == "pytest-biascheck[anthropic] @ file://$GITHUB_ACTION_PATH" ]] && exit 0; done
   echo "github_runner: refusing to pip install anything but the action under test: $*" >&2
   exit 1
 fi

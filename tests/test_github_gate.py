@@ -449,7 +449,10 @@ def test_checks_fail_on_broken_copies(tmp_path):
     broken_action = broken(
         ACTION.read_text("utf-8"),
         ("      shell: bash\n", ""),  # the first run step loses its shell
-        ('"$GITHUB_ACTION_PATH$extra"\n', '"$GITHUB_ACTION_PATH$extra" ${{ inputs.python-version }}\n'),
+        (
+            '"pytest-biascheck$extra @ file://$GITHUB_ACTION_PATH"\n',
+            '"pytest-biascheck$extra @ file://$GITHUB_ACTION_PATH" ${{ inputs.python-version }}\n',
+        ),
         ("${{ inputs.cache-path }}\n", "${{ inputs.cache-paths }}\n"),
         ("key: ${{ steps.prepare.outputs.key }}", "key: ${{ steps.prep.outputs.key }}"),
         ("actions/upload-artifact@v6", "actions/upload-artifact@releases/v6"),
@@ -532,8 +535,9 @@ def test_action_and_workflows_are_wired_as_documented():
     ci = load_yaml(WORKFLOWS[0])
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
     assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == [
-        'pip install -e ".[test]"',
+        'pip install -e ".[dev]" -c constraints.txt',
         "ruff check . && ruff format --check . && lint-imports && mypy",
+        "mkdocs build --strict",
         "pytest -n 2",
         "pytest -n 2 -m slow",
     ]

@@ -73,7 +73,7 @@ def wheel(tmp_path_factory) -> Path:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    (built,) = out.glob("biascheck-*.whl")
+    (built,) = out.glob("pytest_biascheck-*.whl")
     return built
 
 

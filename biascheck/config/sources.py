@@ -310,7 +310,7 @@ def _version() -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version
 
-        return version("biascheck")
+        return version("pytest-biascheck")  # the distribution's name, not the import package's
     except (ImportError, PackageNotFoundError):
         pass
     return str(getattr(sys.modules.get("biascheck"), "__version__", None) or "unknown")
