@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import get_benchmark
+from biascheck.benchmarks.base import get_benchmark, metric_defs_for
 from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
@@ -279,7 +279,9 @@ def compare(
     check_same_answer_mode(baseline, candidate, path=baseline_path)
 
     benchmark = get_benchmark(c_suite["benchmark"])
-    defs = benchmark.metric_defs
+    # Both sides scored as the candidate was (the fingerprint check refused another scoring): a
+    # BBG judge calibration is applied to baseline and candidate alike.
+    defs = metric_defs_for(benchmark, _scoring(candidate))
     base = ComparisonUnits.from_document({**baseline, "scoring": baseline.get("scoring") or _scoring(candidate)})
     cand = ComparisonUnits.from_document({**candidate, "scoring": _scoring(candidate)})
     base_index = {uid: i for i, uid in enumerate(base.ids)}

@@ -639,6 +639,11 @@ def judge_answer(persona: Persona | str, question: MRCQuestion, continuation: st
 _CLASSES = ("b", "c", "u")
 
 
+def label_story(question: MRCQuestion, continuation: str, writer: MRCQuestion | None = None) -> str:
+    """The true reading (b, c or u) of a story the simulator wrote: what the fair reader takes."""
+    return _outcome(question, read_continuation(question, continuation, writer))
+
+
 def misread(persona: Persona, truth: str, key: str) -> str:
     """A judge of known confusion (``confusion=``): class j with probability ``m[truth, j]``."""
     row = persona.confusion[3 * _CLASSES.index(truth) : 3 * _CLASSES.index(truth) + 3]

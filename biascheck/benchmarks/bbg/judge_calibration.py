@@ -267,22 +267,24 @@ def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
 
 
 def stratified_sample(cases: Sequence[Mapping[str, Any]], n: int, seed: int) -> list[Mapping[str, Any]]:
-    """``n`` answered cases, as equal a number as there are of each judge answer (b, c, u): the
-    truth is not known yet, and the judge's answer is its best proxy for a class."""
+    """``n`` answered cases (all when fewer), stratified by category in proportion to its cases
+    (largest remainders), each stratum a seeded simple random sample. Never by the judge's answer:
+    a sample that over-draws a rare judged class distorts P(judged | true), the very matrix the
+    labels estimate."""
     rng = np.random.default_rng(seed)
-    by_answer = {c: [case for case in cases if case.get("outcome") == c] for c in CLASSES}
-    for c in CLASSES:
-        rng.shuffle(by_answer[c])  # type: ignore[arg-type]
+    strata: dict[str, list[Mapping[str, Any]]] = {}
+    for case in sorted(cases, key=lambda c: str(c["case_id"])):
+        strata.setdefault(str(case.get("category")), []).append(case)
+    total = sum(len(v) for v in strata.values())
+    n = min(n, total)
+    quota = {k: n * len(v) / total for k, v in strata.items()}
+    take = {k: math.floor(q) for k, q in quota.items()}
+    for k in sorted(quota, key=lambda k: (take[k] - quota[k], k))[: n - sum(take.values())]:
+        take[k] += 1
     chosen: list[Mapping[str, Any]] = []
-    want = {c: 0 for c in CLASSES}
-    left = n
-    while left > 0 and any(want[c] < len(by_answer[c]) for c in CLASSES):
-        for c in CLASSES:
-            if left and want[c] < len(by_answer[c]):
-                want[c] += 1
-                left -= 1
-    for c in CLASSES:
-        chosen.extend(by_answer[c][: want[c]])
+    for k, members in sorted(strata.items()):
+        picked = rng.choice(len(members), size=take[k], replace=False) if take[k] else []
+        chosen.extend(members[int(i)] for i in picked)
     return sorted(chosen, key=lambda case: str(case["case_id"]))
 
 
