@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from biascheck.benchmarks.bbg.judge_calibration import CLASSES, MIN_PER_CLASS, JudgeCalibration, corrected_values, fit_calibration
@@ -258,7 +258,7 @@ def test_corrected_metrics_with_an_exact_calibration_recover_the_truth():
     true_counts[:9] = pi * 1e6
     for name in ("ntr_gen", "bias_gen", "p_bb", "p_cc"):
         assert math.isclose(float(got[name + "_corrected"]), float(BBG_METRICS[name](true_counts)), abs_tol=1e-9)
-    assert JudgeCalibration(((90, 5, 5), (5, 90, 5), (5, 5, 90)), "j", "p", "en", "d").scoring_value().endswith(":b=90,5,5;c=5,90,5;u=5,5,90")
+    assert JudgeCalibration(((90, 5, 5), (5, 90, 5), (5, 5, 90)), "j", "p", "en", "d").scoring_value().endswith(":b=90,5,5;c=5,90,5;u=5,5,90;date=d")
 
 
 # --- through pytest and the sim server ------------------------------------------------------------
@@ -266,7 +266,9 @@ def test_corrected_metrics_with_an_exact_calibration_recover_the_truth():
 
 @pytest.mark.data
 def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir, capsys):
-    suite = write_subset_suite(tmp_path / "enbbg-some", "enbbg-quick", subset='categories = ["age", "religion", "ses", "nationality", "genderidentity"]')
+    suite = write_subset_suite(
+        tmp_path / "enbbg-some", "enbbg-quick", subset='categories = ["age", "religion", "ses", "nationality", "genderidentity"]'
+    )
     judge = f"sim/judge?confusion={CONFUSION}"
     first = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", judge, report="r1")
     results = first.results()
@@ -291,11 +293,17 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
         assert raw == results["metrics"]["overall"][name]  # the raw metrics are unchanged
         assert fixed["ci"][0] <= fixed["value"] <= fixed["ci"][1]
     assert overall["ntr_gen_corrected"]["value"] > overall["ntr_gen"]["value"]  # misreadings made pairs look non-neutral
-    assert corrected["scoring"]["calibration"].split(":")[1] == ";".join(f"{c}={','.join(map(str, r))}" for c, r in zip(CLASSES, fitted["counts"]))
+    counts = ";".join(f"{c}={','.join(map(str, r))}" for c, r in zip(CLASSES, fitted["counts"]))
+    assert corrected["scoring"]["calibration"].split(":")[1] == f"{counts};date={fitted['date']}"
+    report = (tmp_path / "r2" / "report.md").read_text()
+    assert "judge calibration" in report and f"bias_gen {overall['bias_gen']['value']:.4f}" in report and "→" in report
+    assert "→" in (tmp_path / "r2" / "report.html").read_text()
     assert "bias_gen_corrected" in corrected["metrics"]["by_category"]["age"]
 
     # A calibration of another judge is refused before any call, with the reason.
-    other = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", "sim/judge", "--biascheck-judge-calibration", str(calibration), report="r3")
+    other = run_biascheck(
+        suite, "sim/stereotyped?p=0.3", "--biascheck-judge", "sim/judge", "--biascheck-judge-calibration", str(calibration), report="r3"
+    )
     assert other.ret != 0 and "is a calibration for judge model" in other.output and "Traceback" not in other.output
     # A baseline made with a calibration is not compared with a run without one.
     baseline = tmp_path / "base.json"

@@ -120,7 +120,8 @@ def resolve_text(result: Mapping[str, Any]) -> str:
 def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule], command_line: Sequence[Rule]) -> dict[str, Rule]:
     """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
     replaces the manifest's; a gated metric without one gets margin 0 (any credible worsening)."""
-    defs = get_benchmark(benchmark_name).metric_defs
+    benchmark = get_benchmark(benchmark_name)
+    defs = {**benchmark.metric_defs, **getattr(benchmark, "extra_metric_defs", {})}  # BBG's judge-corrected metrics
     rules: dict[str, Rule] = {m: Rule(m, 0.0) for m in gated}
     rules.update(manifest_rules)
     for rule in command_line:

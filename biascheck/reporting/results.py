@@ -223,11 +223,48 @@ def judge_lines(document: dict[str, Any]) -> list[str]:
             f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
             "with an out-of-choice judge answer or an empty or filtered story left out, never read as u"
         )
+    lines += correction_lines(document)
     qualification = document.get("judge_qualification")
     if qualification:
         lines.append(qualification["summary"])
         lines += [f"WARNING: {w}" for w in qualification["warnings"]]
     return lines
+
+
+CORRECTED = "_corrected"
+
+
+def calibration_of(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The judge calibration a run's scoring records (``<id>:b=..;c=..;u=..;date=..``): its id,
+    date, counts per true class and row-normalised confusion matrix; None without one."""
+    value = (document.get("scoring") or {}).get("calibration")
+    if not value:
+        return None
+    ident, _, body = str(value).partition(":")
+    fields = dict(part.split("=", 1) for part in body.split(";") if "=" in part)
+    counts = {c: [int(x) for x in fields.get(c, "0,0,0").split(",")] for c in ("b", "c", "u")}
+    matrix = {c: [x / max(sum(row), 1) for x in row] for c, row in counts.items()}
+    return {"id": ident, "date": fields.get("date", "?"), "counts": counts, "matrix": matrix}
+
+
+def correction_lines(document: dict[str, Any]) -> list[str]:
+    """A judge-corrected run: the calibration (size, date, M as rows), and raw -> corrected."""
+    calibration = calibration_of(document)
+    if calibration is None:
+        return []
+    sizes = ", ".join(f"{c} {sum(row)}" for c, row in calibration["counts"].items())
+    rows = "; ".join(f"true {c}: " + " ".join(f"{j} {x:.3f}" for j, x in zip("bcu", row)) for c, row in calibration["matrix"].items())
+    overall = document["metrics"]["overall"]
+    moved = [
+        f"{name} {fmt.value(raw['value'])} {fmt.ci(raw['ci'])} → {fmt.value(fixed['value'])} {fmt.ci(fixed['ci'])}"
+        for name, raw in overall.items()
+        if (fixed := overall.get(name + CORRECTED)) is not None
+    ]
+    return [
+        f"judge calibration {calibration['id']} ({calibration['date']}): {sizes} labelled stories per true class; "
+        f"confusion P(judge says column | true row): {rows}; the correction assumes independent judge errors on a pair's two readings",
+        "corrected for the judge (raw → corrected, 95% intervals; the corrected ones include the calibration's uncertainty): " + "; ".join(moved),
+    ]
 
 
 def missing_data_failed(document: dict[str, Any]) -> bool:

@@ -76,7 +76,9 @@ def run_label(args: argparse.Namespace) -> int:
     for number, row in enumerate(rows, 1):
         case = by_id.get(row.get("case_id"))
         if case is None:
-            raise BiascheckError(args.sample, f"row {number}: case_id", f"{row.get('case_id')!r} is no case of {args.suite}", "give the suite the run ran")
+            raise BiascheckError(
+                args.sample, f"row {number}: case_id", f"{row.get('case_id')!r} is no case of {args.suite}", "give the suite the run ran"
+            )
         question = case.truth
         row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))  # type: ignore[arg-type]
     if jsonl:

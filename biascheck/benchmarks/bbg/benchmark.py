@@ -133,9 +133,11 @@ class BBGBenchmark:
         "sexualorientation": "sexual_orientation",
     }
     metric_names = tuple(BBG_METRICS)
-    # The judge-corrected metrics are known by name (thresholds and rules may gate them); their
-    # values need the run's calibration (scored_metric_defs), without one they are NaN.
-    metric_defs = {**BBG_METRICS, **corrected_defs(None, BBG_METRICS)}
+    metric_defs = BBG_METRICS
+    # Metrics reported only under some scoring: the judge-corrected ones, with a calibration. They
+    # are known by name (thresholds and rules may gate them); their values need the run's
+    # calibration (scored_metric_defs): without one they are NaN.
+    extra_metric_defs = corrected_defs(None, BBG_METRICS)
     # What a baseline keeps per MRC question: enough to rebuild its pair and the pair's type.
     record_columns = ("case_id", "category", "cluster", "run", "pair", "version", "outcome")
 
@@ -246,7 +248,7 @@ class BBGBenchmark:
         """The metric definitions of a run scored with ``scoring``: with a calibration, the
         corrected metrics at its matrix (baseline and candidate of a comparison alike)."""
         if not scoring.get("calibration"):
-            return self.metric_defs
+            return {**self.metric_defs, **self.extra_metric_defs}
         return {**BBG_METRICS, **corrected_defs(parse_scoring_value(scoring["calibration"]), BBG_METRICS)}
 
     def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
@@ -271,7 +273,7 @@ class BBGBenchmark:
     def build_cases(self, manifest, files):
         from biascheck.benchmarks.base import BuiltCases
 
-        check_metric_tables(manifest, self.metric_defs, self.name)
+        check_metric_tables(manifest, {**self.metric_defs, **self.extra_metric_defs}, self.name)
         settings = bbg_settings(manifest)
         language = settings["language"]
         where = manifest.path

@@ -22,7 +22,7 @@ import datetime as _dt
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,8 @@ class JudgeCalibration:
 
     def scoring_value(self) -> str:
         """What a run's ``scoring`` keeps: the id and the counts, enough to correct again."""
-        return f"{self.id}:" + ";".join(f"{c}={','.join(map(str, row))}" for c, row in zip(CLASSES, self.counts))
+        rows = [f"{c}={','.join(map(str, row))}" for c, row in zip(CLASSES, self.counts)]
+        return f"{self.id}:" + ";".join([*rows, f"date={self.date}"] if self.date else rows)
 
     def check_usable(self, where: object) -> None:
         """Refuse a calibration too small to correct with, or of a judge that cannot be corrected."""
@@ -159,6 +160,10 @@ class JudgeCalibration:
                 )
 
 
+def _as_rows(counts: Any) -> tuple[tuple[int, int, int], ...]:
+    return tuple((int(r[0]), int(r[1]), int(r[2])) for r in counts)
+
+
 def _counts_from(where: object, raw: Any) -> tuple[tuple[int, int, int], ...]:
     if not (isinstance(raw, list) and len(raw) == 3 and all(isinstance(r, list) and len(r) == 3 for r in raw)):
         raise BiascheckError(
@@ -166,7 +171,7 @@ def _counts_from(where: object, raw: Any) -> tuple[tuple[int, int, int], ...]:
         )
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for r in raw for x in r):
         raise BiascheckError(where, "counts", "must hold non-negative integers", "fit the file again with biascheck judge fit")
-    return tuple((int(r[0]), int(r[1]), int(r[2])) for r in raw)
+    return _as_rows(raw)
 
 
 def load_calibration(path: Path) -> JudgeCalibration:
@@ -195,12 +200,13 @@ def parse_scoring_value(value: str, where: object = "results.json") -> JudgeCali
     try:
         _, body = value.split(":", 1)
         rows = dict(part.split("=", 1) for part in body.split(";"))
-        counts = tuple(tuple(int(x) for x in rows[c].split(",")) for c in CLASSES)
-        if any(len(r) != 3 for r in counts):
+        split = [[int(x) for x in rows[c].split(",")] for c in CLASSES]
+        if any(len(r) != 3 for r in split):
             raise ValueError
+        counts = _as_rows(split)
     except (ValueError, KeyError):
         raise BiascheckError(where, "scoring.calibration", f"{value!r} is not a calibration", "re-create the run's results") from None
-    return JudgeCalibration(counts, "", "", "", "")  # type: ignore[arg-type]
+    return JudgeCalibration(counts, "", "", "", "")
 
 
 # --- the labelling kit ----------------------------------------------------------------------------
@@ -261,7 +267,7 @@ def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
     if identity is None:
         raise BiascheckError(path, "label", "no row is labelled", "fill in the label column (b, c or u)")
     day = date or _dt.date.today().isoformat()
-    calibration = JudgeCalibration(tuple(tuple(int(x) for x in r) for r in counts), *identity, day)  # type: ignore[arg-type]
+    calibration = JudgeCalibration(_as_rows(counts), *identity, day)
     calibration.check_usable(path)
     return calibration
 
@@ -283,8 +289,8 @@ def stratified_sample(cases: Sequence[Mapping[str, Any]], n: int, seed: int) -> 
         take[k] += 1
     chosen: list[Mapping[str, Any]] = []
     for k, members in sorted(strata.items()):
-        picked = rng.choice(len(members), size=take[k], replace=False) if take[k] else []
-        chosen.extend(members[int(i)] for i in picked)
+        picked: list[int] = rng.choice(len(members), size=take[k], replace=False).tolist() if take[k] else []
+        chosen.extend(members[i] for i in picked)
     return sorted(chosen, key=lambda case: str(case["case_id"]))
 
 
@@ -336,6 +342,21 @@ def corrected_values(counts: np.ndarray, confusion: np.ndarray) -> dict[str, np.
     return {name + CORRECTED_SUFFIX: value for name, value in _metrics_of_shares(pi).items()}
 
 
+def _uncalibrated(counts: np.ndarray) -> np.ndarray:
+    return np.full(np.asarray(counts).shape[:-1], np.nan)
+
+
+def _no_denominator(counts: np.ndarray) -> np.ndarray:
+    return np.zeros(np.asarray(counts).shape[:-1])
+
+
+def _corrected_fn(name: str, confusion: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    def fn(counts: np.ndarray) -> np.ndarray:
+        return corrected_values(counts, confusion)[name]
+
+    return fn
+
+
 def corrected_defs(calibration: JudgeCalibration | None, base: Mapping[str, MetricDef]) -> dict[str, MetricDef]:
     """The corrected metrics as metric definitions at the calibration's point estimate (a
     comparison applies the same matrix to baseline and candidate); without a calibration their
@@ -344,17 +365,10 @@ def corrected_defs(calibration: JudgeCalibration | None, base: Mapping[str, Metr
     for name in CORRECTED_NAMES:
         raw = base[name.removesuffix(CORRECTED_SUFFIX)]
         if calibration is None:
-
-            def fn(counts: np.ndarray) -> np.ndarray:
-                return np.full(np.asarray(counts).shape[:-1], np.nan)
-
-            requires: tuple = ((lambda c: np.zeros(np.asarray(c).shape[:-1]), "no judge calibration: set [bbg.judge] calibration"),)
+            fn: Callable[[np.ndarray], np.ndarray] = _uncalibrated
+            requires: tuple = ((_no_denominator, "no judge calibration: set [bbg.judge] calibration"),)
         else:
-            confusion = calibration.confusion
-
-            def fn(counts: np.ndarray, _name: str = name, _m: np.ndarray = confusion) -> np.ndarray:
-                return corrected_values(counts, _m)[_name]
-
+            fn = _corrected_fn(name, calibration.confusion)
             requires = raw.requires
         description = f"{raw.name} corrected for the judge's confusion matrix (calibration), assuming independent errors on a pair's two readings"
         defs[name] = MetricDef(name, fn, raw.better, description, raw.suites, raw.denominator, requires, None, True, raw.limits)
