@@ -203,7 +203,7 @@ def _add_judge_commands(commands) -> None:
     export = judge_commands.add_parser(
         "export",
         help="a stratified sample of a run's judged stories to label (CSV or JSONL, with an empty label column)",
-        description="Write N of a run's judged stories, stratified by the judge's answer, for people to label; "
+        description="Write N of a run's judged stories, a random sample stratified by category, for people to label; "
         "the instructions for annotators go to FILE.README.txt beside it.",
     )
     export.add_argument("suite", metavar="SUITE", help="the suite folder (or packaged name) the run ran")

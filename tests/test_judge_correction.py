@@ -305,34 +305,14 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
         suite, "sim/stereotyped?p=0.3", "--biascheck-judge", "sim/judge", "--biascheck-judge-calibration", str(calibration), report="r3"
     )
     assert other.ret != 0 and "is a calibration for judge model" in other.output and "Traceback" not in other.output
-    # A baseline made with a calibration is not compared with a run without one.
+    # A baseline made with a calibration gates the corrected metrics; a run without one is refused.
     baseline = tmp_path / "base.json"
-    recorded = run_biascheck(
-        suite,
-        "sim/stereotyped?p=0.3",
-        "--biascheck-judge",
-        judge,
-        "--biascheck-judge-calibration",
-        str(calibration),
-        "--biascheck-update-baseline",
-        "--biascheck-baseline",
-        str(baseline),
-        report="r4",
-    )
+    calibrated = ("--biascheck-judge", judge, "--biascheck-judge-calibration", str(calibration), "--biascheck-baseline", str(baseline))
+    recorded = run_biascheck(suite, "sim/stereotyped?p=0.3", *calibrated, "--biascheck-update-baseline", report="r4")
     assert baseline.is_file(), recorded.output
-    gated = run_biascheck(
-        suite,
-        "sim/stereotyped?p=0.3",
-        "--biascheck-judge",
-        judge,
-        "--biascheck-judge-calibration",
-        str(calibration),
-        "--biascheck-baseline",
-        str(baseline),
-        "--biascheck-compare-fail",
-        "bias_gen_corrected:+0.02",
-        report="r5",
-    )
-    assert "regression::overall::bias_gen_corrected PASSED" in gated.output or "bias_gen_corrected" in (tmp_path / "r5" / "comparison.md").read_text()
+    gated = run_biascheck(suite, "sim/stereotyped?p=0.3", *calibrated, "--biascheck-compare-fail", "bias_gen_corrected:+0.02", report="r5")
+    assert "regression::overall::bias_gen_corrected" in gated.output or "bias_gen_corrected" in (tmp_path / "r5" / "comparison.md").read_text()
+    checks = {(r["metric"], r["scope"]): r for r in json.loads((tmp_path / "r5" / "comparison.json").read_text())["results"]}
+    assert checks[("bias_gen_corrected", "overall")]["verdict"] == "unchanged"  # the same stories, the same matrix
     refused = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", judge, "--biascheck-baseline", str(baseline), report="r6")
     assert refused.ret != 0 and "scoring calibration=" in refused.output
