@@ -7,7 +7,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
+from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -295,9 +298,7 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
     assert overall["ntr_gen_corrected"]["value"] > overall["ntr_gen"]["value"]  # misreadings made pairs look non-neutral
     counts = ";".join(f"{c}={','.join(map(str, r))}" for c, r in zip(CLASSES, fitted["counts"]))
     assert corrected["scoring"]["calibration"].split(":")[1] == f"{counts};date={fitted['date']}"
-    report = (tmp_path / "r2" / "report.md").read_text()
-    assert "judge calibration" in report and f"bias_gen {overall['bias_gen']['value']:.4f}" in report and "→" in report
-    assert "→" in (tmp_path / "r2" / "report.html").read_text()
+    check_correction_reports(corrected, fitted, tmp_path / "r2")
     assert "bias_gen_corrected" in corrected["metrics"]["by_category"]["age"]
 
     # A calibration of another judge is refused before any call, with the reason.
@@ -316,3 +317,105 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
     assert checks[("bias_gen_corrected", "overall")]["verdict"] == "unchanged"  # the same stories, the same matrix
     refused = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", judge, "--biascheck-baseline", str(baseline), report="r6")
     assert refused.ret != 0 and "scoring calibration=" in refused.output
+
+
+# --- the reports of a corrected run -----------------------------------------------------------------
+
+
+def markdown_table(text: str, header: list[str]) -> list[list[str]]:
+    """The rows of the Markdown table of ``text`` whose header row is ``header``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if [c.strip() for c in line.strip().strip("|").split("|")] == header)
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+class _Tables(HTMLParser):
+    """The cells of every ``<table class="confusion">`` of a page, row by row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.inside = False
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table" and ("class", "confusion") in attrs:
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+        elif self.inside and tag in ("td", "th") and self.cell is not None:
+            self.rows[-1].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def check_correction_reports(results: dict, calibration: dict, folder: Path) -> None:
+    """report.md and report.html show M as a table and raw beside corrected, with the numbers of
+    results.json; the HTML's number line puts each dot and interval bar where its value lies."""
+    counts, overall = calibration["counts"], results["metrics"]["overall"]
+    corrected = [n for n in overall if n + "_corrected" in overall]
+    assert {"ntr_gen", "bias_gen", "p_bb", "p_uu", "p_bc_plus_p_cb"} <= set(corrected)
+
+    def f(x: float) -> str:
+        return f"{x:.4f}"
+
+    def ci(v: dict) -> str:
+        return f"[{f(v['ci'][0])}, {f(v['ci'][1])}]"
+
+    report = (folder / "report.md").read_text()
+    matrix = markdown_table(report, ["true class", "labelled", "judge says b", "judge says c", "judge says u"])
+    assert [r[0] for r in matrix] == list(CLASSES)
+    for row, true_counts in zip(matrix, counts):
+        assert int(row[1].replace(",", "")) == sum(true_counts)
+        assert [float(x) for x in row[2:]] == pytest.approx([c / sum(true_counts) for c in true_counts], abs=5e-4)
+    side = {r[0]: r[1:] for r in markdown_table(report, ["metric", "raw", "raw 95% CI", "corrected", "corrected 95% CI"])}
+    assert list(side) == corrected
+    for name in corrected:
+        raw, fixed = overall[name], overall[name + "_corrected"]
+        assert side[name] == [f(raw["value"]), ci(raw), f(fixed["value"]), ci(fixed)]
+    assert f"{sum(map(sum, counts))} labelled stories" in report and calibration["date"] in report
+
+    page = (folder / "report.html").read_text()
+    tables = _Tables()
+    tables.feed(page)
+    assert tables.rows[0] == ["true class", "labelled", "judge says b", "judge says c", "judge says u"]
+    for row, true_counts in zip(tables.rows[1:], counts, strict=True):
+        assert [float(x) for x in row[2:]] == pytest.approx([c / sum(true_counts) for c in true_counts], abs=5e-4)
+    svg = ElementTree.fromstring(re.search(r'<svg class="bars correction".*?</svg>', page, re.S).group(0))
+    ns = "{http://www.w3.org/2000/svg}"
+    ticks = [(float(t.get("x")), float(t.text.replace("\u2212", "-"))) for t in svg.iter(ns + "text") if t.get("class") == "tick"]
+    (x_a, v_a), (x_b, v_b) = ticks[0], ticks[-1]
+
+    def value_at(px: float) -> float:
+        return v_a + (px - x_a) / (x_b - x_a) * (v_b - v_a)
+
+    tolerance = 0.02 * (v_b - v_a) / (x_b - x_a)  # coordinates have 2 decimals
+    marks = {g.get("data-metric"): g for g in svg.iter(ns + "g")}
+    assert list(marks) == corrected
+    for name, g in marks.items():
+        for kind, value in (("raw", overall[name]), ("corrected", overall[name + "_corrected"])):
+            (dot,) = [c for c in g.iter(ns + "circle") if c.get("class") == f"pt {kind}"]
+            (bar,) = [r for r in g.iter(ns + "rect") if r.get("class") == f"ival {kind}"]
+            assert value_at(float(dot.get("cx"))) == pytest.approx(value["value"], abs=tolerance)
+            assert value_at(float(bar.get("x"))) == pytest.approx(value["ci"][0], abs=tolerance)
+            assert value_at(float(bar.get("x")) + float(bar.get("width"))) == pytest.approx(value["ci"][1], abs=tolerance)
+        (arrow,) = [a for a in g.iter(ns + "line") if a.get("class") == "arrow"]
+        start = value_at(float(arrow.get("x1")))
+        assert start == pytest.approx(overall[name]["value"], abs=tolerance)  # from the raw value ...
+        towards = overall[name + "_corrected"]["value"] - overall[name]["value"]
+        assert (float(arrow.get("x2")) - float(arrow.get("x1"))) * towards >= 0  # ... towards the corrected one
+        assert f"{f(overall[name]['value'])} {ci(overall[name])}" in "".join(g.itertext())
