@@ -264,6 +264,63 @@ def test_corrected_metrics_with_an_exact_calibration_recover_the_truth():
     assert JudgeCalibration(((90, 5, 5), (5, 90, 5), (5, 5, 90)), "j", "p", "en", "d").scoring_value().endswith(":b=90,5,5;c=5,90,5;u=5,5,90;date=d")
 
 
+# --- a comparison draws one calibration matrix per resample, for both sides --------------------------
+
+NOISY = JudgeCalibration(((80, 12, 8), (10, 85, 5), (9, 6, 85)), "j", "p", "en", "d")
+EXACT = JudgeCalibration(((10**6, 0, 0), (0, 10**6, 0), (0, 0, 10**6)), "j", "p", "en", "d")
+
+
+def _runs(templates: int = 12, pairs: int = 40, moved: int = 4, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """(T, K) pair-type counts of a baseline and of a candidate that read ``moved`` pairs of each
+    template as bb where the baseline read uu."""
+    rng = np.random.default_rng(seed)
+    shares = np.zeros(len(PAIR_TYPES))
+    for t, share in (("uu", 0.4), ("bc", 0.15), ("cb", 0.15), ("bb", 0.1), ("bu", 0.1), ("ub", 0.1)):
+        shares[PAIR_TYPES.index(t)] = share
+    base = np.zeros((templates, len(COUNT_FIELDS)))
+    base[:, : len(PAIR_TYPES)] = rng.multinomial(pairs, shares, size=templates)
+    base[:, PAIR_TYPES.index("uu")] += moved
+    cand = base.copy()
+    cand[:, PAIR_TYPES.index("uu")] -= moved
+    cand[:, PAIR_TYPES.index("bb")] += moved
+    return base, cand
+
+
+def _compared(calibration: JudgeCalibration, base: np.ndarray, cand: np.ndarray, *, draws: bool = True):
+    from biascheck.benchmarks.bbg.benchmark import BBGBenchmark
+    from biascheck.evaluation.regression import _spreads, resampled_functions
+    from biascheck.metrics.paired import paired_bootstrap, worsening_bounds
+
+    defs = BBGBenchmark().scored_metric_defs({"calibration": calibration.scoring_value()})
+    name = "bias_gen_corrected"
+    drawn = resampled_functions(defs, [name], seed=3) if draws else None
+    d = paired_bootstrap(base, cand, {name: (defs[name].fn, defs[name].better)}, n_boot=400, seed=3, resampled=drawn)[name]
+    bounds = worsening_bounds(d.worsening, _spreads(d, None, len(base), False), alpha_each=0.05)
+    return d, bounds
+
+
+def test_a_comparison_carries_the_calibrations_uncertainty():
+    """The same calibration on both sides, drawn anew per resample: the worsening's bounds are at
+    least as wide as with an exact calibration, and wider than with its point estimate alone."""
+    base, cand = _runs()
+    exact, exact_bounds = _compared(EXACT, base, cand)
+    noisy, noisy_bounds = _compared(NOISY, base, cand)
+    fixed, fixed_bounds = _compared(NOISY, base, cand, draws=False)
+    assert exact.worsening > 0 and noisy.worsening > 0  # the candidate reads more pairs as bb
+    assert noisy_bounds.upper - noisy_bounds.lower >= exact_bounds.upper - exact_bounds.lower
+    assert noisy.worsening_se > fixed.worsening_se  # the calibration's draws widen the spread
+    assert noisy_bounds.upper - noisy_bounds.lower > fixed_bounds.upper - fixed_bounds.lower
+    assert noisy.worsening == fixed.worsening  # the point estimate is the calibration's matrix either way
+
+
+@pytest.mark.parametrize("calibration", [NOISY, EXACT])
+def test_identical_sides_differ_by_exactly_zero_whatever_the_draw(calibration):
+    base, _ = _runs()
+    d, bounds = _compared(calibration, base, base.copy())
+    assert d.worsening == 0.0 and d.worsening_ci == (0.0, 0.0) and d.worsening_se == 0.0 and d.resamples == 400
+    assert (bounds.lower, bounds.upper) == (0.0, 0.0)
+
+
 # --- through pytest and the sim server ------------------------------------------------------------
 
 

@@ -6,7 +6,9 @@ The pair types a run reports are judge readings; if the judge errs independently
 readings of a pair (``M kron M``), the true pair-type shares are ``pi = ((M kron M)^T)^-1 p``,
 projected onto the simplex (:mod:`biascheck.metrics.misclassification`), and ``ntr_gen`` and
 ``bias_gen`` follow from ``pi`` as from observed shares. The intervals pair each bootstrap
-resample of templates with a resample of each calibration class (:func:`corrected_tables`).
+resample of templates with a resample of each calibration class (:func:`corrected_table`,
+:func:`calibration_draws`); a comparison applies the same draw to baseline and candidate in each
+resample (``MetricDef.resampled``).
 
 A calibration belongs to one judge model, one MRC prompt (its fingerprint) and one language: a
 run with another is refused, with the reason. It is recorded in a run's ``scoring`` as
@@ -24,6 +26,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -357,21 +360,40 @@ def _corrected_fn(name: str, confusion: np.ndarray) -> Callable[[np.ndarray], np
     return fn
 
 
+@lru_cache(maxsize=8)
+def calibration_draws(counts: tuple[tuple[int, int, int], ...], n_boot: int, seed: int) -> np.ndarray:
+    """``n_boot`` confusion matrices, each true class's labelled rows resampled on its own, from
+    ``seed``: the same draws for every call with the same arguments (read-only)."""
+    draws = resample_confusions(np.array(counts, dtype=np.int64), n_boot, np.random.default_rng([seed, 27]))
+    draws.setflags(write=False)
+    return draws
+
+
+def _corrected_resampled(name: str, calibration: JudgeCalibration) -> Callable[[np.ndarray, int], np.ndarray]:
+    def resampled(sums: np.ndarray, seed: int) -> np.ndarray:
+        return corrected_values(sums, calibration_draws(calibration.counts, len(sums), seed))[name]
+
+    return resampled
+
+
 def corrected_defs(calibration: JudgeCalibration | None, base: Mapping[str, MetricDef]) -> dict[str, MetricDef]:
-    """The corrected metrics as metric definitions at the calibration's point estimate (a
-    comparison applies the same matrix to baseline and candidate); without a calibration their
-    value is NaN, with a note saying why. Direction and limits are the raw metric's."""
+    """The corrected metrics as metric definitions: the value at the calibration's point estimate,
+    and (``resampled``) at bootstrap sums, row b at the b-th calibration draw of a seed, which a
+    comparison applies to baseline and candidate alike; without a calibration their value is
+    NaN, with a note saying why. Direction and limits are the raw metric's."""
     defs = {}
     for name in CORRECTED_NAMES:
         raw = base[name.removesuffix(CORRECTED_SUFFIX)]
+        resampled = None
         if calibration is None:
             fn: Callable[[np.ndarray], np.ndarray] = _uncalibrated
             requires: tuple = ((_no_denominator, "no judge calibration: set [bbg.judge] calibration"),)
         else:
             fn = _corrected_fn(name, calibration.confusion)
+            resampled = _corrected_resampled(name, calibration)
             requires = raw.requires
         description = f"{raw.name} corrected for the judge's confusion matrix (calibration), assuming independent errors on a pair's two readings"
-        defs[name] = MetricDef(name, fn, raw.better, description, raw.suites, raw.denominator, requires, None, True, raw.limits)
+        defs[name] = MetricDef(name, fn, raw.better, description, raw.suites, raw.denominator, requires, None, True, raw.limits, resampled)
     return defs
 
 
@@ -387,8 +409,7 @@ def corrected_table(
     point = corrected_values(total, calibration.confusion)
     if n_boot > 0 and len(present):
         sums = bootstrap_sums(present, n_boot=n_boot, seed=seed)
-        draws = resample_confusions(calibration.matrix, n_boot, np.random.default_rng([seed, 27]))
-        boot = corrected_values(sums, draws)
+        boot = corrected_values(sums, calibration_draws(calibration.counts, n_boot, seed))
     defs = corrected_defs(calibration, base)
     out = {}
     for name in CORRECTED_NAMES:
