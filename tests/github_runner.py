@@ -1,7 +1,7 @@
 """Enough of a GitHub Actions runner to run this project's workflows offline, end to end.
 
 GitHub and its runners are out of reach here (and `act` needs Docker and the network), yet the
-README's release-gate example must be shown to work as users run it: record the baselines, find
+documented release-gate workflow must be shown to work as users run it: record the baselines, find
 them as an artifact where the next job looks, open the pull request, gate a worse model. This runs
 a workflow's jobs in ``needs`` order, expands matrices, evaluates ``${{ }}`` expressions and
 ``if:`` conditions as GitHub documents them, runs ``run:`` scripts with bash as the runner does,
