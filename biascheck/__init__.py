@@ -9,7 +9,7 @@ suite manifest (:mod:`.manifest`, :mod:`.sources`, :mod:`.suite`) -> cases (:mod
 
 from biascheck.core.version import VERSION as __version__
 
-# The Python API (README "Python API"), imported on first use: `import biascheck` stays cheap, as
+# The Python API (docs/api.md), imported on first use: `import biascheck` stays cheap, as
 # the pytest plugin and the CLI need (litellm alone takes seconds to import).
 _API = {
     "load_suite": "biascheck.suite",
