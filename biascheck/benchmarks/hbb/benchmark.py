@@ -29,7 +29,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from biascheck.benchmarks.base import ReportLayout, schema_fragment
+from biascheck.benchmarks.base import BaseBenchmark, ReportLayout, schema_fragment
 from biascheck.benchmarks.hbb.data import (
     FilledQuestion,
     build,
@@ -134,7 +134,7 @@ def hbb_settings(manifest: SuiteManifest) -> dict[str, Any]:
     return {**SETTINGS_DEFAULTS, **(manifest.settings or {})}
 
 
-class HBBBenchmark:
+class HBBBenchmark(BaseBenchmark):
     name = "hbb"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False
