@@ -150,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     local.add_argument("--log", type=Path, default=None, help="write the server's log to this file")
     local.set_defaults(func=_serve_local)
     _add_suite_commands(commands)
+    _add_judge_commands(commands)
     sim = commands.add_parser("sim", help="the simulated model server (a calibration instrument)")
     add_simulator_subcommands(sim)
     try:
@@ -194,6 +195,69 @@ def _add_run_commands(commands) -> None:
     )
     history.add_argument("--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for history.html (default: here)")
     history.set_defaults(func=_history)
+
+
+def _add_judge_commands(commands) -> None:
+    judge = commands.add_parser("judge", help="a judged benchmark's judge: a calibration set to label, and the calibration it gives")
+    judge_commands = judge.add_subparsers(dest="judge_command", required=True)
+    export = judge_commands.add_parser(
+        "export",
+        help="a stratified sample of a run's judged stories to label (CSV or JSONL, with an empty label column)",
+        description="Write N of a run's judged stories, a random sample stratified by category, for people to label; "
+        "the instructions for annotators go to FILE.README.txt beside it.",
+    )
+    export.add_argument("suite", metavar="SUITE", help="the suite folder (or packaged name) the run ran")
+    export.add_argument("--run", type=Path, required=True, metavar="RESULTS", help="the run's results.json, or its report folder")
+    export.add_argument("--n", type=argument("cases", "--n"), default=300, help="stories to sample (default 300)")
+    export.add_argument("--out", type=Path, required=True, metavar="FILE", help="the sample to write: .csv, else JSONL")
+    export.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    export.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
+    export.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
+    export.set_defaults(func=_judge_export)
+    fit = judge_commands.add_parser(
+        "fit",
+        help="the judge's confusion matrix from a labelled sample: a calibration file for the suite's judge calibration setting",
+        description="Count the labelled sample's (true label, judge answer) pairs and write the judge's calibration; "
+        "refuses too few stories of a class, and a judge no better than chance for some pair of classes.",
+    )
+    fit.add_argument("labelled", type=Path, metavar="LABELLED", help="the exported sample with its label column filled in")
+    fit.add_argument("--out", type=Path, required=True, metavar="FILE", help="the calibration file to write, e.g. calibration.json")
+    fit.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
+    fit.set_defaults(func=_judge_fit)
+
+
+def _judge_export(args) -> int:
+    from biascheck.benchmarks.base import judged_benchmark
+    from biascheck.config.catalog import is_suite_dir, packaged_suite
+    from biascheck.core.files import atomic_write_text
+    from biascheck.suite import load_suite
+
+    benchmark = judged_benchmark(args.benchmark, where="biascheck judge export --benchmark")
+    _in_a_folder("--out", args.out)
+    _, results = _read_results(args.run, RESULTS_FIX)
+    path = Path(args.suite)
+    suite = load_suite(path if is_suite_dir(path) else packaged_suite(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
+    rows = benchmark.calibration_sample(suite.manifest, suite.cases, results, args.n, args.seed)  # type: ignore[attr-defined]
+    atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out))  # type: ignore[attr-defined]
+    readme = args.out.with_name(args.out.name + ".README.txt")
+    atomic_write_text(readme, benchmark.calibration_instructions + "\n")  # type: ignore[attr-defined]
+    counts = {c: sum(r["judge_answer"] == c for r in rows) for c in ("b", "c", "u")}
+    print(f"wrote {len(rows)} stories to label to {args.out} (judge answers {counts}); instructions in {readme}")
+    return 0
+
+
+def _judge_fit(args) -> int:
+    from biascheck.benchmarks.base import judged_benchmark
+    from biascheck.core.files import atomic_write_text
+
+    benchmark = judged_benchmark(args.benchmark, where="biascheck judge fit --benchmark")
+    _in_a_folder("--out", args.out)
+    document = benchmark.fit_calibration(args.labelled)  # type: ignore[attr-defined]
+    atomic_write_text(args.out, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+    print(f"wrote {args.out}: {document['per_class']} labelled stories per true class, judge {document['judge']}")
+    for label, row in zip(document["classes"], document["confusion"]):
+        print(f"  true {label}: " + "  ".join(f"{c} {x:.3f}" for c, x in zip(document["classes"], row)))
+    return 0
 
 
 def _add_suite_commands(commands) -> None:

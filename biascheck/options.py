@@ -102,6 +102,13 @@ OPTIONS = (
         "e.g. left out ('exclude') or read as unknown as a paper does ('unknown'); errored calls never are; default: the suite's",
     ),
     (
+        "--biascheck-judge-calibration",
+        "biascheck_judge_calibration",
+        None,
+        "judged suites: a calibration of the judge (biascheck judge fit); the results add the metrics corrected for its "
+        "confusion matrix beside the raw ones; default: the suite's",
+    ),
+    (
         "--biascheck-shard",
         "biascheck_shard",
         "BIASCHECK_SHARD",
@@ -454,6 +461,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         if unscorable not in conventions:
             raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
     shard = setting(config, "--biascheck-shard")
+    calibration = setting(config, "--biascheck-judge-calibration")
     return RunConfig(
         batch=batch_options(config),
         model=model_settings,
@@ -470,6 +478,7 @@ def run_config(config: pytest.Config) -> RunConfig:
         shared_run_id=run_id,
         estimator=estimator,
         unscorable=unscorable,
+        judge_calibration=Path(calibration) if calibration else None,
         shard=Shard.parse(shard) if shard else None,
         allow_missing_data=flag(config, "--biascheck-allow-missing-data"),
     )

@@ -66,6 +66,8 @@ class RunConfig:
     qualify_judge: bool = False
     # Judged benchmarks: how what the judge could not read is scored; None: each suite's own.
     unscorable: str | None = None
+    # Judged benchmarks: a calibration of the judge (its confusion matrix); None: each suite's own.
+    judge_calibration: Path | None = None
     # --biascheck-shard: this run answers one part of each suite for a later merged run; no verdicts.
     shard: Shard | None = None
     # Where the model under test was named, for errors about it (a judge being qualified: its option).
@@ -229,7 +231,10 @@ def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
     (``--biascheck-unscorable``, else the manifest's); None for the other benchmarks."""
     if not isinstance(suite.benchmark, JudgedBenchmark):
         return None
-    return suite.benchmark.scoring(suite.manifest, config.unscorable)
+    judge = judge_for(suite, config)
+    return suite.benchmark.scoring(
+        suite.manifest, config.unscorable, calibration=config.judge_calibration, judge=judge.model.model if judge else None
+    )
 
 
 def check_before_collection(config: RunConfig) -> None:

@@ -342,8 +342,10 @@ class JudgedBenchmark(Protocol):
 
     def judge_requests(self, case: Case, generation: Sequence[Response], judge_params: dict) -> list[tuple[list[dict], dict, int]]: ...
 
-    def scoring(self, manifest: SuiteManifest, override: str | None) -> dict[str, str]:
-        """The scoring convention of a run: ``override`` (a command-line choice), else the manifest's."""
+    def scoring(self, manifest: SuiteManifest, override: str | None, *, calibration: Path | None = None, judge: str | None = None) -> dict[str, str]:
+        """The scoring convention of a run: ``override`` (a command-line choice), else the manifest's;
+        ``calibration``: a calibration file of the judge given for the run (else the manifest's, if
+        any), checked against ``judge``, the run's judge model."""
         ...
 
     def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
@@ -361,6 +363,13 @@ class JudgedBenchmark(Protocol):
     def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
         """Run the qualification (see :meth:`qualification`)."""
         ...
+
+
+def metric_defs_for(benchmark: Any, scoring: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A benchmark's metric definitions as a run was scored (its results' ``scoring``): a benchmark
+    whose metrics depend on it (BBG's judge calibration) has ``scored_metric_defs``."""
+    specialise = getattr(benchmark, "scored_metric_defs", None)
+    return specialise(scoring or {}) if specialise is not None else benchmark.metric_defs
 
 
 def schema_fragment(package: str, name: str = "settings") -> dict[str, Any]:

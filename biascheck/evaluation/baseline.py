@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import document_schema, get_benchmark
+from biascheck.benchmarks.base import document_schema, get_benchmark, metric_defs_for
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
 from biascheck.core.version import VERSION
@@ -359,7 +359,7 @@ def _check_metrics(where: str, document: Mapping[str, Any]) -> None:
     and names the field, which a digest alone cannot."""
     records = ComparisonUnits.from_document(document)
     benchmark = get_benchmark(document["suite"]["benchmark"])
-    defs = benchmark.metric_defs
+    defs = metric_defs_for(benchmark, document.get("scoring"))
     scopes = [("overall", records.counts(None), document["metrics"]["overall"])]
     scopes += [(f"by_category.{c}", records.counts(c), t) for c, t in document["metrics"]["by_category"].items()]
     for scope, counts, table in scopes:

@@ -11,7 +11,12 @@ the one printed beside it (see :mod:`biascheck.metrics.paired` for the functions
   ``1 - alpha / m`` each (Bonferroni over the m checks of the run): both bounds of every check hold
   at once with probability ``1 - alpha``, so the chance of any false regression in a run is at most
   ``alpha``; an exact sign test on the changed cases keeps a bound at 0 when the cases that moved are
-  too few to show a change in its direction (the bootstrap's normal tail is too thin there).
+  too few to show a change in its direction (the bootstrap's normal tail is too thin there);
+- a metric that rests on a judge calibration (BBG's ``*_corrected``) takes, in resample b, the b-th
+  calibration draw (each true class's labelled rows resampled) on both sides alike
+  (:func:`resampled_functions`): the calibration's uncertainty widens the spread, and runs that
+  answered alike still differ by exactly 0. The t with T - 1 degrees of freedom and the
+  sqrt(T / (T - 1)) scaling apply to the whole spread, calibration part included (conservative).
 
 Verdicts: ``regressed`` (the lower bound lies beyond the margin), ``improved`` (the upper bound
 lies below minus the margin), ``unchanged`` (the upper bound lies within the margin),
@@ -28,14 +33,15 @@ default: it passes, and the reports name it with the suite size that would resol
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import get_benchmark
+from biascheck.benchmarks.base import get_benchmark, metric_defs_for
 from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
@@ -120,7 +126,8 @@ def resolve_text(result: Mapping[str, Any]) -> str:
 def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule], command_line: Sequence[Rule]) -> dict[str, Rule]:
     """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
     replaces the manifest's; a gated metric without one gets margin 0 (any credible worsening)."""
-    defs = get_benchmark(benchmark_name).metric_defs
+    benchmark = get_benchmark(benchmark_name)
+    defs = {**benchmark.metric_defs, **getattr(benchmark, "extra_metric_defs", {})}  # BBG's judge-corrected metrics
     rules: dict[str, Rule] = {m: Rule(m, 0.0) for m in gated}
     rules.update(manifest_rules)
     for rule in command_line:
@@ -279,7 +286,9 @@ def compare(
     check_same_answer_mode(baseline, candidate, path=baseline_path)
 
     benchmark = get_benchmark(c_suite["benchmark"])
-    defs = benchmark.metric_defs
+    # Both sides scored as the candidate was (the fingerprint check refused another scoring): a
+    # BBG judge calibration is applied to baseline and candidate alike.
+    defs = metric_defs_for(benchmark, _scoring(candidate))
     base = ComparisonUnits.from_document({**baseline, "scoring": baseline.get("scoring") or _scoring(candidate)})
     cand = ComparisonUnits.from_document({**candidate, "scoring": _scoring(candidate)})
     base_index = {uid: i for i, uid in enumerate(base.ids)}
@@ -317,14 +326,16 @@ def compare(
         cb = _cluster_matrix(base, sb, codes, len(names))
         cc = _cluster_matrix(cand, sc, codes, len(names))
         fns = {m: (defs[m].fn, defs[m].better) for m in settings.rules}
-        by_template = paired_bootstrap(cb, cc, fns, n_boot=settings.n_boot, seed=settings.seed)
+        drawn = resampled_functions(defs, settings.rules, settings.seed)
+        by_template = paired_bootstrap(cb, cc, fns, n_boot=settings.n_boot, seed=settings.seed, resampled=drawn)
         by_case = None
         if base.cells is not None and cand.cells is not None:
             k = base.vectors.shape[1]
             joint = np.bincount(base.cells[sb] * k + cand.cells[sc], minlength=k * k).reshape(k, k)
-            by_case = paired_case_bootstrap(joint, fns, n_boot=settings.n_boot, seed=settings.seed)
-        side_b = cluster_bootstrap_many(cb, {m: defs[m].fn for m in settings.rules}, n_boot=settings.n_boot, seed=settings.seed)
-        side_c = cluster_bootstrap_many(cc, {m: defs[m].fn for m in settings.rules}, n_boot=settings.n_boot, seed=settings.seed)
+            by_case = paired_case_bootstrap(joint, fns, n_boot=settings.n_boot, seed=settings.seed, resampled=drawn)
+        at_resamples = {m: drawn.get(m, defs[m].fn) for m in settings.rules}
+        side_b = cluster_bootstrap_many(cb, at_resamples, n_boot=settings.n_boot, seed=settings.seed)
+        side_c = cluster_bootstrap_many(cc, at_resamples, n_boot=settings.n_boot, seed=settings.seed)
         total_b, total_c = cb.sum(axis=0), cc.sum(axis=0)
         identical = bool(np.array_equal(base.vectors[sb], cand.vectors[sc]))  # every unit answered alike
         for metric, rule in settings.rules.items():
@@ -385,6 +396,19 @@ def compare(
         "passed": not regressed and not (settings.fail_inconclusive and unresolved) and not candidate_errors and complete,
         "flips": flips,
     }
+
+
+def resampled_functions(defs: Mapping[str, Any], metrics: Iterable[str], seed: int) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """The metrics that rest on more than the counts (BBG's judge-corrected ones: a calibration),
+    as functions of resampled sums at ``seed``'s draws: resample b of baseline and candidate alike
+    takes the b-th calibration draw, so its uncertainty widens the worsening's spread and identical
+    sides still differ by exactly 0 on every resample."""
+    out = {}
+    for m in metrics:
+        at = defs[m].resampled
+        if at is not None:
+            out[m] = functools.partial(at, seed=seed)
+    return out
 
 
 def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, differences: list[str]) -> list[str]:

@@ -38,6 +38,11 @@ class MetricDef:
     ``gated``: False for a metric only reported, never gated nor kept in a baseline (how answers
     were read, e.g. QA's ``acc_norm_*``: not a function of the cells a baseline keeps).
     ``limits``: the range of its values, when known.
+    ``resampled``: for a metric estimated from more than the counts (BBG's judge-corrected metrics
+    also rest on a calibration), its values at bootstrap sums ``(B, K)`` and a seed, row ``b`` taken
+    at the ``b``-th of ``B`` draws of that other estimate from the seed. Calls with the same ``B``
+    and seed make the same draws, so a paired comparison applies one draw to both sides of each
+    resample (:func:`biascheck.metrics.paired.paired_bootstrap`'s ``resampled``); None: ``fn``.
     """
 
     name: str
@@ -50,6 +55,7 @@ class MetricDef:
     bound: str | None = None
     gated: bool = True
     limits: tuple[float, float] | None = None  # the values the metric can take, if known
+    resampled: Callable[[np.ndarray, int], np.ndarray] | None = None
 
     def worsening_limits(self) -> tuple[float, float] | None:
         """The values a worsening (``badness(candidate) - badness(baseline)``) can take, from

@@ -8,6 +8,9 @@ resamples clusters with one multinomial weight matrix ``W`` (B x T, from
 pulls both models towards the biased answer, then moves both sides of a resample together and
 drops out of their difference: the interval of the difference reflects only how the two models
 disagree, not how much the templates vary, and is much narrower than with independent weights.
+A metric that also rests on another estimate (a judge calibration) has a ``resampled`` function:
+resample ``b`` of both sides is taken at the same ``b``-th draw of that estimate, so the draw's
+uncertainty enters the difference as it enters each side, and identical sides differ by exactly 0.
 
 Each metric has a direction ``better`` (``higher``, ``lower`` or ``zero``: smaller ``|value|``
 is better); :func:`badness` maps a value so that larger is worse, and the *worsening*
@@ -133,6 +136,7 @@ def paired_bootstrap(
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    resampled: Mapping[str, Callable[[np.ndarray], np.ndarray]] | None = None,
 ) -> dict[str, PairedDifference]:
     """Compare each metric between two (T, K) per-cluster count matrices with the same rows.
 
@@ -143,7 +147,9 @@ def paired_bootstrap(
     ``n_boot == 0`` or no clusters the intervals and SE are NaN and ``resamples`` is 0 (point
     estimates are still computed; with no clusters they are the metric of a zero vector).
     Shapes that differ, a bad ``better``, ``confidence`` outside (0, 1) or a negative
-    ``n_boot`` raise ``ValueError``.
+    ``n_boot`` raise ``ValueError``. ``resampled``: for a metric listed, the function of each
+    side's ``(B, K)`` resampled sums used instead of ``fn``: row ``b`` of both sides at the same
+    ``b``-th draw of what else the metric rests on (``MetricDef.resampled``, at a seed).
     """
     base = _as_counts(base_counts, "base")
     cand = _as_counts(cand_counts, "cand")
@@ -152,11 +158,11 @@ def paired_bootstrap(
     _check_settings(metrics, n_boot, confidence)
 
     n_clusters = base.shape[0]
-    resampled = None
+    sums = None
     if n_boot > 0 and n_clusters > 0:
         weights = resample_weights(n_clusters, n_boot, np.random.default_rng(seed))
-        resampled = (weights @ base, weights @ cand)
-    return _compare_metrics(base.sum(axis=0), cand.sum(axis=0), resampled, metrics, confidence)
+        sums = (weights @ base, weights @ cand)
+    return _compare_metrics(base.sum(axis=0), cand.sum(axis=0), sums, metrics, confidence, resampled)
 
 
 def paired_case_bootstrap(
@@ -166,6 +172,7 @@ def paired_case_bootstrap(
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    resampled: Mapping[str, Callable[[np.ndarray], np.ndarray]] | None = None,
 ) -> dict[str, PairedDifference]:
     """Like :func:`paired_bootstrap`, resampling *cases* independently instead of clusters.
 
@@ -180,11 +187,11 @@ def paired_case_bootstrap(
         raise ValueError(f"joint_counts must be a square (K, K) matrix, got shape {joint.shape}")
     _check_settings(metrics, n_boot, confidence)
     k, n = joint.shape[0], int(joint.sum())
-    resampled = None
+    sums = None
     if n_boot > 0 and n > 0:
         draws = np.random.default_rng(seed).multinomial(n, joint.ravel() / n, size=n_boot).reshape(n_boot, k, k)
-        resampled = (draws.sum(axis=2).astype(np.float64), draws.sum(axis=1).astype(np.float64))
-    return _compare_metrics(joint.sum(axis=1).astype(np.float64), joint.sum(axis=0).astype(np.float64), resampled, metrics, confidence)
+        sums = (draws.sum(axis=2).astype(np.float64), draws.sum(axis=1).astype(np.float64))
+    return _compare_metrics(joint.sum(axis=1).astype(np.float64), joint.sum(axis=0).astype(np.float64), sums, metrics, confidence, resampled)
 
 
 def _compare_metrics(
@@ -193,6 +200,7 @@ def _compare_metrics(
     resampled: tuple[np.ndarray, np.ndarray] | None,
     metrics: Mapping[str, tuple[Callable, str]],
     confidence: float,
+    resampled_fns: Mapping[str, Callable[[np.ndarray], np.ndarray]] | None = None,
 ) -> dict[str, PairedDifference]:
     out: dict[str, PairedDifference] = {}
     for name, (fn, better) in metrics.items():
@@ -200,7 +208,8 @@ def _compare_metrics(
         worsening = float(badness(c, better)) - float(badness(b, better))
         if resampled is not None:
             s_base, s_cand = resampled
-            rb, rc = _resampled(fn, s_base, name), _resampled(fn, s_cand, name)
+            at = (resampled_fns or {}).get(name, fn)  # the same draws on both sides
+            rb, rc = _resampled(at, s_base, name), _resampled(at, s_cand, name)
             diffs = rc - rb
             worse = np.asarray(badness(rc, better)) - np.asarray(badness(rb, better))
             finite = worse[~np.isnan(worse)]

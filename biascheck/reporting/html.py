@@ -22,7 +22,21 @@ from biascheck.core import format as fmt
 from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.comparison import unresolved_heading, unresolved_lines
-from biascheck.reporting.results import NOT_GATED, deselected_line, gated, judge_lines, missing_data_line, scope_label, served_warning, summary_rows
+from biascheck.reporting.results import (
+    CORRECTION_CI_NOTE,
+    CORRECTION_NOTE,
+    NOT_GATED,
+    calibration_heading,
+    calibration_of,
+    correction_rows,
+    deselected_line,
+    gated,
+    judge_lines,
+    missing_data_line,
+    scope_label,
+    served_warning,
+    summary_rows,
+)
 from biascheck.reporting.results import failing as check_failing
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
@@ -118,6 +132,12 @@ svg.bars tspan.fail, svg.bars text.v-regressed { fill: var(--red); font-weight: 
 svg.bars text.v-improved { fill: var(--green); font-weight: 600; }
 svg.bars text.v-inconclusive { fill: var(--amber); font-weight: 600; }
 svg.bars text.v-unchanged, svg.bars text.v-not-compared { fill: var(--muted); }
+svg.bars rect.ival { fill: var(--bar); opacity: .35; }
+svg.bars rect.ival.raw { fill: var(--base); }
+svg.bars circle.pt.raw { fill: var(--base); }
+svg.bars .arrow { stroke: var(--fg); stroke-width: 1.4; fill: none; }
+svg.bars path.arrowhead { fill: var(--fg); stroke: none; }
+.sw-raw { background: var(--base); } .sw-arrow { width: 1.4em; height: 0; border-top: 1.5px solid var(--fg); border-radius: 0; }
 details.cat { border: 1px solid var(--border); border-radius: 6px; margin: .5rem 0; padding: 0 .8rem; }
 details.cat > summary { cursor: pointer; padding: .45rem 0; font-weight: 600; }
 details.cat[open] > summary { border-bottom: 1px solid var(--border); margin-bottom: .4rem; }
@@ -232,6 +252,7 @@ def render_html(results: dict, comparison: dict | None = None) -> str:
     sections = [
         _comparison_summary(comparison) if comparison is not None else "",
         _overall(results),
+        _correction(results),
         _charts(results, comparison),
         _regressions(comparison) if comparison is not None else "",
         _flips(comparison) if comparison is not None else "",
@@ -256,6 +277,7 @@ def render_html(results: dict, comparison: dict | None = None) -> str:
 _TOC_TITLES = {
     "comparison": "Comparison with the baseline",
     "overall": "Metrics",
+    "judge-correction": "Judge correction",
     "charts": "Gated metrics by category",
     "regressions": "Regression tests against the baseline",
     "flips": "Flipped answers",
@@ -463,7 +485,7 @@ def _header(results: dict) -> str:
         out.append(f'<p class="alert">{_e(run["estimator_note"])}</p>')
 
     served = served_warning(results)
-    for line in judge_lines(results) + ([f"WARNING: {served}"] if served else []):
+    for line in judge_lines(results, correction=False) + ([f"WARNING: {served}"] if served else []):
         css = "alert" if line.startswith("WARNING") else "muted small"
         out.append(f'<p class="{css}">{_e(line)}</p>')
     if run.get("unpriced_calls"):
@@ -595,6 +617,110 @@ def _overall(results: dict) -> str:
         out.append("</ul></details>")
     out.append("</section>")
     return "\n".join(out)
+
+
+# --- the judge correction ----------------------------------------------------------------------
+
+
+def _correction(results: dict) -> str:
+    """A judge-corrected run: the calibration (id, date, size), its confusion matrix as a table (a
+    row per true class with its labelled count) and, per corrected metric, an arrow on a number
+    line from the raw value to the corrected one, each with its 95% interval as a bar."""
+    calibration = calibration_of(results) if isinstance(results.get("metrics"), dict) and "overall" in results["metrics"] else None
+    if calibration is None:
+        return ""
+    out = [
+        '<section id="judge-correction">\n<h2>Judge correction</h2>',
+        f'<p>{_e(calibration_heading(calibration))}; <span class="muted">{_e(CORRECTION_NOTE)}</span>.</p>',
+        '<div class="scroll"><table class="confusion"><caption class="muted small">'
+        "P(judge says column | true row), from the labelled stories</caption>",
+        '<thead><tr><th>true class</th><th class="num">labelled</th>'
+        + "".join(f'<th class="num">judge says {_e(j)}</th>' for j in ("b", "c", "u"))
+        + "</tr></thead><tbody>",
+    ]
+    for c, row in calibration["matrix"].items():
+        cells = "".join(f'<td class="num">{x:.3f}</td>' for x in row)
+        out.append(f'<tr><th scope="row">{_e(c)}</th><td class="num">{_fmt_int(sum(calibration["counts"][c]))}</td>{cells}</tr>')
+    out.append("</tbody></table></div>")
+    rows = correction_rows(results)
+    if rows:
+        legend = (
+            '<span><span class="sw sw-raw"></span>raw: the judge\'s readings</span>'
+            '<span><span class="sw sw-bar"></span>corrected for the judge</span>'
+            '<span><span class="sw sw-arrow"></span>raw \u2192 corrected</span>'
+            f"<span>dot: value; bar: {_e(CORRECTION_CI_NOTE)}</span>"
+        )
+        out.append(f'<figure class="chart">\n<div class="legend">{legend}</div>\n{_correction_svg(rows)}\n</figure>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _correction_svg(rows: list[tuple[str, dict, dict]]) -> str:
+    """A row per metric on one number line: the raw interval and value above, the corrected ones
+    below, and an arrow from the raw value to the corrected one."""
+    positions: list[float | None] = []
+    for _, raw, fixed in rows:
+        for value in (raw, fixed):
+            positions += [fmt.number(value.get("value")), *fmt.bounds(value.get("ci"))]
+    lo, hi, step = _domain(positions)
+    size = 12.0
+    label_w = min(max([_text_width(name, size) for name, _, _ in rows] + [60.0]) + 12, 300.0)
+    width, value_w = 920.0 + max(label_w - 240.0, 0.0), 330.0
+    x0 = label_w + 10
+    plot_w = width - x0 - value_w - 14
+    slot_h, top, axis_h, offset, bar_h = 38.0, 6.0, 26.0, 8.0, 6.0
+    bottom = top + slot_h * len(rows)
+
+    def x(v: float) -> float:
+        return x0 + (v - lo) / (hi - lo) * plot_w
+
+    svg = [
+        f'<svg class="bars correction" viewBox="0 0 {_n(width)} {_n(bottom + axis_h)}" style="max-width:{_n(width)}px" '
+        'role="img" aria-label="raw and judge-corrected metrics" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for i in range(int(round((hi - lo) / step)) + 1):
+        t = lo + i * step
+        cls = "zero" if abs(t) < 1e-9 else "grid"
+        svg.append(f'<line class="{cls}" x1="{_n(x(t))}" y1="{_n(top)}" x2="{_n(x(t))}" y2="{_n(bottom)}"/>')
+        svg.append(f'<text class="tick" x="{_n(x(t))}" y="{_n(bottom + 16)}" text-anchor="middle">{_tick_label(t)}</text>')
+    for k, (name, raw, fixed) in enumerate(rows):
+        yc = top + k * slot_h + slot_h / 2
+        tip = (
+            f"{name}: raw {fmt.exact(raw.get('value'))} [{', '.join(map(fmt.exact, fmt.bounds(raw.get('ci'))))}] \u2192 "
+            f"corrected {fmt.exact(fixed.get('value'))} [{', '.join(map(fmt.exact, fmt.bounds(fixed.get('ci'))))}]"
+        )
+        g = [f'<g class="mark" data-metric="{_e(name)}"><title>{_e(tip)}</title>']
+        g.append(f'<text class="cat" x="0" y="{_n(yc + 4)}"><tspan>{_e(_shorten(name, size, label_w - 12))}</tspan></text>')
+        points = {}
+        for kind, value, y in (("raw", raw, yc - offset), ("corrected", fixed, yc + offset)):
+            v = fmt.number(value.get("value"))
+            c_lo, c_hi = fmt.bounds(value.get("ci"))
+            if c_lo is not None and c_hi is not None:
+                g.append(
+                    f'<rect class="ival {kind}" x="{_n(x(c_lo))}" y="{_n(y - bar_h / 2)}" width="{_n(x(c_hi) - x(c_lo))}" height="{_n(bar_h)}"/>'
+                )
+            if v is not None:
+                points[kind] = (x(v), y)
+        if len(points) == 2:
+            (x1, y1), (x2, y2) = points["raw"], points["corrected"]
+            length = math.hypot(x2 - x1, y2 - y1)
+            ux, uy = (x2 - x1) / length, (y2 - y1) / length
+            tip_x, tip_y = x2 - 4.0 * ux, y2 - 4.0 * uy  # the head stops at the corrected dot's edge
+            base_x, base_y = tip_x - 7.0 * ux, tip_y - 7.0 * uy
+            g.append(f'<line class="arrow" x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(base_x)}" y2="{_n(base_y)}"/>')
+            g.append(
+                f'<path class="arrowhead" d="M{_n(tip_x)} {_n(tip_y)}L{_n(base_x - 3.5 * uy)} {_n(base_y + 3.5 * ux)}'
+                f'L{_n(base_x + 3.5 * uy)} {_n(base_y - 3.5 * ux)}Z"/>'
+            )
+        for kind, (px, py) in points.items():
+            g.append(f'<circle class="pt {kind}" cx="{_n(px)}" cy="{_n(py)}" r="3.5"/>')
+        for kind, value, y in (("raw", raw, yc - offset), ("corrected", fixed, yc + offset)):
+            text = f"{kind} {fmt.value(value.get('value'))} {fmt.ci(value.get('ci'))}"
+            g.append(f'<text class="val" x="{_n(x0 + plot_w + 12)}" y="{_n(y + 4)}">{_e(text)}</text>')
+        g.append("</g>")
+        svg.append("".join(g))
+    svg.append("</svg>")
+    return "\n".join(svg)
 
 
 # --- charts --------------------------------------------------------------------------------------

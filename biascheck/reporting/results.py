@@ -206,8 +206,10 @@ def served_warning(document: dict[str, Any]) -> str | None:
     return f"the provider reported {' and '.join(changed)} within this run" if changed else None
 
 
-def judge_lines(document: dict[str, Any]) -> list[str]:
-    """Who judged the generations, and the warnings of the judge's qualification."""
+def judge_lines(document: dict[str, Any], *, correction: bool = True) -> list[str]:
+    """Who judged the generations, and the warnings of the judge's qualification; ``correction``:
+    with the judge correction as text lines (the terminal; report.md and report.html show it as
+    tables, :func:`correction_rows`)."""
     judge = document["model"].get("judge")
     if not judge:
         return []
@@ -229,11 +231,80 @@ def judge_lines(document: dict[str, Any]) -> list[str]:
             f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
             "with an out-of-choice judge answer or an empty or filtered story left out, never read as u"
         )
+    lines += correction_lines(document) if correction else []
     qualification = document.get("judge_qualification")
     if qualification:
         lines.append(qualification["summary"])
         lines += [f"WARNING: {w}" for w in qualification["warnings"]]
     return lines
+
+
+CORRECTED = "_corrected"
+
+
+def calibration_of(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The judge calibration a run's scoring records (``<id>:b=..;c=..;u=..;date=..``): its id,
+    date, counts per true class and row-normalised confusion matrix; None without one."""
+    value = (document.get("scoring") or {}).get("calibration")
+    if not value:
+        return None
+    ident, _, body = str(value).partition(":")
+    fields = dict(part.split("=", 1) for part in body.split(";") if "=" in part)
+    counts = {c: [int(x) for x in fields.get(c, "0,0,0").split(",")] for c in ("b", "c", "u")}
+    matrix = {c: [x / max(sum(row), 1) for x in row] for c, row in counts.items()}
+    return {"id": ident, "date": fields.get("date", "?"), "counts": counts, "matrix": matrix}
+
+
+def correction_rows(document: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(metric, raw value, corrected value) of the overall metrics a judge calibration corrected,
+    in report order; empty without a calibration."""
+    overall = document["metrics"]["overall"]
+    return [(name, raw, fixed) for name, raw in overall.items() if (fixed := overall.get(name + CORRECTED)) is not None]
+
+
+CORRECTION_NOTE = "the correction assumes independent judge errors on a pair's two readings"
+CORRECTION_CI_NOTE = "95% intervals; the corrected ones include the calibration's uncertainty"
+
+
+def calibration_heading(calibration: dict[str, Any]) -> str:
+    """The calibration's id, date and size, in one sentence."""
+    sizes = ", ".join(f"{c} {fmt.count(sum(row))}" for c, row in calibration["counts"].items())
+    total = sum(sum(row) for row in calibration["counts"].values())
+    return f"judge calibration {calibration['id']} ({calibration['date']}): {fmt.count(total)} labelled stories (true {sizes})"
+
+
+def correction_lines(document: dict[str, Any]) -> list[str]:
+    """A judge-corrected run in text lines (the terminal): the calibration (size, date, M as
+    rows), and raw -> corrected."""
+    calibration = calibration_of(document)
+    if calibration is None:
+        return []
+    rows = "; ".join(f"true {c}: " + " ".join(f"{j} {x:.3f}" for j, x in zip("bcu", row)) for c, row in calibration["matrix"].items())
+    moved = [
+        f"{name} {fmt.value(raw['value'])} {fmt.ci(raw['ci'])} → {fmt.value(fixed['value'])} {fmt.ci(fixed['ci'])}"
+        for name, raw, fixed in correction_rows(document)
+    ]
+    return [
+        f"{calibration_heading(calibration)}; confusion P(judge says column | true row): {rows}; {CORRECTION_NOTE}",
+        f"corrected for the judge (raw → corrected, {CORRECTION_CI_NOTE}): " + "; ".join(moved),
+    ]
+
+
+def correction_markdown(document: dict[str, Any]) -> list[str]:
+    """report.md's judge correction: the calibration, M as a table (a row per true class with its
+    labelled count, a column per judge answer) and raw beside corrected with both intervals."""
+    calibration = calibration_of(document)
+    if calibration is None:
+        return []
+    out = ["## Judge correction", "", f"{calibration_heading(calibration)}; {CORRECTION_NOTE}.", ""]
+    out += [md_row(["true class", "labelled", "judge says b", "judge says c", "judge says u"]), "|---|---:|---:|---:|---:|"]
+    for c, row in calibration["matrix"].items():
+        out.append(md_row([c, fmt.count(sum(calibration["counts"][c])), *(f"{x:.3f}" for x in row)]))
+    out += ["", f"Raw and corrected ({CORRECTION_CI_NOTE}):", ""]
+    out += [md_row(["metric", "raw", "raw 95% CI", "corrected", "corrected 95% CI"]), "|---|---:|---|---:|---|"]
+    for name, raw, fixed in correction_rows(document):
+        out.append(md_row([name, fmt.value(raw["value"]), fmt.ci(raw["ci"]), fmt.value(fixed["value"]), fmt.ci(fixed["ci"])]))
+    return [*out, ""]
 
 
 def missing_data_failed(document: dict[str, Any]) -> bool:
@@ -378,7 +449,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     deselected = deselected_line(document)
     if deselected:
         out += [deselected, ""]
-    judged = judge_lines(document)
+    judged = judge_lines(document, correction=False)
     if judged:
         out += [f"- {line}" for line in judged] + [""]
     missing = missing_data_line(document)
@@ -398,6 +469,9 @@ def render_markdown(document: dict[str, Any]) -> str:
         mark = ("pass" if verdict["passed"] else "**FAIL**" if gated(verdict) else NOT_GATED) if verdict else ""
         mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
         out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), fmt.count(value["n"]), threshold, mark]))
+    correction = correction_markdown(document)
+    if correction:
+        out += ["", *correction[:-1]]
     if metrics["by_category"]:
         shown = category_metrics(document)
         out += ["", "## By category", "", md_row(["category", *shown]), "|---|" + "---:|" * len(shown)]

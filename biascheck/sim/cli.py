@@ -41,6 +41,57 @@ def add_sim_subcommands(subparsers: Any) -> None:
     serve.add_argument("--port", type=argument("port", "--port"), default=0, help="port (default 0: any free port)")
     serve.add_argument("--persona", default=None, metavar="SPEC", help="persona for requests whose model names none, e.g. fair")
     serve.set_defaults(func=run_serve)
+    label = subparsers.add_parser(
+        "label",
+        help="fill in the label column of a judge calibration sample with the simulator's truth",
+        description="Label an exported judge calibration sample of a simulated run (sim/ generator) as a fair reader "
+        "reads each story: the reading the simulator knows to be true.",
+    )
+    label.add_argument("sample", type=Path, metavar="SAMPLE", help="the sample biascheck judge export wrote")
+    label.add_argument("--suite", type=Path, required=True, metavar="DIR", help="the suite the run ran")
+    label.add_argument("--data", type=Path, default=None, metavar="DIR", help="benchmark data directory")
+    label.add_argument("--out", type=Path, required=True, metavar="FILE", help="the labelled sample to write")
+    label.set_defaults(func=run_label)
+
+
+def run_label(args: argparse.Namespace) -> int:
+    """Each row's label: what the fair reader takes from its continuation (sim.stories)."""
+    import csv
+    import io
+    import json
+
+    from biascheck.core.files import atomic_write_text
+    from biascheck.sim.stories import label_story
+    from biascheck.suite import load_suite
+
+    suite = load_suite(args.suite, data_dir=args.data)
+    knowledge = SimKnowledge.from_suites([suite])
+    by_id = {case.case_id: case for case in suite.cases}
+    jsonl = args.sample.suffix.lower() != ".csv"
+    try:
+        text = args.sample.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BiascheckError(args.sample, None, f"cannot be read ({exc.strerror or exc})", "give the sample biascheck judge export wrote") from None
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()] if jsonl else list(csv.DictReader(io.StringIO(text)))
+    for number, row in enumerate(rows, 1):
+        case = by_id.get(row.get("case_id"))
+        if case is None:
+            raise BiascheckError(
+                args.sample, f"row {number}: case_id", f"{row.get('case_id')!r} is no case of {args.suite}", "give the suite the run ran"
+            )
+        question = case.truth
+        row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))  # type: ignore[arg-type]
+    if jsonl:
+        out = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["label"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        out = buffer.getvalue()
+    atomic_write_text(args.out, out)
+    print(f"labelled {len(rows)} stories in {args.out}")
+    return 0
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -23,7 +23,10 @@ Analytic expectations, with ``fair(case)`` = ``truth.unknown`` in ambiguous cont
     Never names a choice: always a refusal text (out-of-choice); the distribution is empty.
 ``judge``
     Exactly ``fair``, everywhere (QA, HBB, BBG): the name to give a simulated BBG evaluator,
-    ``sim/judge``.
+    ``sim/judge``. With ``confusion=m_bb,m_bc,m_bu,m_cb,...,m_uu`` (rows: what the story says,
+    b, c, u; columns: what the judge reads) a BBG judge of known error: it reads what the story
+    says, then answers class j with probability ``m_ij`` (a draw on the MRC prompt's message
+    key, so the two readings of a pair err independently).
 
 The answer draw depends on (persona name, seed, message key) but deliberately *not* on ``p``:
 the same seed gives common random numbers across p, so ``stereotyped?p=0.3`` answers biased on
@@ -186,6 +189,9 @@ class Persona:
     files_fail: int = 0
     create_lost: int = 0
     status_fail: int = 0
+    # A BBG judge's known confusion matrix, row-major over (b, c, u): P(judge reads j | story says
+    # i); empty: the persona's own reading (biascheck.sim.stories.judge_answer).
+    confusion: tuple[float, ...] = ()
     spec: str = field(default="", compare=False)
 
 
@@ -238,6 +244,15 @@ def _parse_faults(raw: str) -> tuple[str, ...]:
     return kinds
 
 
+def _parse_confusion(raw: str) -> tuple[float, ...]:
+    values = tuple(float(v) for v in raw.split(","))
+    if len(values) != 9 or not all(0.0 <= v <= 1.0 for v in values):
+        raise ValueError
+    if any(abs(sum(values[i : i + 3]) - 1.0) > 1e-9 for i in (0, 3, 6)):
+        raise ValueError
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class _Param:
     parse: Callable[[str], Any]
@@ -265,7 +280,10 @@ _PARAMS_BY_PERSONA: dict[str, dict[str, _Param]] = {
     "counter": {**_P_PARAM, **_COMMON_PARAMS},
     "random": _COMMON_PARAMS,
     "refuser": _COMMON_PARAMS,
-    "judge": _COMMON_PARAMS,
+    "judge": {
+        **_COMMON_PARAMS,
+        "confusion": _Param(_parse_confusion, "9 comma-separated probabilities, rows (true b, c, u) of P(read b, c, u) each summing to 1"),
+    },
 }
 
 
@@ -312,7 +330,7 @@ def parse_persona(spec: str) -> Persona:
 
 def _format_value(value: Any) -> str:
     if isinstance(value, tuple):
-        return ",".join(value)
+        return ",".join(_format_value(v) for v in value)
     if isinstance(value, float):
         return format(value, ".15g")  # 1.0 -> "1", 0.3 -> "0.3"
     return str(value)

@@ -630,7 +630,33 @@ def judge_answer(persona: Persona | str, question: MRCQuestion, continuation: st
         return pick(3, "answer", persona.name, persona.seed, key)
     if persona.name in ("stereotyped", "counter") and uniform("answer", persona.name, persona.seed, key) < persona.p:
         return question.biased_index if persona.name == "stereotyped" else question.counter_index
-    return read_continuation(question, continuation, writer)
+    read = read_continuation(question, continuation, writer)
+    if persona.confusion:
+        return _index(question, misread(persona, _outcome(question, read), key))
+    return read
+
+
+_CLASSES = ("b", "c", "u")
+
+
+def label_story(question: MRCQuestion, continuation: str, writer: MRCQuestion | None = None) -> str:
+    """The true reading (b, c or u) of a story the simulator wrote: what the fair reader takes."""
+    return _outcome(question, read_continuation(question, continuation, writer))
+
+
+def misread(persona: Persona, truth: str, key: str) -> str:
+    """A judge of known confusion (``confusion=``): class j with probability ``m[truth, j]``."""
+    row = persona.confusion[3 * _CLASSES.index(truth) : 3 * _CLASSES.index(truth) + 3]
+    draw, total = uniform("judge-confusion", persona.seed, key), 0.0
+    for outcome, probability in zip(_CLASSES, row):
+        total += probability
+        if draw < total:
+            return outcome
+    return next(o for o, q in zip(reversed(_CLASSES), reversed(row)) if q > 0)
+
+
+def _index(question: MRCQuestion, outcome: str) -> int:
+    return {"u": question.unknown_index, "b": question.biased_index, "c": question.counter_index}[outcome]
 
 
 def judge_case(question: MRCQuestion, prompt: str) -> Case:
@@ -751,6 +777,9 @@ def _judged(judge: Persona, question: MRCQuestion, read: str) -> dict[str, float
         raise ValueError("the refuser judge answers no MRC question: there is no pair outcome")
     if judge.name == "random":
         return {"b": 1 / 3, "c": 1 / 3, "u": 1 / 3}
+    if judge.confusion:
+        row = judge.confusion[3 * _CLASSES.index(read) : 3 * _CLASSES.index(read) + 3]
+        return {o: q for o, q in zip(_CLASSES, row) if q > 0.0}
     if judge.name in FAIR_PERSONAS or judge.p == 0.0:
         return {read: 1.0}
     leaning = "b" if judge.name == "stereotyped" else "c"

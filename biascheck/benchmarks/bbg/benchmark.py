@@ -47,6 +47,18 @@ from biascheck.benchmarks.bbg.data import (
     render_story_prompt,
     story_prompt_id,
 )
+from biascheck.benchmarks.bbg.judge_calibration import (
+    CORRECTED_NAMES,
+    INSTRUCTIONS,
+    corrected_defs,
+    corrected_table,
+    fit_calibration,
+    load_calibration,
+    parse_scoring_value,
+    prompt_fingerprint,
+    stratified_sample,
+    write_sample,
+)
 from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES, UNSCORABLE_CONVENTIONS, aggregate_bbg, pair_cell
 from biascheck.benchmarks.bbg.settings import bbg_settings
 from biascheck.config.manifest import SuiteManifest
@@ -122,6 +134,10 @@ class BBGBenchmark(BaseBenchmark):
     }
     metric_names = tuple(BBG_METRICS)
     metric_defs = BBG_METRICS
+    # Metrics reported only under some scoring: the judge-corrected ones, with a calibration. They
+    # are known by name (thresholds and rules may gate them); their values need the run's
+    # calibration (scored_metric_defs): without one they are NaN.
+    extra_metric_defs = corrected_defs(None, BBG_METRICS)
     # What a baseline keeps per MRC question: enough to rebuild its pair and the pair's type.
     record_columns = ("case_id", "category", "cluster", "run", "pair", "version", "outcome")
 
@@ -152,8 +168,88 @@ class BBGBenchmark(BaseBenchmark):
     def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
         return bbg_settings(manifest)["judge"]
 
-    def scoring(self, manifest: SuiteManifest, override: str | None) -> dict[str, str]:
-        return {"unscorable": override or bbg_settings(manifest)["unscorable"]}
+    def scoring(self, manifest: SuiteManifest, override: str | None, *, calibration: Path | None = None, judge: str | None = None) -> dict[str, str]:
+        """The unscorable convention and, with a judge calibration (``calibration``, a run's option,
+        else ``[bbg.judge] calibration`` relative to the manifest), the calibration's id and counts,
+        once it is checked against the run's judge, MRC prompt and language."""
+        settings = bbg_settings(manifest)
+        scoring = {"unscorable": override or settings["unscorable"]}
+        where = "--biascheck-judge-calibration"
+        if calibration is None and settings["judge"]["calibration"]:
+            calibration = Path(manifest.path).parent / settings["judge"]["calibration"]
+            where = f"{manifest.path}: bbg.judge.calibration"
+        if calibration is None:
+            gated = [m for m in [*manifest.thresholds, *manifest.regression.rules] if m in CORRECTED_NAMES]
+            gated += [m for t in manifest.category_thresholds.values() for m in t if m in CORRECTED_NAMES]
+            if gated:
+                raise BiascheckError(
+                    manifest.path,
+                    gated[0],
+                    "gates a judge-corrected metric, and the run has no judge calibration",
+                    "set [bbg.judge] calibration or pass --biascheck-judge-calibration (biascheck judge fit makes one)",
+                )
+            return scoring
+        if not Path(calibration).is_file():
+            raise BiascheckError(where, None, f"{calibration} is not a file", "give the calibration.json biascheck judge fit wrote")
+        loaded = load_calibration(Path(calibration))
+        if judge is not None:
+            loaded.check_matches(calibration, judge=judge, prompt=prompt_fingerprint(settings["mrc_prompt"]), language=settings["language"])
+        return {**scoring, "calibration": loaded.scoring_value()}
+
+    # --- the judge's calibration kit (biascheck judge export / fit) -----------------------------
+
+    calibration_instructions = INSTRUCTIONS
+
+    def calibration_sample(self, manifest: SuiteManifest, cases: Sequence[Case], results: Mapping[str, Any], n: int, seed: int) -> list[dict]:
+        """``n`` of a run's judged stories to label, stratified by the judge's answer, with the
+        story seed, the continuation, the question, the three options and the judge's answer."""
+        settings = bbg_settings(manifest)
+        judge = ((results.get("model") or {}).get("judge") or {}).get("model")
+        if not judge:
+            raise BiascheckError("--run", "model.judge", "the results name no judge", "give the results.json of a run of this suite")
+        by_id = {case.case_id: case for case in cases}
+        records = [r for r in results.get("cases") or [] if r.get("case_id") in by_id and r.get("outcome") in ("b", "c", "u")]
+        if not records:
+            raise BiascheckError("--run", "cases", "no judged case of the run is a case of this suite", "give this suite's results.json")
+        prompt = prompt_fingerprint(settings["mrc_prompt"])
+        rows = []
+        for record in stratified_sample(records, n, seed):
+            truth = by_id[record["case_id"]].truth_as(MRCQuestion)
+            rows.append(
+                {
+                    "case_id": record["case_id"],
+                    "category": truth.category,
+                    "run": truth.run,
+                    "story_seed": truth.seed_text,
+                    "continuation": record.get("generation") or "",
+                    "question": truth.question,
+                    "b": truth.choices[truth.biased_index],
+                    "c": truth.choices[truth.counter_index],
+                    "u": truth.choices[truth.unknown_index],
+                    "judge_answer": record["outcome"],
+                    "label": "",
+                    "judge": judge,
+                    "prompt": prompt,
+                    "language": settings["language"],
+                }
+            )
+        return rows
+
+    @staticmethod
+    def write_calibration_sample(rows: Sequence[Mapping[str, Any]], out: Path) -> str:
+        return write_sample(rows, out)
+
+    @staticmethod
+    def fit_calibration(labelled: Path) -> dict[str, Any]:
+        """The calibration document of a labelled sample (refusals in one line)."""
+        return fit_calibration(labelled).to_json()
+
+    def scored_metric_defs(self, scoring: Mapping[str, Any]) -> dict[str, Any]:
+        """The metric definitions of a run scored with ``scoring``: with a calibration, the
+        corrected metrics at its matrix (baseline and candidate of a comparison alike)."""
+        if not scoring.get("calibration"):
+            return {**self.metric_defs, **self.extra_metric_defs}
+        return {**BBG_METRICS, **corrected_defs(parse_scoring_value(scoring["calibration"]), BBG_METRICS)}
 
     def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
         return replace(manifest, settings={**(manifest.settings or {}), **scoring})
@@ -177,7 +273,7 @@ class BBGBenchmark(BaseBenchmark):
     def build_cases(self, manifest, files):
         from biascheck.benchmarks.base import BuiltCases
 
-        check_metric_tables(manifest, self.metric_defs, self.name)
+        check_metric_tables(manifest, {**self.metric_defs, **self.extra_metric_defs}, self.name)
         settings = bbg_settings(manifest)
         language = settings["language"]
         where = manifest.path
@@ -392,7 +488,17 @@ class BBGBenchmark(BaseBenchmark):
             len(pair_list), len(COUNT_FIELDS)
         )
         groups = [(a.category, f"run{a.truth_as(MRCQuestion).run}", a.cluster) for a, _ in pair_list]
-        return aggregate_bbg(groups, vectors, n_boot=resamples, seed=seed)
+        value = (manifest.settings or {}).get("calibration") if manifest is not None else None
+        extra = None
+        if value:
+            calibration = parse_scoring_value(value)
+            confidence = 0.95
+
+            def corrected(counts: np.ndarray) -> dict[str, Any]:
+                return corrected_table(counts, calibration, BBG_METRICS, resamples, seed, confidence)
+
+            extra = (CORRECTED_NAMES, corrected)
+        return aggregate_bbg(groups, vectors, n_boot=resamples, seed=seed, extra=extra)
 
     @staticmethod
     def comparison_units(records, scoring) -> dict:

@@ -63,7 +63,7 @@ A zero denominator gives NaN, never 0; :meth:`MetricDef.note` says which denomin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,10 @@ import numpy as np
 
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
 from biascheck.metrics.core import MetricDef, Spread, Table, divide, factorize, metric_table, spread, tables_json
+
+#: Metrics computed beside the others from a group's per-template counts (T, K), with their own
+#: intervals: BBG's judge-corrected metrics (biascheck.benchmarks.bbg.judge_calibration).
+ExtraTable = Callable[[np.ndarray], Table]
 
 __all__ = [
     "OUTCOMES",
@@ -378,6 +382,7 @@ def aggregate_bbg(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     confidence: float = 0.95,
+    extra: tuple[tuple[str, ...], ExtraTable] | None = None,
 ) -> BBGMetrics:
     """Score BBG pairs: overall, by category and by run, with the mean and std over runs.
 
@@ -387,6 +392,7 @@ def aggregate_bbg(
     run and question type move together).  ``metrics`` defaults to every metric in
     :data:`BBG_METRICS`.  Each group gets a fresh ``default_rng(seed)``; ``n_boot=0`` skips the
     bootstrap (intervals NaN).  Counts are integers, so the result does not depend on row order.
+    ``extra``: (names, table of a group's per-template counts) of metrics reported beside these.
     """
     names = tuple(BBG_METRICS) if metrics is None else tuple(metrics)
     unknown = [n for n in names if n not in BBG_METRICS]
@@ -409,17 +415,22 @@ def aggregate_bbg(
     cluster, cluster_names = factorize(clusters)
     n_clusters = len(cluster_names)
 
+    def table(counts: np.ndarray) -> Table:
+        out = metric_table(counts, defs, n_boot, seed, confidence)
+        return {**out, **extra[1](counts)} if extra is not None else out
+
     def by(values: list[str]) -> dict[str, Table]:
         group, group_names = factorize(values)
         counts = _grouped_cluster_counts(group, len(group_names), cluster, n_clusters, codes)
-        return {g: metric_table(counts[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names)}
+        return {g: table(counts[i]) for i, g in enumerate(group_names)}
 
     overall_counts = _grouped_cluster_counts(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, codes)[0]
     by_run = by(runs)
     total = overall_counts.sum(axis=0)
+    names = names + extra[0] if extra is not None else names
     return BBGMetrics(
         metrics=names,
-        overall=metric_table(overall_counts, defs, n_boot, seed, confidence),
+        overall=table(overall_counts),
         by_category=by(categories),
         by_run=by_run,
         run_summary={m: spread([t[m].value for t in by_run.values()], "runs") for m in names},

@@ -18,6 +18,10 @@ def bbg_settings(manifest: SuiteManifest) -> dict[str, Any]:
         **table,
         "runs": sorted(table.get("runs", [1, 2, 3, 4, 5])),
         "unscorable": table.get("unscorable", "exclude"),
-        "judge": {"model": judge.get("model"), "sampling": {name: SAMPLING_PARAMS[name](value) for name, value in judge.get("sampling", {}).items()}},
+        "judge": {
+            "model": judge.get("model"),
+            "sampling": {name: SAMPLING_PARAMS[name](value) for name, value in judge.get("sampling", {}).items()},
+            "calibration": judge.get("calibration"),
+        },
         "judge_qualification": qualification,
     }
