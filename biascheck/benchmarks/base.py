@@ -23,7 +23,9 @@ Must say (abstract in :class:`BaseBenchmark`):
 
 Has a default (override where the benchmark differs):
 
-- ``metric_names`` (the keys of ``metric_defs``); ``settings_schema`` (None: no suite.toml table of
+- ``metric_names`` (the keys of ``metric_defs``); ``extra_metric_defs`` (none) and
+  ``scored_metric_defs(scoring)`` (``metric_defs``): metrics that depend on how a run was scored
+  (BBG's judge-corrected ones); ``settings_schema`` (None: no suite.toml table of
   its own), ``takes_prompts`` / ``takes_answers`` (False: no [prompts] / [answers] table),
   ``records_schema`` (anything goes), ``estimators`` (none), ``common_categories`` (none);
 - ``estimator(manifest, override)`` -> None (one way to answer); ``fallback_reason(estimator,
@@ -166,6 +168,14 @@ class Benchmark(Protocol):
     @property
     def metric_names(self) -> tuple[str, ...]: ...
 
+    # Metrics reported beside metric_defs only when a run is scored so (BBG's judge-corrected ones).
+    @property
+    def extra_metric_defs(self) -> Mapping[str, MetricDef]: ...
+
+    def scored_metric_defs(self, scoring: Mapping[str, Any]) -> Mapping[str, MetricDef]:
+        """The metric definitions of a run scored with ``scoring`` (its results' ``scoring``)."""
+        ...
+
     @property
     def record_columns(self) -> tuple[str, ...]: ...
 
@@ -294,10 +304,14 @@ class BaseBenchmark(ABC):
     records_schema: Mapping[str, Any] = ANY_RECORDS
     estimators: tuple[str, ...] = ()
     common_categories: Mapping[str, str] = {}
+    extra_metric_defs: Mapping[str, MetricDef] = {}
 
     @property
     def metric_names(self) -> tuple[str, ...]:
         return tuple(self.metric_defs)
+
+    def scored_metric_defs(self, scoring: Mapping[str, Any]) -> Mapping[str, MetricDef]:
+        return self.metric_defs
 
     def estimator(self, manifest: SuiteManifest, override: str | None) -> Any:
         return None
@@ -365,11 +379,10 @@ class JudgedBenchmark(Protocol):
         ...
 
 
-def metric_defs_for(benchmark: Any, scoring: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """A benchmark's metric definitions as a run was scored (its results' ``scoring``): a benchmark
-    whose metrics depend on it (BBG's judge calibration) has ``scored_metric_defs``."""
-    specialise = getattr(benchmark, "scored_metric_defs", None)
-    return specialise(scoring or {}) if specialise is not None else benchmark.metric_defs
+def metric_defs_for(benchmark: Benchmark, scoring: Mapping[str, Any] | None) -> Mapping[str, MetricDef]:
+    """A benchmark's metric definitions as a run was scored (its results' ``scoring``): its
+    ``metric_defs`` unless they depend on it (BBG's judge calibration)."""
+    return benchmark.scored_metric_defs(scoring or {})
 
 
 def schema_fragment(package: str, name: str = "settings") -> dict[str, Any]:
