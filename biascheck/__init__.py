@@ -1,33 +1,65 @@
 """biascheck: continuous bias-regression testing for language models.
 
-The pipeline, one module per stage:
-suite manifest (:mod:`.manifest`, :mod:`.sources`, :mod:`.suite`) -> cases (:mod:`.benchmarks`)
--> model requests (:mod:`.runner`, :mod:`.llm`) -> responses (:mod:`.store`) -> outcomes
--> metrics (:mod:`.metrics`) -> verdicts (:mod:`.verdicts`) -> reports (:mod:`.report`).
-:mod:`.plugin` adapts it to pytest; :mod:`.session` runs it without pytest.
+The pipeline, one layer per package (docs/development.md, "Layout"; ``lint-imports`` holds that they import one
+way): suite manifests and data files (:mod:`.config`) -> cases (:mod:`.benchmarks`, through
+:mod:`.suite`) -> model requests and responses (:mod:`.execution`: the runner, litellm, the
+response store) -> outcomes -> metrics (:mod:`.metrics`) -> verdicts and baselines
+(:mod:`.evaluation`) -> reports (:mod:`.reporting`). :mod:`.session` runs it without pytest;
+:mod:`.pytest_plugin` adapts it to pytest and :mod:`.cli` is the ``biascheck`` command.
+
+Public and internal: the public names are those of ``__all__`` here, in :mod:`biascheck.benchmarks`,
+:mod:`biascheck.benchmarks.qa` and :mod:`biascheck.sim` (docs/api.md lists them; a test holds the
+two equal). Import them from there: every other module path is internal and may change without
+notice, including the modules these names are defined in.
 """
 
+from typing import TYPE_CHECKING
+
+from biascheck.core.lazy import lazy_exports
 from biascheck.core.version import VERSION as __version__
 
-# The Python API (docs/api.md), imported on first use: `import biascheck` stays cheap, as
-# the pytest plugin and the CLI need (litellm alone takes seconds to import).
-_API = {
-    "load_suite": "biascheck.suite",
-    "run": "biascheck.session",
-    "RunConfig": "biascheck.session",
-    "RunResult": "biascheck.session",
-    "ModelConfig": "biascheck.execution.llm",
-}
-__all__ = ["ModelConfig", "RunConfig", "RunResult", "__version__", "load_suite", "run"]
+if TYPE_CHECKING:
+    from biascheck.core.errors import BiascheckError
+    from biascheck.execution.batches import BatchOptions
+    from biascheck.execution.llm import ModelConfig
+    from biascheck.reporting.results import build_results
+    from biascheck.reporting.write import write_reports
+    from biascheck.session import RunConfig, RunResult, SuiteResult, run
+    from biascheck.suite import Shard, Suite, load_suite
 
+__all__ = [
+    "BatchOptions",
+    "BiascheckError",
+    "ModelConfig",
+    "RunConfig",
+    "RunResult",
+    "Shard",
+    "Suite",
+    "SuiteResult",
+    "__version__",
+    "build_results",
+    "load_suite",
+    "run",
+    "write_reports",
+]
 
-def __getattr__(name: str):
-    if name not in _API:
-        raise AttributeError(f"module 'biascheck' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(_API[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
+# Imported on first use: `import biascheck` stays cheap, as the pytest plugin and the CLI need
+# (litellm alone takes seconds to import).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BatchOptions": "biascheck.execution.batches",
+        "BiascheckError": "biascheck.core.errors",
+        "ModelConfig": "biascheck.execution.llm",
+        "RunConfig": "biascheck.session",
+        "RunResult": "biascheck.session",
+        "Shard": "biascheck.suite",
+        "Suite": "biascheck.suite",
+        "SuiteResult": "biascheck.session",
+        "build_results": "biascheck.reporting.results",
+        "load_suite": "biascheck.suite",
+        "run": "biascheck.session",
+        "write_reports": "biascheck.reporting.write",
+    },
+    __all__,
+)

@@ -1,5 +1,7 @@
 """One biascheck run, without pytest: selected cases -> requests -> responses -> outcomes -> metrics
--> verdicts. The pytest plugin and the ``biascheck run`` command are thin adapters over :func:`run`.
+-> verdicts. The pytest plugin (``pytest --biascheck``) and the Python API (``biascheck.run``) are
+thin adapters over :func:`run`; of the ``biascheck`` command, ``qualify`` runs through it (there is
+no ``biascheck run`` command: a run from the shell is ``pytest --biascheck``).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class SuiteResult:
     estimator: str | None = None
     estimator_note: str | None = None
     judge: Judge | None = None
-    judge_qualification: Any = None  # a judge_qualification.Qualification, when asked for
+    judge_qualification: Any = None  # a benchmarks.bbg.qualification.Qualification, when asked for
     judge_stats: RunStats = field(default_factory=RunStats)
     scoring: dict[str, str] | None = None  # see scoring_for
     served: dict[str, dict[str, int]] = field(default_factory=dict)  # see served_by

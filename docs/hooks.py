@@ -3,7 +3,8 @@
 - ``<!-- biascheck:options -->`` in a page becomes the option reference: every option, ini key and
   environment variable of the pytest plugin, read from the one definition of them,
   :func:`biascheck.options.add_options` (run against a recording parser) and its tables.
-- ``<!-- biascheck:api -->`` becomes one mkdocstrings block per name ``biascheck`` exports.
+- ``<!-- biascheck:api -->`` becomes one mkdocstrings block per public name of each package the page
+  lists (its ``__all__``).
 """
 
 from __future__ import annotations
@@ -62,12 +63,21 @@ def options_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
-def api_reference() -> str:
-    import biascheck
+def api_reference(page: str) -> str:
+    """One mkdocstrings block per public name, for each package the page lists (a ``## `pkg``` heading),
+    by the module that defines it (the package's lazy re-exports name it), so that no module is imported."""
+    import importlib
+    import inspect
+    import re
 
     blocks = []
-    for name in sorted(biascheck._API, key=lambda name: (name[0].islower(), name)):
-        blocks.append(f"::: {biascheck._API[name]}.{name}\n")
+    for package in re.findall(r"^## `([\w.]+)`$", page, re.M):
+        module = importlib.import_module(package)
+        homes = inspect.getclosurevars(module.__getattr__).nonlocals.get("homes", {}) if hasattr(module, "__getattr__") else {}
+        blocks.append(f"### `{package}`\n")
+        for name in module.__all__:
+            if not name.startswith("__"):
+                blocks.append(f"::: {homes.get(name, package)}.{name}\n    options:\n      heading_level: 4\n")
     return "\n".join(blocks)
 
 
@@ -75,5 +85,5 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if OPTIONS_MARK in markdown:
         markdown = markdown.replace(OPTIONS_MARK, options_reference())
     if API_MARK in markdown:
-        markdown = markdown.replace(API_MARK, api_reference())
+        markdown = markdown.replace(API_MARK, api_reference(markdown))
     return markdown

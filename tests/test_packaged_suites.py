@@ -447,7 +447,7 @@ def test_init_prints_a_command_that_runs_the_copy(tmp_path, data_dir, monkeypatc
 
 def documented_example() -> str:
     text = (ROOT / "docs" / "api.md").read_text("utf-8")
-    section = text.split("# Python API\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Running suites\n", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     return code
 

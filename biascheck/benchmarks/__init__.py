@@ -1,0 +1,63 @@
+"""Benchmarks: the protocol a benchmark implements, its base class, the records it works on and
+the registry (entry-point group ``biascheck.benchmarks``). README "Adding a benchmark"; the
+public names are ``__all__`` (docs/api.md); the benchmark packages below are internal, except
+:mod:`biascheck.benchmarks.qa`, the shared layer of BBQ-style multiple-choice benchmarks."""
+
+from typing import TYPE_CHECKING
+
+from biascheck.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from biascheck.benchmarks.base import (
+        COMMON_CATEGORIES,
+        BaseBenchmark,
+        Benchmark,
+        BuiltCases,
+        JudgedBenchmark,
+        Metrics,
+        Prompt,
+        ReportLayout,
+        get_benchmark,
+        registered_benchmarks,
+        schema_fragment,
+    )
+    from biascheck.core.records import Case, Message, Outcome, QATruth, Response
+    from biascheck.metrics.core import MetricDef, MetricValue, metric_table, tables_json
+
+__all__ = [
+    "COMMON_CATEGORIES",
+    "BaseBenchmark",
+    "Benchmark",
+    "BuiltCases",
+    "Case",
+    "JudgedBenchmark",
+    "Message",
+    "MetricDef",
+    "MetricValue",
+    "Metrics",
+    "Outcome",
+    "Prompt",
+    "QATruth",
+    "ReportLayout",
+    "Response",
+    "get_benchmark",
+    "metric_table",
+    "registered_benchmarks",
+    "schema_fragment",
+    "tables_json",
+]
+
+_BASE = "biascheck.benchmarks.base"
+_RECORDS = "biascheck.core.records"
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(
+            ["COMMON_CATEGORIES", "BaseBenchmark", "Benchmark", "BuiltCases", "JudgedBenchmark", "Metrics", "Prompt", "ReportLayout"], _BASE
+        ),
+        **dict.fromkeys(["get_benchmark", "registered_benchmarks", "schema_fragment"], _BASE),
+        **dict.fromkeys(["Case", "Message", "Outcome", "QATruth", "Response"], _RECORDS),
+        **dict.fromkeys(["MetricDef", "MetricValue", "metric_table", "tables_json"], "biascheck.metrics.core"),
+    },
+    __all__,
+)

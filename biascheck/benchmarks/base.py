@@ -1,43 +1,92 @@
-"""Benchmarks: each module implements the same small protocol.
+"""Benchmarks: the protocol every benchmark implements, its base class, and the registry.
 
+:class:`Benchmark` declares every member the rest of biascheck reads from a benchmark (nothing
+reads more: ``tests/test_benchmark_contract.py`` runs a benchmark made of these members alone).
+:class:`BaseBenchmark` is the way to write one: it marks with ``@abstractmethod`` what a benchmark
+must say itself, as syrupy's ``AbstractSyrupyExtension`` does, and gives the rest a default.
+
+Must say (abstract in :class:`BaseBenchmark`):
+
+- ``name``; ``metric_defs``: metric name -> :class:`~biascheck.metrics.core.MetricDef`, what
+  ``aggregate`` reports, in order; ``record_columns``: what a baseline keeps per case (at least
+  ``case_id``, ``category``, ``cluster``, ``outcome``); ``report_layout``: how reports show it;
 - ``build_cases(manifest, files)``: data files -> prompts -> :class:`~biascheck.core.records.Case` s
-  (benchmark item x prompt x choice order), plus the categories whose optional data file could be
-  had nowhere (left out of the run, which reports them as a failed check unless accepted);
+  (benchmark item x prompt x choice order) in a :class:`BuiltCases`, with the categories whose
+  optional data file could be had nowhere (left out of the run, a failed check unless accepted);
 - ``requests(case, params, estimator)``: the model requests a case needs, as (messages, params,
   sample index); one for a QA case, k samples (or one log-probability call) for an HBB question;
 - ``classify(case, responses, estimator)``: its responses -> :class:`~biascheck.core.records.Outcome`;
-- ``metric_names``: what ``aggregate`` reports; ``aggregate(cases, outcomes, ...)`` -> metrics;
-- ``items(cases)``: the test items a suite shows (one per case, or per HBB instance) and
-  ``item_status(item, outcomes)`` what each reports.
+- ``aggregate(cases, outcomes, *, resamples, seed, manifest=None)`` -> a :class:`Metrics`;
+- ``case_record(case, outcome)``: the case as results.json lists it (a dict holding at least the
+  ``record_columns``); ``comparison_units(records, scoring)``: the keyword arguments of
+  :class:`~biascheck.evaluation.baseline.ComparisonUnits` from such records.
 
-Optional: ``common_categories``, a mapping from the benchmark's own category names to the shared
-names of :data:`COMMON_CATEGORIES` (``{"Gender_identity": "gender", "SES": "ses"}``), for the
-reports' view across suites (index.html: the same metric, category by category, for suites in
-other languages). Map a category only where it measures the same social dimension; leave out the
-ones that have no counterpart (intersections such as BBQ's Race_x_SES). A benchmark without it
-(or with an empty one) is left out of that view with a note; read it with
-:func:`common_categories`. The metrics the view compares are ``report_layout.bias_metrics``.
+Has a default (override where the benchmark differs):
+
+- ``metric_names`` (the keys of ``metric_defs``); ``extra_metric_defs`` (none) and
+  ``scored_metric_defs(scoring)`` (``metric_defs``): metrics that depend on how a run was scored
+  (BBG's judge-corrected ones); ``settings_schema`` (None: no suite.toml table of
+  its own), ``takes_prompts`` / ``takes_answers`` (False: no [prompts] / [answers] table),
+  ``records_schema`` (anything goes), ``estimators`` (none), ``common_categories`` (none);
+- ``estimator(manifest, override)`` -> None (one way to answer); ``fallback_reason(estimator,
+  responses)`` -> None; ``fingerprint_settings(manifest)`` -> []; ``default_scoring(manifest)``
+  -> None; ``report_examples(cases, limit)`` -> [];
+- ``items(cases)``: the test items a suite shows, as (name, category, case ids): one per case;
+  ``item_status(outcomes, cases, manifest)`` -> (status, error or None) of one item: the
+  outcome's status.
+
+``common_categories`` maps the benchmark's own category names to the shared names of
+:data:`COMMON_CATEGORIES` (``{"Gender_identity": "gender", "SES": "ses"}``), for the reports' view
+across suites (index.html: the same metric, category by category, for suites in other
+languages). Map a category only where it measures the same social dimension; leave out the ones
+that have no counterpart (intersections such as BBQ's Race_x_SES). A benchmark with an empty one
+is left out of that view with a note; read it with :func:`common_categories`. The metrics the view
+compares are ``report_layout.bias_metrics``.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from biascheck.config.manifest import EXAMPLE_FIX, SuiteManifest, check_table
 from biascheck.config.sources import Resolved
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
 
+if TYPE_CHECKING:
+    from biascheck.metrics.core import MetricDef, Table
+
+
+@runtime_checkable
+class Prompt(Protocol):
+    """A prompt a suite's cases were rendered from, as the suite's fingerprint and reports read it
+    (QA's :class:`~biascheck.benchmarks.qa.QAPrompt` is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def template(self) -> str: ...
+
+    @property
+    def unknown(self) -> str | None: ...  # the prompt's own wording of the unknown option, if any
+
+    @property
+    def letters(self) -> Sequence[str]: ...  # how it labels the options
+
 
 @dataclass
 class BuiltCases:
+    """What ``Benchmark.build_cases`` returns."""
+
     cases: list[Case]
-    prompts: list  # the prompts used, for the fingerprint and reports
+    prompts: Sequence[Prompt]  # the prompts used, for the fingerprint and reports
     skipped_categories: dict[str, str] = field(default_factory=dict)  # category -> reason
 
 
@@ -81,35 +130,108 @@ COMMON_CATEGORIES = (
 DEFAULT_LAYOUT = ReportLayout(headline=())
 
 
+# A model request of a case: (messages as dicts, request parameters, sample index).
+Request = tuple[list[dict], dict, int]
+# A test item of a suite: (its name, its category, the ids of the cases it reports on).
+Item = tuple[str, str, tuple[str, ...]]
+
+
+@runtime_checkable
+class Metrics(Protocol):
+    """What ``Benchmark.aggregate`` returns: the gated tables (metric name ->
+    :class:`~biascheck.metrics.core.MetricValue`), overall and per category, and ``to_json()``,
+    results.json's ``metrics``, which the reports and baselines read: ``overall``, ``by_category``,
+    ``by_label`` and ``by_prompt`` (tables as :func:`~biascheck.metrics.core.tables_json` writes
+    them; the last two may be empty), ``prompt_summary`` (metric -> spread over prompts; may be
+    empty) and ``bootstrap`` (``n_boot``, ``seed``, ``confidence``)."""
+
+    @property
+    def overall(self) -> Table: ...
+
+    @property
+    def by_category(self) -> Mapping[str, Table]: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 @runtime_checkable
 class Benchmark(Protocol):
-    """What every benchmark has (see the module docstring). Beside these members, a benchmark may
-    have ``common_categories: Mapping[str, str]`` (its category -> a name of
-    :data:`COMMON_CATEGORIES`); it is not a member here so that a benchmark without one still is a
-    :class:`Benchmark`, and it is read with :func:`common_categories`."""
+    """Every member the rest of biascheck reads from a benchmark (see the module docstring for
+    what each means and which :class:`BaseBenchmark` defaults)."""
 
-    name: str
-    metric_names: tuple[str, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metric_defs(self) -> Mapping[str, MetricDef]: ...
+
+    @property
+    def metric_names(self) -> tuple[str, ...]: ...
+
+    # Metrics reported beside metric_defs only when a run is scored so (BBG's judge-corrected ones).
+    @property
+    def extra_metric_defs(self) -> Mapping[str, MetricDef]: ...
+
+    def scored_metric_defs(self, scoring: Mapping[str, Any]) -> Mapping[str, MetricDef]:
+        """The metric definitions of a run scored with ``scoring`` (its results' ``scoring``)."""
+        ...
+
+    @property
+    def record_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def report_layout(self) -> ReportLayout: ...
+
     # The schema fragment of the benchmark's own suite.toml table, named after it (None: it takes
     # none), and whether its suites name their prompts in [prompts] (else its table holds them).
-    settings_schema: Mapping[str, Any] | None
-    takes_prompts: bool
+    @property
+    def settings_schema(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def takes_prompts(self) -> bool: ...
+
     # Whether its suites may say how a case is answered in [answers] (QA: its answer modes).
-    takes_answers: bool
-    # Ways to answer a case the run may choose (--biascheck-estimator); empty: there is one.
-    estimators: tuple[str, ...]
-    report_layout: ReportLayout
+    @property
+    def takes_answers(self) -> bool: ...
+
     # Its part of the written documents: {"results_case": schema of each results.json case,
     # "baseline_row": schema of each baseline row} (records.schema.json beside its code).
-    records_schema: Mapping[str, Any]
+    @property
+    def records_schema(self) -> Mapping[str, Any]: ...
+
+    # Ways to answer a case the run may choose (--biascheck-estimator); empty: there is one.
+    @property
+    def estimators(self) -> tuple[str, ...]: ...
+
+    # Its categories -> names of COMMON_CATEGORIES (empty: left out of the view across suites).
+    @property
+    def common_categories(self) -> Mapping[str, str]: ...
 
     def build_cases(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> BuiltCases: ...
 
-    def requests(self, case: Case, params: dict, estimator: str | None) -> list[tuple[list[dict], dict, int]]: ...
+    def estimator(self, manifest: SuiteManifest, override: str | None) -> Any:
+        """How this run answers a case (``override``: the run's choice among ``estimators``)."""
+        ...
 
-    def classify(self, case: Case, responses: Sequence[Response], estimator: str | None) -> Outcome: ...
+    def requests(self, case: Case, params: dict, estimator: Any) -> list[Request]: ...
 
-    def aggregate(self, cases: Sequence[Case], outcomes: Mapping[str, Outcome], *, resamples: int, seed: int): ...
+    def classify(self, case: Case, responses: Sequence[Response], estimator: Any) -> Outcome: ...
+
+    def fallback_reason(self, estimator: Any, responses: Sequence[Response]) -> str | None:
+        """Why the run answered otherwise than ``estimator`` says (a note for the report), or None."""
+        ...
+
+    def aggregate(
+        self, cases: Sequence[Case], outcomes: Mapping[str, Outcome], *, resamples: int, seed: int, manifest: SuiteManifest | None = None
+    ) -> Metrics: ...
+
+    def items(self, cases: Sequence[Case]) -> list[Item]: ...
+
+    def item_status(self, outcomes: Sequence[Outcome], cases: Sequence[Case], manifest: SuiteManifest) -> tuple[str, str | None]: ...
+
+    def case_record(self, case: Case, outcome: Outcome) -> dict[str, Any]: ...
+
+    def comparison_units(self, records: Sequence[Mapping[str, Any]], scoring: Mapping[str, str]) -> dict[str, Any]: ...
 
     def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
         """The benchmark's own settings that change what a run measures (part of the suite's
@@ -125,6 +247,95 @@ class Benchmark(Protocol):
         """Up to ``limit`` rows of the reports' examples table, from results.json's cases (empty:
         the benchmark shows none); columns as ``report_layout.examples_columns``."""
         ...
+
+
+# Anything goes: a benchmark that describes its records overrides ``records_schema``.
+ANY_RECORDS: Mapping[str, Any] = {"results_case": {}, "baseline_row": {}}
+
+
+class BaseBenchmark(ABC):
+    """The base class of a :class:`Benchmark`: ``@abstractmethod`` marks what a benchmark must say
+    (it cannot be instantiated before it does); everything else has the default the module
+    docstring lists. A class attribute overrides an abstract property (``name = "kobbq"``)."""
+
+    # --- must say -------------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def name(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def metric_defs(self) -> Mapping[str, MetricDef]: ...
+
+    @property
+    @abstractmethod
+    def record_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    @abstractmethod
+    def report_layout(self) -> ReportLayout: ...
+
+    @abstractmethod
+    def build_cases(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> BuiltCases: ...
+
+    @abstractmethod
+    def requests(self, case: Case, params: dict, estimator: Any) -> list[Request]: ...
+
+    @abstractmethod
+    def classify(self, case: Case, responses: Sequence[Response], estimator: Any) -> Outcome: ...
+
+    @abstractmethod
+    def aggregate(
+        self, cases: Sequence[Case], outcomes: Mapping[str, Outcome], *, resamples: int, seed: int, manifest: SuiteManifest | None = None
+    ) -> Metrics: ...
+
+    @abstractmethod
+    def case_record(self, case: Case, outcome: Outcome) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def comparison_units(self, records: Sequence[Mapping[str, Any]], scoring: Mapping[str, str]) -> dict[str, Any]: ...
+
+    # --- defaults -------------------------------------------------------------------------------
+
+    settings_schema: Mapping[str, Any] | None = None
+    takes_prompts = False
+    takes_answers = False
+    records_schema: Mapping[str, Any] = ANY_RECORDS
+    estimators: tuple[str, ...] = ()
+    common_categories: Mapping[str, str] = {}
+    extra_metric_defs: Mapping[str, MetricDef] = {}
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return tuple(self.metric_defs)
+
+    def scored_metric_defs(self, scoring: Mapping[str, Any]) -> Mapping[str, MetricDef]:
+        return self.metric_defs
+
+    def estimator(self, manifest: SuiteManifest, override: str | None) -> Any:
+        return None
+
+    def fallback_reason(self, estimator: Any, responses: Sequence[Response]) -> str | None:
+        return None
+
+    def fingerprint_settings(self, manifest: SuiteManifest) -> list[Any]:
+        return []
+
+    def default_scoring(self, manifest: SuiteManifest) -> dict[str, str] | None:
+        return None
+
+    def report_examples(self, cases: Sequence[Mapping[str, Any]], limit: int) -> list[tuple[str, ...]]:
+        return []
+
+    def items(self, cases: Sequence[Case]) -> list[Item]:
+        """One test item per case, named by its id."""
+        return [(case.case_id, case.category, (case.case_id,)) for case in cases]
+
+    def item_status(self, outcomes: Sequence[Outcome], cases: Sequence[Case], manifest: SuiteManifest) -> tuple[str, str | None]:
+        """The status of the item's one outcome, and its error when it is one."""
+        (outcome,) = outcomes
+        return outcome.status, outcome.error if outcome.status == "error" else None
 
 
 @runtime_checkable
@@ -168,11 +379,10 @@ class JudgedBenchmark(Protocol):
         ...
 
 
-def metric_defs_for(benchmark: Any, scoring: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """A benchmark's metric definitions as a run was scored (its results' ``scoring``): a benchmark
-    whose metrics depend on it (BBG's judge calibration) has ``scored_metric_defs``."""
-    specialise = getattr(benchmark, "scored_metric_defs", None)
-    return specialise(scoring or {}) if specialise is not None else benchmark.metric_defs
+def metric_defs_for(benchmark: Benchmark, scoring: Mapping[str, Any] | None) -> Mapping[str, MetricDef]:
+    """A benchmark's metric definitions as a run was scored (its results' ``scoring``): its
+    ``metric_defs`` unless they depend on it (BBG's judge calibration)."""
+    return benchmark.scored_metric_defs(scoring or {})
 
 
 def schema_fragment(package: str, name: str = "settings") -> dict[str, Any]:

@@ -127,7 +127,7 @@ def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Map
     """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
     replaces the manifest's; a gated metric without one gets margin 0 (any credible worsening)."""
     benchmark = get_benchmark(benchmark_name)
-    defs = {**benchmark.metric_defs, **getattr(benchmark, "extra_metric_defs", {})}  # BBG's judge-corrected metrics
+    defs = {**benchmark.metric_defs, **benchmark.extra_metric_defs}  # BBG's judge-corrected metrics
     rules: dict[str, Rule] = {m: Rule(m, 0.0) for m in gated}
     rules.update(manifest_rules)
     for rule in command_line:

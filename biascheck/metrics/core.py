@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -132,6 +132,23 @@ def factorize(values: list[str]) -> tuple[np.ndarray, list[str]]:
     uniques = sorted(set(values))
     index = {u: i for i, u in enumerate(uniques)}
     return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values)), uniques
+
+
+def count_columns(index: Mapping[str, int], counts: np.ndarray, *names: str) -> np.ndarray:
+    """The sum of the named fields of count vectors ``(..., K)``, as floats: a benchmark's metrics
+    read their cells by name (``index``: field -> position), ``partial(count_columns, INDEX)``."""
+    c = np.asarray(counts)
+    out = c[..., index[names[0]]].astype(np.float64)
+    for name in names[1:]:
+        out = out + c[..., index[name]]
+    return out
+
+
+def grouped_cluster_codes(group: np.ndarray, n_groups: int, cluster: np.ndarray, n_clusters: int, codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """(G, T, n_codes) integer counts: the units of group g in cluster t with code k (a unit's
+    one-hot cell, or an index into a table of count vectors)."""
+    flat = (group * n_clusters + cluster) * n_codes + codes
+    return np.bincount(flat, minlength=n_groups * n_clusters * n_codes).reshape(n_groups, n_clusters, n_codes)
 
 
 def metric_table(cluster_counts: np.ndarray, defs: Sequence[MetricDef], n_boot: int, seed: int, confidence: float) -> Table:

@@ -7,8 +7,25 @@ a benchmark run against it has exactly computable expected metrics.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from biascheck.core.lazy import lazy_exports
+
+__all__ = [
+    "PERSONA_NAMES",
+    "Persona",
+    "SimApp",
+    "SimKnowledge",
+    "SimProcess",
+    "SimServer",
+    "choose_answer",
+    "expected_answer_distribution",
+    "expected_pair_distribution",
+    "judge_answer",
+    "message_key",
+    "parse_persona",
+    "render_reply",
+    "spawn_sim_server",
+    "write_continuation",
+]
 
 # Where each name lives, imported on first use: ``biascheck.sim.provider`` checks a sim/ model
 # string at start-up through ``biascheck.sim.personas``, which must not load the server, the
@@ -30,29 +47,4 @@ _HOMES = {
     "judge_answer": "stories",
     "write_continuation": "stories",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
-
-
-__all__ = [
-    "PERSONA_NAMES",
-    "Persona",
-    "SimApp",
-    "SimKnowledge",
-    "SimProcess",
-    "SimServer",
-    "choose_answer",
-    "expected_answer_distribution",
-    "expected_pair_distribution",
-    "judge_answer",
-    "message_key",
-    "parse_persona",
-    "render_reply",
-    "spawn_sim_server",
-    "write_continuation",
-]
+__getattr__, __dir__ = lazy_exports(__name__, {name: f"{__name__}.{home}" for name, home in _HOMES.items()}, __all__)

@@ -22,14 +22,32 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from biascheck.sim.draws import pick, uniform
 
 if TYPE_CHECKING:
     from biascheck.benchmarks.languages import Language
     from biascheck.core.records import Case
-    from biascheck.sim.personas import Persona
+
+
+class FaultSpec(Protocol):
+    """What faults read of a persona (:class:`~biascheck.sim.personas.Persona` is one). A protocol
+    rather than the class: personas import this module's fault kinds, and a cycle would follow."""
+
+    @property
+    def fail_rate(self) -> float: ...
+
+    @property
+    def faults(self) -> Sequence[str]: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def retry_after_ms(self) -> int: ...
+
 
 FAULT_KINDS = ("429", "500", "503", "timeout", "garbage", "filter", "freetext")
 DEFAULT_FAULTS = ("429", "500", "503", "timeout", "garbage")
@@ -44,7 +62,7 @@ _HTTP_ERRORS: dict[str, tuple[int, str, str, str]] = {
 FREETEXT_RAMBLE_SHARE = 1 / 3
 
 
-def choose_fault(persona: Persona, key: str, attempt: int) -> str | None:
+def choose_fault(persona: FaultSpec, key: str, attempt: int) -> str | None:
     """The fault injected into this attempt (``attempt`` counts from 1), or None."""
     if persona.fail_rate <= 0.0 or uniform("fault", persona.seed, key, attempt) >= persona.fail_rate:
         return None
@@ -55,7 +73,7 @@ def is_http_error(kind: str) -> bool:
     return kind in _HTTP_ERRORS
 
 
-def http_error(kind: str, persona: Persona) -> tuple[int, dict[str, str], dict[str, object]]:
+def http_error(kind: str, persona: FaultSpec) -> tuple[int, dict[str, str], dict[str, object]]:
     """Status, extra headers and JSON body of an HTTP error fault (``429``, ``500``, ``503``)."""
     status, message, error_type, code = _HTTP_ERRORS[kind]
     headers: dict[str, str] = {}
@@ -72,7 +90,7 @@ def garbage_body(valid_body: dict[str, object]) -> bytes:
     return encoded[: max(1, len(encoded) // 2)]
 
 
-def freetext_reply(persona: Persona, case: Case, index: int | None, key: str, attempt: int, language: Language) -> str:
+def freetext_reply(persona: FaultSpec, case: Case, index: int | None, key: str, attempt: int, language: Language) -> str:
     """A chatty reply in ``language`` that names choice ``index`` explicitly, or (~1/3, or
     refusers) rambles naming no option."""
     rambles = index is None or uniform("ramble", persona.seed, key, attempt) < FREETEXT_RAMBLE_SHARE

@@ -40,9 +40,9 @@ from collections import Counter
 from http import HTTPStatus
 from typing import Any
 
+import biascheck.sim.faults as faults
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import HBBTruth, QATruth
-from biascheck.sim import faults
 from biascheck.sim.batches import SimBatches
 from biascheck.sim.knowledge import SimKnowledge, message_key
 from biascheck.sim.personas import (

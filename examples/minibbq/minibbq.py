@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Literal
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt
-from biascheck.core.errors import BiascheckError
+from biascheck import BiascheckError
+from biascheck.benchmarks.qa import QABenchmark, QAData, QAItem, QAPrompt
 
+CONTEXT_KINDS: dict[str, Literal["amb", "dis"]] = {"amb": "amb", "dis": "dis"}
 COLUMNS = ("sample_id", "category", "template", "context_kind", "context", "question", "a", "b", "c", "unknown", "biased", "answer")
 
 
@@ -43,9 +45,9 @@ def _item(path: Path, line: int, row: dict[str, str]) -> QAItem:
         if row[column] not in choices:
             raise BiascheckError(where, column, f"{row[column]!r} is not one of the options", "repeat the text of option a, b or c")
         index[column] = choices.index(row[column])
-    kind = row["context_kind"]
-    if kind not in ("amb", "dis"):
-        raise BiascheckError(where, "context_kind", f"{kind!r} is not amb or dis", "amb: ambiguous context, dis: disambiguated")
+    kind = CONTEXT_KINDS.get(row["context_kind"])
+    if kind is None:
+        raise BiascheckError(where, "context_kind", f"{row['context_kind']!r} is not amb or dis", "amb: ambiguous context, dis: disambiguated")
     if (kind == "amb") != (index["answer"] == index["unknown"]) or index["biased"] == index["unknown"]:
         raise BiascheckError(where, "answer", "an ambiguous context answers unknown and a disambiguated one does not", "fix the row")
     return QAItem(
@@ -56,7 +58,7 @@ def _item(path: Path, line: int, row: dict[str, str]) -> QAItem:
         context=row["context"],
         question=row["question"],
         choices=choices,
-        context_kind=kind,  # type: ignore[arg-type]
+        context_kind=kind,
         unknown=index["unknown"],
         biased=index["biased"],
         correct=index["answer"],
@@ -66,7 +68,7 @@ def _item(path: Path, line: int, row: dict[str, str]) -> QAItem:
 class MiniBBQBenchmark(QABenchmark):
     name = "minibbq"
 
-    def load(self, manifest, files):
+    def load(self, manifest, files) -> QAData:
         resolved = files.get("items")
         if resolved is None:
             raise BiascheckError(manifest.path, "data.items", "missing", "name the CSV file as [data.items]")
@@ -75,7 +77,7 @@ class MiniBBQBenchmark(QABenchmark):
         prompts = [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
         if not prompts:
             raise BiascheckError(manifest.path, "prompts.inline", "no prompts", "add [[prompts.inline]] tables")
-        return load_items(resolved.local), prompts, {}
+        return QAData(items=load_items(resolved.local), prompts=prompts, skipped={})
 
 
 MINIBBQ = MiniBBQBenchmark()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import ReportLayout, check_metric_tables, schema_fragment
+from biascheck.benchmarks.base import BaseBenchmark, ReportLayout, check_metric_tables, schema_fragment
 from biascheck.benchmarks.bbg.data import (
     PREFIX,
     STORY_PLACEHOLDER,
@@ -95,7 +95,7 @@ def _pair_vector(first: Outcome, second: Outcome, unscorable: str) -> np.ndarray
     return pair_cell(_outcome_class(first), _outcome_class(second), errored="error" in (first.status, second.status), unscorable=unscorable)
 
 
-class BBGBenchmark:
+class BBGBenchmark(BaseBenchmark):
     name = "bbg"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False

@@ -65,12 +65,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
-from biascheck.metrics.core import MetricDef, Spread, Table, divide, factorize, metric_table, spread, tables_json
+from biascheck.metrics.core import (
+    MetricDef,
+    Spread,
+    Table,
+    count_columns,
+    divide,
+    factorize,
+    grouped_cluster_codes,
+    metric_table,
+    spread,
+    tables_json,
+)
 
 #: Metrics computed beside the others from a group's per-template counts (T, K), with their own
 #: intervals: BBG's judge-corrected metrics (biascheck.benchmarks.bbg.judge_calibration).
@@ -179,12 +191,7 @@ def _pair_codes(vectors: np.ndarray) -> np.ndarray:
 # Metrics: counts (..., K) -> float64 (...)
 
 
-def _col(counts: np.ndarray, *names: str) -> np.ndarray:
-    c = np.asarray(counts)
-    out = c[..., FIELD_INDEX[names[0]]].astype(np.float64)
-    for name in names[1:]:
-        out = out + c[..., FIELD_INDEX[name]]
-    return out
+_col = partial(count_columns, FIELD_INDEX)
 
 
 _NEUTRAL = ("n_uu", "n_bc", "n_cb")
@@ -369,9 +376,7 @@ class BBGMetrics:
 
 def _grouped_cluster_counts(group: np.ndarray, n_groups: int, cluster: np.ndarray, n_clusters: int, codes: np.ndarray) -> np.ndarray:
     """(G, T, K) integer counts of the pairs of group g in cluster t."""
-    flat = (group * n_clusters + cluster) * _N_CODES + codes
-    by_code = np.bincount(flat, minlength=n_groups * n_clusters * _N_CODES).reshape(n_groups, n_clusters, _N_CODES)
-    return by_code @ _CODE_VECTORS
+    return grouped_cluster_codes(group, n_groups, cluster, n_clusters, codes, _N_CODES) @ _CODE_VECTORS
 
 
 def aggregate_bbg(

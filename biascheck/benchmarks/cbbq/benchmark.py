@@ -27,7 +27,7 @@ from pathlib import Path
 
 from biascheck.benchmarks.base import ReportLayout
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, seeded_rank
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, seeded_rank
 from biascheck.benchmarks.qa.metrics import READING_METRICS
 from biascheck.core.errors import BiascheckError
 
@@ -260,7 +260,7 @@ class CBBQBenchmark(QABenchmark):
         prompts = [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
         if not prompts:
             raise BiascheckError(manifest.path, "prompts.inline", "CBBQ suites need inline prompts", "add [[prompts.inline]] tables")
-        return items, prompts, skipped
+        return QAData(items, prompts, skipped)
 
 
 CBBQ = CBBQBenchmark()

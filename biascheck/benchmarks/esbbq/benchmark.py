@@ -38,7 +38,7 @@ from pathlib import Path
 
 from biascheck.benchmarks.qa import answers
 from biascheck.benchmarks.qa.answers import AnswerMode
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files, read_utf8, seeded_pick
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, category_files, read_utf8, seeded_pick
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, QATruth
 
@@ -239,9 +239,13 @@ class EsBBQBenchmark(QABenchmark):
     }
 
     def __init__(self, name: str, language: str):
-        self.name = name
+        self._name = name
         self.language = language
         self.unknowns = HARNESS_UNKNOWNS[language]
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     def load(self, manifest, files):
         if manifest.language != self.language:
@@ -270,7 +274,7 @@ class EsBBQBenchmark(QABenchmark):
         prompts = [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
         if not prompts:
             raise BiascheckError(manifest.path, "prompts.inline", f"{self.name} suites need inline prompts", "add [[prompts.inline]] tables")
-        return items, prompts, skipped
+        return QAData(items, prompts, skipped)
 
     def continuations(self, case: Case, mode: AnswerMode) -> list[tuple[int, str]]:  # type: ignore[override]
         """Option texts as the harness scores them: each person's answer, then the unknown option

@@ -22,14 +22,14 @@ results say so: estimators are never mixed within one run.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any, cast
 
 import numpy as np
 
-from biascheck.benchmarks.base import ReportLayout, schema_fragment
+from biascheck.benchmarks.base import BaseBenchmark, ReportLayout, schema_fragment
 from biascheck.benchmarks.hbb.data import (
     FilledQuestion,
     build,
@@ -134,7 +134,7 @@ def hbb_settings(manifest: SuiteManifest) -> dict[str, Any]:
     return {**SETTINGS_DEFAULTS, **(manifest.settings or {})}
 
 
-class HBBBenchmark:
+class HBBBenchmark(BaseBenchmark):
     name = "hbb"
     settings_schema = schema_fragment(__package__)
     takes_prompts = False
@@ -322,29 +322,10 @@ class HBBBenchmark:
                 firsts.append(first)
                 seconds.append(second)
 
-        def p(rs):
-            return np.array([r["p_a"] if r["p_a"] is not None else np.nan for r in rs], dtype=np.float64)
-
-        def n(rs, field):
-            return np.array([r[field] for r in rs], dtype=np.int64)
-
         errored = np.array([a["outcome"] == "error" or b["outcome"] == "error" for a, b in zip(firsts, seconds)], dtype=bool)
         threshold = float(scoring.get("flag_threshold", 20.0))
-        vectors = (
-            instance_vectors(
-                p(firsts),
-                p(seconds),
-                n(firsts, "valid") + n(firsts, "refused"),
-                n(firsts, "refused"),
-                n(seconds, "valid") + n(seconds, "refused"),
-                n(seconds, "refused"),
-                errored,
-                threshold=threshold,
-            )
-            if ids
-            else np.zeros((0, len(COUNT_FIELDS)))
-        )
-        scores = instance_scores(p(firsts), p(seconds)) if ids else np.zeros(0)
+        vectors = _vectors(firsts, seconds, dict.__getitem__, errored, threshold)
+        scores = instance_scores(_p_a(firsts, dict.__getitem__), _p_a(seconds, dict.__getitem__)) if ids else np.zeros(0)
         unscorable = np.isnan(scores) | errored
         flagged = np.where(unscorable, np.nan, (scores >= threshold).astype(np.float64))
         return {
@@ -374,28 +355,29 @@ class HBBBenchmark:
         first = [outcomes[f.case_id] for _, f, _ in pairs]
         second = [outcomes[s.case_id] for _, _, s in pairs]
 
-        def p(outs):
-            return np.array([o.p_a if o.p_a is not None else np.nan for o in outs], dtype=np.float64)
-
-        def n(outs, field):
-            return np.array([getattr(o, field) for o in outs], dtype=np.int64)
-
-        vectors = (
-            instance_vectors(
-                p(first),
-                p(second),
-                n(first, "valid") + n(first, "refused"),
-                n(first, "refused"),
-                n(second, "valid") + n(second, "refused"),
-                n(second, "refused"),
-                np.array([a.status == "error" or b.status == "error" for a, b in zip(first, second)], dtype=bool),
-                threshold=threshold,
-            )
-            if pairs
-            else np.zeros((0, len(COUNT_FIELDS)))
-        )
+        errored = np.array([a.status == "error" or b.status == "error" for a, b in zip(first, second)], dtype=bool)
+        vectors = _vectors(first, second, getattr, errored, threshold)
         groups = [(f.category, f.label, f.cluster) for _, f, _ in pairs]
         return aggregate_hbb(groups, vectors, n_boot=resamples, seed=seed, threshold=threshold)
+
+
+def _p_a(units: Sequence[Any], read: Callable[[Any, str], Any]) -> np.ndarray:
+    return np.array([np.nan if (p := read(unit, "p_a")) is None else p for unit in units], dtype=np.float64)
+
+
+def _vectors(firsts: Sequence[Any], seconds: Sequence[Any], read: Callable[[Any, str], Any], errored: np.ndarray, threshold: float) -> np.ndarray:
+    """The instances' count vectors from their two questions' outcomes (``read``: ``getattr``) or
+    their baseline records (``dict.__getitem__``): one construction for the run and its comparison."""
+    if not len(firsts):
+        return np.zeros((0, len(COUNT_FIELDS)))
+
+    def n(units: Sequence[Any], field: str) -> np.ndarray:
+        return np.array([read(unit, field) for unit in units], dtype=np.int64)
+
+    answered = [n(units, "valid") + n(units, "refused") for units in (firsts, seconds)]
+    return instance_vectors(
+        _p_a(firsts, read), _p_a(seconds, read), answered[0], n(firsts, "refused"), answered[1], n(seconds, "refused"), errored, threshold=threshold
+    )
 
 
 HBB = HBBBenchmark()

@@ -52,12 +52,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
-from biascheck.metrics.core import MetricDef, Table, divide, factorize, metric_table, tables_json
+from biascheck.metrics.core import MetricDef, Table, count_columns, divide, factorize, metric_table, tables_json
 
 __all__ = [
     "COUNT_FIELDS",
@@ -231,8 +232,7 @@ def _check_vectors(vectors: np.ndarray, threshold: float) -> None:
 # Metrics: counts (..., K) -> float64 (...)
 
 
-def _col(counts: np.ndarray, name: str) -> np.ndarray:
-    return np.asarray(counts)[..., FIELD_INDEX[name]].astype(np.float64)
+_col = partial(count_columns, FIELD_INDEX)
 
 
 def _n_instances(c: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, category_files, seeded_pick
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, category_files, seeded_pick
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (
@@ -209,7 +209,7 @@ class BBQBenchmark(QABenchmark):
         prompts = [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
         if not prompts:
             raise BiascheckError(manifest.path, "prompts.inline", "BBQ suites need inline prompts", "add [[prompts.inline]] tables")
-        return items, prompts, skipped
+        return QAData(items, prompts, skipped)
 
 
 BBQ = BBQBenchmark()

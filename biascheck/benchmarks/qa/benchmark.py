@@ -7,14 +7,15 @@ Each benchmark module only turns its data files into :class:`QAItem` s and promp
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from biascheck.benchmarks.base import ReportLayout, schema_fragment
+from biascheck.benchmarks.base import BaseBenchmark, BuiltCases, ReportLayout, schema_fragment
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.benchmarks.qa import answers
 from biascheck.benchmarks.qa.answers import ANSWER_MODES, AnswerMode
@@ -55,6 +56,15 @@ class QAPrompt:
     template: str
     unknown: str | None
     letters: tuple[str, str, str]
+
+
+class QAData(NamedTuple):
+    """What :meth:`QABenchmark.load` returns: the suite's items and prompts, and the categories
+    whose optional data file could be had nowhere (category -> why), which the run leaves out."""
+
+    items: list[QAItem]
+    prompts: list[QAPrompt]
+    skipped: dict[str, str]
 
 
 _PLACEHOLDER = re.compile(r"\{(context|question|a|b|c)\}")
@@ -199,10 +209,10 @@ def seeded_pick(seed: int, key: object, n: int) -> int:
     return int.from_bytes(seeded_rank(seed, key)[:8], "big") % n
 
 
-class QABenchmark:
-    """Subclasses implement :meth:`load`; selection, prompts, parsing and metrics are shared."""
+class QABenchmark(BaseBenchmark):
+    """A multiple-choice bias QA benchmark (BBQ's design). Subclasses set ``name`` and implement
+    :meth:`load`; selection, prompts, parsing, answer modes and metrics are shared."""
 
-    name = "qa"
     metric_names = QA_METRIC_NAMES
     # What a baseline keeps per case: enough to re-tally it without the suite or the model's text.
     record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
@@ -253,11 +263,13 @@ class QABenchmark:
             "cells": cells,
         }
 
-    def load(self, manifest, files) -> tuple[list[QAItem], list[QAPrompt], dict[str, str]]:
-        raise NotImplementedError
+    @abstractmethod
+    def load(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> QAData:
+        """The suite's data files (``files``: the manifest's [data.*] keys, resolved) read into
+        items and prompts, all of them: :meth:`build_cases` applies the manifest's subset."""
 
-    def build_cases(self, manifest, files):
-        from biascheck.benchmarks.base import BuiltCases, check_metric_tables
+    def build_cases(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> BuiltCases:
+        from biascheck.benchmarks.base import check_metric_tables
 
         # A gate on a metric this benchmark never reports would only fail at the end of a paid run.
         answers.check_table(manifest, self.estimators)

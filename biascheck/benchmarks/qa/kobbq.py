@@ -14,7 +14,7 @@ import io
 import re
 from pathlib import Path
 
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAItem, QAPrompt, read_utf8
+from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, read_utf8
 from biascheck.core.errors import BiascheckError
 
 DATASET_UNKNOWN = "알 수 없음"
@@ -164,7 +164,7 @@ class KoBBQBenchmark(QABenchmark):
         items = load_items(files["samples"].local)
         prompts = load_prompts(files[manifest.prompts_from_data].local) if manifest.prompts_from_data else []
         prompts += [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
-        return items, prompts, {}
+        return QAData(items, prompts, {})
 
 
 KOBBQ = KoBBQBenchmark()

@@ -28,13 +28,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from biascheck.core.records import Case, Outcome, QATruth
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
-from biascheck.metrics.core import MetricDef, Spread, Table, divide, factorize, metric_table, spread, tables_json
+from biascheck.metrics.core import (
+    MetricDef,
+    Spread,
+    Table,
+    count_columns,
+    divide,
+    factorize,
+    grouped_cluster_codes,
+    metric_table,
+    spread,
+    tables_json,
+)
 
 __all__ = [
     "COUNT_FIELDS",
@@ -159,11 +171,7 @@ def counts_from_cells(cell_indexes: np.ndarray) -> np.ndarray:
 # Derived counts (all float64 arrays of shape counts.shape[:-1])
 
 
-def _col(counts: np.ndarray, *names: str) -> np.ndarray:
-    out = counts[..., FIELD_INDEX[names[0]]].astype(np.float64)
-    for name in names[1:]:
-        out = out + counts[..., FIELD_INDEX[name]]
-    return out
+_col = partial(count_columns, FIELD_INDEX)
 
 
 def _n(c: np.ndarray) -> np.ndarray:
@@ -544,8 +552,7 @@ class QAMetrics:
 
 def _grouped_cluster_counts(group: np.ndarray, n_groups: int, cluster: np.ndarray, n_clusters: int, cell_idx: np.ndarray) -> np.ndarray:
     """(G, T, K) counts: cases of group g in cluster t falling in cell k."""
-    flat = (group * n_clusters + cluster) * K + cell_idx
-    return np.bincount(flat, minlength=n_groups * n_clusters * K).reshape(n_groups, n_clusters, K)
+    return grouped_cluster_codes(group, n_groups, cluster, n_clusters, cell_idx, K)
 
 
 def aggregate_qa(
