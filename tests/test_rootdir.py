@@ -55,6 +55,12 @@ def test_a_value_that_brought_its_own_configuration_is_a_usage_error(beside):
     assert run(project, "--biascheck-data=../datasets").returncode == 0
 
 
+def test_a_value_the_file_system_refuses_is_no_path(tmp_path):
+    from biascheck.pytest_plugin.rootdir import _exists
+
+    assert not _exists(tmp_path / ("b" * 300 + ".json")) and not _exists(tmp_path / "a\0b") and _exists(tmp_path)
+
+
 def test_only_biascheck_options_given_as_two_arguments():
     args = ["--biascheck", "suites/kobbq", "--biascheck-data", "../d", "--biascheck-estimator", "logprob", "-k", "x", "--biascheck-cache=s"]
     assert separate_values(args) == [("--biascheck-data", "../d"), ("--biascheck-estimator", "logprob")]

@@ -38,10 +38,18 @@ def separate_values(args: list[str]) -> list[tuple[str, str]]:
     return found
 
 
+def _exists(path: Path) -> bool:
+    """As pytest's own test of the arguments: a path the file system refuses (too long) is no path."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def correct_rootdir(config: pytest.Config, args: list[str]) -> None:
     import pytest
 
-    given = [(option, value) for option, value in separate_values(args) if (Path(config.invocation_params.dir) / value).exists()]
+    given = [(option, value) for option, value in separate_values(args) if _exists(Path(config.invocation_params.dir) / value)]
     if not given or not hasattr(config, "_rootpath"):
         return
     try:
