@@ -782,7 +782,9 @@ def _serve_until_stopped(args) -> int:
         print(f"  export {API_KEY_ENV}=unused-local")
         print(f"  pytest --biascheck SUITE --biascheck-model {server.model} --biascheck-api-base {server.api_base} \\")
         print("         --biascheck-concurrency 2 --biascheck-timeout 600 --biascheck-param max_tokens=30")
-        print("(--biascheck-answer-mode first-token or loglikelihood reads log-probabilities instead of replies; see the README.)")
+        print(
+            '(--biascheck-answer-mode first-token or loglikelihood reads log-probabilities instead of replies; see docs/metrics.md, "Answer modes".)'
+        )
         print("(SUITE: a suite folder, or a packaged suite's name from biascheck suites.)")
         print("It answers one request at a time (about 1.5 s for a short answer on 2 cores). Ctrl-C stops it.", flush=True)
         try:
