@@ -569,9 +569,9 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 def _diff(args) -> int:
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
+    from biascheck.orchestration import Checked, github_summary, write_report_folder
     from biascheck.reporting import github
     from biascheck.reporting.terminal import render_comparison_terminal
-    from biascheck.reporting.write import write_reports
 
     # The options first: a usage error needs no file read.
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
@@ -590,22 +590,19 @@ def _diff(args) -> int:
     sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
     if note:
         print(note, file=sys.stderr)
+    checked = Checked([results], {results["suite"]["name"]: comparison})
     if args.report:
         # The run's whole report with this comparison, replacing the folder at once like the plugin's:
         # never a comparison next to another run's results.json.
-        try:
-            write_reports([results], args.report, {results["suite"]["name"]: comparison})
-        except OSError as exc:
-            raise BiascheckError(
-                args.report, None, f"could not write the report ({exc.strerror or exc})", "point --report at a writable folder"
-            ) from None
+        for notice in write_report_folder(checked, args.report, option="--report"):
+            print(f"biascheck: {notice.text}", file=sys.stderr)
+            return 2
     if github.in_github_actions():
         for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
         # The comparison alone: the run's own report is in the summary of the job that ran it.
-        problem = github.write_step_summary([results], {results["suite"]["name"]: comparison}, reports=False)
-        if problem:
-            print(f"biascheck: {problem}", file=sys.stderr)
+        for notice in github_summary(checked, reports=False):
+            print(f"biascheck: {notice.text}", file=sys.stderr)
     return 0 if comparison["passed"] else 1
 
 

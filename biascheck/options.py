@@ -9,12 +9,12 @@ module without it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
+from biascheck.orchestration import BaselineOptions
 
 if TYPE_CHECKING:
     import pytest
@@ -515,20 +515,6 @@ def batch_options(config: pytest.Config):
     if resend not in (None, *RESEND_CHOICES):
         raise BiascheckError("--biascheck-batch-resend", None, f"{resend!r} is not a way to resend", f"use {' or '.join(RESEND_CHOICES)}")
     return BatchOptions(wait=wait != "no", poll_interval=poll, resend=resend)
-
-
-@dataclass
-class BaselineOptions:
-    pattern: str | None
-    update: bool
-    rules: list  # command-line Rules
-    allow_mismatch: bool
-    on_inconclusive: str | None  # pass, warn or fail; None: each suite's manifest decides
-    strict_record: bool = False
-
-    @property
-    def compare(self) -> bool:
-        return self.pattern is not None and not self.update
 
 
 def baseline_options(config: pytest.Config) -> BaselineOptions:
