@@ -1,7 +1,7 @@
 """One biascheck run, without pytest: selected cases -> requests -> responses -> outcomes -> metrics
 -> verdicts. The pytest plugin (``pytest --biascheck``) and the Python API (``biascheck.run``) are
-thin adapters over :func:`run`; of the ``biascheck`` command, ``qualify`` runs through it (there is
-no ``biascheck run`` command: a run from the shell is ``pytest --biascheck``).
+thin adapters over :func:`run`, as are ``biascheck run`` and ``biascheck qualify-judge``; the gate
+around it (comparisons, reports, baselines) is :mod:`biascheck.orchestration`.
 """
 
 from __future__ import annotations
