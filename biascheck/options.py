@@ -9,12 +9,12 @@ module without it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
+from biascheck.orchestration import BaselineOptions
 
 if TYPE_CHECKING:
     import pytest
@@ -517,20 +517,6 @@ def batch_options(config: pytest.Config):
     return BatchOptions(wait=wait != "no", poll_interval=poll, resend=resend)
 
 
-@dataclass
-class BaselineOptions:
-    pattern: str | None
-    update: bool
-    rules: list  # command-line Rules
-    allow_mismatch: bool
-    on_inconclusive: str | None  # pass, warn or fail; None: each suite's manifest decides
-    strict_record: bool = False
-
-    @property
-    def compare(self) -> bool:
-        return self.pattern is not None and not self.update
-
-
 def baseline_options(config: pytest.Config) -> BaselineOptions:
     texts = list(config.getini("biascheck_compare_fail")) + list(config.getoption("biascheck_compare_fail"))
     return BaselineOptions(
@@ -587,3 +573,63 @@ def report_dir(config: pytest.Config) -> Path | None:
     if report and Path(report).exists() and not Path(report).is_dir():
         raise BiascheckError("--biascheck-report", None, f"{report} is a file", "give a folder (it is created if missing)")
     return Path(report) if report else None
+
+
+# --- the same options for `biascheck run` ----------------------------------------------------------
+
+COMMAND_PREFIX = "--biascheck-"
+
+
+def command_name(option: str) -> str:
+    """An option as ``biascheck run`` spells it: without the ``--biascheck-`` prefix."""
+    return "--" + option.removeprefix(COMMAND_PREFIX)
+
+
+def add_command_options(parser) -> None:
+    """The plugin's options (:data:`OPTIONS`, :data:`FLAGS`, the repeated ones) on an argparse
+    parser, each under its :func:`command_name` and stored where pytest stores it, so that
+    :class:`CommandSettings` reads them as :func:`run_config` reads pytest's. No ini file is read;
+    the environment variables apply as for the plugin."""
+    for option, _, env, text in OPTIONS:
+        names = [command_name(name) for name in (option, *ALIASES.get(option, ()))]
+        parser.add_argument(*names, dest=_dest(option), default=None, help=text.replace("%", "%%") + (f" [env {env}]" if env else ""))
+    for option, _, text in FLAGS:
+        parser.add_argument(command_name(option), dest=_dest(option), action="store_true", default=False, help=text.replace("%", "%%"))
+    parser.add_argument(
+        "--param", dest="biascheck_param", action="append", default=[], metavar="NAME=VALUE", help="override a sampling parameter of the manifests"
+    )
+    parser.add_argument(
+        "--compare-fail",
+        dest="biascheck_compare_fail",
+        action="append",
+        default=[],
+        metavar="METRIC:MARGIN",
+        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)",
+    )
+
+
+def _dest(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+class _Invocation:
+    def __init__(self, folder: Path):
+        self.dir = folder
+
+
+class CommandSettings:
+    """``biascheck run``'s parsed arguments, read through the calls :func:`run_config`,
+    :func:`baseline_options` and :func:`report_dir` make of a pytest config: one option table,
+    one reading of it. There is no ini file: every ini key reads as not set."""
+
+    inipath = None
+
+    def __init__(self, args, folder: Path | None = None):
+        self._args = args
+        self.invocation_params = _Invocation(folder or Path.cwd())
+
+    def getoption(self, name: str):
+        return getattr(self._args, name)
+
+    def getini(self, name: str):
+        return [] if name == "biascheck_compare_fail" else None
