@@ -864,13 +864,16 @@ def test_the_documented_example_records_baselines_opens_a_pull_request_and_gates
     # The model team's repository: its own small KoBBQ and BBQ (a suite in the repository wins over
     # the one bundled with the action). KoBBQ keeps the shipped thresholds, which the recorded model
     # fails: a recording reports them and still succeeds.
+    # Three templates per category: with one, no worsening can be told from template noise (the
+    # bounds take a t with T - 1 degrees of freedom), and the release's regression would be inconclusive.
     repo = tmp_path / "repo"
+    three = ONE_TEMPLATE.replace("templates_per_category = 1", "templates_per_category = 3")
     write_subset_suite(
         repo / "suites" / "kobbq",
-        subset=ONE_TEMPLATE + '\ncategories = ["age", "gender_identity", "religion"]',
+        subset=three + '\ncategories = ["age", "gender_identity", "religion"]',
         prompts='from_data = "prompts"\nuse = ["1"]',
     )
-    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=ONE_TEMPLATE + '\ncategories = ["Age", "Religion"]', thresholds=LAX)
+    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=three + '\ncategories = ["Age", "Religion"]', thresholds=LAX)
     workflow = parse_yaml(documented_workflow())
     # The runner's mirror of the benchmark files (GitHub's runners would download them).
     runner = Runner(
@@ -914,7 +917,8 @@ def test_the_documented_example_records_baselines_opens_a_pull_request_and_gates
         assert run.step_outputs["run"]["exit-code"] == "1", log(released)  # a failed check, not a missing baseline
         assert "regressed" in run.summary and "::error" in "\n".join(run.log), log(released)
     reports = {name: files for name, files in runner.artifacts.items() if name.startswith("biascheck-report-")}
-    assert len(reports) == 2 and all(json.loads(files["comparison.json"])["regressed"] for files in reports.values()), reports.keys()
+    regressed = {name: json.loads(files["comparison.json"])["regressed"] for name, files in reports.items()}
+    assert len(reports) == 2 and all(regressed.values()), regressed
     assert not runner.pull_requests[1:]
 
 
