@@ -9,9 +9,12 @@ import argparse
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from functools import cache
+from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+
+from biascheck.core.errors import BiascheckError
 
 ENTRY_POINT_GROUP = "biascheck.providers"
 SIMULATOR = "sim"
@@ -20,8 +23,18 @@ SIM_PREFIX = SIMULATOR + "/"
 
 @cache
 def _provider(name: str) -> ModuleType:
-    (entry,) = entry_points(group=ENTRY_POINT_GROUP, name=name)
-    return entry.load()
+    # The same entry point found twice (an old install's metadata left beside the new one, e.g. from
+    # before the distribution was named pytest-biascheck) names one module: load it once.
+    modules = sorted({entry.value for entry in entry_points(group=ENTRY_POINT_GROUP, name=name)})
+    if len(modules) != 1:
+        found = ", ".join(modules) or "nothing"
+        raise BiascheckError(
+            f"the {ENTRY_POINT_GROUP} entry point {name!r}",
+            None,
+            f"names {found}",
+            "reinstall biascheck (pip install --force-reinstall pytest-biascheck) and remove stale *.egg-info or *.dist-info folders of it",
+        )
+    return import_module(modules[0])
 
 
 def is_simulated(model: str) -> bool:
