@@ -16,7 +16,8 @@ import pytest
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.batch_runner import BatchRun, in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchLine, BatchOptions, BatchStatus
-from biascheck.execution.llm import CallError, Completion
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion
 from biascheck.execution.runner import Budget, CircuitBreaker, Executor, ModelRequest, NoProgress, RetryPolicy, RunStatus, execute
 from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse
 

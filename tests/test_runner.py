@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biascheck.execution.llm import CallError, Completion
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion
 from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, RetryPolicy, RunStatus, execute
 from biascheck.execution.store import ResponseStore
 

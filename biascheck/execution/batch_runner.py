@@ -37,7 +37,8 @@ from biascheck.execution.batches import (
     open_batch_api,
     split,
 )
-from biascheck.execution.llm import CallError, Completion, LiteLLMClient, params_as_sent
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion, LiteLLMClient, params_as_sent
 from biascheck.execution.runner import (
     NOT_RUN,
     Answering,

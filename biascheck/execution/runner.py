@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from biascheck.core.records import Response
-from biascheck.execution.llm import CallError, Completion
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion
 from biascheck.execution.store import ResponseStore, StoredResponse, StoreWriteError
 
 T = TypeVar("T")
