@@ -31,9 +31,11 @@ from biascheck.execution.llm import (
     known_providers,
     validate_model_string,
 )
+from biascheck.execution.policy import CircuitBreaker, RetryPolicy
 from biascheck.execution.readiness import CREDENTIALS as START_UP_CREDENTIALS
 from biascheck.execution.readiness import check_credentials, store_answers_model, unreachable
-from biascheck.execution.runner import NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, RunStatus, execute
+from biascheck.execution.runner import NOT_RUN, ModelRequest, execute
+from biascheck.execution.stats import RunStatus
 from biascheck.execution.store import ResponseStore
 
 from loopback import chat_answer, loopback_server, send_json
