@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from biascheck.core.errors import BiascheckError  # noqa: E402
 from biascheck.execution.llm import ModelConfig, import_litellm  # noqa: E402
-from biascheck.execution.runner import RetryPolicy  # noqa: E402
+from biascheck.execution.policy import RetryPolicy  # noqa: E402
 from biascheck.reporting.results import build_results  # noqa: E402
 from biascheck.reporting.write import write_reports  # noqa: E402
 from biascheck.session import RunConfig, run  # noqa: E402

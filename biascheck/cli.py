@@ -677,7 +677,7 @@ def _run(args) -> int:
             sys.stdout.write(render(estimates) if estimates else "no case selected: no model call would be made\n")
             return 0
         checked = _run_gate(gate, selection)
-    from biascheck.execution.runner import RunStatus
+    from biascheck.execution.stats import RunStatus
 
     result = checked.result
     assert result is not None
@@ -706,7 +706,7 @@ def _run(args) -> int:
 def _run_gate(gate, selection):
     from rich.markup import escape
 
-    from biascheck.execution.runner import RichProgress
+    from biascheck.execution.progress import RichProgress
 
     # RichProgress shows its label as rich markup: a model string such as openai/x[/] must stay text.
     return gate.run(selection, progress=RichProgress(f"biascheck {escape(gate.config.model.model)}"))

@@ -422,7 +422,7 @@ def run_config(config: pytest.Config) -> RunConfig:
     """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
     from biascheck.benchmarks.base import judged_benchmarks
     from biascheck.execution.llm import validate_model_string
-    from biascheck.execution.runner import RetryPolicy
+    from biascheck.execution.policy import RetryPolicy
     from biascheck.session import RunConfig
     from biascheck.suite import Shard
 

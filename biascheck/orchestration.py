@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from biascheck.core.errors import BiascheckError
 
 if TYPE_CHECKING:
-    from biascheck.execution.runner import Progress
+    from biascheck.execution.progress import Progress
     from biascheck.session import RunConfig, RunResult
     from biascheck.suite import Suite
 
@@ -208,7 +208,8 @@ class Gate:
         selected metric items); the others are marked not gated. A run that stopped (a fatal
         error, batches pending) is neither marked nor compared: the caller reads its status."""
         from biascheck import session
-        from biascheck.execution.runner import NoProgress, RunStatus
+        from biascheck.execution.progress import NoProgress
+        from biascheck.execution.stats import RunStatus
         from biascheck.reporting.results import build_results, mark_deselected
 
         result = session.run(selection, self.config, progress=progress or NoProgress())

@@ -23,20 +23,11 @@ from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, check_serves, validate_model_string
+from biascheck.execution.policy import Budget, RetryPolicy
+from biascheck.execution.progress import NoProgress, Progress
 from biascheck.execution.providers import simulator
-from biascheck.execution.runner import (
-    NOT_RUN,
-    Budget,
-    ModelRequest,
-    NoProgress,
-    Progress,
-    RetryPolicy,
-    RunInterrupted,
-    RunStats,
-    RunStatus,
-    execute,
-    run_sync,
-)
+from biascheck.execution.runner import NOT_RUN, ModelRequest, RunInterrupted, execute, run_sync
+from biascheck.execution.stats import RunStats, RunStatus
 from biascheck.execution.store import ResponseStore, key_prefix, sample_key
 from biascheck.suite import Shard, Suite
 

@@ -25,7 +25,8 @@ from biascheck.benchmarks.qa.answers import (
 )
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Loglikelihood, Message, QATruth, Response
-from biascheck.execution.llm import LATE_LOGPROBS, CallError, ModelConfig, check_serves, continuation_loglikelihood, echo_is_late
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import LATE_LOGPROBS, ModelConfig, check_serves, continuation_loglikelihood, echo_is_late
 
 from conftest import write_subset_suite
 from loopback import loopback_server, send_json

@@ -16,8 +16,12 @@ import pytest
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.batch_runner import BatchRun, in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchLine, BatchOptions, BatchStatus
-from biascheck.execution.llm import CallError, Completion
-from biascheck.execution.runner import Budget, CircuitBreaker, Executor, ModelRequest, NoProgress, RetryPolicy, RunStatus, execute
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion
+from biascheck.execution.policy import Budget, CircuitBreaker, RetryPolicy
+from biascheck.execution.progress import NoProgress
+from biascheck.execution.runner import Executor, ModelRequest, execute
+from biascheck.execution.stats import RunStatus
 from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse
 
 MODEL = "openai/fake"

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from biascheck.execution.llm import LiteLLMClient, ModelConfig
-from biascheck.execution.runner import ModelRequest, RetryPolicy, execute
+from biascheck.execution.policy import RetryPolicy
+from biascheck.execution.runner import ModelRequest, execute
 from biascheck.execution.store import ResponseStore, request_key
 
 from loopback import chat_answer, loopback_server, send_json

@@ -14,7 +14,8 @@ from html.parser import HTMLParser
 import pytest
 
 from biascheck.core import format as fmt
-from biascheck.execution.runner import RichProgress, RunStats
+from biascheck.execution.progress import RichProgress
+from biascheck.execution.stats import RunStats
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.results import render_markdown
 from biascheck.reporting.terminal import render_comparison_terminal, render_terminal

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biascheck.core.errors import BiascheckError
+from biascheck.execution.call_errors import CallError
 from biascheck.execution.fast_http import FAST_PROVIDERS, fast_path_applies
-from biascheck.execution.llm import MAX_REPLY_CHARS, CallError, Completion, LiteLLMClient, ModelConfig
+from biascheck.execution.llm import MAX_REPLY_CHARS, Completion, LiteLLMClient, ModelConfig
 
 from loopback import chat_answer, loopback_server, send_bytes, stopping
 

@@ -28,7 +28,9 @@ from biascheck.benchmarks.choices import parse_answer
 from biascheck.core.records import Response
 from biascheck.execution import llm
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, import_litellm
-from biascheck.execution.runner import ModelRequest, RetryPolicy, RunStats, execute
+from biascheck.execution.policy import RetryPolicy
+from biascheck.execution.runner import ModelRequest, execute
+from biascheck.execution.stats import RunStats
 from biascheck.execution.store import ResponseStore, StoredResponse, request_key
 
 from loopback import bearer_token, chat_answer, loopback_server, send_bytes, send_json, stopping

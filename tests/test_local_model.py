@@ -15,7 +15,8 @@ import pytest
 
 from biascheck.cli import main
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, request_seed
-from biascheck.execution.runner import ModelRequest, RetryPolicy, execute
+from biascheck.execution.policy import RetryPolicy
+from biascheck.execution.runner import ModelRequest, execute
 from biascheck.execution.store import ResponseStore, request_key
 
 from loopback import chat_answer, loopback_server, send_json

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from biascheck.cli import main as cli_main
 from biascheck.core.errors import BiascheckError
+from biascheck.execution.call_errors import CallError
 from biascheck.execution.llm import (
-    CallError,
     Completion,
     LiteLLMClient,
     ModelConfig,
@@ -31,9 +31,11 @@ from biascheck.execution.llm import (
     known_providers,
     validate_model_string,
 )
+from biascheck.execution.policy import CircuitBreaker, RetryPolicy
 from biascheck.execution.readiness import CREDENTIALS as START_UP_CREDENTIALS
 from biascheck.execution.readiness import check_credentials, store_answers_model, unreachable
-from biascheck.execution.runner import NOT_RUN, CircuitBreaker, ModelRequest, RetryPolicy, RunStatus, execute
+from biascheck.execution.runner import NOT_RUN, ModelRequest, execute
+from biascheck.execution.stats import RunStatus
 from biascheck.execution.store import ResponseStore
 
 from loopback import chat_answer, loopback_server, send_json
@@ -413,7 +415,7 @@ def test_the_plugin_reports_an_endpoint_that_went_away_in_one_line(run_biascheck
 
 
 def test_error_lines_carry_no_object_reprs_or_pasted_tracebacks():
-    from biascheck.execution.llm import one_line_error
+    from biascheck.execution.call_errors import one_line_error
 
     ssl = Exception("Cannot connect to host localhost:11434 ssl:<ssl.SSLContext object at 0x7f9af69172f0> [Connect call failed]")
     assert one_line_error(ssl) == "Exception: Cannot connect to host localhost:11434 ssl:ssl.SSLContext [Connect call failed]"

@@ -487,7 +487,7 @@ def test_credentials_in_an_api_base_are_not_reported():
 
 
 def test_error_text_is_redacted_before_it_is_kept(monkeypatch):
-    from biascheck.execution.llm import redact
+    from biascheck.execution.redaction import redact
 
     monkeypatch.setenv("MY_PROVIDER_API_KEY", "prov-key-0123456789")
     text = redact("401 for key prov-key-0123456789 at https://bob:hunter2@api.example.com/v1; Bearer abcdefghijkl; sk-abcdef123456")
@@ -603,7 +603,8 @@ def test_two_suites_with_one_name_are_refused(run_biascheck, tiny_kobbq, tmp_pat
 
 
 def test_secrets_in_the_api_base_query_are_redacted_from_error_text(monkeypatch):
-    from biascheck.execution.llm import LiteLLMClient, ModelConfig, redact
+    from biascheck.execution.llm import LiteLLMClient, ModelConfig
+    from biascheck.execution.redaction import redact
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
     LiteLLMClient(ModelConfig("openai/m", api_base="http://127.0.0.1:9/v1?key=QUERYSECRET123456"))

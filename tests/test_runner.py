@@ -15,8 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biascheck.execution.llm import CallError, Completion
-from biascheck.execution.runner import NOT_RUN, Budget, ModelRequest, RetryPolicy, RunStatus, execute
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion
+from biascheck.execution.policy import Budget, RetryPolicy
+from biascheck.execution.runner import NOT_RUN, ModelRequest, execute
+from biascheck.execution.stats import RunStatus
 from biascheck.execution.store import ResponseStore
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.004, max_retry_after=1.0)
@@ -192,7 +195,9 @@ class GatedClient(ScriptedClient):
 
 
 def test_under_a_budget_the_first_call_goes_alone_and_the_others_sleep_until_it_returns(tmp_path):
-    from biascheck.execution.runner import CircuitBreaker, Executor, NoProgress
+    from biascheck.execution.policy import CircuitBreaker
+    from biascheck.execution.progress import NoProgress
+    from biascheck.execution.runner import Executor
 
     client = GatedClient()
     checks = Counter()

@@ -154,7 +154,8 @@ def test_a_run_whose_store_fills_up_stops_incomplete_with_one_line_and_keeps_its
     import contextlib
 
     from biascheck.execution.llm import Completion
-    from biascheck.execution.runner import NOT_RUN, ModelRequest, RunStatus, execute
+    from biascheck.execution.runner import NOT_RUN, ModelRequest, execute
+    from biascheck.execution.stats import RunStatus
 
     class Model:  # a fake client: long answers, so that the store fills after a few
         async def complete(self, messages, params, sample=0):

@@ -37,18 +37,10 @@ from biascheck.execution.batches import (
     open_batch_api,
     split,
 )
-from biascheck.execution.llm import CallError, Completion, LiteLLMClient, params_as_sent
-from biascheck.execution.runner import (
-    NOT_RUN,
-    Answering,
-    Backend,
-    ModelClient,
-    ModelRequest,
-    RunStatus,
-    from_store,
-    store_request,
-    to_store,
-)
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion, LiteLLMClient, params_as_sent
+from biascheck.execution.runner import NOT_RUN, Answering, Backend, ModelClient, ModelRequest, from_store, store_request, to_store
+from biascheck.execution.stats import RunStatus
 from biascheck.execution.store import BatchRecord, ResponseStore, StoredResponse, StoreWriteError, shared_values
 
 SUBMITTING, RUNNING = "submitting", "running"

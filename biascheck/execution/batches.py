@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.llm import MAX_REPLY_CHARS, CallError, Completion, LiteLLMClient, ModelConfig, one_line_error, redact
+from biascheck.execution.call_errors import CallError, one_line_error
+from biascheck.execution.llm import MAX_REPLY_CHARS, Completion, LiteLLMClient, ModelConfig
+from biascheck.execution.redaction import redact
 
 # litellm's providers whose files and batches API is OpenAI's (its OPENAI_COMPATIBLE_BATCH_AND_FILES_PROVIDERS, and Azure).
 OPENAI_SHAPED = ("openai", "azure", "hosted_vllm", "litellm_proxy")

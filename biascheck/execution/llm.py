@@ -1,36 +1,38 @@
-"""Model calls through litellm, imported lazily and with its own retries, cache and budget off;
-those to an OpenAI-compatible endpoint through the fast path (:mod:`biascheck.execution.fast_http`),
-which hands litellm whatever it does not read itself.
+"""The model under test and the client that calls it: its configuration (:class:`ModelConfig`,
+:class:`Price`) and the checks that stop a run before its first call, what a reply is kept as
+(:class:`Completion`) and the requests' helpers (seeds, log-likelihood requests), and
+:class:`LiteLLMClient`. Calls go through litellm, imported lazily and with its own retries, cache
+and budget off; those to an OpenAI-compatible endpoint through the fast path
+(:mod:`biascheck.execution.fast_http`), which hands litellm whatever it does not read itself.
 
 biascheck owns retries (:mod:`biascheck.execution.runner`), the response cache (:mod:`biascheck.execution.store`)
-and the budget; this module makes exactly one HTTP attempt per call and classifies what went wrong.
+and the budget; this module makes exactly one HTTP attempt per call and classifies what went wrong
+(as :class:`biascheck.execution.call_errors.CallError`), redacting secrets
+(:mod:`biascheck.execution.redaction`) from what it keeps.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import datetime
-import email.utils
 import hashlib
 import math
 import os
 import re
-import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Loglikelihood
+from biascheck.execution.call_errors import UNREACHABLE, CallError, one_line_error, refusal_line, refused_params, retry_after_of
 from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS, FastPath, Plain, fast_path_applies
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
+from biascheck.execution.redaction import configured_secrets, redact_secrets, redact_url, register_secrets_of_url
 
 
 @dataclass(frozen=True)
@@ -103,16 +105,6 @@ class ModelConfig:
             "params": dict(sorted(self.params.items())),
             "timeout": self.timeout,
         }
-
-
-def redact_url(url: str) -> str:
-    """An endpoint as it may be reported: credentials in the URL and its query are removed."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    if parts.username or parts.password:
-        netloc = "[redacted]@" + netloc
-    return urlunsplit((parts.scheme, netloc, parts.path, "[redacted]" if parts.query else "", ""))
 
 
 def validate_model_string(model: str, where: str = "--biascheck-model", *, api_base: str | None = None) -> None:
@@ -410,206 +402,6 @@ def check_serves(config: ModelConfig, needs: str, where: str, *, batch: bool = F
             )
 
 
-class CallError(Exception):
-    """One failed attempt. ``retryable``: worth another attempt; ``fatal``: stop the whole run;
-    ``rejected``: the request parameters a refusal (HTTP 400/422, litellm's UnsupportedParamsError) names;
-    ``unreachable``: no reply came from the endpoint at all (refused, unresolvable, timed out)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        fatal: bool = False,
-        retry_after: float | None = None,
-        rejected: tuple[str, ...] = (),
-        unreachable: bool = False,
-    ):
-        super().__init__(message)
-        self.retryable = retryable
-        self.fatal = fatal
-        self.retry_after = retry_after
-        self.rejected = rejected
-        self.unreachable = unreachable
-
-
-# How litellm words a connection that never got a reply (it wraps some as an "internal server error").
-_UNREACHABLE = re.compile(
-    r"Connection error\.|Cannot connect to host|Connection refused|Connect call failed|Name or service not known|"
-    r"Temporary failure in name resolution|nodename nor servname|getaddrinfo|No route to host|"
-    r"Network is unreachable|ConnectError|ConnectTimeout",
-    re.IGNORECASE,
-)
-
-
-# How a refusal says a parameter is not supported at all, as opposed to a value out of range or of
-# the wrong type ("less_than_equal", "above maximum value"): only the former may be left out.
-_UNSUPPORTED = re.compile(
-    r"unrecogni[sz]ed|unsupported|not\s+supported|does\s+not\s+support|extra_forbidden|extra\s+inputs|"
-    r"not\s+permitted|unknown\s+(?:parameter|argument|field)|unexpected\s+keyword",
-    re.IGNORECASE,
-)
-
-
-def refused_params(exc: BaseException, params: dict[str, Any], *, server_error: bool = False) -> tuple[tuple[str, ...], bool]:
-    """(the parameters of this request that a refusal names, whether it says they are unsupported).
-    The names come from the OpenAI error body's ``param``, a
-    FastAPI/pydantic ``loc``, or the name as a word of the message ("Unrecognized request argument
-    supplied: seed", litellm's "does not support parameters: ['seed']"). ``server_error``: a 5xx,
-    whose message may carry a traceback full of parameter names, so only a validation error's
-    ``loc`` or a first line saying "NAME ... not supported" counts (llama-cpp-python's server)."""
-    body = getattr(exc, "body", None)
-    text = str(exc)
-    named: list[str] = []
-    if isinstance(body, dict):
-        error: dict = body["error"] if isinstance(body.get("error"), dict) else body
-        if isinstance(error.get("param"), str) and not server_error:
-            named.append(error["param"])
-        details = body.get("detail")
-        for detail in details if isinstance(details, list) else []:
-            loc = detail.get("loc") if isinstance(detail, dict) else None
-            named += [part for part in loc if isinstance(part, str)] if isinstance(loc, list) else []
-    # pydantic's loc as printed in a message: ('body', 'seed') or ["body", "seed"]
-    named += re.findall(r"""['"]loc['"]: [\[(]['"]body['"], ['"](\w+)['"]""", text)
-    unsupported = bool(_UNSUPPORTED.search(text) or _UNSUPPORTED.search(repr(body)))
-    if server_error:
-        first = text.strip().splitlines()[0] if text.strip() else ""
-        named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]).*\bnot supported\b", first)]
-    else:
-        # Only the head of the message: a long one may quote the prompt, which can contain any word.
-        named += [name for name in params if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text[:1000])]
-    return tuple(dict.fromkeys(n for n in named if n in params)), unsupported
-
-
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$")
-_URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@]+@")
-_SECRET_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
-
-
-# Values that must never be kept, registered when a client is built (e.g. an api_base's query).
-_EXTRA_SECRETS: set[str] = set()
-
-
-def register_secrets_of_url(url: str | None) -> None:
-    if not url:
-        return
-    parts = urlsplit(url)
-    for value in (parts.password, parts.username, parts.query):
-        if value and len(value) >= 4:
-            _EXTRA_SECRETS.add(value)
-    for pair in parts.query.split("&"):
-        value = pair.partition("=")[2]
-        if len(value) >= 4:
-            _EXTRA_SECRETS.add(value)
-
-
-def configured_secrets(*extra: str | None) -> tuple[str, ...]:
-    """Every configured secret, longest first: the credentials in environment variables (the
-    ``*_KEY``/``*_TOKEN`` ones litellm reads), in an ``api_base``, and ``extra`` (a key passed in)."""
-    values = {v for v in _EXTRA_SECRETS | set(filter(None, extra)) if len(v) >= 4}
-    values |= {v for name, v in os.environ.items() if v and len(v) >= 8 and _SECRET_ENV.search(name.upper())}
-    return tuple(sorted(values, key=len, reverse=True))
-
-
-def redact_secrets(text: str, secrets: tuple[str, ...] | None = None) -> str:
-    """``text`` without any of ``secrets`` (default: :func:`configured_secrets`). A model's reply
-    goes through this before it is stored or reported: a server may echo a key."""
-    for value in configured_secrets() if secrets is None else secrets:
-        if value in text:
-            text = text.replace(value, "[redacted]")
-    return text
-
-
-def redact(text: str) -> str:
-    """Remove anything that could be a credential before text reaches a store, report or log:
-    configured secrets, and whatever has a credential's shape (an error may quote a header)."""
-    text = _URL_CREDENTIALS.sub("[redacted]@", redact_secrets(text))
-    return _SECRET_SHAPES.sub("[redacted]", text)
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        if headers.get("retry-after-ms") is not None:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        if headers.get("retry-after") is not None:
-            return parse_retry_after(headers["retry-after"])
-    except (TypeError, ValueError):
-        return None  # junk: fall back to our own backoff
-    return None
-
-
-def parse_retry_after(value: str, now: float | None = None) -> float | None:
-    """Seconds to wait by a Retry-After header: delay-seconds or an HTTP-date (RFC 9110 10.2.3), a
-    date in the past meaning 0; None if it is neither."""
-    value = str(value).strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000": UTC by RFC 5322
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def _refusal_line(exc: BaseException, named: tuple[str, ...]) -> str:
-    """One line that names the refused parameters first: a server's own message may name them
-    only further down (llama-cpp-python's validation errors)."""
-    line = one_line_error(exc)
-    missing = [name for name in named if name not in line]
-    return f"the server refused {', '.join(missing)}: {line}" if missing else line
-
-
-_TRACEBACK = "Traceback (most recent call last):"
-_OBJECT_REPR = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
-
-
-# The OpenAI SDK's text for an error reply it could not read as one: "Error code: 400 - {'detail': ...}".
-_STATUS_BODY = re.compile(r"(Error code: \d+)( - [\[{].*)$")
-
-
-def _body_message(quoted: str) -> str:
-    """What an error reply's body says, instead of its Python repr: its message, if it has one."""
-    try:
-        body = ast.literal_eval(quoted[len(" - ") :]) if len(quoted) < 20_000 else None
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        body = None
-    while isinstance(body, dict):
-        body = next((body[key] for key in ("error", "message", "detail", "msg") if key in body), None)
-    return f" - {body}" if isinstance(body, str) and body.strip() else " (a body that gives no error message)"
-
-
-def one_line_error(exc: BaseException) -> str:
-    """An error as it may be reported, on one line, without secrets: its first line, or where litellm pasted a traceback into its message
-    ("Invalid response object Traceback ..."), the text before it and the traceback's last line
-    (the error raised); without the response litellm quotes, and object reprs shortened to their class."""
-    text = str(exc).strip()
-    head, _, trace = text.partition(_TRACEBACK)
-    lines = head.strip().splitlines()
-    message = lines[0] if lines else ""
-    if trace.strip():
-        message = f"{message} ({trace.strip().splitlines()[-1].strip()})" if message else trace.strip().splitlines()[-1].strip()
-    # litellm appends the whole response it could not read: "(received_args={'response_object': ...".
-    message = re.sub(r"\s*\(?received_args=.*", "", message)
-    message = _STATUS_BODY.sub(lambda match: match[1] + _body_message(match[2]), message)
-    message = _OBJECT_REPR.sub(r"\1", message or type(exc).__name__)
-    # litellm repeats the class: "litellm.InternalServerError: InternalServerError: OpenAIException - ..."
-    name = type(exc).__name__
-    message = re.sub(rf"^(?:litellm\.{name}: )?(?:{name}: )?", "", message)
-    return redact(f"{name}: {message}")[:500]
-
-
 class _Deadlines:
     """The wall-clock deadline of every attempt in flight, kept by one timer set for the oldest
     attempt's instead of a timer per attempt (asyncio.timeout's schedules and cancels one each
@@ -889,12 +681,12 @@ class LiteLLMClient:
         except (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError) as exc:
             raise CallError(one_line_error(exc), retryable=False, fatal=True) from None
         except litellm.RateLimitError as exc:
-            raise CallError(one_line_error(exc), retryable=True, retry_after=_retry_after(exc)) from None
+            raise CallError(one_line_error(exc), retryable=True, retry_after=retry_after_of(exc)) from None
         except (litellm.BadRequestError, litellm.UnprocessableEntityError) as exc:
             # Not retried: the same request gets the same refusal. The runner leaves out a parameter
             # refused as unsupported; a value refused (out of range) stays the request's error.
             named, unsupported = refused_params(exc, params)
-            raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
+            raise CallError(refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
         except (
             litellm.Timeout,
             litellm.APIConnectionError,
@@ -907,11 +699,11 @@ class LiteLLMClient:
             # naming it, or "logprobs is not supported ..."): a refusal like a 400, no retry changes it.
             named, unsupported = refused_params(exc, params, server_error=True)
             if named:
-                raise CallError(_refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
+                raise CallError(refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
             line = one_line_error(exc)
-            if isinstance(exc, litellm.Timeout) or _UNREACHABLE.search(line):
+            if isinstance(exc, litellm.Timeout) or UNREACHABLE.search(line):
                 raise CallError(f"cannot reach {self._where()}: {line}", retryable=True, unreachable=True) from None
-            raise CallError(line, retryable=True, retry_after=_retry_after(exc)) from None
+            raise CallError(line, retryable=True, retry_after=retry_after_of(exc)) from None
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
             raise CallError(one_line_error(exc), retryable=True) from None
 

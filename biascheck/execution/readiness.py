@@ -18,7 +18,8 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from biascheck.core.errors import BiascheckError
-from biascheck.execution.llm import ModelConfig, redact_url
+from biascheck.execution.llm import ModelConfig
+from biascheck.execution.redaction import redact_url
 
 # A provider prefix -> (the variables the error names, any one of which satisfies it): as
 # ``litellm.validate_environment`` tells for the model strings of these providers (it counts a

@@ -3,64 +3,36 @@
 Owns what litellm does not do reliably: bounded concurrency (a queue, never rejection), retries
 with exponential backoff and full jitter that honour Retry-After, a cost budget, and resumption
 from the store. A call that still fails becomes an errored response: counted, never scored.
+The retry policy, circuit breaker and budget it applies are in :mod:`biascheck.execution.policy`,
+the progress display it reports to in :mod:`biascheck.execution.progress`, the counters it keeps
+in :mod:`biascheck.execution.stats`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import gc
 import math
 import random
-import sys
-import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from biascheck.core.records import Response
-from biascheck.execution.llm import CallError, Completion
+from biascheck.execution.call_errors import CallError
+from biascheck.execution.llm import Completion
+from biascheck.execution.policy import Budget, CircuitBreaker, RetryPolicy
+from biascheck.execution.progress import NoProgress, Progress
+from biascheck.execution.stats import RunStats, RunStatus
 from biascheck.execution.store import ResponseStore, StoredResponse, StoreWriteError
 
 T = TypeVar("T")
 # The error of a request never sent because the run had stopped; the run's reason follows.
 NOT_RUN = "not run: "
-
-
-class RunStatus(enum.Enum):
-    """How a run ended. An incomplete run's reason (results.json ``incomplete_reason``) starts with
-    its status's prefix; code decides on the status, never on the text."""
-
-    COMPLETE = ""
-    BUDGET_REACHED = "budget"  # the reason is the budget's own sentence, without a prefix
-    FATAL_MODEL_ERROR = "fatal model error: "
-    FATAL_JUDGE_ERROR = "fatal model error: the judge "
-    # The response store could not be written (disk full, read-only).
-    STORE_FAILURE = "response store failure: "
-    # --biascheck-batch-wait=no: the batches are submitted; a later run with the store scores them.
-    BATCH_PENDING = "submitted, not yet scored: "
-
-    @property
-    def prefix(self) -> str:
-        return "" if self in (RunStatus.COMPLETE, RunStatus.BUDGET_REACHED) else self.value
-
-    @property
-    def fatal(self) -> bool:
-        """The run cannot measure anything: pytest stops with a usage error rather than failing items."""
-        return self in (RunStatus.FATAL_MODEL_ERROR, RunStatus.FATAL_JUDGE_ERROR, RunStatus.STORE_FAILURE)
-
-    @classmethod
-    def of(cls, reason: str) -> RunStatus:
-        """The status of a reason written by another process (an xdist worker's "not run" errors)."""
-        for status in (cls.FATAL_JUDGE_ERROR, cls.FATAL_MODEL_ERROR, cls.STORE_FAILURE, cls.BATCH_PENDING):
-            if reason.startswith(status.prefix):
-                return status
-        return cls.BUDGET_REACHED
 
 
 # Parameters the answer is read from or bounded by: a refusal of one of them is the request's
@@ -80,61 +52,6 @@ class RunInterrupted(KeyboardInterrupt):
         )
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int = 6
-    base_delay: float = 0.25
-    max_delay: float = 20.0
-    # A Retry-After (delay-seconds or HTTP-date) longer than this is not waited for: the request
-    # errors at once, its error naming the wait asked and this cap, instead of stalling CI.
-    max_retry_after: float = 120.0
-
-    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        backoff = rng.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
-        if retry_after is None:
-            return backoff
-        return max(retry_after, backoff)
-
-
-@dataclass
-class CircuitBreaker:
-    """Stops a run whose endpoint cannot be reached instead of retrying every request to exhaustion
-    (nothing listening on a port: 7 attempts per request, hours for a suite).
-
-    Until the endpoint has replied once (any HTTP reply, an error status included), attempts go one
-    at a time, and ``first_attempts`` consecutive attempts failing with the same unreachable error
-    stop the run. After a reply, a streak of unreachable failures with no reply in between stops it
-    once it has lasted ``outage_s`` (an endpoint that went away mid-run); shorter blips are retried."""
-
-    first_attempts: int = 3
-    outage_s: float = 120.0
-    replied: bool = False
-    streak: int = 0
-    streak_start: float = 0.0
-    streak_error: str = ""
-
-    def must_wait(self, in_flight: int) -> bool:
-        return not self.replied and in_flight > 0
-
-    def reply(self) -> None:
-        self.replied, self.streak = True, 0
-
-    def trips(self, error: str, now: float) -> bool:
-        """Record one unreachable attempt; True when the run should stop."""
-        same = error == self.streak_error
-        self.streak, self.streak_error = (self.streak + 1 if same else 1), error
-        if self.streak == 1:
-            self.streak_start = now
-        if not self.replied:
-            return self.streak >= self.first_attempts
-        return now - self.streak_start >= self.outage_s
-
-    def reason(self, error: str) -> str:
-        if not self.replied:
-            return f"{error} (the first {self.streak} attempts all failed this way; stopped by the circuit breaker)"
-        return f"{error} (no reply for {self.outage_s:g} s; stopped by the circuit breaker)"
-
-
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     key: str
@@ -143,224 +60,10 @@ class ModelRequest:
     sample: int = 0
 
 
-@dataclass
-class RunStats:
-    requests: int = 0  # distinct requests the run needed
-    cache_hits: int = 0
-    calls: int = 0  # attempts sent to the model, retries included
-    retries: int = 0
-    errors: int = 0  # requests that ended without a usable response
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    not_run: int = 0  # requests never sent: budget reached or a fatal error
-    incomplete: str | None = None  # why the run is incomplete, if it is
-    status: RunStatus = RunStatus.COMPLETE
-    # model -> parameter -> why: refused by the server and left out of that model's requests from
-    # then on (and out of every stored answer of this run that was made without it)
-    params_dropped: dict[str, dict[str, str]] = field(default_factory=dict)
-    # model -> parameter -> why: accepted, but visibly without effect (logprobs asked, none returned)
-    params_ignored: dict[str, dict[str, str]] = field(default_factory=dict)
-    # --biascheck-batch: the provider batches that held this run's requests, by how they stand
-    # (running, collected, failed, expired, cancelled)
-    batches: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The counters as results.json records them (the status is in ``incomplete``'s prefix)."""
-        counters = asdict(self)
-        del counters["status"]
-        return counters
-
-    def stop(self, status: RunStatus, detail: str) -> None:
-        """The run stops: no new call starts. The first reason stays."""
-        if self.incomplete is None:
-            self.status, self.incomplete = status, status.prefix + detail
-
-    def blame_judge(self, model: str) -> None:
-        """A fatal error of a judge's execution names the judge: it is not the model under test's."""
-        if self.status is RunStatus.FATAL_MODEL_ERROR and self.incomplete is not None:
-            detail = self.incomplete.removeprefix(RunStatus.FATAL_MODEL_ERROR.prefix)
-            self.status, self.incomplete = RunStatus.FATAL_JUDGE_ERROR, f"{RunStatus.FATAL_JUDGE_ERROR.prefix}{model}: {detail}"
-
-    def stop_with(self, reason: str) -> None:
-        """Stop with a reason already written in full (by another worker, another execution)."""
-        if self.incomplete is None:
-            self.status, self.incomplete = RunStatus.of(reason), reason
-
-    def merge_params_notes(self, other: RunStats) -> None:
-        for mine, theirs in ((self.params_dropped, other.params_dropped), (self.params_ignored, other.params_ignored)):
-            for model, notes in theirs.items():
-                for name, reason in notes.items():
-                    mine.setdefault(model, {}).setdefault(name, reason)
-
-
 class ModelClient(Protocol):
     async def complete(self, messages: list[dict[str, str]], params: dict[str, Any], sample: int = 0) -> Completion: ...
 
     async def aclose(self) -> None: ...
-
-
-class Progress(Protocol):
-    # ``label`` names whose calls these are when it is not the model under test (a BBG judge).
-    def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
-
-    def update(self, done: int, stats: RunStats) -> None: ...
-
-    # What a batch run has to say besides requests answered: its batches and expected finish.
-    def note(self, text: str) -> None: ...
-
-    def stop(self, stats: RunStats) -> None: ...
-
-
-class NoProgress:
-    def start(self, total: int, stats: RunStats, label: str | None = None) -> None: ...
-
-    def update(self, done: int, stats: RunStats) -> None: ...
-
-    def note(self, text: str) -> None: ...
-
-    def stop(self, stats: RunStats) -> None: ...
-
-
-class RichProgress:
-    """A live bar on a terminal. Elsewhere (a CI log) a line at the start, one every ``interval``
-    seconds while calls run, and one at the end: the timer is a thread, so a log shows a stalled
-    endpoint as a run that is alive and answers nothing. ``label`` is rich markup: callers escape any
-    user text in it (a model string may contain "["). ``clock`` is for tests."""
-
-    def __init__(self, label: str, stream=None, *, interval: float = 30.0, clock: Callable[[], float] = time.monotonic):
-        from rich.console import Console
-
-        self.console = Console(file=stream or sys.stderr, highlight=False)
-        self.label = label
-        self.interval = interval
-        self.clock = clock
-        self._label = label
-        self._progress: Any = None  # rich's Progress, imported when first shown
-        self._task: Any = None
-        self._ticker: threading.Thread | None = None
-        self._stopped = threading.Event()
-        self._total = self._done = self._done_at_start = 0
-        self._started = self._shown = 0.0
-        self._stats = RunStats()
-        self._note = ""
-
-    @staticmethod
-    def _duration(seconds: float) -> str:
-        """0:01:05: hours, minutes, seconds."""
-        return str(timedelta(seconds=round(seconds)))
-
-    def _pace(self) -> tuple[str, str]:
-        """(calls per second, time left) so far. Time left is from the requests answered since the
-        start: those answered from the store or by another worker before it took no time."""
-        elapsed = self.clock() - self._started
-        rate = f"{self._stats.calls / elapsed if elapsed > 0 else 0.0:.1f} calls/s"
-        answered = self._done - self._done_at_start
-        if answered <= 0:
-            return rate, "ETA unknown"
-        return rate, f"ETA {self._duration((self._total - self._done) * elapsed / answered)}"
-
-    def _fields(self) -> dict[str, Any]:
-        stats = self._stats
-        rate, eta = self._pace()
-        return {"errors": stats.errors, "retries": stats.retries, "hits": stats.cache_hits, "cost": stats.cost_usd, "rate": rate, "eta": eta}
-
-    def tick(self) -> None:
-        """One progress line: what the timer prints outside a terminal."""
-        stats, (rate, eta) = self._stats, self._pace()
-        self.console.print(
-            f"{self._label}: {self._done} of {self._total} requests answered, {stats.calls} calls, {stats.errors} errors, "
-            f"{stats.retries} retries, {stats.cache_hits} cache hits, ${stats.cost_usd:.4f}, {rate}, {eta}"
-            + (f"; {self._note}" if self._note else ""),
-            soft_wrap=True,  # one line per report, however narrow the log says it is
-        )
-
-    def start(self, total: int, stats: RunStats, label: str | None = None) -> None:
-        self._label = label or self.label
-        self._total, self._stats, self._started = total, stats, self.clock()
-        # What is known before any call: answers from the store, errors another worker recorded.
-        self._done = self._done_at_start = stats.cache_hits + stats.errors
-        if not self.console.is_terminal:
-            self.tick()
-            self._stopped.clear()
-            self._ticker = threading.Thread(target=self._tick_until_stopped, name="biascheck progress", daemon=True)
-            self._ticker.start()
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(
-                "{task.fields[rate]}  {task.fields[eta]}  errors {task.fields[errors]}  retries {task.fields[retries]}  "
-                "cache hits {task.fields[hits]}  ${task.fields[cost]:.4f}"
-            ),
-            TimeElapsedColumn(),
-            console=self.console,
-            transient=False,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task(self._label, total=total, **self._fields())
-
-    def _tick_until_stopped(self) -> None:
-        while not self._stopped.wait(self.interval):
-            self.tick()
-
-    def update(self, done: int, stats: RunStats) -> None:
-        """Called once per answer: the bar is redrawn 10 times a second at most, its own pace, so
-        thousands of answers a second do not each pay for its fields."""
-        self._done, self._stats = done, stats
-        if self._progress is not None:
-            now = self.clock()
-            if now - self._shown >= 0.1:
-                self._shown = now
-                self._progress.update(self._task, completed=done, **self._fields())
-
-    def note(self, text: str) -> None:
-        """A batch run's state: shown under the bar on a terminal, on each progress line in a log."""
-        self._note = text
-        if self._progress is not None:
-            self._progress.update(self._task, description=f"{self._label}\n  {text}")
-
-    def stop(self, stats: RunStats) -> None:
-        self._stats = stats
-        if self._progress is not None:
-            self._progress.update(self._task, completed=self._done, **self._fields())
-            self._progress.stop()
-            self._progress = None
-            return
-        if self._ticker is not None:
-            self._stopped.set()
-            self._ticker.join()
-            self._ticker = None
-        rate, _ = self._pace()
-        self.console.print(
-            f"{self._label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
-            f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f} in {self._duration(self.clock() - self._started)}, {rate}"
-            + (f"; {self._note}" if self._note else ""),
-            soft_wrap=True,
-        )
-
-
-@dataclass
-class Budget:
-    """A spending limit. Calls already in flight are charged when they return, so a new call
-    starts only if the spend so far plus the expected cost of those in flight (the mean cost per
-    call so far) stays under the limit: overspend is at most about one call's cost."""
-
-    max_cost_usd: float | None
-    in_flight: int = 0
-    priced_calls: int = 0
-
-    def must_wait(self) -> bool:
-        """Under a limit, the first call goes alone: until one is priced there is no estimate."""
-        return self.max_cost_usd is not None and self.priced_calls == 0 and self.in_flight > 0
-
-    def exhausted(self, stats: RunStats) -> bool:
-        if self.max_cost_usd is None:
-            return False
-        mean = stats.cost_usd / self.priced_calls if self.priced_calls else 0.0
-        return stats.cost_usd + mean * (self.in_flight + 1) > self.max_cost_usd
 
 
 @dataclass(repr=False)

@@ -151,7 +151,9 @@ class BiascheckState:
     def _run(self, session: pytest.Session, selection, metrics) -> None:
         from rich.markup import escape
 
-        from biascheck.execution.runner import RichProgress, RunInterrupted, RunStatus
+        from biascheck.execution.progress import RichProgress
+        from biascheck.execution.runner import RunInterrupted
+        from biascheck.execution.stats import RunStatus
 
         capture = session.config.pluginmanager.getplugin("capturemanager")
         # RichProgress shows its label as rich markup: a model string such as openai/x[/] must stay text.
