@@ -605,6 +605,16 @@ _FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.function_scop
 # Found by the fuzzer: an error body not in OpenAI's shape was reported as its Python repr.
 @example(reply=(400, {}, b'{"detail": "nope"}'))
 @example(reply=(500, {}, b"[1, 2]"))
+# Found by the slow fuzzer: litellm quotes a reply it cannot read (here, usage false) after its
+# traceback, and a line break inside the quoted reply ("\r" as a key) cut the error line there.
+@example(
+    reply=(
+        200,
+        {},
+        b'{"id": null, "object": "chat.completion", "created": 0, "model": "x", "choices": [{"index": 0, "message": {"role": "assistant",'
+        b' "content": "A"}, "finish_reason": "stop", "logprobs": {"\\r": 0}}], "usage": false}',
+    )
+)
 def test_fuzzed_replies_are_an_answer_or_one_clean_line(tmp_path, reply):
     _check_reply(tmp_path, reply)
 

@@ -153,14 +153,14 @@ def one_line_error(exc: BaseException) -> str:
     """An error as it may be reported, on one line, without secrets: its first line, or where litellm pasted a traceback into its message
     ("Invalid response object Traceback ..."), the text before it and the traceback's last line
     (the error raised); without the response litellm quotes, and object reprs shortened to their class."""
-    text = str(exc).strip()
+    # litellm appends the whole response it could not read: "(received_args={'response_object': ...",
+    # whose text is the server's and may hold any character, line breaks included.
+    text = re.sub(r"\s*\(?received_args=.*", "", str(exc), flags=re.DOTALL).strip()
     head, _, trace = text.partition(_TRACEBACK)
     lines = head.strip().splitlines()
     message = lines[0] if lines else ""
     if trace.strip():
         message = f"{message} ({trace.strip().splitlines()[-1].strip()})" if message else trace.strip().splitlines()[-1].strip()
-    # litellm appends the whole response it could not read: "(received_args={'response_object': ...".
-    message = re.sub(r"\s*\(?received_args=.*", "", message)
     message = _STATUS_BODY.sub(lambda match: match[1] + _body_message(match[2]), message)
     message = _OBJECT_REPR.sub(r"\1", message or type(exc).__name__)
     # litellm repeats the class: "litellm.InternalServerError: InternalServerError: OpenAIException - ..."
