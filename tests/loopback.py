@@ -102,3 +102,15 @@ def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
         server.stopping.set()  # type: ignore[attr-defined]
         server.shutdown()
         server.server_close()
+
+
+def json_paths(value, prefix: tuple = ()):
+    """Every path into a JSON document (keys and list indexes), the document's own () first: where
+    a reply fuzzer may replace or remove a part."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from json_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from json_paths(item, (*prefix, index))

@@ -33,7 +33,7 @@ from biascheck.execution.runner import ModelRequest, execute
 from biascheck.execution.stats import RunStats
 from biascheck.execution.store import ResponseStore, StoredResponse, request_key
 
-from loopback import bearer_token, chat_answer, loopback_server, send_bytes, send_json, stopping
+from loopback import bearer_token, chat_answer, json_paths, loopback_server, send_bytes, send_json, stopping
 
 POLICY = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.02)
 ATTEMPTS = POLICY.max_retries + 1
@@ -562,16 +562,6 @@ _LEAVES = st.one_of(
 )
 
 
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _paths(item, (*prefix, index))
-
-
 @st.composite
 def _replies(draw) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, body): a well-formed answer with parts replaced or removed, or any bytes."""
@@ -585,7 +575,7 @@ def _replies(draw) -> tuple[int, dict[str, str], bytes]:
     )
     document = chat_answer({"model": "x"})
     for _ in range(draw(st.integers(0, 3))):
-        path = draw(st.sampled_from(list(_paths(document))[1:]))
+        path = draw(st.sampled_from(list(json_paths(document))[1:]))
         parent = document
         for key in path[:-1]:
             parent = parent[key]
