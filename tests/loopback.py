@@ -105,8 +105,7 @@ def loopback_server(serve: Serve) -> Iterator[tuple[str, list[float]]]:
 
 
 def json_paths(value, prefix: tuple = ()):
-    """Every path into a JSON document (keys and list indexes), the document's own () first: where
-    a reply fuzzer may replace or remove a part."""
+    """Every path into a JSON document (keys and list indexes), the document's own () first."""
     yield prefix
     if isinstance(value, dict):
         for key, item in value.items():
@@ -114,3 +113,19 @@ def json_paths(value, prefix: tuple = ()):
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from json_paths(item, (*prefix, index))
+
+
+def mutate(draw, document, leaves) -> None:
+    """Replace or remove up to three parts of a JSON document, drawn with hypothesis's ``draw``;
+    a replaced part becomes one of ``leaves`` (the reply fuzzers' hostile values)."""
+    from hypothesis import strategies as st
+
+    for _ in range(draw(st.integers(0, 3))):
+        path = draw(st.sampled_from(list(json_paths(document))[1:]))
+        parent = document
+        for key in path[:-1]:
+            parent = parent[key]
+        if draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = draw(leaves)

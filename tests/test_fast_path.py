@@ -26,7 +26,7 @@ from biascheck.execution.call_errors import CallError
 from biascheck.execution.fast_http import FAST_PROVIDERS, fast_path_applies
 from biascheck.execution.llm import MAX_REPLY_CHARS, Completion, LiteLLMClient, ModelConfig
 
-from loopback import chat_answer, json_paths, loopback_server, send_bytes, stopping
+from loopback import chat_answer, loopback_server, mutate, send_bytes, stopping
 
 # litellm's pydantic types remark on odd replies when they are dumped; the runner silences them,
 # these tests call the client directly.
@@ -494,15 +494,7 @@ _LEAVES = st.one_of(
 def fuzzed_replies(draw: st.DrawFn) -> Reply:
     """A plain reply (with logprobs) with up to three parts replaced or removed, under a status."""
     document = answer_with({"logprobs": json.loads(json.dumps(LOGPROBS))}, system_fingerprint="fp")
-    for _ in range(draw(st.integers(0, 3))):
-        path = draw(st.sampled_from(list(json_paths(document))[1:]))
-        parent = document
-        for key in path[:-1]:
-            parent = parent[key]
-        if draw(st.booleans()) and isinstance(parent, dict):
-            del parent[path[-1]]
-        else:
-            parent[path[-1]] = draw(_LEAVES)
+    mutate(draw, document, _LEAVES)
     status = draw(st.sampled_from([200, 200, 200, 200, 400, 422, 429, 500, 503]))
     return status, {}, json.dumps(document).encode(), "application/json"
 

@@ -33,7 +33,7 @@ from biascheck.execution.runner import ModelRequest, execute
 from biascheck.execution.stats import RunStats
 from biascheck.execution.store import ResponseStore, StoredResponse, request_key
 
-from loopback import bearer_token, chat_answer, json_paths, loopback_server, send_bytes, send_json, stopping
+from loopback import bearer_token, chat_answer, loopback_server, mutate, send_bytes, send_json, stopping
 
 POLICY = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.02)
 ATTEMPTS = POLICY.max_retries + 1
@@ -574,15 +574,7 @@ def _replies(draw) -> tuple[int, dict[str, str], bytes]:
         )
     )
     document = chat_answer({"model": "x"})
-    for _ in range(draw(st.integers(0, 3))):
-        path = draw(st.sampled_from(list(json_paths(document))[1:]))
-        parent = document
-        for key in path[:-1]:
-            parent = parent[key]
-        if draw(st.booleans()) and isinstance(parent, dict):
-            del parent[path[-1]]
-        else:
-            parent[path[-1]] = draw(_LEAVES)
+    mutate(draw, document, _LEAVES)
     body = json.dumps(document).encode() if draw(st.integers(0, 4)) else draw(st.binary(max_size=200))
     return status, headers, body
 
