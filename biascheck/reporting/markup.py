@@ -11,6 +11,7 @@ from typing import Any
 from biascheck.core import format as fmt
 
 _HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def esc(value: Any) -> str:
@@ -22,8 +23,14 @@ def fmt_int(value: Any) -> str:
 
 
 def lang(text: Any) -> str:
-    """``lang="ko"`` on elements holding Korean text, so browsers pick Korean fonts and line breaking."""
-    return ' lang="ko"' if isinstance(text, str) and _HANGUL.search(text) else ""
+    """``lang="ko"`` on elements holding Korean text, ``lang="zh"`` on Chinese text (Han characters
+    without Hangul), so browsers pick the language's fonts (report.css names Korean and Chinese
+    ones for each) and line breaking."""
+    if not isinstance(text, str):
+        return ""
+    if _HANGUL.search(text):
+        return ' lang="ko"'
+    return ' lang="zh"' if _HAN.search(text) else ""
 
 
 def verdict_class(verdict: Any) -> str:
