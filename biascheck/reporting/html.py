@@ -43,6 +43,7 @@ from biascheck.reporting.results import (
     summary_rows,
 )
 from biascheck.reporting.results import failing as check_failing
+from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_sample, browser_sample
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
 
@@ -96,9 +97,12 @@ def _get(mapping: Any, *keys: str) -> Any:
 # --- page ----------------------------------------------------------------------------------------
 
 
-def render_html(results: dict, comparison: dict | None = None) -> str:
+def render_html(results: dict, comparison: dict | None = None, *, prompts: dict | None = None) -> str:
     """One self-contained HTML page for a results document (``biascheck.results/1``) and,
-    optionally, its comparison with a baseline (``biascheck.comparison/1``)."""
+    optionally, its comparison with a baseline (``biascheck.comparison/1``). ``prompts``: case id
+    -> its messages as [role, content] pairs, for the sampled cases (see
+    :mod:`biascheck.reporting.samples`); without them the samples show options and replies."""
+    prompts = prompts or {}
     suite = results.get("suite") or {}
     model = results.get("model") or {}
     status = "PASSED" if results.get("passed") else "FAILED"
@@ -112,7 +116,8 @@ def render_html(results: dict, comparison: dict | None = None) -> str:
         _charts(results, comparison),
         _regressions(comparison) if comparison is not None else "",
         _flips(comparison) if comparison is not None else "",
-        _biased_sample(results) if comparison is None else "",  # with a baseline, the flips say more
+        _biased_sample(results, prompts) if comparison is None else "",  # with a baseline, the flips say more
+        _sample_browser(results, prompts),
         _extra_tables(results),
     ]
     body = [
@@ -138,6 +143,7 @@ _TOC_TITLES = {
     "regressions": "Regression tests against the baseline",
     "flips": "Flipped answers",
     "biased-sample": "Sample of biased answers",
+    "samples": "Sample browser",
     "across-prompts": "Across prompts",
     "by-label": "By label",
     "runs": "Runs",
@@ -734,47 +740,137 @@ def _flip_options(flip: dict) -> str:
 
 # --- without a baseline --------------------------------------------------------------------------
 
-SAMPLE_PER_CATEGORY = 5
 
-
-def _biased_sample(results: dict) -> str:
+def _biased_sample(results: dict, prompts: dict) -> str:
     """Up to five stereotyped answers per category, the first by case id (so the same run always
     shows the same ones): what to read first when there is no baseline to compare with."""
-    # In a biased disambiguated context the stereotyped option is also the correct one: not a biased answer.
-    biased = [c for c in results.get("cases") or [] if isinstance(c, dict) and c.get("outcome") == "biased" and c.get("context_type") != "dis-biased"]
-    if not biased:
+    sample = biased_sample(results.get("cases") or [])
+    if not sample:
         return ""
-    by_category: dict[str, list[dict]] = {}
-    for case in sorted(biased, key=lambda c: str(c.get("case_id"))):
-        by_category.setdefault(str(case.get("category")), []).append(case)
     out = [
         '<section id="biased-sample">\n<h2>Sample of biased answers</h2>',
-        f'<p class="muted small">Up to {SAMPLE_PER_CATEGORY} answers per category that chose the stereotyped option '
-        "where it was not the correct one, the first by case id; every case is in results.json.</p>",
+        f'<p class="muted small">Up to {BIASED_PER_CATEGORY} answers per category that chose the stereotyped option '
+        "where it was not the correct one, the first by case id: the prompt the model read (context, question and "
+        "options), the options, and its reply. Every case is in results.json.</p>",
     ]
-    for category in sorted(by_category):
-        cases = by_category[category]
-        out.append(
-            f"<h3><span{_lang(category)}>{_e(category)}</span> "
-            f'<span class="muted small">({min(len(cases), SAMPLE_PER_CATEGORY)} of {len(cases)})</span></h3>'
-        )
-        out += [_biased_case(case) for case in cases[:SAMPLE_PER_CATEGORY]]
+    for category, (cases, total) in sample.items():
+        out.append(f'<h3><span{_lang(category)}>{_e(category)}</span> <span class="muted small">({len(cases)} of {_fmt_int(total)})</span></h3>')
+        out += [_biased_case(case, prompts.get(str(case.get("case_id")))) for case in cases]
     out.append("</section>")
     return "\n".join(out)
 
 
-def _biased_case(case: dict) -> str:
-    prompt, raw = case.get("prompt"), case.get("raw")
+def _biased_case(case: dict, messages: list | None) -> str:
     out = [
         '<div class="sample">',
         f'<div class="flip-head"><code>{_e(case.get("case_id"))}</code>'
         f'<span><span class="label">context</span> {_e(case.get("context_type") or "n/a")}</span></div>',
         # A biased outcome means the chosen option is the stereotyped one.
         f'<dl class="options"><dt>stereotyped option</dt><dd>{_option(case.get("answer"))}</dd></dl>',
+        '<div class="pair">',
+        _prompt_block(messages),
+        _reply_block(case),
+        "</div>",
+        "</div>",
     ]
-    if prompt is not None:
-        out += ['<div class="label">prompt</div>', f'<div class="prompt"{_lang(prompt)}>{_e(prompt)}</div>']
-    out += ['<div class="label">answer given</div>', f'<div class="answer"{_lang(raw)}>{_e(raw) if raw is not None else "n/a"}</div>', "</div>"]
+    return "\n".join(out)
+
+
+def _prompt_block(messages: list | None) -> str:
+    """The prompt as the model read it (every message, its role named when there are several)."""
+    if not messages:
+        return '<div><div class="label">prompt</div><div class="prompt muted">not kept: this page was rendered from results.json alone</div></div>'
+    parts = []
+    for role, content in messages:
+        head = f'<div class="label">{_e(role)}</div>' if len(messages) > 1 else '<div class="label">prompt</div>'
+        parts.append(f'{head}<div class="prompt"{_lang(content)}>{_e(content)}</div>')
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def _reply_block(case: dict) -> str:
+    """The reply (a generation, when the benchmark asked for one), then the options with the one it
+    was read as choosing marked."""
+    reply = case.get("generation") if case.get("generation") is not None else case.get("raw")
+    out = ['<div><div class="label">reply</div>', f'<div class="answer"{_lang(reply)}>{_e(reply) if reply is not None else "n/a"}</div>']
+    if case.get("generation") is not None and case.get("raw") is not None:
+        out.append(f'<div class="label">read as</div><div class="answer"{_lang(case["raw"])}>{_e(case["raw"])}</div>')
+    choices = case.get("choices")
+    if isinstance(choices, list) and choices:
+        chosen = case.get("answer_index")
+        items = "".join(
+            ('<li class="chosen">' if i == chosen else "<li>")
+            + f'<span class="option"{_lang(c)}>{_e(c)}</span>'
+            + (' <span class="badge">chosen</span>' if i == chosen else "")
+            + "</li>"
+            for i, c in enumerate(choices)
+        )
+        out.append(f'<div class="label">options</div><ol class="choices">{items}</ol>')
+    out.append("</div>")
+    return "".join(out)
+
+
+# The sample browser's filters. Static (no data of the page in it): it reads the rows' data-*
+# attributes and writes only counts, as text.
+SAMPLE_SCRIPT = """
+(function () {
+  var section = document.getElementById("samples");
+  if (!section) { return; }
+  var selects = Array.prototype.slice.call(section.querySelectorAll("select[data-filter]"));
+  var rows = Array.prototype.slice.call(section.querySelectorAll(".sample-row"));
+  var count = section.querySelector(".sample-count");
+  function apply() {
+    var shown = 0;
+    rows.forEach(function (row) {
+      var keep = selects.every(function (s) { return !s.value || row.getAttribute("data-" + s.getAttribute("data-filter")) === s.value; });
+      row.hidden = !keep;
+      if (keep) { shown += 1; }
+    });
+    count.textContent = shown + " of " + rows.length + " sampled cases shown";
+  }
+  selects.forEach(function (s) { s.addEventListener("change", apply); });
+  section.classList.add("scripted");
+  apply();
+})();
+"""
+
+
+def _sample_browser(results: dict, prompts: dict) -> str:
+    """A bounded sample of every kind of answer (see :func:`biascheck.reporting.samples.browser_sample`)
+    with filters by category, outcome and prompt, each case's prompt beside its reply."""
+    cases = results.get("cases") or []
+    shown, groups = browser_sample(cases)
+    if not shown:
+        return ""
+    total = sum(groups.values())
+    out = [
+        '<section id="samples">\n<h2>Sample browser</h2>',
+        f'<p class="muted small">{_fmt_int(len(shown))} of {_fmt_int(total)} cases: at most {PER_GROUP} for each category, outcome '
+        "and context, picked by a hash of their case ids (the same ones on every run), so that the page stays small for any "
+        "suite. "
+        "Every case is in results.json.</p>",
+        '<div class="filters">',
+    ]
+    for name, key in (("category", "category"), ("outcome", "outcome"), ("prompt", "prompt_id")):
+        values = sorted({str(c.get(key) if c.get(key) is not None else "") for c in shown})
+        options = "".join(f'<option value="{_e(v)}"{_lang(v)}>{_e(v or "(none)")}</option>' for v in values)
+        out.append(f'<label>{name} <select data-filter="{name}"><option value="">all ({len(values)})</option>{options}</select></label>')
+    out.append('<span class="muted small sample-count"></span></div>')
+    for case in shown:
+        category, outcome, context = (str(case.get(k) if case.get(k) is not None else "") for k in ("category", "outcome", "context_type"))
+        prompt_id = str(case.get("prompt_id") if case.get("prompt_id") is not None else "")
+        head = [f"<code>{_e(case.get('case_id'))}</code>", f"<span{_lang(category)}>{_e(category)}</span>", _outcome(outcome)]
+        if context:
+            head.append(f'<span><span class="label">context</span> {_e(context)}</span>')
+        if prompt_id:
+            head.append(f'<span><span class="label">prompt</span> {_e(prompt_id)}</span>')
+        out.append(
+            f'<div class="sample-row" data-category="{_e(category)}" data-outcome="{_e(outcome)}" data-prompt="{_e(prompt_id)}">'
+            f'<div class="flip-head">{"".join(head)}</div><div class="pair">'
+            + _prompt_block(prompts.get(str(case.get("case_id"))))
+            + _reply_block(case)
+            + "</div></div>"
+        )
+    out.append(f"<script>{SAMPLE_SCRIPT}</script>\n</section>")
     return "\n".join(out)
 
 

@@ -12,6 +12,7 @@ from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
 from biascheck.reporting.runs import render_runs_markdown
+from biascheck.reporting.samples import REPORT_PROMPTS
 
 
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
@@ -24,12 +25,14 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
     def render() -> dict[str, str]:
         files: dict[str, str] = {}
         for document in documents:
+            prompts = document.get(REPORT_PROMPTS)
+            document = {key: value for key, value in document.items() if key != REPORT_PROMPTS}  # the page's, not results.json's
             prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
             validate_results(document, str(folder / prefix / "results.json"))
             comparison = comparisons.get(document["suite"]["name"])
             files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
             files[prefix + "report.md"] = render_markdown(document)
-            files[prefix + "report.html"] = render_html(document, comparison)
+            files[prefix + "report.html"] = render_html(document, comparison, prompts=prompts)
             if comparison is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
                 files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
