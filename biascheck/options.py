@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 # The defaults of a run, shared by the plugin and the ``biascheck`` command.
 DEFAULT_STORE = Path(".biascheck") / "responses.sqlite"
+# Where a run without --biascheck-report writes its reports (beside the default store, which a
+# project ignores already): a folder per suite, so runs of other suites do not replace each other's.
+DEFAULT_REPORTS = Path(".biascheck") / "reports"
 DEFAULT_CONCURRENCY = 32
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 6
@@ -53,7 +56,12 @@ OPTIONS = (
     ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
     ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
     ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls, a whole number (default 32)"),
-    ("--biascheck-report", "biascheck_report", None, "folder for results.json, report.md, report.html (replaced whole by each run)"),
+    (
+        "--biascheck-report",
+        "biascheck_report",
+        None,
+        "folder for results.json, report.md, report.html (replaced whole by each run); default .biascheck/reports/<suite>",
+    ),
     (
         "--biascheck-max-cost",
         "biascheck_max_cost",
@@ -581,8 +589,27 @@ def on_inconclusive(config: pytest.Config) -> str | None:
     )
 
 
+def default_report_dir(documents: list[dict]) -> Path:
+    """The report folder of a run without --biascheck-report: ``.biascheck/reports/<suite>``, for
+    several suites their names joined by ``+`` (a long list shortened to the first and a digest),
+    for a shard ``<suite>-shard-K-of-N``: two runs of other suites or shards never share one. (Under
+    pytest-xdist the controller alone writes reports.)"""
+    import hashlib
+
+    names = [document["suite"]["name"] for document in documents]
+    name = "+".join(names)
+    if len(name) > 120:  # a folder name stays well under 255 bytes
+        name = f"{names[0]}+{len(names) - 1}-more-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    shard = documents[0]["run"].get("shard")
+    if shard:
+        index, _, count = str(shard).partition("/")
+        name += f"-shard-{index}-of-{count}"
+    return DEFAULT_REPORTS / name
+
+
 def report_dir(config: pytest.Config) -> Path | None:
-    """--biascheck-report: a folder (created if missing), never a file."""
+    """--biascheck-report: a folder (created if missing), never a file; None when not given (the
+    run writes to :func:`default_report_dir`)."""
     report = setting(config, "--biascheck-report")
     if report and Path(report).exists() and not Path(report).is_dir():
         raise BiascheckError("--biascheck-report", None, f"{report} is a file", "give a folder (it is created if missing)")

@@ -32,3 +32,45 @@ def test_text_is_marked_with_its_language():
     assert lang("谁更可能不擅长使用电脑？") == ' lang="zh"'
     assert lang("漢字 and 한글") == ' lang="ko"'  # Korean with Hanja is Korean
     assert lang("grandmother") == "" and lang(None) == ""
+
+
+# --- the default report folder ----------------------------------------------------------------------
+
+
+def test_the_default_report_folder_is_per_suite_and_per_shard():
+    from pathlib import Path
+
+    from biascheck.options import default_report_dir
+
+    def document(name: str, shard: str | None = None) -> dict:
+        return {"suite": {"name": name}, "run": {"shard": shard} if shard else {}}
+
+    assert default_report_dir([document("kobbq")]) == Path(".biascheck/reports/kobbq")
+    assert default_report_dir([document("kobbq"), document("bbq")]) == Path(".biascheck/reports/kobbq+bbq")
+    assert default_report_dir([document("hbb-full", "2/4")]) == Path(".biascheck/reports/hbb-full-shard-2-of-4")
+    many = default_report_dir([document(f"suite-{k:03d}") for k in range(40)])
+    assert many.name.startswith("suite-000+39-more-") and len(many.name) < 40
+
+
+def test_a_run_without_the_option_writes_its_reports_to_the_default_folder_and_says_where(pytester, tiny_kobbq, data_dir, tmp_path):
+    result = pytester.runpytest_inprocess(
+        "--biascheck",
+        str(tiny_kobbq),
+        "--biascheck-model",
+        "sim/fair",
+        "--biascheck-data",
+        str(data_dir),
+        "--biascheck-cache",
+        str(tmp_path / "store.sqlite"),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-k",
+        "ses",
+    )
+    assert result.ret == 0, result.stdout.str()
+    folder = pytester.path / ".biascheck" / "reports" / "kobbq"
+    assert sorted(p.name for p in folder.iterdir()) == ["biascheck-run.json", "report.html", "report.md", "results.json"]
+    # The last lines of the run name the folder, after the summary.
+    tail = result.stdout.str().split("biascheck summary", 1)[1]
+    assert "biascheck: reports in .biascheck/reports/kobbq (report.html, report.md, results.json)" in tail

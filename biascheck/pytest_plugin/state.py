@@ -42,6 +42,7 @@ class BiascheckState:
     failed_thresholds: int = 0
     failed_other: int = 0
     batch_pending: bool = False  # --biascheck-batch-wait=no submitted batches: exit EXIT_BATCH_PENDING
+    reports_written: Path | None = None  # the report folder, once written (the terminal summary names it)
 
     @classmethod
     def configure(cls, config: pytest.Config) -> BiascheckState:
@@ -324,9 +325,7 @@ class BiascheckState:
 
         if github.in_github_actions():
             self._github_step_summary(session)
-        folder = self.report_dir
-        if folder is None:
-            return
+        folder = self.report_dir or options.default_report_dir(self.results_json)
         try:
             write_reports(self.results_json, folder, self.comparisons)
         except BiascheckError as exc:  # a folder that is not biascheck's to replace
@@ -334,6 +333,7 @@ class BiascheckState:
         except OSError as exc:
             problem = f"{folder}: could not write the report ({exc.strerror or exc}); point --biascheck-report at a writable folder"
         else:
+            self.reports_written = folder
             return
         # A gate whose evidence was not written must not pass.
         self._say(session, f"biascheck: {problem}", red=True)
@@ -423,6 +423,8 @@ class BiascheckState:
         if comparisons:
             terminalreporter.write_sep("=", "biascheck comparison with the baseline")
             terminalreporter.write(render_comparison_terminal(comparisons, color=terminalreporter.hasmarkup, width=width))
+        if self.reports_written is not None:
+            terminalreporter.write_line(f"biascheck: reports in {self.reports_written} (report.html, report.md, results.json)", bold=True)
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
             for line in github.failed_check_annotations(failed, self.results_json, Path(self.config.rootpath)):
