@@ -74,3 +74,26 @@ def test_a_run_without_the_option_writes_its_reports_to_the_default_folder_and_s
     # The last lines of the run name the folder, after the summary.
     tail = result.stdout.str().split("biascheck summary", 1)[1]
     assert "biascheck: reports in .biascheck/reports/kobbq (report.html, report.md, results.json)" in tail
+
+
+# --- a failing check printed once --------------------------------------------------------------------
+
+
+def test_a_failing_check_is_printed_once(run_biascheck, tiny_kobbq, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "junit.xml"
+    run = run_biascheck(tiny_kobbq, "sim/stereotyped?p=1", "-k", "age", f"--junitxml={junit}")
+    assert run.ret == 1, run.output
+    output = run.output
+    # No FAILURES block repeats it: the summary's table says FAIL, the short summary names the item.
+    assert "= FAILURES =" not in output and "_ age::diff_bias_amb _" not in output
+    summary = output.split("biascheck summary", 1)[1]
+    table, short = summary.split("short test summary info", 1)
+    assert re.search(r"│ age\s+│ diff_bias_amb │ 1\.0000 │ .* │ FAIL\s+│", table)
+    # (The line's text follows where the terminal has room for it: always in CI, where pytest never cuts it.)
+    assert re.search(r"FAILED \S*suite\.toml::metrics::age::diff_bias_amb( - diff_bias_amb \(age\).*)?\n", short)
+    assert output.count("::metrics::age::diff_bias_amb") == 1
+    # The failure's whole text is still the item's: junit (and GitHub's ::error lines) read it.
+    failures = {tc.get("name"): tc.find("failure").get("message") for tc in ET.parse(junit).iter("testcase") if tc.find("failure") is not None}
+    assert failures["diff_bias_amb"].startswith("diff_bias_amb (age) = 1.0000 FAILS threshold |x| <= 0.05; 95% CI [1.0000, 1.0000]; n = ")
