@@ -45,7 +45,7 @@ F near 0.68, its own experiment, as that much filtering also moves the flagged r
 is left out for its cost (see the table), the BBG suites because their runs are stories judged by a
 second model, which :mod:`biascheck.sim.calibration` does not draw.
 
-Prints the Markdown table (pasted in the README), the per-check details with ``--details``, and
+Prints the Markdown table (pasted in docs/baselines.md), the per-check details with ``--details``, and
 writes everything to ``--json``. ``--jobs N`` runs repetitions in N processes.
 """
 

@@ -1,6 +1,6 @@
 """biascheck: continuous bias-regression testing for language models.
 
-The pipeline, one layer per package (README "Layout"; ``lint-imports`` holds that they import one
+The pipeline, one layer per package (docs/development.md, "Layout"; ``lint-imports`` holds that they import one
 way): suite manifests and data files (:mod:`.config`) -> cases (:mod:`.benchmarks`, through
 :mod:`.suite`) -> model requests and responses (:mod:`.execution`: the runner, litellm, the
 response store) -> outcomes -> metrics (:mod:`.metrics`) -> verdicts and baselines

@@ -1,5 +1,8 @@
 """The ``biascheck`` command: what works without pytest.
 
+- ``biascheck run SUITE... --model M``: the run ``pytest --biascheck`` makes, without pytest (for
+  scripts and notebooks): the plugin's options without their ``--biascheck-`` prefix, the same
+  gate (:mod:`biascheck.orchestration`), results, reports and baselines; exit 0 pass, 1 gate failed.
 - ``biascheck diff A B``: compare a run's ``results.json`` (B) with a baseline or another run's
   ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
 - ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
@@ -94,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     diff.add_argument("--suite", type=Path, help="suite folder, to show prompt texts in the flip list (default: the manifest the results name)")
     diff.add_argument("--data", type=Path, help="mirror folder of the benchmark files (for the prompt texts)")
     diff.set_defaults(func=_diff)
+    _add_run_command(commands)
     _add_run_commands(commands)
     qualify = commands.add_parser(
         "qualify-judge",
@@ -166,6 +170,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
         return 130
+
+
+def _add_run_command(commands) -> None:
+    from biascheck.options import add_command_options
+
+    run = commands.add_parser(
+        "run",
+        help="run suites against a model without pytest: the same run, reports and baselines as pytest --biascheck (exit 1 when a gate fails)",
+        description="Run whole suites against a model, as pytest --biascheck does, for scripts and notebooks: the same "
+        "options without their --biascheck- prefix (--model, --data, --cache, --report, --baseline, --update-baseline ...), "
+        "the same response store, results.json, reports, comparisons and baselines. The summary is printed. Exit 0 when every "
+        "gate passes (a recording: when every baseline was written), 1 when one fails, 2 on a usage error, 6 when "
+        "--batch-wait=no left batches pending.",
+    )
+    run.add_argument("suites", nargs="+", metavar="SUITE", help="a suite folder, a folder of them, or a packaged suite's name")
+    add_command_options(run)
+    run.set_defaults(func=_run)
 
 
 def _add_run_commands(commands) -> None:
@@ -569,9 +590,9 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 def _diff(args) -> int:
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
+    from biascheck.orchestration import Checked, github_summary, write_report_folder
     from biascheck.reporting import github
     from biascheck.reporting.terminal import render_comparison_terminal
-    from biascheck.reporting.write import write_reports
 
     # The options first: a usage error needs no file read.
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
@@ -590,23 +611,120 @@ def _diff(args) -> int:
     sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
     if note:
         print(note, file=sys.stderr)
+    checked = Checked([results], {results["suite"]["name"]: comparison})
     if args.report:
         # The run's whole report with this comparison, replacing the folder at once like the plugin's:
         # never a comparison next to another run's results.json.
-        try:
-            write_reports([results], args.report, {results["suite"]["name"]: comparison})
-        except OSError as exc:
-            raise BiascheckError(
-                args.report, None, f"could not write the report ({exc.strerror or exc})", "point --report at a writable folder"
-            ) from None
+        for notice in write_report_folder(checked, args.report, option="--report"):
+            print(f"biascheck: {notice.text}", file=sys.stderr)
+            return 2
     if github.in_github_actions():
         for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
         # The comparison alone: the run's own report is in the summary of the job that ran it.
-        problem = github.write_step_summary([results], {results["suite"]["name"]: comparison}, reports=False)
-        if problem:
-            print(f"biascheck: {problem}", file=sys.stderr)
+        for notice in github_summary(checked, reports=False):
+            print(f"biascheck: {notice.text}", file=sys.stderr)
     return 0 if comparison["passed"] else 1
+
+
+@contextmanager
+def _in_run_terms() -> Iterator[None]:
+    """Errors raised inside, naming the plugin's options as ``biascheck run`` spells them."""
+    from biascheck.options import command_name
+
+    def said(text: str | None) -> str | None:
+        return None if text is None else re.sub(r"--biascheck-[a-z-]+", lambda m: command_name(m.group(0)), text)
+
+    try:
+        yield
+    except BiascheckError as error:
+        raise BiascheckError(said(error.where), said(error.field), said(error.problem) or error.problem, said(error.fix)) from None
+
+
+def _run(args) -> int:
+    """``biascheck run``: the plugin's run, comparison, reports and baselines, through the same gate."""
+    from biascheck import options
+    from biascheck.options import EXIT_BATCH_PENDING, CommandSettings
+    from biascheck.orchestration import Gate, Level
+
+    with _in_run_terms():
+        settings = CommandSettings(args)
+        config = options.run_config(settings)
+        baseline = options.baseline_options(settings)
+        report_dir = options.report_dir(settings)
+        if config.shard and baseline.update:
+            raise BiascheckError(
+                "--biascheck-update-baseline", None, f"a shard ({config.shard}) is part of the suite", "record from the run on the merged store"
+            )
+        dry_run = options.flag(settings, "--biascheck-dry-run")
+        if not dry_run:
+            from biascheck.session import check_before_collection
+
+            check_before_collection(config)
+        gate = Gate(config, baseline, report_dir=report_dir)
+        # Absolute, as pytest collects them: results.json names the manifest by this path.
+        suites = [gate.load_suite(Path(os.path.abspath(path))) for _, _, path in _listed_suites(args.suites)]
+        for suite in suites:
+            if baseline.compare:
+                gate.baseline_for(suite)
+                gate.regression_rules(suite)
+        selection = [(suite, [case for case in suite.cases if config.shard is None or config.shard.holds(case)]) for suite in suites]
+        gate.check_selection(selection)
+        if dry_run:
+            from biascheck.dryrun import estimate, render
+
+            estimates = estimate(selection, config, store=config.store_path)
+            sys.stdout.write(render(estimates) if estimates else "no case selected: no model call would be made\n")
+            return 0
+        checked = _run_gate(gate, selection)
+    from biascheck.execution.runner import RunStatus
+
+    result = checked.result
+    assert result is not None
+    status = result.stats.status
+    if checked.documents and not status.fatal and status is not RunStatus.BATCH_PENDING:
+        _print_summary(checked)
+    notices = gate.publish(checked, option="--report")
+    if baseline.update and checked.documents:
+        notices += gate.record_baselines(checked)
+    for notice in notices:
+        print(f"biascheck: {notice.text}", file=sys.stderr)
+    if status is RunStatus.BATCH_PENDING:
+        print(f"biascheck: {result.incomplete}", file=sys.stderr)
+        return EXIT_BATCH_PENDING
+    if status.fatal:
+        whose = f"{config.model.model}: " if status is RunStatus.FATAL_MODEL_ERROR else ""
+        print(f"biascheck: {whose}{result.incomplete or ''}", file=sys.stderr)
+        return 2
+    if any(notice.level is Level.ERROR for notice in notices):
+        return 1
+    if baseline.update:  # a recording's job is the baseline; its failed thresholds are reported above
+        return 1 if baseline.strict_record and not all(d["passed"] for d in checked.documents) else 0
+    return 0 if checked.passed else 1
+
+
+def _run_gate(gate, selection):
+    from rich.markup import escape
+
+    from biascheck.execution.runner import RichProgress
+
+    # RichProgress shows its label as rich markup: a model string such as openai/x[/] must stay text.
+    return gate.run(selection, progress=RichProgress(f"biascheck {escape(gate.config.model.model)}"))
+
+
+def _print_summary(checked) -> None:
+    from biascheck.reporting import github
+    from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
+
+    color = sys.stdout.isatty()
+    width = os.get_terminal_size().columns if color else 160
+    sys.stdout.write(render_terminal(checked.documents, color=color, width=width))
+    comparisons = [checked.comparisons[d["suite"]["name"]] for d in checked.documents if d["suite"]["name"] in checked.comparisons]
+    if comparisons:
+        sys.stdout.write(render_comparison_terminal(comparisons, color=color, width=width))
+        if github.in_github_actions():
+            for line in github.github_annotations(comparisons) + github.unresolved_annotations(comparisons):
+                print(line)
 
 
 def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict]:
@@ -782,7 +900,9 @@ def _serve_until_stopped(args) -> int:
         print(f"  export {API_KEY_ENV}=unused-local")
         print(f"  pytest --biascheck SUITE --biascheck-model {server.model} --biascheck-api-base {server.api_base} \\")
         print("         --biascheck-concurrency 2 --biascheck-timeout 600 --biascheck-param max_tokens=30")
-        print("(--biascheck-answer-mode first-token or loglikelihood reads log-probabilities instead of replies; see the README.)")
+        print(
+            '(--biascheck-answer-mode first-token or loglikelihood reads log-probabilities instead of replies; see docs/metrics.md, "Answer modes".)'
+        )
         print("(SUITE: a suite folder, or a packaged suite's name from biascheck suites.)")
         print("It answers one request at a time (about 1.5 s for a short answer on 2 cores). Ctrl-C stops it.", flush=True)
         try:

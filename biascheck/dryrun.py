@@ -22,7 +22,7 @@ from biascheck.core.records import Case, Response
 from biascheck.execution.llm import ModelConfig, check_serves, import_litellm
 from biascheck.execution.runner import from_store
 from biascheck.execution.store import ResponseStore, request_key
-from biascheck.session import Judge, RunConfig, answer_mode, effective_params, judge_for
+from biascheck.session import Judge, RunConfig, answer_mode, effective_params, resolve
 from biascheck.suite import Suite
 
 # Prompts whose tokens are counted one by one; more are estimated from a seeded sample of this many
@@ -178,7 +178,7 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
         notes.append(f"--biascheck-rejudge: generations are read from the store ({missing:,} missing: errors, not calls)")
     generation = Share("model", model, [] if config.rejudge else [r for k, r in distinct.items() if k not in stored], len(stored))
     shares = [generation]
-    judge = judge_for(suite, config)
+    judge = resolve(suite, config).judge
     if judge is not None:
         shares.append(_judge_share(suite, cases, per_case, judge, params, config, store, stored))
         if config.qualify_judge:

@@ -9,12 +9,12 @@ module without it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
+from biascheck.orchestration import BaselineOptions
 
 if TYPE_CHECKING:
     import pytest
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
 
 # The defaults of a run, shared by the plugin and the ``biascheck`` command.
 DEFAULT_STORE = Path(".biascheck") / "responses.sqlite"
-# Where a run without --biascheck-report writes its reports (beside the default store, which a
-# project ignores already): a folder per suite, so runs of other suites do not replace each other's.
-DEFAULT_REPORTS = Path(".biascheck") / "reports"
 DEFAULT_CONCURRENCY = 32
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 6
@@ -525,20 +522,6 @@ def batch_options(config: pytest.Config):
     return BatchOptions(wait=wait != "no", poll_interval=poll, resend=resend)
 
 
-@dataclass
-class BaselineOptions:
-    pattern: str | None
-    update: bool
-    rules: list  # command-line Rules
-    allow_mismatch: bool
-    on_inconclusive: str | None  # pass, warn or fail; None: each suite's manifest decides
-    strict_record: bool = False
-
-    @property
-    def compare(self) -> bool:
-        return self.pattern is not None and not self.update
-
-
 def baseline_options(config: pytest.Config) -> BaselineOptions:
     texts = list(config.getini("biascheck_compare_fail")) + list(config.getoption("biascheck_compare_fail"))
     return BaselineOptions(
@@ -589,28 +572,70 @@ def on_inconclusive(config: pytest.Config) -> str | None:
     )
 
 
-def default_report_dir(documents: list[dict]) -> Path:
-    """The report folder of a run without --biascheck-report: ``.biascheck/reports/<suite>``, for
-    several suites their names joined by ``+`` (a long list shortened to the first and a digest),
-    for a shard ``<suite>-shard-K-of-N``: two runs of other suites or shards never share one. (Under
-    pytest-xdist the controller alone writes reports.)"""
-    import hashlib
-
-    names = [document["suite"]["name"] for document in documents]
-    name = "+".join(names)
-    if len(name) > 120:  # a folder name stays well under 255 bytes
-        name = f"{names[0]}+{len(names) - 1}-more-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-    shard = documents[0]["run"].get("shard")
-    if shard:
-        index, _, count = str(shard).partition("/")
-        name += f"-shard-{index}-of-{count}"
-    return DEFAULT_REPORTS / name
-
-
 def report_dir(config: pytest.Config) -> Path | None:
     """--biascheck-report: a folder (created if missing), never a file; None when not given (the
-    run writes to :func:`default_report_dir`)."""
+    plugin writes to :func:`biascheck.reporting.write.default_report_dir`)."""
     report = setting(config, "--biascheck-report")
     if report and Path(report).exists() and not Path(report).is_dir():
         raise BiascheckError("--biascheck-report", None, f"{report} is a file", "give a folder (it is created if missing)")
     return Path(report) if report else None
+
+
+# --- the same options for `biascheck run` ----------------------------------------------------------
+
+COMMAND_PREFIX = "--biascheck-"
+
+
+def command_name(option: str) -> str:
+    """An option as ``biascheck run`` spells it: without the ``--biascheck-`` prefix."""
+    return "--" + option.removeprefix(COMMAND_PREFIX)
+
+
+def add_command_options(parser) -> None:
+    """The plugin's options (:data:`OPTIONS`, :data:`FLAGS`, the repeated ones) on an argparse
+    parser, each under its :func:`command_name` and stored where pytest stores it, so that
+    :class:`CommandSettings` reads them as :func:`run_config` reads pytest's. No ini file is read;
+    the environment variables apply as for the plugin."""
+    for option, _, env, text in OPTIONS:
+        names = [command_name(name) for name in (option, *ALIASES.get(option, ()))]
+        parser.add_argument(*names, dest=_dest(option), default=None, help=text.replace("%", "%%") + (f" [env {env}]" if env else ""))
+    for option, _, text in FLAGS:
+        parser.add_argument(command_name(option), dest=_dest(option), action="store_true", default=False, help=text.replace("%", "%%"))
+    parser.add_argument(
+        "--param", dest="biascheck_param", action="append", default=[], metavar="NAME=VALUE", help="override a sampling parameter of the manifests"
+    )
+    parser.add_argument(
+        "--compare-fail",
+        dest="biascheck_compare_fail",
+        action="append",
+        default=[],
+        metavar="METRIC:MARGIN",
+        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)",
+    )
+
+
+def _dest(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+class _Invocation:
+    def __init__(self, folder: Path):
+        self.dir = folder
+
+
+class CommandSettings:
+    """``biascheck run``'s parsed arguments, read through the calls :func:`run_config`,
+    :func:`baseline_options` and :func:`report_dir` make of a pytest config: one option table,
+    one reading of it. There is no ini file: every ini key reads as not set."""
+
+    inipath = None
+
+    def __init__(self, args, folder: Path | None = None):
+        self._args = args
+        self.invocation_params = _Invocation(folder or Path.cwd())
+
+    def getoption(self, name: str):
+        return getattr(self._args, name)
+
+    def getini(self, name: str):
+        return [] if name == "biascheck_compare_fail" else None

@@ -1,7 +1,7 @@
 """One biascheck run, without pytest: selected cases -> requests -> responses -> outcomes -> metrics
 -> verdicts. The pytest plugin (``pytest --biascheck``) and the Python API (``biascheck.run``) are
-thin adapters over :func:`run`; of the ``biascheck`` command, ``qualify`` runs through it (there is
-no ``biascheck run`` command: a run from the shell is ``pytest --biascheck``).
+thin adapters over :func:`run`, as are ``biascheck run`` and ``biascheck qualify-judge``; the gate
+around it (comparisons, reports, baselines) is :mod:`biascheck.orchestration`.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -226,15 +227,37 @@ def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
     return Judge(model, dict(sorted(settings["sampling"].items())), source)
 
 
-def scoring_for(suite: Suite, config: RunConfig) -> dict[str, str] | None:
+def scoring_for(suite: Suite, config: RunConfig, judge: Judge | None) -> dict[str, str] | None:
     """How a suite's units are scored where a run may choose: BBG's ``unscorable`` convention
     (``--biascheck-unscorable``, else the manifest's); None for the other benchmarks."""
     if not isinstance(suite.benchmark, JudgedBenchmark):
         return None
-    judge = judge_for(suite, config)
     return suite.benchmark.scoring(
         suite.manifest, config.unscorable, calibration=config.judge_calibration, judge=judge.model.model if judge else None
     )
+
+
+@dataclass(frozen=True)
+class SuiteSettings:
+    """What a run chose for one suite beyond its manifest: its judge (:func:`judge_for`) and, on
+    first use, its scoring convention (:func:`scoring_for`), and the fingerprint they give. The one
+    place a suite's judge is resolved: collection, the dry run, baselines and the run read it here."""
+
+    suite: Suite
+    config: RunConfig
+    judge: Judge | None
+
+    @cached_property
+    def scoring(self) -> dict[str, str] | None:
+        return scoring_for(self.suite, self.config, self.judge)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.suite.fingerprint(self.judge.identity() if self.judge else None, self.scoring)
+
+
+def resolve(suite: Suite, config: RunConfig) -> SuiteSettings:
+    """The run's settings of one suite; a judged suite that names no usable judge is refused here."""
+    return SuiteSettings(suite, config, judge_for(suite, config))
 
 
 def check_before_collection(config: RunConfig) -> None:
@@ -355,13 +378,14 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
     plans = []
     with collector_paused():  # a request per case, or ten: see biascheck.core.garbage
         for suite, cases in selection:
+            settings = resolve(suite, config)
             plan = _SuitePlan(
                 suite,
                 list(cases),
                 effective_params(suite, model),
                 answer_mode(suite, config),
-                judge_for(suite, config),
-                scoring=scoring_for(suite, config),
+                settings.judge,
+                scoring=settings.scoring,
             )
             plan.plan(model)
             plans.append(plan)

@@ -1,7 +1,7 @@
 """Enough of a GitHub Actions runner to run this project's workflows offline, end to end.
 
 GitHub and its runners are out of reach here (and `act` needs Docker and the network), yet the
-README's release-gate example must be shown to work as users run it: record the baselines, find
+documented release-gate workflow must be shown to work as users run it: record the baselines, find
 them as an artifact where the next job looks, open the pull request, gate a worse model. This runs
 a workflow's jobs in ``needs`` order, expands matrices, evaluates ``${{ }}`` expressions and
 ``if:`` conditions as GitHub documents them, runs ``run:`` scripts with bash as the runner does,
@@ -226,7 +226,7 @@ PYTHON_SHIM = """#!/usr/bin/env bash
 # `python -m pip install <the action>` is not run: this interpreter already has the package under
 # test installed. Everything else is the real interpreter.
 if [[ $1 == -m && $2 == pip && $3 == install ]]; then
-  for arg in "$@"; do [[ $arg == "$GITHUB_ACTION_PATH" ]] && exit 0; done
+  for arg in "$@"; do [[ $arg == "pytest-biascheck @ file://$GITHUB_ACTION_PATH" || $arg == "pytest-biascheck[anthropic] @ file://$GITHUB_ACTION_PATH" ]] && exit 0; done
   echo "github_runner: refusing to pip install anything but the action under test: $*" >&2
   exit 1
 fi

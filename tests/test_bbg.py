@@ -17,7 +17,7 @@ from biascheck.core.records import Outcome, Response
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
 from biascheck.execution.store import request_key
-from biascheck.session import RunConfig, judge_for, scoring_for
+from biascheck.session import RunConfig, judge_for, resolve
 from biascheck.suite import load_suite
 
 from conftest import SUITES, write_subset_suite
@@ -303,10 +303,10 @@ def test_unscorable_convention_is_chosen_per_run_and_part_of_the_fingerprint(tmp
     (tmp_path / "suite.toml").write_text(text.replace('unscorable = "exclude"', 'unscorable = "unknown"'), "utf-8")
     paper = load_suite(tmp_path, data_dir=data_dir)
     # The command line's convention replaces the manifest's, either way.
-    assert scoring_for(quick, config) == {"unscorable": "exclude"}
-    assert scoring_for(quick, replace(config, unscorable="unknown")) == {"unscorable": "unknown"}
-    assert scoring_for(paper, config) == {"unscorable": "unknown"}
-    assert scoring_for(paper, replace(config, unscorable="exclude")) == {"unscorable": "exclude"}
+    assert resolve(quick, config).scoring == {"unscorable": "exclude"}
+    assert resolve(quick, replace(config, unscorable="unknown")).scoring == {"unscorable": "unknown"}
+    assert resolve(paper, config).scoring == {"unscorable": "unknown"}
+    assert resolve(paper, replace(config, unscorable="exclude")).scoring == {"unscorable": "exclude"}
     a, b = quick.fingerprint(), paper.fingerprint()
     assert a["scoring"] == "unscorable=exclude" and b["scoring"] == "unscorable=unknown" and a["suite"] != b["suite"]
     assert {k: v for k, v in a.items() if k not in ("scoring", "suite")} == {k: v for k, v in b.items() if k not in ("scoring", "suite")}

@@ -49,7 +49,7 @@ WORKFLOWS = [
     ROOT / ".github" / "workflows" / "bias-gate-sharded.yml",
 ]
 BIN = Path(sys.executable).parent
-README_ACTION = "<owner>/biascheck@v1"
+DOCUMENTED_ACTION = "<owner>/biascheck@v1"  # what docs/github-gate.md says to write for `uses: ./`
 EXPRESSION = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
 
 # Any ${{ }} expression (its body in group 1), and the pieces of an expression's body.
@@ -370,16 +370,20 @@ def test_third_party_actions_are_pinned_to_a_version_and_to_a_commit_where_they_
     assert pin_problems(workflows, action) == []
 
 
-def test_the_readme_example_is_the_bias_gate_workflow():
-    """The README's example is this repository's own workflow, so every check here covers it."""
-    assert readme_workflow() == WORKFLOWS[1].read_text("utf-8").replace("uses: ./\n", f"uses: {README_ACTION}\n")
+def test_the_documented_example_is_the_bias_gate_workflow():
+    """docs/github-gate.md shows this repository's own workflow file itself (included by
+    pymdownx.snippets when the site is built, which fails in strict mode if the file is missing), so
+    every check here covers it; it says what to write for ``uses: ./`` in another repository."""
+    text = (ROOT / "docs" / "github-gate.md").read_text("utf-8")
+    blocks = re.findall(r"```yaml[^\n]*\n(.*?)```", text, re.S)
+    assert blocks.count('--8<-- ".github/workflows/bias-gate.yml"\n') == 1, "the page includes bias-gate.yml once"
+    assert not [block for block in blocks if "uses: ./" in block or "bias-gate" in block and "--8<--" not in block], "no copy of it"
+    assert f"write `uses: {DOCUMENTED_ACTION}` where it\nsays `uses: ./`" in text
 
 
-def readme_workflow() -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    blocks = re.findall(r"```yaml\n# \.github/workflows/bias-gate\.yml\n(.*?)```", text, re.S)
-    assert len(blocks) == 1, "the README has one bias-gate.yml example"
-    return blocks[0]
+def documented_workflow() -> str:
+    """The workflow as another repository writes it (docs/github-gate.md)."""
+    return WORKFLOWS[1].read_text("utf-8").replace("uses: ./\n", f"uses: {DOCUMENTED_ACTION}\n")
 
 
 def test_composite_run_steps_name_their_shell():
@@ -449,7 +453,10 @@ def test_checks_fail_on_broken_copies(tmp_path):
     broken_action = broken(
         ACTION.read_text("utf-8"),
         ("      shell: bash\n", ""),  # the first run step loses its shell
-        ('"$GITHUB_ACTION_PATH$extra"\n', '"$GITHUB_ACTION_PATH$extra" ${{ inputs.python-version }}\n'),
+        (
+            '"pytest-biascheck$extra @ file://$GITHUB_ACTION_PATH"\n',
+            '"pytest-biascheck$extra @ file://$GITHUB_ACTION_PATH" ${{ inputs.python-version }}\n',
+        ),
         ("${{ inputs.cache-path }}\n", "${{ inputs.cache-paths }}\n"),
         ("key: ${{ steps.prepare.outputs.key }}", "key: ${{ steps.prep.outputs.key }}"),
         ("actions/upload-artifact@v6", "actions/upload-artifact@releases/v6"),
@@ -532,8 +539,9 @@ def test_action_and_workflows_are_wired_as_documented():
     ci = load_yaml(WORKFLOWS[0])
     assert ci["permissions"] == {"contents": "read"} and "concurrency" in ci
     assert [s["run"] for s in ci["jobs"]["tests"]["steps"] if "run" in s] == [
-        'pip install -e ".[test]"',
+        'pip install -e ".[dev]" -c constraints.txt',
         "ruff check . && ruff format --check . && lint-imports && mypy",
+        "mkdocs build --strict",
         "pytest -n 2",
         "pytest -n 2 -m slow",
     ]
@@ -847,8 +855,8 @@ ONE_TEMPLATE = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"
 
 @pytest.mark.data
 @pytest.mark.slow  # seven action runs, each a pytest process (47 s): an acceptance run, beside the sharded workflow's
-def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_release(tmp_path, data_dir):
-    """The README's workflow, end to end on tests/github_runner.py against the simulated model."""
+def test_the_documented_example_records_baselines_opens_a_pull_request_and_gates_a_release(tmp_path, data_dir):
+    """The documented workflow, end to end on tests/github_runner.py against the simulated model."""
     from biascheck.evaluation import baseline as baselines
 
     from github_runner import Runner
@@ -856,20 +864,23 @@ def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_r
     # The model team's repository: its own small KoBBQ and BBQ (a suite in the repository wins over
     # the one bundled with the action). KoBBQ keeps the shipped thresholds, which the recorded model
     # fails: a recording reports them and still succeeds.
+    # Three templates per category: with one, no worsening can be told from template noise (the
+    # bounds take a t with T - 1 degrees of freedom), and the release's regression would be inconclusive.
     repo = tmp_path / "repo"
+    three = ONE_TEMPLATE.replace("templates_per_category = 1", "templates_per_category = 3")
     write_subset_suite(
         repo / "suites" / "kobbq",
-        subset=ONE_TEMPLATE + '\ncategories = ["age", "gender_identity", "religion"]',
+        subset=three + '\ncategories = ["age", "gender_identity", "religion"]',
         prompts='from_data = "prompts"\nuse = ["1"]',
     )
-    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=ONE_TEMPLATE + '\ncategories = ["Age", "Religion"]', thresholds=LAX)
-    workflow = parse_yaml(readme_workflow())
+    write_subset_suite(repo / "suites" / "bbq", "bbq", subset=three + '\ncategories = ["Age", "Religion"]', thresholds=LAX)
+    workflow = parse_yaml(documented_workflow())
     # The runner's mirror of the benchmark files (GitHub's runners would download them).
     runner = Runner(
         repo,
         tmp_path / "runner",
         action_path=ROOT,
-        action_names=(README_ACTION.split("@")[0],),
+        action_names=(DOCUMENTED_ACTION.split("@")[0],),
         variables={"BIASCHECK_MODEL": "sim/stereotyped?p=0.2"},
         env={"BIASCHECK_DATA_DIR": str(data_dir), "BIASCHECK_OFFLINE": "1"},
     )
@@ -906,7 +917,8 @@ def test_the_readme_example_records_baselines_opens_a_pull_request_and_gates_a_r
         assert run.step_outputs["run"]["exit-code"] == "1", log(released)  # a failed check, not a missing baseline
         assert "regressed" in run.summary and "::error" in "\n".join(run.log), log(released)
     reports = {name: files for name, files in runner.artifacts.items() if name.startswith("biascheck-report-")}
-    assert len(reports) == 2 and all(json.loads(files["comparison.json"])["regressed"] for files in reports.values()), reports.keys()
+    regressed = {name: json.loads(files["comparison.json"])["regressed"] for name, files in reports.items()}
+    assert len(reports) == 2 and all(regressed.values()), regressed
     assert not runner.pull_requests[1:]
 
 

@@ -1,6 +1,6 @@
 """Suites that ship with the package: the wheel's contents, naming a packaged suite
 (``--biascheck-suite``, a bare name), ``biascheck suites``, ``biascheck init``, the dry run, and the
-Python API example of the README run as written."""
+Python API example of docs/api.md run as written."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def wheel(tmp_path_factory) -> Path:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    (built,) = out.glob("biascheck-*.whl")
+    (built,) = out.glob("pytest_biascheck-*.whl")
     return built
 
 
@@ -448,24 +448,24 @@ def test_init_prints_a_command_that_runs_the_copy(tmp_path, data_dir, monkeypatc
     assert sum(line.startswith("my-suite/suite.toml::cases::") for line in collected.stdout.splitlines()) == 1144
 
 
-# --- the Python API of the README ------------------------------------------------------------------
+# --- the Python API page's example ------------------------------------------------------------------
 
 
-def readme_example() -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    section = text.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+def documented_example() -> str:
+    text = (ROOT / "docs" / "api.md").read_text("utf-8")
+    section = text.split("\n## Running suites\n", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     return code
 
 
-def test_the_readme_python_example_runs_as_written(tiny_kobbq, data_dir, tmp_path, monkeypatch, capsys):
-    code = readme_example()
+def test_the_documented_python_example_runs_as_written(tiny_kobbq, data_dir, tmp_path, monkeypatch, capsys):
+    code = documented_example()
     assert code.count('load_suite("kobbq")') == 1
     code = code.replace('load_suite("kobbq")', f"load_suite({str(tiny_kobbq)!r})")  # a tiny subset, the rest as written
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BIASCHECK_DATA_DIR", str(data_dir))
     first: dict = {}
-    exec(compile(code, "README.md", "exec"), first)
+    exec(compile(code, "docs/api.md", "exec"), first)
     printed = capsys.readouterr().out
     result, cases = first["result"], first["suite"].cases
     assert (tmp_path / ".biascheck" / "responses.sqlite").is_file()
@@ -474,5 +474,5 @@ def test_the_readme_python_example_runs_as_written(tiny_kobbq, data_dir, tmp_pat
     assert all(verdict.explain() in printed for verdict in suite_result.verdicts) and suite_result.verdicts
     assert printed.splitlines()[-1] == ("passed" if result.passed else f"failed {result.incomplete or ''}")
     second: dict = {}
-    exec(compile(code, "README.md", "exec"), second)
+    exec(compile(code, "docs/api.md", "exec"), second)
     assert (second["result"].stats.calls, second["result"].stats.cache_hits) == (0, len(cases))

@@ -90,9 +90,10 @@ def pytest_terminal_summary(terminalreporter):
 
 def test_case_items_report_call_and_teardown_and_honour_markers_and_maxfail(run_biascheck, tiny_kobbq, tmp_path, pytester):
     # Case items take a lighter protocol than pytest's (no output capture around phases that do
-    # nothing, no report of a setup that passed: pytest's terminal scans every such report once per
-    # failure); the call and teardown are reported, junitxml still gets each case's status, a marker
-    # put on a case still applies, and -x still stops at the first failure.
+    # nothing, no report of a setup or teardown that passed: pytest's terminal scans every such
+    # report once per failure); the call is reported, and the teardown under --junitxml, which
+    # still gets each case's status; a marker put on a case still applies; -x still stops at the
+    # first failure.
     pytester.makepyfile(recorder=RECORDER)
     pytester.syspathinsert()
     junit = tmp_path / "junit.xml"
@@ -100,6 +101,9 @@ def test_case_items_report_call_and_teardown_and_honour_markers_and_maxfail(run_
     phases = json.loads(next(line for line in run.output.splitlines() if line.startswith("PHASES "))[len("PHASES ") :])
     assert phases.count(["setup skipped", "teardown passed"]) == 1 and run.result.parseoutcomes()["skipped"] == 1
     assert len(phases) == 8 and phases.count(["call passed", "teardown passed"]) == 7, phases
+    bare = run_biascheck(tiny_kobbq, "sim/stereotyped?p=1", "-p", "recorder", "-k", "age")  # without --junitxml
+    phases = json.loads(next(line for line in bare.output.splitlines() if line.startswith("PHASES "))[len("PHASES ") :])
+    assert len(phases) == 8 and phases.count(["call passed"]) == 7 and phases.count(["setup skipped", "teardown passed"]) == 1, phases
     stopped = run_biascheck(tiny_kobbq, "sim/stereotyped?p=1", "-x", "-k", "age")
     assert stopped.result.parseoutcomes()["failed"] == 1 and "stopping after 1 failures" in stopped.output
     tree = ET.parse(junit)

@@ -40,7 +40,7 @@ def test_text_is_marked_with_its_language():
 def test_the_default_report_folder_is_per_suite_and_per_shard():
     from pathlib import Path
 
-    from biascheck.options import default_report_dir
+    from biascheck.reporting.write import default_report_dir
 
     def document(name: str, shard: str | None = None) -> dict:
         return {"suite": {"name": name}, "run": {"shard": shard} if shard else {}}

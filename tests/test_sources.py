@@ -337,7 +337,7 @@ def test_offline_required_file_is_an_error_without_request(server, dirs):
     assert message.startswith(f"{MANIFEST}: data.a: ")
     assert "not in the mirror" in message and "not in the cache" in message
     assert "downloads are disabled" in message
-    assert "point --biascheck-data at a mirror folder (see README) or allow downloads" in message
+    assert 'point --biascheck-data at a mirror folder (see docs/suites.md, "Data") or allow downloads' in message
     assert server.count == 0
 
 

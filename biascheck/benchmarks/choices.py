@@ -23,7 +23,7 @@ mentioned") is no declaration. Everything is read after Unicode NFKC folding, ca
 removal of markdown emphasis, so ``**Ｃ**`` is ``C``.
 
 Where this departs from the KoBBQ reference post-processing (naver-ai/KoBBQ,
-``evaluation/3_postprocess_predictions.py``), the README's "Answer parsing" section lists each
+``evaluation/3_postprocess_predictions.py``), docs/metrics.md ("Answer parsing") lists each
 case and why; ``tests/test_answer_parser.py`` holds both parsers' readings of every case.
 """
 

@@ -68,7 +68,7 @@ FIX_PIN = (
     "as sources.json in the data mirror lists them"
 )
 _FIX_PATH = "give a relative path inside the mirror folder, e.g. <benchmark>/<file>, as the packaged suites do"
-_FIX_MIRROR = "point --biascheck-data at a mirror folder (see README)"
+_FIX_MIRROR = 'point --biascheck-data at a mirror folder (see docs/suites.md, "Data")'
 
 
 def _is_loopback(host: str) -> bool:
@@ -310,7 +310,7 @@ def _version() -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version
 
-        return version("biascheck")
+        return version("pytest-biascheck")  # the distribution's name, not the import package's
     except (ImportError, PackageNotFoundError):
         pass
     return str(getattr(sys.modules.get("biascheck"), "__version__", None) or "unknown")
@@ -458,7 +458,7 @@ def resolve(
                 mirror,
                 None,
                 "data mirror folder does not exist",
-                "point --biascheck-data / BIASCHECK_DATA_DIR at the folder holding sources.json (see README)",
+                'point --biascheck-data / BIASCHECK_DATA_DIR at the folder holding sources.json (see docs/suites.md, "Data")',
             )
         candidate = mirror / PurePosixPath(file.path)
         if candidate.is_file():

@@ -40,8 +40,8 @@ from biascheck.execution.batches import (
 from biascheck.execution.llm import CallError, Completion, LiteLLMClient, params_as_sent
 from biascheck.execution.runner import (
     NOT_RUN,
+    Answering,
     Backend,
-    Executor,
     ModelClient,
     ModelRequest,
     RunStatus,
@@ -61,13 +61,13 @@ def in_batches(options: BatchOptions) -> Backend:
     """The batch backend of ``execute``: what the store lacks goes as provider batches."""
 
     async def answer(
-        executor: Executor,
+        execution: Answering,
         pending: list[ModelRequest],
         open_client: Callable[[], AbstractContextManager[ModelClient]],
         concurrency: int,
         label: str | None,
     ) -> None:
-        await BatchRun(executor, options).run(pending, open_client, concurrency, label)
+        await BatchRun(execution, options).run(pending, open_client, concurrency, label)
 
     return answer
 
@@ -107,9 +107,9 @@ def refuse_open_batches(store: ResponseStore, model: str, keys: Iterable[str]) -
 class BatchRun:
     """One run's batches: submit what no batch holds, poll the open ones, collect the ended ones."""
 
-    def __init__(self, executor: Executor, options: BatchOptions):
-        self.x, self.options = executor, options
-        self.store, self.stats, self.model = executor.store, executor.stats, executor.model_name
+    def __init__(self, execution: Answering, options: BatchOptions):
+        self.execution, self.options = execution, options
+        self.store, self.stats, self.model = execution.store, execution.stats, execution.model_name
         self.requests: dict[str, ModelRequest] = {}
         self.records: dict[str, BatchRecord] = {}  # this run's keys' batches, by biascheck's id
         self.progress_of: dict[str, BatchStatus] = {}  # the provider's last word on each running batch
@@ -123,7 +123,7 @@ class BatchRun:
         self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None
     ) -> None:
         self.requests = {r.key: r for r in pending}
-        self.x.progress.start(len(self.x.unique), self.stats, label)
+        self.execution.progress.start(self.execution.requested, self.stats, label)
         try:
             with open_client() as client:
                 if not isinstance(client, LiteLLMClient):
@@ -135,12 +135,12 @@ class BatchRun:
                     self.dropped.update(api.dropped)
                     await api.aclose()
         finally:
-            self.x.progress.stop(self.stats)
-        remainder = [self.requests[k] for k in self.failed if k not in self.x.run.responses]
+            self.execution.progress.stop(self.stats)
+        remainder = [self.requests[k] for k in self.failed if not self.execution.has(k)]
         if remainder and self.options.resend == "online" and not self.stats.incomplete:
             for request in remainder:
                 self.failed.pop(request.key)
-            await self.x.call(remainder, open_client, concurrency, label)
+            await self.execution.call_online(remainder, open_client, concurrency, label)
         self.settle()
 
     # --- the stages -------------------------------------------------------------------------------
@@ -190,22 +190,22 @@ class BatchRun:
     async def reread(self, api: BatchAPI) -> None:
         for record in [r for r in self.records.values() if r.state in ENDED]:
             known = self.store.run_errors(ERRORS_RUN_PREFIX + record.id)
-            unread = [k for k in record.keys if k in self.requests and k not in self.x.run.responses and k not in known]
+            unread = [k for k in record.keys if k in self.requests and not self.execution.has(k) and k not in known]
             for key in record.keys:
-                if key in self.requests and key in known and key not in self.x.run.responses:
+                if key in self.requests and key in known and not self.execution.has(key):
                     self.failed[key] = known[key]
             if unread and record.batch_id is not None:
                 await self.collect(api, record, await self.attempt(api.status, record.batch_id))
 
     def take_failed(self) -> list[str]:
-        keys = [k for k in self.failed if k not in self.x.run.responses]
+        keys = [k for k in self.failed if not self.execution.has(k)]
         self.failed.clear()
         return keys
 
     def check_budget(self, api: BatchAPI, keys: list[str]) -> None:
         """Under --biascheck-max-cost, the batch's most expensive outcome is priced before anything
         is sent: its prompt tokens as litellm counts them, and max_tokens for every answer."""
-        budget = self.x.budget.max_cost_usd
+        budget = self.execution.budget.max_cost_usd
         if budget is None:
             return
         client = api.client
@@ -345,7 +345,7 @@ class BatchRun:
             self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
         for key, error in errors.items():
             self.failed[key] = error
-        self.x.progress.update(len(self.x.run.responses), self.stats)
+        self.execution.progress.update(self.execution.answered, self.stats)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -365,7 +365,7 @@ class BatchRun:
             self.stats.stop(RunStatus.STORE_FAILURE, str(exc))
             return
         for key, _, _, stored in rows:
-            self.x.run.responses[key] = from_store(stored)
+            self.execution.respond(key, from_store(stored))
 
     def save(self, record: BatchRecord) -> BatchRecord:
         record = replace(record, updated_at=time.time())
@@ -376,7 +376,7 @@ class BatchRun:
         """One batch API call, retried with the run's policy (backoff with jitter, Retry-After).
         ``made``, for a call that creates something: asked before each retry whether the failed
         attempt created it after all; what it finds (not None) is the call's result."""
-        policy, retry = self.x.policy, 0
+        policy, retry = self.execution.policy, 0
         while True:
             try:
                 if retry and made is not None:
@@ -413,15 +413,17 @@ class BatchRun:
             finish = datetime.now(UTC) + timedelta(seconds=left)
             eta = f"expected finish {finish:%H:%M:%S} UTC (in {timedelta(seconds=round(left))})"
         failed = sum(states.count(s) for s in ("failed", "expired", "cancelled", "lost"))
-        self.x.progress.note(
+        self.execution.progress.note(
             f"batches: {len(states)} submitted, {states.count(RUNNING)} in progress, {states.count('collected')} completed, "
             f"{failed} failed or expired; {done:,} of {total:,} requests done; {eta}"
         )
 
     def settle(self) -> None:
         """Every request of the run has a response: an answer, its error, or "not run"."""
-        responses, stats = self.x.run.responses, self.stats
-        waiting = [k for r in self.records.values() if r.state in (RUNNING, SUBMITTING) for k in r.keys if k in self.requests and k not in responses]
+        execution, stats = self.execution, self.stats
+        waiting = [
+            k for r in self.records.values() if r.state in (RUNNING, SUBMITTING) for k in r.keys if k in self.requests and not execution.has(k)
+        ]
         if waiting and not stats.incomplete:
             batches = len({r.id for r in self.records.values() if r.state in (RUNNING, SUBMITTING)})
             stats.stop(
@@ -430,16 +432,16 @@ class BatchRun:
                 "run again with the same response store to collect and score them",
             )
         for key in self.requests:
-            if key in responses:
+            if execution.has(key):
                 continue
             if key in self.failed:
-                responses[key] = Response(text=None, error=self.failed[key])
+                execution.respond(key, Response(text=None, error=self.failed[key]))
                 stats.errors += 1
             else:
-                responses[key] = Response(text=None, error=NOT_RUN + (stats.incomplete or "not run"))
+                execution.respond(key, Response(text=None, error=NOT_RUN + (stats.incomplete or "not run")))
                 stats.not_run += 1
                 stats.errors += 1
-        self.x.dropped.update(self.dropped)
+        self.execution.keep_dropped(self.dropped)
         for record in self.records.values():
             state = RUNNING if record.state == SUBMITTING else record.state
             stats.batches[state] = stats.batches.get(state, 0) + 1

@@ -453,13 +453,56 @@ async def execute(
     executor = Executor(store, model_name, policy=policy, budget=budget or Budget(None), breaker=breaker or CircuitBreaker(), progress=progress)
     pending = executor.answer_without_calling(requests, shared_errors or {}, offline)
     if pending:
-        await (backend or Executor.call)(executor, pending, open_client, concurrency, label)
+        if backend is None:
+            await executor.call(pending, open_client, concurrency, label)
+        else:
+            await backend(executor, pending, open_client, concurrency, label)
     return executor.finish()
 
 
+class Answering(Protocol):
+    """What a backend (provider batches: execution/batch_runner.py) may use of the execution it
+    answers for: its settings, its counters and progress display, and its responses through these
+    methods alone. :class:`Executor` is the implementation."""
+
+    store: ResponseStore
+    model_name: str
+    stats: RunStats
+    policy: RetryPolicy
+    budget: Budget
+    progress: Progress
+
+    @property
+    def requested(self) -> int:
+        """The execution's distinct requests."""
+        ...
+
+    @property
+    def answered(self) -> int:
+        """How many of them have a response (an answer or an error)."""
+        ...
+
+    def has(self, key: str) -> bool: ...
+
+    def respond(self, key: str, response: Response) -> None:
+        """The response of a request, final: stored answers are put in the store by the backend."""
+        ...
+
+    def keep_dropped(self, dropped: dict[str, str]) -> None:
+        """Parameters the provider refused (name -> why), recorded with the execution's answers."""
+        ...
+
+    async def call_online(
+        self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None
+    ) -> None:
+        """Answer ``pending`` by online calls, as an execution without a backend does."""
+        ...
+
+
 # How the requests the store lacks are answered: Executor.call (online, the default) or another
-# backend given the executor, the requests, the client factory, the concurrency and the progress label.
-Backend = Callable[["Executor", list[ModelRequest], Callable[[], AbstractContextManager[ModelClient]], int, str | None], Awaitable[None]]
+# backend given the execution (through :class:`Answering`), the requests, the client factory, the
+# concurrency and the progress label.
+Backend = Callable[[Answering, list[ModelRequest], Callable[[], AbstractContextManager[ModelClient]], int, str | None], Awaitable[None]]
 
 
 class Executor:
@@ -510,6 +553,30 @@ class Executor:
             stats.errors += len(pending)
             return []
         return pending
+
+    # --- Answering: what a backend uses (see the protocol) --------------------------------------
+
+    @property
+    def requested(self) -> int:
+        return len(self.unique)
+
+    @property
+    def answered(self) -> int:
+        return len(self.run.responses)
+
+    def has(self, key: str) -> bool:
+        return key in self.run.responses
+
+    def respond(self, key: str, response: Response) -> None:
+        self.run.responses[key] = response
+
+    def keep_dropped(self, dropped: dict[str, str]) -> None:
+        self.dropped.update(dropped)
+
+    async def call_online(
+        self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None
+    ) -> None:
+        await self.call(pending, open_client, concurrency, label)
 
     async def call(
         self, pending: list[ModelRequest], open_client: Callable[[], AbstractContextManager[ModelClient]], concurrency: int, label: str | None

@@ -44,7 +44,7 @@ def _printed_explanations(comparisons: Iterable[dict]) -> set[str]:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config):
     state = session_state(config)
     failed = terminalreporter.stats.get("failed")
-    if state is not None and state.results_json and failed:
+    if state is not None and state.checked is not None and state.checked.documents and failed:
         explanations = _printed_explanations(state.comparisons.values())
         config.stash[_KEY] = list(failed)
         failed[:] = [report for report in failed if not _shown_by_biascheck(report, explanations)]

@@ -6,8 +6,7 @@ comparisons with the baselines, the reports and baselines written at the end. Th
 from __future__ import annotations
 
 import gc
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,33 +15,41 @@ import pytest
 from biascheck import options
 from biascheck.core.errors import BiascheckError
 from biascheck.options import BaselineOptions
+from biascheck.orchestration import Checked, Gate, Level
 
 if TYPE_CHECKING:
-    from biascheck.session import RunConfig, RunResult
+    from biascheck.session import RunConfig
     from biascheck.suite import Suite
 
 
 @dataclass(eq=False)  # registered as a plugin: hashed by identity
 class BiascheckState:
-    """What one pytest session knows: its settings, then the run's result and its JSON rendering."""
+    """What one pytest session knows: its settings and gate (:class:`biascheck.orchestration.Gate`,
+    which runs, compares, reports and records), then what the run gave (:class:`Checked`)."""
 
     config: pytest.Config
-    run_config: RunConfig
-    baseline: BaselineOptions
-    report_dir: Path | None = None
+    gate: Gate
     dry_run: bool = False
     one_process_note: str | None = None
-    result: RunResult | None = None
-    results_json: list[dict] | None = None
-    baselines: dict = field(default_factory=dict)  # suite name -> (path, loaded baseline)
-    comparisons: dict = field(default_factory=dict)  # suite name -> comparison document
+    checked: Checked | None = None
     # suite name -> (scope, metric) of the selected regression items; None: not known (an xdist controller)
     selected_regressions: dict[str, set[tuple[str, str]]] | None = None
     # Failed reports seen by this process (the controller's under xdist): thresholds, and the rest.
     failed_thresholds: int = 0
     failed_other: int = 0
     batch_pending: bool = False  # --biascheck-batch-wait=no submitted batches: exit EXIT_BATCH_PENDING
-    reports_written: Path | None = None  # the report folder, once written (the terminal summary names it)
+
+    @property
+    def run_config(self) -> RunConfig:
+        return self.gate.config
+
+    @property
+    def baseline(self) -> BaselineOptions:
+        return self.gate.baseline
+
+    @property
+    def comparisons(self) -> dict:
+        return self.checked.comparisons if self.checked else {}
 
     @classmethod
     def configure(cls, config: pytest.Config) -> BiascheckState:
@@ -68,7 +75,8 @@ class BiascheckState:
                 )
         except BiascheckError as exc:
             raise pytest.UsageError(str(exc)) from None
-        return cls(config, run_config, baseline, report_dir=report_dir, dry_run=dry_run, one_process_note=note)
+        gate = Gate(run_config, baseline, report_dir=report_dir, root=Path(config.invocation_params.dir), default_report=True)
+        return cls(config, gate, dry_run=dry_run, one_process_note=note)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """(Registered as a plugin.) A recording run forgives failed thresholds and nothing else."""
@@ -79,50 +87,22 @@ class BiascheckState:
                 self.failed_other += 1
 
     def load_suite(self, manifest_path: Path) -> Suite:
-        from biascheck.session import judge_for
-        from biascheck.suite import load_suite
-
-        suite = load_suite(manifest_path.parent, data_dir=self.run_config.data_dir)
-        judge_for(suite, self.run_config)  # a judged suite without a judge is a collection error
-        return suite
-
-    def fingerprint(self, suite: Suite) -> dict:
-        from biascheck.session import judge_for, scoring_for
-
-        judge = judge_for(suite, self.run_config)
-        return suite.fingerprint(judge.identity() if judge else None, scoring_for(suite, self.run_config))
+        return self.gate.load_suite(manifest_path.parent)  # a judged suite without a judge is a collection error
 
     # --- what items read -------------------------------------------------------------------
 
     def _suite_result(self, suite_file):
-        for result in self.result.suites:
+        for result in self.checked.result.suites:
             if result.suite is suite_file.suite:
                 return result
         raise BiascheckError(suite_file.path, None, "was not run", "report this as a biascheck bug")
 
     def baseline_for(self, suite: Suite):
         """The baseline a suite is compared with: loaded and checked once, at collection."""
-        if suite.name not in self.baselines:
-            from biascheck.evaluation import baseline as baselines
-            from biascheck.evaluation.regression import check_comparable
-
-            path = baselines.baseline_path(
-                self.baseline.pattern, suite=suite.name, model=self.run_config.model.model, root=self.config.invocation_params.dir
-            )
-            document = baselines.load(path)
-            check_comparable(
-                document,
-                {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
-                allow_mismatch=self.baseline.allow_mismatch,
-                path=str(path),
-            )
-            self.baselines[suite.name] = (path, document)
-        return self.baselines[suite.name]
+        return self.gate.baseline_for(suite)
 
     def regression_rules(self, suite: Suite) -> dict:
-        from biascheck.evaluation.regression import resolve_rules
-
-        return resolve_rules(suite.manifest.benchmark, suite.manifest.gated_metrics(None), suite.manifest.regression.rules, self.baseline.rules)
+        return self.gate.regression_rules(suite)
 
     def check(self, suite_file, scope: str, metric: str):
         comparison = self.comparisons.get(suite_file.suite.name)
@@ -144,12 +124,12 @@ class BiascheckState:
 
     def case_errors(self, suite_file) -> int | None:
         """Errored cases of the suite in this run; ``None`` when none of its cases was selected."""
-        if not any(r.suite is suite_file.suite for r in self.result.suites):
+        if not any(r.suite is suite_file.suite for r in self.checked.result.suites):
             return None
         return sum(o.status == "error" for o in self._suite_result(suite_file).outcomes.values())
 
     def incomplete_reason(self) -> str | None:
-        return self.result.incomplete if self.result else None
+        return self.checked.result.incomplete if self.checked and self.checked.result else None
 
     # --- after collection: the run ---------------------------------------------------------
 
@@ -157,78 +137,48 @@ class BiascheckState:
         """``selection``: (suite file, its selected cases) pairs; ``metrics``: suite name -> the
         (scope, metric) of its selected metric items. Refuses what cannot work before any call,
         then makes every call (or, for a dry run, prices them) and compares."""
-        self._check_selection(session, selection)
+        try:
+            # An xdist worker cannot raise a usage error cleanly, so there the controller refuses a
+            # partial recording at the end (baseline.refuse_reason sees the partial run).
+            self.gate.check_selection([(sf.suite, cases) for sf, cases in selection], partial_allowed=hasattr(session.config, "workerinput"))
+        except BiascheckError as exc:
+            raise pytest.UsageError(str(exc)) from None
         if self.dry_run:
             self._dry_run(session, selection)
             return
-        self._run(session, selection)
-        if metrics is not None and self.results_json:
-            from biascheck.reporting.results import mark_deselected
+        self._run(session, selection, metrics)
 
-            # Threshold checks whose metric items -k or node ids left out do not gate this run: the
-            # results say so, rather than show a FAIL the exit status does not carry.
-            mark_deselected(self.results_json, metrics)
-        if self.baseline.compare and self.run_config.shard is None:
-            self._compare(selection)
-
-    def _check_selection(self, session: pytest.Session, selection) -> None:
-        names: dict[str, Path] = {}
-        for suite_file, _ in selection:
-            other = names.setdefault(suite_file.suite.name, suite_file.path)
-            if other != suite_file.path:
-                raise pytest.UsageError(
-                    f"{suite_file.path}: suite.name: {suite_file.suite.name!r} is also the name of {other}; give each suite a distinct name"
-                )
-        # Refused before any call; an xdist worker cannot raise a usage error cleanly, so there the
-        # controller refuses the write at the end (baseline.refuse_reason sees the partial run).
-        if self.baseline.update and len(selection) > 1 and self.baseline.pattern and "{suite}" not in self.baseline.pattern:
-            raise pytest.UsageError(
-                f"--biascheck-baseline {self.baseline.pattern}: {len(selection)} suites would overwrite one file; "
-                "put {suite} in the path, e.g. baselines/{suite}/release.json"
-            )
-        if self.baseline.update and not hasattr(session.config, "workerinput"):
-            partial = [(sf, len(cases)) for sf, cases in selection if len(cases) != len(sf.suite.cases)]
-            if partial:
-                suite_file, n = partial[0]
-                raise pytest.UsageError(
-                    f"{suite_file.path}: --biascheck-update-baseline: only {n} of the suite's {len(suite_file.suite.cases)} cases are selected; "
-                    "a baseline must cover the whole suite: run it without -k or node ids"
-                )
-
-    def _run(self, session: pytest.Session, selection) -> None:
+    def _run(self, session: pytest.Session, selection, metrics) -> None:
         from rich.markup import escape
 
-        from biascheck import session as biassession
         from biascheck.execution.runner import RichProgress, RunInterrupted, RunStatus
-        from biascheck.reporting.results import build_results
 
         capture = session.config.pluginmanager.getplugin("capturemanager")
         # RichProgress shows its label as rich markup: a model string such as openai/x[/] must stay text.
         label = f"biascheck {escape(self.run_config.model.model)}"
         try:
             with capture.global_and_fixture_disabled():
-                self.result = biassession.run(
-                    [(suite_file.suite, cases) for suite_file, cases in selection],
-                    self.run_config,
-                    progress=RichProgress(label),
+                self.checked = self.gate.run(
+                    [(suite_file.suite, cases) for suite_file, cases in selection], progress=RichProgress(label), selected=metrics
                 )
         except BiascheckError as exc:
-            # Nothing could be measured (unusable store, simulated server that would not start):
-            # one line and exit code 4, rather than thousands of items failing with the same message.
+            # Nothing could be measured (unusable store, simulated server that would not start), or
+            # a baseline could not be compared with: one line and exit code 4, rather than thousands
+            # of items failing with the same message.
             raise pytest.UsageError(str(exc)) from None
         except RunInterrupted as exc:  # Ctrl-C: what was kept and how to resume, not where Python was
             pytest.exit(f"biascheck: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
-        self.results_json = build_results(self.result)
-        status = self.result.stats.status
+        result = self.checked.result
+        status = result.stats.status
         if status is RunStatus.BATCH_PENDING:
             # Nothing can be scored yet: no item runs, and the exit status says so (neither pass nor fail).
             self.batch_pending = True
-            pytest.exit(f"biascheck: {self.result.incomplete}", returncode=options.EXIT_BATCH_PENDING)
+            pytest.exit(f"biascheck: {result.incomplete}", returncode=options.EXIT_BATCH_PENDING)
         if status.fatal:
             # The results say why the run stopped. pytest_sessionfinish runs after a usage error too
             # and writes them, as for any run: the report folder, the job summary, a refused baseline.
             whose = f"{self.run_config.model.model}: " if status is RunStatus.FATAL_MODEL_ERROR else ""
-            raise pytest.UsageError(whose + (self.result.incomplete or ""))
+            raise pytest.UsageError(whose + (result.incomplete or ""))
 
     def _dry_run(self, session: pytest.Session, selection) -> None:
         """--biascheck-dry-run: what the selected cases would send and cost, printed before any call."""
@@ -244,60 +194,18 @@ class BiascheckState:
             reporter.write_sep("=", "biascheck dry run: no model call made")
         write(render(estimates) if estimates else "no case selected: no model call would be made\n")
 
-    def _compare(self, selection) -> None:
-        from biascheck.evaluation.regression import compare, settings_from
-
-        for document, (suite_file, cases) in zip(self.results_json, selection):
-            suite = suite_file.suite
-            path, baseline = self.baseline_for(suite)
-            settings = settings_from(
-                document,
-                self.baseline.rules,
-                allow_fingerprint_mismatch=self.baseline.allow_mismatch,
-                **({"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}),
-            )
-            prompts = {case.case_id: case.messages[-1].content for case in cases}
-            try:
-                self.comparisons[suite.name] = compare(baseline, document, settings, baseline_path=self._shown_path(path), prompts=prompts)
-            except BiascheckError as exc:
-                raise pytest.UsageError(str(exc)) from None
-
-    def _shown_path(self, path: Path) -> str:
-        """Relative to the working folder when inside it (as a user typed it), else absolute."""
-        try:
-            return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-        except ValueError:
-            return str(path)
-
     # --- xdist ------------------------------------------------------------------------------
 
     def hand_to_controller(self) -> None:
         """An xdist worker hands its results to the controller, which reports them once."""
-        if self.results_json is not None:
-            self.config.workeroutput["biascheck"] = json.dumps(self.results_json)
-            self.config.workeroutput["biascheck_comparisons"] = json.dumps(self.comparisons)
+        if self.checked is not None:
+            self.config.workeroutput.update(self.checked.to_json())
 
     def merge_worker(self, workeroutput: dict) -> None:
-        """The controller receives a worker's results."""
-        payload = workeroutput.get("biascheck")
-        if not payload:
-            return
-        documents = json.loads(payload)
-        # Comparisons are a pure function of the outcomes, the same on every worker.
-        self.comparisons.update(json.loads(workeroutput.get("biascheck_comparisons", "{}")))
-        if self.results_json is None:
-            self.results_json = documents
-            return
-        # Every worker holds the same outcomes; only the call counters differ (the worker that won the
-        # store's lock made the calls, the others read them). Report the run's totals.
-        merged = []
-        for mine, theirs in zip(self.results_json, documents):
-            base, other = (mine, theirs) if mine["run"]["calls"] >= theirs["run"]["calls"] else (theirs, mine)
-            for counter in ("calls", "retries", "cost_usd", "judge_calls"):
-                if counter in base["run"]:
-                    base["run"][counter] += other["run"][counter]
-            merged.append(base)
-        self.results_json = merged
+        """The controller receives a worker's results (see :meth:`Checked.merged`)."""
+        theirs = Checked.from_json(workeroutput)
+        if theirs is not None:
+            self.checked = theirs if self.checked is None else self.checked.merged(theirs)
 
     # --- at the end: reports, baselines, the summary ----------------------------------------
 
@@ -305,9 +213,10 @@ class BiascheckState:
         if hasattr(self.config, "workerinput"):
             self.hand_to_controller()
             return
-        self._write_reports(session)
-        if self.baseline.update:
-            self._update_baselines(session)
+        if self.checked is not None and self.checked.documents:
+            self._tell(session, self.gate.publish(self.checked))
+            if self.baseline.update:
+                self._update_baselines(session)
         if self.batch_pending:
             session.exitstatus = options.EXIT_BATCH_PENDING
 
@@ -317,72 +226,22 @@ class BiascheckState:
             reporter.write("\n")
             reporter.write_line(message, **markup)
 
-    def _write_reports(self, session: pytest.Session) -> None:
-        if not self.results_json:
-            return
-        from biascheck.reporting import github
-        from biascheck.reporting.write import write_reports
-
-        if github.in_github_actions():
-            self._github_step_summary(session)
-        folder = self.report_dir or options.default_report_dir(self.results_json)
-        try:
-            write_reports(self.results_json, folder, self.comparisons)
-        except BiascheckError as exc:  # a folder that is not biascheck's to replace
-            problem = str(exc)
-        except OSError as exc:
-            problem = f"{folder}: could not write the report ({exc.strerror or exc}); point --biascheck-report at a writable folder"
-        else:
-            self.reports_written = folder
-            return
-        # A gate whose evidence was not written must not pass.
-        self._say(session, f"biascheck: {problem}", red=True)
-        self.failed_other += 1
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def _github_step_summary(self, session: pytest.Session) -> None:
-        from biascheck.reporting import github
-
-        problem = github.write_step_summary(self.results_json, self.comparisons)
-        if problem:
-            self._say(session, f"biascheck: {problem}", yellow=True)
+    def _tell(self, session: pytest.Session, notices) -> None:
+        """The gate's notices as lines; one that is an error fails the session."""
+        for notice in notices:
+            self._say(session, f"biascheck: {notice.text}", **{COLORS[notice.level]: True})
+            if notice.level is Level.ERROR:
+                self.failed_other += 1
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _update_baselines(self, session: pytest.Session) -> None:
         """syrupy-style: a baseline changes only when asked, and only from a whole, answered run."""
-        from biascheck.evaluation import baseline as baselines
-
-        if not self.results_json:
-            return  # nothing was run
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             self._say(session, "biascheck: the run was interrupted; no baseline was written", red=True)
             return
-        commit = baselines.git_commit(Path(session.config.invocation_params.dir))
-        written = 0
-        for document in self.results_json:
-            name = document["suite"]["name"]
-            path = baselines.baseline_path(
-                self.baseline.pattern, suite=name, model=document["model"]["model"], root=session.config.invocation_params.dir
-            )
-            reason = baselines.refuse_reason(document)
-            if reason:
-                self._say(session, f"biascheck: {name}: not writing the baseline {self._shown_path(path)}: {reason}", red=True)
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                continue
-            try:
-                path.exists()  # raises for a name the file system refuses (too long)
-                kept = baselines.replace(baselines.from_results(document, git=commit), path)
-            except BiascheckError as exc:  # a history/ that cannot take one more file
-                self._say(session, f"biascheck: {exc}", red=True)
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                continue
-            except OSError as exc:
-                self._say(session, f"biascheck: {path}: could not write the baseline ({exc.strerror or exc})", red=True)
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                continue
-            written += 1
-            history = f" (the one it replaced is kept as {self._shown_path(kept)})" if kept else ""
-            self._say(session, f"biascheck: {name}: baseline {'replaced' if kept else 'written'}: {self._shown_path(path)}{history}", green=True)
-        self._forgive_recorded_thresholds(session, every_baseline_written=written == len(self.results_json))
+        notices = self.gate.record_baselines(self.checked)
+        self._tell(session, notices)
+        self._forgive_recorded_thresholds(session, every_baseline_written=all(n.level is Level.OK for n in notices))
 
     def _forgive_recorded_thresholds(self, session: pytest.Session, *, every_baseline_written: bool) -> None:
         """A recording run's job is the baseline: when it wrote every one, failed thresholds (still
@@ -405,7 +264,8 @@ class BiascheckState:
         session.exitstatus = pytest.ExitCode.OK
 
     def terminal_summary(self, terminalreporter) -> None:
-        if not self.results_json:
+        documents = self.checked.documents if self.checked else None
+        if not documents:
             return  # nothing was selected, or this is an xdist worker
         import os
 
@@ -418,16 +278,16 @@ class BiascheckState:
         terminalreporter.write_sep("=", "biascheck summary")
         if self.one_process_note:
             terminalreporter.write_line(self.one_process_note)
-        terminalreporter.write(render_terminal(self.results_json, color=terminalreporter.hasmarkup, width=width))
-        comparisons = [self.comparisons[d["suite"]["name"]] for d in self.results_json if d["suite"]["name"] in self.comparisons]
+        terminalreporter.write(render_terminal(documents, color=terminalreporter.hasmarkup, width=width))
+        comparisons = [self.comparisons[d["suite"]["name"]] for d in documents if d["suite"]["name"] in self.comparisons]
         if comparisons:
             terminalreporter.write_sep("=", "biascheck comparison with the baseline")
             terminalreporter.write(render_comparison_terminal(comparisons, color=terminalreporter.hasmarkup, width=width))
-        if self.reports_written is not None:
-            terminalreporter.write_line(f"biascheck: reports in {self.reports_written} (report.html, report.md, results.json)", bold=True)
+        if self.gate.written is not None:
+            terminalreporter.write_line(f"biascheck: reports in {self.gate.written} (report.html, report.md, results.json)", bold=True)
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
-            for line in github.failed_check_annotations(failed, self.results_json, Path(self.config.rootpath)):
+            for line in github.failed_check_annotations(failed, documents, Path(self.config.rootpath)):
                 terminalreporter.write_line(line)
             # Like ::error lines, a ::warning names only checks whose items ran.
             chosen = self.selected_regressions
@@ -441,6 +301,7 @@ class BiascheckState:
                 terminalreporter.write_line(line)
 
 
+COLORS = {Level.OK: "green", Level.WARNING: "yellow", Level.ERROR: "red"}
 STATE_KEY: pytest.StashKey[BiascheckState] = pytest.StashKey()
 # Set while collection runs with the cyclic garbage collector paused.
 COLLECTOR_PAUSED: pytest.StashKey[bool] = pytest.StashKey()

@@ -213,7 +213,7 @@ class CBBQBenchmark(QABenchmark):
     own_metrics = CBBQ_METRICS
     own_case_scores = CBBQ_CASE_SCORES
     # The view across suites compares diff_bias_amb, which every QA benchmark reports; CBBQ's own
-    # scores have no counterpart elsewhere, and its diff_bias_dis is never defined (see README).
+    # scores have no counterpart elsewhere, and its diff_bias_dis is never defined (see docs/metrics.md, "CBBQ").
     report_layout = ReportLayout(
         headline=("s_total", "s_amb", "s_dis", "acc_amb", "acc_dis", "ooc_ratio"),
         label_title="By question polarity",

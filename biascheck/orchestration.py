@@ -1,0 +1,313 @@
+"""One gated run, for the pytest plugin and the ``biascheck`` command alike: the selected cases are
+run (:func:`biascheck.session.run`), each suite compared with its baseline, the report folder and
+GitHub's job summary written, and baselines recorded. The plugin adapts it to pytest (items,
+usage errors, exit statuses); ``biascheck run`` and ``biascheck diff`` call it without pytest.
+
+- :class:`Gate`: a run's settings (:class:`~biascheck.session.RunConfig`, :class:`BaselineOptions`,
+  the report folder) and what it loaded (suites, baselines). ``gate.run(selection)`` gives a
+  :class:`Checked`; ``gate.publish(checked)`` and ``gate.record_baselines(checked)`` write what it
+  says and return :class:`Notice` lines for the caller to show.
+- :class:`Checked`: the results documents (``results.json``) and comparisons (``comparison.json``)
+  of a run; :meth:`Checked.merged` combines those of two processes of one run (pytest-xdist's
+  workers) into a new one, without changing either.
+
+Heavy modules (the session, litellm, the statistics) are imported when first used: the plugin
+imports this module at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from biascheck.core.errors import BiascheckError
+
+if TYPE_CHECKING:
+    from biascheck.execution.runner import Progress
+    from biascheck.session import RunConfig, RunResult
+    from biascheck.suite import Suite
+
+# What each pytest-xdist worker counts for itself: the run's calls are made by the worker that won
+# the response store's lock and read from the store by the others, so these add up across workers.
+WORKER_COUNTERS = ("calls", "retries", "cost_usd", "judge_calls")
+
+
+@dataclass(frozen=True)
+class BaselineOptions:
+    pattern: str | None
+    update: bool
+    rules: list  # command-line Rules
+    allow_mismatch: bool
+    on_inconclusive: str | None  # pass, warn or fail; None: each suite's manifest decides
+    strict_record: bool = False
+
+    @property
+    def compare(self) -> bool:
+        return self.pattern is not None and not self.update
+
+
+class Level(Enum):
+    OK = "ok"  # done as asked (a baseline written)
+    WARNING = "warning"  # said, and the run's outcome is unchanged
+    ERROR = "error"  # the run fails: its evidence or its baseline was not written
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line for the caller to show (without the ``biascheck: `` prefix), and what it means."""
+
+    text: str
+    level: Level
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A run's results documents, one per suite in the selection's order, and its comparisons with
+    the baselines by suite name. ``result`` is the run itself, in the process that made it."""
+
+    documents: list[dict[str, Any]]
+    comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)
+    result: RunResult | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Every suite's gate: its thresholds, a complete run, and no regression."""
+        return all(d["passed"] for d in self.documents) and all(c["passed"] for c in self.comparisons.values())
+
+    def comparison(self, suite: str) -> dict[str, Any] | None:
+        return self.comparisons.get(suite)
+
+    def to_json(self) -> dict[str, str]:
+        """What crosses a process boundary (an xdist worker's output): the documents and comparisons."""
+        return {"biascheck": json.dumps(self.documents), "biascheck_comparisons": json.dumps(self.comparisons)}
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> Checked | None:
+        """:meth:`to_json`'s inverse; None when the payload holds no run (a worker that ran none)."""
+        documents = payload.get("biascheck")
+        if not documents:
+            return None
+        return cls(json.loads(documents), json.loads(payload.get("biascheck_comparisons", "{}")))
+
+    def merged(self, other: Checked) -> Checked:
+        """The run two processes of it saw (each of pytest-xdist's workers runs the whole selection
+        against one store): the same outcomes, so the documents of the process that made more calls,
+        with the :data:`WORKER_COUNTERS` of both added. Comparisons are a function of the outcomes,
+        the same in both. Neither input changes."""
+        documents = [_merged_run(mine, theirs) for mine, theirs in zip(self.documents, other.documents)]
+        return Checked(documents, {**self.comparisons, **other.comparisons})
+
+
+def _merged_run(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    base, other = (mine, theirs) if mine["run"]["calls"] >= theirs["run"]["calls"] else (theirs, mine)
+    totals = {counter: base["run"][counter] + other["run"][counter] for counter in WORKER_COUNTERS if counter in base["run"]}
+    return {**base, "run": {**base["run"], **totals}}
+
+
+def shown_path(path: Path) -> str:
+    """Relative to the working folder when inside it (as a user typed it), else absolute."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+@dataclass(eq=False)
+class Gate:
+    """One gated run: its settings, and the baselines it loaded (each once, by suite name).
+    ``root``: where relative baseline paths start (pytest's invocation folder, the command's)."""
+
+    config: RunConfig
+    baseline: BaselineOptions
+    report_dir: Path | None = None
+    root: Path = field(default_factory=Path.cwd)
+    # Without a report_dir, write to reporting.write.default_report_dir (the plugin) or not at all.
+    default_report: bool = False
+    written: Path | None = None  # the report folder, once written
+    # suite name -> (path, the loaded and checked baseline)
+    baselines: dict[str, tuple[Path, dict[str, Any]]] = field(default_factory=dict)
+
+    # --- before the run: suites and baselines ----------------------------------------------
+
+    def load_suite(self, folder: Path) -> Suite:
+        """A suite of this run; a judged suite without a judge is refused here, before any call."""
+        from biascheck.session import resolve
+        from biascheck.suite import load_suite
+
+        suite = load_suite(folder, data_dir=self.config.data_dir)
+        resolve(suite, self.config)
+        return suite
+
+    def fingerprint(self, suite: Suite) -> dict[str, Any]:
+        from biascheck.session import resolve
+
+        return resolve(suite, self.config).fingerprint()
+
+    def baseline_for(self, suite: Suite) -> tuple[Path, dict[str, Any]]:
+        """The baseline a suite is compared with: loaded and checked once (the plugin: at collection)."""
+        if suite.name not in self.baselines:
+            from biascheck.evaluation import baseline as baselines
+            from biascheck.evaluation.regression import check_comparable
+
+            path = baselines.baseline_path(self.baseline.pattern, suite=suite.name, model=self.config.model.model, root=self.root)
+            document = baselines.load(path)
+            check_comparable(
+                document,
+                {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
+                allow_mismatch=self.baseline.allow_mismatch,
+                path=str(path),
+            )
+            self.baselines[suite.name] = (path, document)
+        return self.baselines[suite.name]
+
+    def regression_rules(self, suite: Suite) -> dict:
+        from biascheck.evaluation.regression import resolve_rules
+
+        return resolve_rules(suite.manifest.benchmark, suite.manifest.gated_metrics(None), suite.manifest.regression.rules, self.baseline.rules)
+
+    def check_selection(self, selection: Sequence[tuple[Suite, Sequence[Any]]], *, partial_allowed: bool = False) -> None:
+        """What is refused before any call: two suites of one name, several suites recorded into one
+        baseline file, and (unless ``partial_allowed``) a baseline recorded from part of a suite."""
+        names: dict[str, Path] = {}
+        for suite, _ in selection:
+            other = names.setdefault(suite.name, suite.manifest.path)
+            if other != suite.manifest.path:
+                raise BiascheckError(
+                    suite.manifest.path, "suite.name", f"{suite.name!r} is also the name of {other}", "give each suite a distinct name"
+                )
+        if self.baseline.update and len(selection) > 1 and self.baseline.pattern and "{suite}" not in self.baseline.pattern:
+            raise BiascheckError(
+                f"--biascheck-baseline {self.baseline.pattern}",
+                None,
+                f"{len(selection)} suites would overwrite one file",
+                "put {suite} in the path, e.g. baselines/{suite}/release.json",
+            )
+        if self.baseline.update and not partial_allowed:
+            for suite, cases in selection:
+                if len(cases) != len(suite.cases):
+                    raise BiascheckError(
+                        suite.manifest.path,
+                        None,
+                        f"--biascheck-update-baseline: only {len(cases)} of the suite's {len(suite.cases)} cases are selected",
+                        "a baseline must cover the whole suite: run it without -k or node ids",
+                    )
+
+    # --- the run and its comparisons -------------------------------------------------------
+
+    def run(
+        self,
+        selection: Sequence[tuple[Suite, Sequence[Any]]],
+        *,
+        progress: Progress | None = None,
+        selected: dict[str, set[tuple[str, str]]] | None = None,
+        prompts_of=None,
+    ) -> Checked:
+        """Run the selection and compare each suite with its baseline (when the options say so).
+        ``selected``: suite name -> the (scope, metric) of the checks that gate this run (pytest's
+        selected metric items); the others are marked not gated. A run that stopped (a fatal
+        error, batches pending) is neither marked nor compared: the caller reads its status."""
+        from biascheck import session
+        from biascheck.execution.runner import NoProgress, RunStatus
+        from biascheck.reporting.results import build_results, mark_deselected
+
+        result = session.run(selection, self.config, progress=progress or NoProgress())
+        checked = Checked(build_results(result), result=result)
+        status = result.stats.status
+        if status is RunStatus.BATCH_PENDING or status.fatal:
+            return checked
+        if selected is not None and checked.documents:
+            # Threshold checks whose metric items -k or node ids left out do not gate this run: the
+            # results say so, rather than show a FAIL the exit status does not carry.
+            mark_deselected(checked.documents, selected)
+        if self.baseline.compare and self.config.shard is None:
+            checked.comparisons.update(self.compare(checked.documents, selection))
+        return checked
+
+    def compare(self, documents: Sequence[dict[str, Any]], selection: Sequence[tuple[Suite, Sequence[Any]]]) -> dict[str, dict[str, Any]]:
+        """Each suite's comparison with its baseline, by suite name."""
+        from biascheck.evaluation.regression import compare, settings_from
+
+        comparisons = {}
+        for document, (suite, cases) in zip(documents, selection):
+            path, baseline = self.baseline_for(suite)
+            settings = settings_from(
+                document,
+                self.baseline.rules,
+                allow_fingerprint_mismatch=self.baseline.allow_mismatch,
+                **({"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}),
+            )
+            prompts = {case.case_id: case.messages[-1].content for case in cases}
+            comparisons[suite.name] = compare(baseline, document, settings, baseline_path=shown_path(path), prompts=prompts)
+        return comparisons
+
+    # --- after the run: reports and baselines ----------------------------------------------
+
+    def publish(self, checked: Checked, *, option: str = "--biascheck-report") -> list[Notice]:
+        """GitHub's job summary (in GitHub Actions) and the report folder (when one was asked for, or
+        by default: ``default_report``)."""
+        from biascheck.reporting.write import default_report_dir
+
+        notices = github_summary(checked)
+        folder = self.report_dir if self.report_dir is not None or not self.default_report else default_report_dir(checked.documents)
+        if folder is not None:
+            problems = write_report_folder(checked, folder, option=option)
+            self.written = None if problems else folder
+            notices += problems
+        return notices
+
+    def record_baselines(self, checked: Checked) -> list[Notice]:
+        """syrupy-style: a baseline changes only when asked, and only from a whole, answered run.
+        A notice per suite: written (OK), or why not (ERROR: the run fails)."""
+        from biascheck.evaluation import baseline as baselines
+
+        commit = baselines.git_commit(self.root)
+        notices = []
+        for document in checked.documents:
+            name = document["suite"]["name"]
+            path = baselines.baseline_path(self.baseline.pattern, suite=name, model=document["model"]["model"], root=self.root)
+            reason = baselines.refuse_reason(document)
+            if reason:
+                notices.append(Notice(f"{name}: not writing the baseline {shown_path(path)}: {reason}", Level.ERROR))
+                continue
+            try:
+                path.exists()  # raises for a name the file system refuses (too long)
+                kept = baselines.replace(baselines.from_results(document, git=commit), path)
+            except BiascheckError as exc:  # a history/ that cannot take one more file
+                notices.append(Notice(str(exc), Level.ERROR))
+                continue
+            except OSError as exc:
+                notices.append(Notice(f"{path}: could not write the baseline ({exc.strerror or exc})", Level.ERROR))
+                continue
+            history = f" (the one it replaced is kept as {shown_path(kept)})" if kept else ""
+            notices.append(Notice(f"{name}: baseline {'replaced' if kept else 'written'}: {shown_path(path)}{history}", Level.OK))
+        return notices
+
+
+def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
+    """In GitHub Actions, the run's job summary appended to ``$GITHUB_STEP_SUMMARY``; without
+    ``reports``, the comparisons alone (``biascheck diff``: the run's report is in the summary of
+    the job that made it)."""
+    from biascheck.reporting import github
+
+    if not github.in_github_actions():
+        return []
+    problem = github.write_step_summary(checked.documents, checked.comparisons, reports=reports)
+    return [Notice(problem, Level.WARNING)] if problem else []
+
+
+def write_report_folder(checked: Checked, folder: Path, *, option: str = "--biascheck-report") -> list[Notice]:
+    """The report folder (:func:`biascheck.reporting.write.write_reports`); an ERROR notice when it
+    could not be written: a gate whose evidence was not written must not pass."""
+    from biascheck.reporting.write import write_reports
+
+    try:
+        write_reports(checked.documents, folder, checked.comparisons)
+    except BiascheckError as exc:  # a folder that is not biascheck's to replace
+        return [Notice(str(exc), Level.ERROR)]
+    except OSError as exc:
+        return [Notice(f"{folder}: could not write the report ({exc.strerror or exc}); point {option} at a writable folder", Level.ERROR)]
+    return []
