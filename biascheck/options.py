@@ -53,7 +53,12 @@ OPTIONS = (
     ("--biascheck-data", "biascheck_data", "BIASCHECK_DATA_DIR", "mirror folder holding the benchmark files (else cache, then download)"),
     ("--biascheck-cache", "biascheck_cache", "BIASCHECK_CACHE", "response store (SQLite); default .biascheck/responses.sqlite"),
     ("--biascheck-concurrency", "biascheck_concurrency", None, "concurrent model calls, a whole number (default 32)"),
-    ("--biascheck-report", "biascheck_report", None, "folder for results.json, report.md, report.html (replaced whole by each run)"),
+    (
+        "--biascheck-report",
+        "biascheck_report",
+        None,
+        "folder for results.json, report.md, report.html (replaced whole by each run); default .biascheck/reports/<suite>",
+    ),
     (
         "--biascheck-max-cost",
         "biascheck_max_cost",
@@ -568,7 +573,8 @@ def on_inconclusive(config: pytest.Config) -> str | None:
 
 
 def report_dir(config: pytest.Config) -> Path | None:
-    """--biascheck-report: a folder (created if missing), never a file."""
+    """--biascheck-report: a folder (created if missing), never a file; None when not given (the
+    plugin writes to :func:`biascheck.reporting.write.default_report_dir`)."""
     report = setting(config, "--biascheck-report")
     if report and Path(report).exists() and not Path(report).is_dir():
         raise BiascheckError("--biascheck-report", None, f"{report} is a file", "give a folder (it is created if missing)")

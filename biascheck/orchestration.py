@@ -125,6 +125,9 @@ class Gate:
     baseline: BaselineOptions
     report_dir: Path | None = None
     root: Path = field(default_factory=Path.cwd)
+    # Without a report_dir, write to reporting.write.default_report_dir (the plugin) or not at all.
+    default_report: bool = False
+    written: Path | None = None  # the report folder, once written
     # suite name -> (path, the loaded and checked baseline)
     baselines: dict[str, tuple[Path, dict[str, Any]]] = field(default_factory=dict)
 
@@ -245,10 +248,16 @@ class Gate:
     # --- after the run: reports and baselines ----------------------------------------------
 
     def publish(self, checked: Checked, *, option: str = "--biascheck-report") -> list[Notice]:
-        """GitHub's job summary (in GitHub Actions) and the report folder (when one was asked for)."""
+        """GitHub's job summary (in GitHub Actions) and the report folder (when one was asked for, or
+        by default: ``default_report``)."""
+        from biascheck.reporting.write import default_report_dir
+
         notices = github_summary(checked)
-        if self.report_dir is not None:
-            notices += write_report_folder(checked, self.report_dir, option=option)
+        folder = self.report_dir if self.report_dir is not None or not self.default_report else default_report_dir(checked.documents)
+        if folder is not None:
+            problems = write_report_folder(checked, folder, option=option)
+            self.written = None if problems else folder
+            notices += problems
         return notices
 
     def record_baselines(self, checked: Checked) -> list[Notice]:

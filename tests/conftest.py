@@ -111,6 +111,12 @@ class BiascheckRun:
     def output(self) -> str:
         return self.result.stdout.str() + "\n" + self.result.stderr.str()
 
+    @property
+    def failures(self) -> str:
+        """The failed items' messages, as junit and GitHub's annotations read them (the terminal
+        prints a failed check once, in biascheck's summary, not in FAILURES)."""
+        return "\n".join(report.longreprtext for report in self.result.reprec.getfailures())
+
     def results(self) -> dict:
         return json.loads((self.report_dir / "results.json").read_text("utf-8"))
 

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from biascheck.reporting.html import render_html
+from biascheck.reporting.html import SAMPLE_SCRIPT, render_html
 from biascheck.reporting.results import validate_results
 
 HOSTILE = "<script>alert(1)</script>"
@@ -53,6 +53,12 @@ class TagChecker(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
+
+
+def only_our_script(page: str) -> bool:
+    """No script from the documents: at most one, the sample browser's static filter code (no src)."""
+    bodies = re.findall(r"<script>(.*?)</script>", page, re.S)
+    return len(re.findall(r"<script", page, re.I)) == len(bodies) <= 1 and all(body == SAMPLE_SCRIPT for body in bodies)
 
 
 def parse(page: str) -> TagChecker:
@@ -291,9 +297,10 @@ def test_page_is_standalone_and_balanced(pages):
         assert re.search(r'<html lang="[a-z]{2}"', page)
         assert "prefers-color-scheme: dark" in page
         assert "Noto Sans KR" in page and "Apple SD Gothic Neo" in page and "Malgun Gothic" in page
-        # Nothing loaded from elsewhere, nothing executed.
+        # Nothing loaded from elsewhere; nothing executed but the sample browser's own filter code.
+        assert only_our_script(page)
         for tag, attrs in checker.starts:
-            assert tag not in {"script", "link", "iframe", "img", "object"}
+            assert tag not in {"link", "iframe", "img", "object"} and (tag != "script" or attrs == {})
             assert not any(k.startswith("on") for k in attrs), (tag, attrs)
         assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
         assert "https://" not in page and "@import" not in page and "url(" not in page
@@ -314,7 +321,7 @@ def test_korean_text_is_kept_byte_exact(pages):
 
 def test_hostile_text_is_escaped(pages):
     for page in pages.values():
-        assert "<script" not in page.lower()
+        assert only_our_script(page)
         assert "<b>bold</b>" not in page
         assert "&lt;b&gt;bold&lt;/b&gt;" in page
         assert ESCAPED in page  # the model name
@@ -562,7 +569,7 @@ def test_flip_shows_correct_and_stereotyped_options_escaped():
     flip.update(correct_option="알 수 없음", stereotyped_option="할머니" + HOSTILE, candidate_option="할머니" + HOSTILE)
     page = render_html(make_results(), comparison)
     parse(page)
-    assert "<script" not in page.lower()
+    assert only_our_script(page)
     block = re.search(r'<div class="flip">\s*<div class="flip-head"><code>age-009&lt;x&gt;</code>.*?</dl>', page, re.S).group(0)
     text = re.sub(r"\s*(<[^>]+>\s*)+", "|", block)
     assert "|correct option|알 수 없음|" in text
@@ -626,7 +633,7 @@ def test_biased_answer_sample_only_without_baseline_and_deterministic():
     # Categories in code point order (성별 before 연령), then the first five case ids of each.
     assert shown == [f"gender-{k:02d}[p1-o0]" for k in range(5)] + [f"age-{k:02d}[p1-o0]" for k in range(5)]
     assert "(5 of 8)" in section
-    assert "<script" not in page.lower()
+    assert only_our_script(page)
     assert f'<span class="option" lang="ko">할머니{ESCAPED}</span>' in section  # the stereotyped option
     assert f'<div class="answer" lang="ko">답: A {ESCAPED}</div>' in section  # the answer given
     assert 'href="#biased-sample"' in page
@@ -779,3 +786,151 @@ def test_index_shows_the_same_metric_by_shared_category_across_suites():
     # Two suites with nothing to compare: the section says why instead of drawing nothing.
     alone = render_index([korean, other])
     assert "No metric to compare" in alone and '<figure class="chart" id="across-' not in alone
+
+
+# --- the sample browser (issue 28, item 7) ---------------------------------------------------------
+
+SCRIPT_BREAKER = "</script><script>alert(1)</script>"
+ESCAPED_BREAKER = "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+class Browser(HTMLParser):
+    """The sample browser as a reader's browser parses it: its filters' options, its rows (data
+    attributes and the texts of their prompt and reply blocks) and every script's text."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.scripts: list[str] = []
+        self.filters: dict[str, list[str]] = {}
+        self.rows: list[dict] = []
+        self._in: list[str] = []  # the open elements' kinds that collect text
+        self._select: str | None = None
+        self._script: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "script":
+            self._script = []
+        elif tag == "select":
+            self._select = attrs["data-filter"]
+            self.filters[self._select] = []
+        elif tag == "option" and self._select:
+            self.filters[self._select].append(attrs["value"])
+        elif tag == "div" and attrs.get("class") == "sample-row":
+            self.rows.append({"data": {k[5:]: v for k, v in attrs.items() if k.startswith("data-")}, "prompt": "", "answer": "", "pairs": 0})
+        elif tag == "div" and self.rows and attrs.get("class") == "pair":
+            self.rows[-1]["pairs"] += 1
+        if tag == "div":
+            kind = (attrs.get("class") or "").split(" ")[0]
+            self._in.append(kind if kind in ("prompt", "answer") else "")
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self.scripts.append("".join(self._script))
+            self._script = None
+        elif tag == "select":
+            self._select = None
+        elif tag == "div" and self._in:
+            self._in.pop()
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._script.append(data)
+        elif self.rows and self._in and self._in[-1]:
+            self.rows[-1][self._in[-1]] += data
+
+
+def browser_results(per_group: int, *, validate: bool = True) -> tuple[dict, dict]:
+    """A document of two categories x three outcomes x two prompts, ``per_group`` cases each, every
+    reply and prompt hostile; and the prompts the run kept for its sampled cases."""
+    from biascheck.reporting.samples import sampled_ids
+
+    results = make_results()
+    cases = []
+    for category in ("연령", "谁更"):
+        for outcome in ("biased", "counter", "unknown"):
+            for k in range(per_group):
+                cases.append(
+                    {
+                        "case_id": f"{category}-{outcome}-{k:05d}[p{k % 2 + 1}-o0]",
+                        "sample_id": f"{category}-{k:05d}",
+                        "category": category,
+                        "cluster": f"{category}-{k // 10}",
+                        "prompt_id": str(k % 2 + 1),
+                        "context_type": "amb",
+                        "choices": ["할머니" + HOSTILE, "손자", "알 수 없음"],
+                        "raw": f"B {SCRIPT_BREAKER}",
+                        "answer": "손자",
+                        "answer_index": 1,
+                        "outcome": outcome,
+                        "error": None,
+                    }
+                )
+    results["cases"] = cases
+    if validate:  # the schema's check of 120,000 cases would take longer than the rest of the test
+        validate_results(results)
+    prompts = {i: [["user", f"맥락 {i}\n질문: 누가?\nA. 할머니 B. 손자 {SCRIPT_BREAKER}"]] for i in sampled_ids(cases)}
+    return results, prompts
+
+
+def test_the_sample_browser_filters_and_shows_prompt_beside_reply_escaped():
+    from biascheck.reporting.samples import PER_GROUP
+
+    results, prompts = browser_results(7)
+    page = render_html(results, prompts=prompts)
+    parse(page)
+    browser = Browser()
+    browser.feed(page)
+    browser.close()
+    # The one script is the static filter code: the hostile replies and prompts stayed text.
+    assert browser.scripts == [SAMPLE_SCRIPT] and only_our_script(page)
+    assert "alert(1)" not in SAMPLE_SCRIPT and page.count(ESCAPED_BREAKER) >= 2 * len(browser.rows)
+    assert browser.filters == {"category": ["", "谁更", "연령"], "outcome": ["", "biased", "counter", "unknown"], "prompt": ["", "1", "2"]}
+    # At most PER_GROUP of each group's 7 cases; each row's prompt beside its reply, in one pair.
+    assert len(browser.rows) == 2 * 3 * PER_GROUP
+    for row in browser.rows:
+        assert row["pairs"] == 1 and row["prompt"].startswith("맥락 ") and SCRIPT_BREAKER in row["prompt"]
+        assert row["answer"] == f"B {SCRIPT_BREAKER}"
+        assert row["data"]["category"] in ("연령", "谁更") and row["data"]["outcome"] in ("biased", "counter", "unknown")
+        assert row["data"]["prompt"] in ("1", "2")
+    assert f"{2 * 3 * PER_GROUP} of 42 cases: at most {PER_GROUP} for each category, outcome and context" in page
+    assert '<option value="谁更" lang="zh">谁更</option>' in page
+    # Rendered from results.json alone (biascheck diff --report), the same cases show without prompts.
+    alone = render_html(results)
+    assert alone.count('class="sample-row"') == len(browser.rows) and "not kept: this page was rendered from results.json alone" in alone
+
+
+def test_the_sample_browser_stays_small_for_a_huge_suite():
+    import time
+
+    results, prompts = browser_results(10_000, validate=False)  # 60,000 cases
+    start = time.perf_counter()
+    page = render_html(results, prompts=prompts)
+    elapsed = time.perf_counter() - start
+    # The page holds a bounded sample whatever the suite's size: the size of a 42-case one, give or take.
+    few, few_prompts = browser_results(7)
+    small = render_html(few, prompts=few_prompts)
+    assert len(page) < len(small) + 20_000, (len(page), len(small))
+    assert elapsed < 5, elapsed
+
+
+def test_a_biased_answer_shows_its_prompt_options_and_reply():
+    results, prompts = browser_results(3)
+    page = render_html(results, prompts=prompts)
+    section = re.search(r'<section id="biased-sample">(.*?)</section>', page, re.S).group(1)
+    text = re.sub(r"\s*(<[^>]+>\s*)+", "|", section)
+    # Context and question (the prompt), the options with the chosen one marked, and the reply; not "B" alone.
+    assert "|prompt|맥락 " in text and "질문: 누가?" in text
+    assert f"|options|할머니{ESCAPED}|손자|chosen|알 수 없음|" in text
+    assert f"|reply|B {ESCAPED_BREAKER}|" in text
+
+
+def test_write_reports_keeps_the_prompts_out_of_results_json(tmp_path):
+    from biascheck.reporting.samples import REPORT_PROMPTS
+    from biascheck.reporting.write import write_reports
+
+    results, prompts = browser_results(3)
+    write_reports([{**results, REPORT_PROMPTS: prompts}], tmp_path / "report")
+    written = (tmp_path / "report" / "results.json").read_text("utf-8")
+    assert written == json.dumps(results, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+    assert "맥락 " in (tmp_path / "report" / "report.html").read_text("utf-8")

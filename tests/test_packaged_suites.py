@@ -83,6 +83,12 @@ def test_the_wheel_holds_every_suite_byte_for_byte(wheel):
     assert shipped == {f"biascheck/suites/{name}/suite.toml": (SUITES / name / "suite.toml").read_bytes() for name in NAMES}
 
 
+def test_the_wheel_holds_the_report_style_sheet(wheel):
+    # report.html inlines it from the package: a wheel without it writes no report at all.
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("biascheck/reporting/report.css") == (ROOT / "biascheck" / "reporting" / "report.css").read_bytes()
+
+
 def test_an_installed_wheel_runs_a_packaged_suite_by_name(wheel, tmp_path, data_dir):
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:

@@ -57,7 +57,7 @@ def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck,
     failed = {(v["scope"], v["metric"]) for v in biased.results()["verdicts"] if not v["passed"]}
     assert ("overall", "diff_bias_amb") in failed
     # The failure message is the whole story: metric, value, threshold, interval, n.
-    assert "diff_bias_amb (overall) = 1.0000 FAILS threshold |x| <= 0.05; 95% CI [1.0000, 1.0000]; n = " in biased.output
+    assert "diff_bias_amb (overall) = 1.0000 FAILS threshold |x| <= 0.05; 95% CI [1.0000, 1.0000]; n = " in biased.failures
     assert "Traceback" not in biased.output
     tree = ET.parse(junit)
     failures = [tc.get("name") for tc in tree.iter("testcase") if tc.find("failure") is not None]

@@ -70,7 +70,7 @@ def test_stereotyped_fails_the_bias_gen_threshold(run_biascheck, enbbg_small):
     assert run.ret == 1, run.output
     overall = run.results()["metrics"]["overall"]
     assert overall["bias_gen"]["value"] == 1.0 and overall["p_bb"]["value"] == 1.0
-    assert "bias_gen (overall) = 1" in run.output and "FAILS threshold |x| <= 0.2" in run.output
+    assert "bias_gen (overall) = 1" in run.failures and "FAILS threshold |x| <= 0.2" in run.failures
 
 
 def test_rejudge_makes_only_judge_calls(run_biascheck, enbbg_small, tmp_path):

@@ -178,3 +178,53 @@ def spread(values: list[float], unit: str = "prompts") -> Spread:
 def tables_json(tables: dict[str, Table]) -> dict[str, Any]:
     """``{group: {metric: value JSON}}``, as results.json holds metric tables."""
     return {group: {name: mv.to_json() for name, mv in table.items()} for group, table in tables.items()}
+
+
+# --- the skeleton of a benchmark's aggregate ------------------------------------------------------
+
+
+def resolve_metrics(metrics: Sequence[str] | None, default: Sequence[str], known: Sequence[str]) -> tuple[str, ...]:
+    """The metric names an aggregate reports: ``metrics`` (``default`` when None), each one of
+    ``known``; a ``ValueError`` naming the known ones otherwise (a programming error)."""
+    names = tuple(default) if metrics is None else tuple(metrics)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    return names
+
+
+def check_vectors(v: np.ndarray, n: int, k: int, row: str) -> np.ndarray:
+    """``v`` as an (n, k) array, one row per ``row`` (an empty input of no rows taken as one)."""
+    if v.size == 0 and n == 0:
+        v = v.reshape(0, k)
+    if v.shape != (n, k):
+        raise ValueError(f"vectors must have shape ({n}, {k}) (one row per {row}), got {v.shape}")
+    return v
+
+
+class Clustered:
+    """What the QA, HBB and BBG aggregates share: rows (cases, instances, pairs) in clusters (the
+    bootstrap's units), and a benchmark's tables of any partition of the rows into groups
+    (``tables(group codes, number of groups)`` -> a :class:`Table` per group, from the rows'
+    per-cluster sums in each group, :func:`metric_table`). Groups are keyed by their sorted
+    names, so a table depends neither on the order of the rows nor on which other groups exist."""
+
+    def __init__(self, clusters: list[str]):
+        self.n = len(clusters)
+        self.cluster, names = factorize(clusters)
+        self.n_clusters = len(names)
+
+    def whole(self) -> np.ndarray:
+        """The group codes of the partition into one group (the overall table)."""
+        return np.zeros(self.n, dtype=np.int64)
+
+    def by(self, values: list[str], tables: Callable[[np.ndarray, int], list[Table]], *, skip_empty: bool = False) -> dict[str, Table]:
+        """A table per distinct value of a column of the rows (category, label, prompt, run), in
+        sorted order; ``skip_empty``: none for the empty value (rows without a label)."""
+        group, group_names = factorize(values)
+        return {g: t for g, t in zip(group_names, tables(group, len(group_names))) if not (skip_empty and g == "")}
+
+
+def spreads(tables: Mapping[str, Table], names: Sequence[str], unit: str = "prompts") -> dict[str, Spread]:
+    """Each metric's :func:`spread` over the tables of a partition (by prompt, by run)."""
+    return {m: spread([t[m].value for t in tables.values()], unit) for m in names}

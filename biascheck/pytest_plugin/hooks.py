@@ -16,6 +16,7 @@ import pytest
 from biascheck import options
 from biascheck.options import FLAGS, INI_NUMBERS, OPTIONS
 from biascheck.pytest_plugin import items as plugin_items
+from biascheck.pytest_plugin import once
 from biascheck.pytest_plugin.rootdir import correct_rootdir
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, pause_collector, resume_collector, session_state
 
@@ -39,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = BiascheckState.configure(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
+    config.pluginmanager.register(once, "biascheck-once")  # a failed check printed once (see .once)
     config.add_cleanup(gc.unfreeze)  # registered before pytest's own cleanups, so run after them: see state.pause_collector
 
 
@@ -111,7 +113,10 @@ def pytest_testnodedown(node, error) -> None:
         state.merge_worker(getattr(node, "workeroutput", {}))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    # The failed checks left out of FAILURES go back before any summary reads them (see .once).
+    once.restore(terminalreporter, config)
     state = session_state(config)
     if state is not None:
         state.terminal_summary(terminalreporter)

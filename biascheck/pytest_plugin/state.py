@@ -75,7 +75,7 @@ class BiascheckState:
                 )
         except BiascheckError as exc:
             raise pytest.UsageError(str(exc)) from None
-        gate = Gate(run_config, baseline, report_dir=report_dir, root=Path(config.invocation_params.dir))
+        gate = Gate(run_config, baseline, report_dir=report_dir, root=Path(config.invocation_params.dir), default_report=True)
         return cls(config, gate, dry_run=dry_run, one_process_note=note)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -285,6 +285,8 @@ class BiascheckState:
         if comparisons:
             terminalreporter.write_sep("=", "biascheck comparison with the baseline")
             terminalreporter.write(render_comparison_terminal(comparisons, color=terminalreporter.hasmarkup, width=width))
+        if self.gate.written is not None:
+            terminalreporter.write_line(f"biascheck: reports in {self.gate.written} (report.html, report.md, results.json)", bold=True)
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
             for line in github.failed_check_annotations(failed, documents, Path(self.config.rootpath)):

@@ -2,26 +2,31 @@
 stored baseline (``biascheck.comparison/1``).
 
 The page is meant to be opened from disk and read by a person: one file, inline CSS and SVG, no
-JavaScript, no external fonts, light and dark colour schemes. It uses only the standard library;
+external assets or fonts, light and dark colour schemes. It uses only the standard library;
 every piece of text from the documents (model output, prompts, category names, ...) goes through
-:func:`html.escape`.
+:func:`html.escape`. The style sheet is package data (``report.css``, inlined into each page); the
+charts are drawn by :mod:`biascheck.reporting.charts`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-import unicodedata
-from collections.abc import Iterable
-from html import escape
-from typing import Any, NamedTuple
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.reporting.charts import Point, Side, bar_svg, correction_svg, point_svg
 from biascheck.reporting.comparison import unresolved_heading, unresolved_lines
+from biascheck.reporting.markup import esc as _e
+from biascheck.reporting.markup import fmt_int as _fmt_int
+from biascheck.reporting.markup import lang as _lang
+from biascheck.reporting.markup import text_width as _text_width
+from biascheck.reporting.markup import verdict_class as _verdict_class
 from biascheck.reporting.results import (
     CORRECTION_CI_NOTE,
     CORRECTION_NOTE,
@@ -38,152 +43,22 @@ from biascheck.reporting.results import (
     summary_rows,
 )
 from biascheck.reporting.results import failing as check_failing
+from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_sample, browser_sample
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
 
 VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3, "not compared": 4}
 
 ARROW = "\u2192"
-_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
 
-_CSS = """
-:root {
-  color-scheme: light dark;
-  --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --border: #d1d9e0; --card: #f6f8fa;
-  --bar: #2f6fb3; --base: #9aa4b1; --fail: #cf222e; --thr: #8250df; --ci: #1f2328;
-  --red: #cf222e; --green: #1a7f37; --grey: #6e7781; --amber: #bf8700; --amber-fg: #1f2328;
-  --warn-bg: #fff8c5; --warn-border: #d4a72c;
-}
-@media (prefers-color-scheme: dark) {
-  :root {
-    --bg: #0d1117; --fg: #e6edf3; --muted: #9198a1; --border: #3d444d; --card: #151b23;
-    --bar: #4493f8; --base: #768390; --fail: #f85149; --thr: #ab7df8; --ci: #e6edf3;
-    --red: #da3633; --green: #238636; --grey: #656c76; --amber: #d29922; --amber-fg: #0d1117;
-    --warn-bg: #272115; --warn-border: #9e6a03;
-  }
-}
-* { box-sizing: border-box; }
-html { background: var(--bg); color: var(--fg); }
-body {
-  margin: 0; padding: 1.5rem 1rem 3rem; line-height: 1.5; font-size: 15px;
-  font-family: system-ui, -apple-system, "Segoe UI", "Apple SD Gothic Neo", "Noto Sans KR",
-    "Noto Sans CJK KR", "Malgun Gothic", "맑은 고딕", Roboto, "Helvetica Neue", Arial, sans-serif;
-  /* keep-all: Korean wraps at spaces, like English. break-word (unlike anywhere) splits a token only
-     when it cannot fit its line at all, and does not let table columns shrink into their tokens. */
-  word-break: keep-all; overflow-wrap: break-word;
-}
-main { max-width: 1200px; margin: 0 auto; }
-h1 { font-size: 1.6rem; margin: 0 0 .5rem; }
-h2 { font-size: 1.25rem; margin: 2.2rem 0 .6rem; padding-bottom: .2rem; border-bottom: 1px solid var(--border); }
-h3 { font-size: 1.05rem; margin: 1.4rem 0 .3rem; }
-code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "D2Coding", "Noto Sans Mono CJK KR", monospace; font-size: .9em; }
-.muted { color: var(--muted); }
-.small { font-size: .85em; }
-.run { margin: .4rem 0; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .6rem 0; }
-dl.meta dt { color: var(--muted); }
-dl.meta dd { margin: 0; }
-.alert { background: var(--warn-bg); border: 1px solid var(--warn-border); border-radius: 6px; padding: .5rem .8rem; margin: .6rem 0; }
-.alert ul { margin: .2rem 0; padding-left: 1.2rem; }
-.scroll { overflow-x: auto; max-width: 100%; }
-.under { display: block; }  /* a CI under its value keeps wide tables on screen */
-td.rule code { white-space: normal; }  /* a long rule wraps between words, never inside one */
-nav.toc { margin: 1rem 0; padding: .4rem .8rem; border: 1px solid var(--border); border-radius: 6px; background: var(--card); }
-nav.toc ol { margin: .2rem 0; padding-left: 1.4rem; columns: 2 16rem; }
-table { border-collapse: collapse; margin: .4rem 0; font-variant-numeric: tabular-nums; }
-th, td { border-bottom: 1px solid var(--border); padding: .3rem .5rem; text-align: left; vertical-align: top; }
-th { background: var(--card); font-weight: 600; white-space: nowrap; }
-td.num, th.num { text-align: right; white-space: nowrap; }
-td.ci, td code, th code, td.scope, .nowrap { white-space: nowrap; }
-tr.fail td { background: color-mix(in srgb, var(--red) 8%, transparent); }
-.badge {
-  display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .8rem; font-weight: 600;
-  line-height: 1.4; white-space: nowrap; color: #ffffff; background: var(--grey);
-}
-.badge.pass, .badge.v-improved { background: var(--green); }
-.badge.fail, .badge.v-regressed { background: var(--red); }
-.badge.v-unchanged { background: var(--grey); }
-.badge.v-inconclusive { background: var(--amber); color: var(--amber-fg); }
-.badge.v-not-compared { background: transparent; color: var(--muted); border: 1px solid var(--border); }
-h1 .badge { font-size: 1rem; vertical-align: middle; }
-.counts .badge { margin-right: .3rem; }
-figure.chart { margin: .6rem 0 1.6rem; }
-figure.chart figcaption { margin-bottom: .3rem; }
-.legend { display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; font-size: .85rem; color: var(--muted); margin: .2rem 0 .4rem; }
-.sw { display: inline-block; width: .9em; height: .9em; vertical-align: -.1em; margin-right: .3em; border-radius: 2px; }
-.sw-bar { background: var(--bar); } .sw-base { background: var(--base); } .sw-fail { background: var(--fail); }
-.sw-thr { width: 0; border-left: 2px dashed var(--thr); border-radius: 0; }
-.sw-ci { width: 1.2em; height: .6em; border: 1.5px solid var(--ci); border-top: 0; border-bottom: 0; position: relative; border-radius: 0; }
-svg.bars { display: block; width: 100%; height: auto; font-size: 12px; font-family: inherit; }
-svg.bars text { fill: var(--fg); }
-svg.bars text.tick, svg.bars text.side, svg.bars .na { fill: var(--muted); }
-svg.bars text.val { font-variant-numeric: tabular-nums; }
-svg.bars .grid { stroke: var(--border); stroke-width: 1; }
-svg.bars .zero { stroke: var(--muted); stroke-width: 1.2; }
-svg.bars rect.bar { fill: var(--bar); }
-svg.bars rect.bar.base { fill: var(--base); }
-svg.bars rect.bar.failing { fill: var(--fail); }
-svg.bars .ci { stroke: var(--ci); stroke-width: 1.5; fill: none; }
-svg.bars .threshold { stroke: var(--thr); stroke-width: 2; stroke-dasharray: 5 3; }
-svg.bars circle.pt { fill: var(--bar); stroke: var(--bg); stroke-width: 1; }
-svg.bars circle.pt.failing { fill: var(--fail); }
-svg.bars .trend { stroke: var(--base); stroke-width: 1.2; fill: none; }
-svg.bars tspan.fail, svg.bars text.v-regressed { fill: var(--red); font-weight: 600; }
-svg.bars text.v-improved { fill: var(--green); font-weight: 600; }
-svg.bars text.v-inconclusive { fill: var(--amber); font-weight: 600; }
-svg.bars text.v-unchanged, svg.bars text.v-not-compared { fill: var(--muted); }
-svg.bars rect.ival { fill: var(--bar); opacity: .35; }
-svg.bars rect.ival.raw { fill: var(--base); }
-svg.bars circle.pt.raw { fill: var(--base); }
-svg.bars .arrow { stroke: var(--fg); stroke-width: 1.4; fill: none; }
-svg.bars path.arrowhead { fill: var(--fg); stroke: none; }
-.sw-raw { background: var(--base); } .sw-arrow { width: 1.4em; height: 0; border-top: 1.5px solid var(--fg); border-radius: 0; }
-details.cat { border: 1px solid var(--border); border-radius: 6px; margin: .5rem 0; padding: 0 .8rem; }
-details.cat > summary { cursor: pointer; padding: .45rem 0; font-weight: 600; }
-details.cat[open] > summary { border-bottom: 1px solid var(--border); margin-bottom: .4rem; }
-.flip { padding: .5rem 0 .7rem; border-bottom: 1px dashed var(--border); }
-.flip:last-child { border-bottom: 0; }
-.flip-head { display: flex; flex-wrap: wrap; gap: .2rem 1rem; align-items: baseline; }
-.outcome { font-weight: 600; }
-.prompt, .answer {
-  white-space: pre-wrap; margin: .3rem 0; padding: .45rem .6rem; background: var(--card);
-  border: 1px solid var(--border); border-radius: 6px; font-family: inherit; font-size: .92em;
-}
-.prompt { max-height: 22em; overflow: auto; }
-/* Only free text may break anywhere: a long unbroken prompt line must not widen the page. */
-.prompt, .answer, .option { overflow-wrap: anywhere; }
-dl.options { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: .4rem 0; }
-dl.options dt { color: var(--muted); font-size: .85em; }
-dl.options dd { margin: 0; }
-.sample { padding: .5rem 0 .7rem; border-bottom: 1px dashed var(--border); }
-.label { color: var(--muted); font-size: .8rem; text-transform: uppercase; letter-spacing: .03em; }
-footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
-@media print { .prompt { max-height: none; } details.cat { break-inside: avoid; } }
-"""
+
+@cache
+def _css() -> str:
+    """report.css, shipped beside this module (package data) and inlined into every page."""
+    return "\n" + resources.files("biascheck.reporting").joinpath("report.css").read_text("utf-8")
 
 
 # --- small formatting helpers --------------------------------------------------------------------
-
-
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
-
-
-def _fmt_int(value: Any) -> str:
-    return _e(fmt.count(value))
-
-
-def _lang(text: Any) -> str:
-    """``lang="ko"`` on elements holding Korean text, so browsers pick Korean fonts and line breaking."""
-    return ' lang="ko"' if isinstance(text, str) and _HANGUL.search(text) else ""
-
-
-def _threshold_positions(threshold: Any) -> list[float]:
-    out: list[float] = []
-    for kind, limit in fmt.threshold_items(threshold):
-        limit = float(limit)
-        out += [-limit, limit] if kind == "max_abs" else [limit]
-    return out
 
 
 def _value_text(value: Any) -> str:
@@ -202,10 +77,6 @@ def _params(params: Any) -> str:
     return ", ".join(f"{k}={_value_text(v)}" for k, v in params.items())
 
 
-def _verdict_class(verdict: Any) -> str:
-    return "v-" + re.sub(r"[^a-z0-9]+", "-", str(verdict).lower()).strip("-")
-
-
 def _badge(verdict: Any, title: str | None = None) -> str:
     tip = f' title="{_e(title)}"' if title else ""
     return f'<span class="badge {_verdict_class(verdict)}"{tip}>{_e(verdict)}</span>'
@@ -213,20 +84,6 @@ def _badge(verdict: Any, title: str | None = None) -> str:
 
 def _pass_badge(passed: bool) -> str:
     return '<span class="badge pass">PASSED</span>' if passed else '<span class="badge fail">FAILED</span>'
-
-
-def _text_width(text: str, size: float) -> float:
-    """Rough rendered width: wide (Hangul, CJK) characters ~1 em, others ~0.6 em."""
-    return sum(size * (1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.6) for ch in text)
-
-
-def _shorten(text: str, size: float, width: float) -> str:
-    """``text`` cut to fit ``width`` (whole characters, so never half a Hangul syllable) plus an ellipsis."""
-    if _text_width(text, size) <= width:
-        return text
-    while text and _text_width(text + "\u2026", size) > width:
-        text = text[:-1]
-    return text + "\u2026"
 
 
 def _get(mapping: Any, *keys: str) -> Any:
@@ -240,9 +97,12 @@ def _get(mapping: Any, *keys: str) -> Any:
 # --- page ----------------------------------------------------------------------------------------
 
 
-def render_html(results: dict, comparison: dict | None = None) -> str:
+def render_html(results: dict, comparison: dict | None = None, *, prompts: dict | None = None) -> str:
     """One self-contained HTML page for a results document (``biascheck.results/1``) and,
-    optionally, its comparison with a baseline (``biascheck.comparison/1``)."""
+    optionally, its comparison with a baseline (``biascheck.comparison/1``). ``prompts``: case id
+    -> its messages as [role, content] pairs, for the sampled cases (see
+    :mod:`biascheck.reporting.samples`); without them the samples show options and replies."""
+    prompts = prompts or {}
     suite = results.get("suite") or {}
     model = results.get("model") or {}
     status = "PASSED" if results.get("passed") else "FAILED"
@@ -256,7 +116,8 @@ def render_html(results: dict, comparison: dict | None = None) -> str:
         _charts(results, comparison),
         _regressions(comparison) if comparison is not None else "",
         _flips(comparison) if comparison is not None else "",
-        _biased_sample(results) if comparison is None else "",  # with a baseline, the flips say more
+        _biased_sample(results, prompts) if comparison is None else "",  # with a baseline, the flips say more
+        _sample_browser(results, prompts),
         _extra_tables(results),
     ]
     body = [
@@ -282,6 +143,7 @@ _TOC_TITLES = {
     "regressions": "Regression tests against the baseline",
     "flips": "Flipped answers",
     "biased-sample": "Sample of biased answers",
+    "samples": "Sample browser",
     "across-prompts": "Across prompts",
     "by-label": "By label",
     "runs": "Runs",
@@ -304,7 +166,7 @@ def _page(title: str, body: list[str]) -> str:
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
-        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{_e(title)}</title>\n<style>{_css()}</style>\n</head>\n<body>\n<main>\n"
         + "\n".join(part for part in body if part)
         + "\n</main>\n</body>\n</html>\n"
     )
@@ -399,7 +261,7 @@ def _across_suites(documents: list[dict]) -> str:
 
 def _across_chart(metric: str, suites: list[tuple[str, dict, dict[str, str], tuple[str, ...]]]) -> tuple[str, list[str]]:
     """One metric's chart across suites, and notes on the categories it cannot show."""
-    by_name: dict[str, list[_Side]] = {}
+    by_name: dict[str, list[Side]] = {}
     having: dict[str, set[str]] = {}
     unmapped: list[str] = []
     for label, document, mapping, _ in suites:
@@ -409,7 +271,7 @@ def _across_chart(metric: str, suites: list[tuple[str, dict, dict[str, str], tup
                 unmapped.append(f"{label}: {category}")
                 continue
             side_label = label if category == shared else f"{label} \u00b7 {category}"
-            by_name.setdefault(shared, []).append(_Side("suite", (values or {}).get(metric) or {}, None, side_label))
+            by_name.setdefault(shared, []).append(Side("suite", (values or {}).get(metric) or {}, None, side_label))
             having.setdefault(shared, set()).add(label)
     order = {name: i for i, name in enumerate(COMMON_CATEGORIES)}
     names = sorted(by_name, key=lambda name: (order.get(name, len(order)), name))
@@ -423,7 +285,7 @@ def _across_chart(metric: str, suites: list[tuple[str, dict, dict[str, str], tup
     if not rows:
         return "", [*notes, f"{metric}: the suites have no category in common"]
     side_w = min(max(_text_width(side.label, 11.0) for *_, sides in rows for side in sides) + 10, 300.0)
-    svg = _bar_svg(rows, metric, side_w=side_w, mark_failing=False)
+    svg = bar_svg(rows, metric, side_w=side_w, mark_failing=False)
     legend = (
         '<span><span class="sw sw-bar"></span>value</span><span><span class="sw sw-ci"></span>95% CI</span>'
         "<span>hover a bar for exact numbers; thresholds and verdicts are on each suite's page</span>"
@@ -650,101 +512,12 @@ def _correction(results: dict) -> str:
             '<span><span class="sw sw-arrow"></span>raw \u2192 corrected</span>'
             f"<span>dot: value; bar: {_e(CORRECTION_CI_NOTE)}</span>"
         )
-        out.append(f'<figure class="chart">\n<div class="legend">{legend}</div>\n{_correction_svg(rows)}\n</figure>')
+        out.append(f'<figure class="chart">\n<div class="legend">{legend}</div>\n{correction_svg(rows)}\n</figure>')
     out.append("</section>")
     return "\n".join(out)
 
 
-def _correction_svg(rows: list[tuple[str, dict, dict]]) -> str:
-    """A row per metric on one number line: the raw interval and value above, the corrected ones
-    below, and an arrow from the raw value to the corrected one."""
-    positions: list[float | None] = []
-    for _, raw, fixed in rows:
-        for value in (raw, fixed):
-            positions += [fmt.number(value.get("value")), *fmt.bounds(value.get("ci"))]
-    lo, hi, step = _domain(positions)
-    size = 12.0
-    label_w = min(max([_text_width(name, size) for name, _, _ in rows] + [60.0]) + 12, 300.0)
-    width, value_w = 920.0 + max(label_w - 240.0, 0.0), 330.0
-    x0 = label_w + 10
-    plot_w = width - x0 - value_w - 14
-    slot_h, top, axis_h, offset, bar_h = 38.0, 6.0, 26.0, 8.0, 6.0
-    bottom = top + slot_h * len(rows)
-
-    def x(v: float) -> float:
-        return x0 + (v - lo) / (hi - lo) * plot_w
-
-    svg = [
-        f'<svg class="bars correction" viewBox="0 0 {_n(width)} {_n(bottom + axis_h)}" style="max-width:{_n(width)}px" '
-        'role="img" aria-label="raw and judge-corrected metrics" xmlns="http://www.w3.org/2000/svg">'
-    ]
-    for i in range(int(round((hi - lo) / step)) + 1):
-        t = lo + i * step
-        cls = "zero" if abs(t) < 1e-9 else "grid"
-        svg.append(f'<line class="{cls}" x1="{_n(x(t))}" y1="{_n(top)}" x2="{_n(x(t))}" y2="{_n(bottom)}"/>')
-        svg.append(f'<text class="tick" x="{_n(x(t))}" y="{_n(bottom + 16)}" text-anchor="middle">{_tick_label(t)}</text>')
-    for k, (name, raw, fixed) in enumerate(rows):
-        yc = top + k * slot_h + slot_h / 2
-        tip = (
-            f"{name}: raw {fmt.exact(raw.get('value'))} [{', '.join(map(fmt.exact, fmt.bounds(raw.get('ci'))))}] \u2192 "
-            f"corrected {fmt.exact(fixed.get('value'))} [{', '.join(map(fmt.exact, fmt.bounds(fixed.get('ci'))))}]"
-        )
-        g = [f'<g class="mark" data-metric="{_e(name)}"><title>{_e(tip)}</title>']
-        g.append(f'<text class="cat" x="0" y="{_n(yc + 4)}"><tspan>{_e(_shorten(name, size, label_w - 12))}</tspan></text>')
-        points = {}
-        for kind, value, y in (("raw", raw, yc - offset), ("corrected", fixed, yc + offset)):
-            v = fmt.number(value.get("value"))
-            c_lo, c_hi = fmt.bounds(value.get("ci"))
-            if c_lo is not None and c_hi is not None:
-                g.append(
-                    f'<rect class="ival {kind}" x="{_n(x(c_lo))}" y="{_n(y - bar_h / 2)}" width="{_n(x(c_hi) - x(c_lo))}" height="{_n(bar_h)}"/>'
-                )
-            if v is not None:
-                points[kind] = (x(v), y)
-        if len(points) == 2:
-            (x1, y1), (x2, y2) = points["raw"], points["corrected"]
-            length = math.hypot(x2 - x1, y2 - y1)
-            ux, uy = (x2 - x1) / length, (y2 - y1) / length
-            tip_x, tip_y = x2 - 4.0 * ux, y2 - 4.0 * uy  # the head stops at the corrected dot's edge
-            base_x, base_y = tip_x - 7.0 * ux, tip_y - 7.0 * uy
-            g.append(f'<line class="arrow" x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(base_x)}" y2="{_n(base_y)}"/>')
-            g.append(
-                f'<path class="arrowhead" d="M{_n(tip_x)} {_n(tip_y)}L{_n(base_x - 3.5 * uy)} {_n(base_y + 3.5 * ux)}'
-                f'L{_n(base_x + 3.5 * uy)} {_n(base_y - 3.5 * ux)}Z"/>'
-            )
-        for kind, (px, py) in points.items():
-            g.append(f'<circle class="pt {kind}" cx="{_n(px)}" cy="{_n(py)}" r="3.5"/>')
-        for kind, value, y in (("raw", raw, yc - offset), ("corrected", fixed, yc + offset)):
-            text = f"{kind} {fmt.value(value.get('value'))} {fmt.ci(value.get('ci'))}"
-            g.append(f'<text class="val" x="{_n(x0 + plot_w + 12)}" y="{_n(y + 4)}">{_e(text)}</text>')
-        g.append("</g>")
-        svg.append("".join(g))
-    svg.append("</svg>")
-    return "\n".join(svg)
-
-
 # --- charts --------------------------------------------------------------------------------------
-
-_STEPS = (0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0)
-
-
-def _domain(points: Iterable[float]) -> tuple[float, float, float]:
-    """(low, high, tick step): a round interval holding every point and 0."""
-    points = [p for p in points if p is not None] + [0.0]
-    lo, hi = min(points), max(points)
-    if hi - lo < 1e-12:
-        return (0.0, 1.0, 0.2) if lo == 0 else (min(lo, 0.0) - 0.05, max(hi, 0.0) + 0.05, 0.05)
-    step = next((s for s in _STEPS if (hi - lo) / s <= 10), _STEPS[-1])
-    return math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step, step
-
-
-def _tick_label(value: float) -> str:
-    value = round(value, 6)
-    return "0" if value == 0 else f"{value:g}".replace("-", "\u2212")
-
-
-def _n(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _charts(results: dict, comparison: dict | None) -> str:
@@ -775,19 +548,6 @@ def _charts(results: dict, comparison: dict | None) -> str:
     return "\n".join(out)
 
 
-class _Side(NamedTuple):
-    """One bar of a chart row: its kind (``value``: the only bar, unlabelled; ``baseline`` and
-    ``candidate``; ``suite``: one of the suites across), its value dict (value, ci, n, note),
-    whether it fails its gate (None: not gated here), its label beside the bar and what the
-    tooltip adds."""
-
-    kind: str
-    value: dict
-    failing: bool | None
-    label: str = ""
-    extra: str = ""
-
-
 def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> str:
     by_category = _get(results, "metrics", "by_category") or {}
     verdicts = {(v.get("scope"), v.get("metric")): v for v in results.get("verdicts") or []}
@@ -795,7 +555,7 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
     default_threshold = _get(results, "suite", "thresholds", metric)
 
     # rows: (category, threshold, comparison verdict, sides)
-    rows: list[tuple[str, Any, Any, list[_Side]]] = []
+    rows: list[tuple[str, Any, Any, list[Side]]] = []
     for category in by_category:
         verdict = verdicts.get((category, metric))
         threshold = verdict.get("threshold") if verdict else default_threshold
@@ -805,13 +565,13 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
             entry = compared.get((metric, category)) or {}
             cmp_verdict = entry.get("verdict") if entry else "not compared"
             sides = [
-                _Side("baseline", entry.get("baseline") or {}, None, "baseline"),
-                _Side("candidate", candidate, failing if verdict else None, "candidate", f"; compared with the baseline: {cmp_verdict}"),
+                Side("baseline", entry.get("baseline") or {}, None, "baseline"),
+                Side("candidate", candidate, failing if verdict else None, "candidate", f"; compared with the baseline: {cmp_verdict}"),
             ]
             rows.append((category, threshold, cmp_verdict, sides))
         else:
-            rows.append((category, threshold, None, [_Side("value", candidate, failing if verdict else None)]))
-    svg = _bar_svg(rows, metric, side_w=68.0 if comparison is not None else 0.0, mark_failing=comparison is None)
+            rows.append((category, threshold, None, [Side("value", candidate, failing if verdict else None)]))
+    svg = bar_svg(rows, metric, side_w=68.0 if comparison is not None else 0.0, mark_failing=comparison is None)
 
     thresholds = sorted({fmt.threshold(t) for _, t, _, _ in rows if fmt.threshold(t)})
     caption = f'<code>{_e(metric)}</code> <span class="muted small">threshold {_e("; ".join(thresholds) or "none")}</span>'
@@ -819,111 +579,6 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
         f'<figure class="chart" id="chart-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n'
         f'<div class="legend">{legend}</div>\n' + svg + "\n</figure>"
     )
-
-
-def _bar_svg(rows: list[tuple[str, Any, Any, list[_Side]]], metric: str, *, side_w: float, mark_failing: bool) -> str:
-    """Horizontal bars with their 95% intervals: a row per category (label, threshold, a verdict
-    written under the label or None, its bars), a bar per side."""
-    points: list[float | None] = []
-    for _, threshold, _, sides in rows:
-        points += _threshold_positions(threshold)
-        for side in sides:
-            points += [fmt.number(side.value.get("value")), *fmt.bounds(side.value.get("ci"))]
-    lo, hi, step = _domain(points)
-
-    size = 12.0
-    label_w = min(max([_text_width(row[0], size) for row in rows] + [60.0]) + 12, 230.0)
-    paired = max(len(row[3]) for row in rows) > 1
-    value_w = 236.0
-    width = 920.0 + max(side_w - 68.0, 0.0)
-    x0 = label_w + side_w + 10
-    plot_w = width - x0 - value_w - 14
-    bar_h = 12.0 if paired else 14.0
-    slot_h = 17.0 if paired else 24.0
-    row_gap = 10.0 if paired else 0.0
-    top, axis_h = 6.0, 26.0
-    tops = []  # each row's top: rows may hold different numbers of bars
-    y = top
-    for row in rows:
-        tops.append(y)
-        y += slot_h * len(row[3]) + row_gap
-    height = y + axis_h
-
-    def x(v: float) -> float:
-        return x0 + (v - lo) / (hi - lo) * plot_w
-
-    plot_top, plot_bottom = top, y
-    svg = [
-        f'<svg class="bars" viewBox="0 0 {_n(width)} {_n(height)}" style="max-width:{_n(width)}px" '
-        f'role="img" aria-label="{_e(metric)} by category" xmlns="http://www.w3.org/2000/svg">'
-    ]
-    ticks = [lo + i * step for i in range(int(round((hi - lo) / step)) + 1)]
-    for t in ticks:
-        xt = x(t)
-        cls = "zero" if abs(t) < 1e-9 else "grid"
-        svg.append(f'<line class="{cls}" x1="{_n(xt)}" y1="{_n(plot_top)}" x2="{_n(xt)}" y2="{_n(plot_bottom)}"/>')
-        svg.append(f'<text class="tick" x="{_n(xt)}" y="{_n(plot_bottom + 16)}" text-anchor="middle">{_tick_label(t)}</text>')
-
-    for y_top, (category, threshold, row_verdict, sides) in zip(tops, rows):
-        y_row = y_top + row_gap / 2
-        label = _shorten(category, size, label_w - 12)
-        y_label = y_row + slot_h / 2 + 4
-        svg.append(f'<text class="cat" x="0" y="{_n(y_label)}"{_lang(category)}><title>{_e(category)}</title>{_e(label)}</text>')
-        if row_verdict is not None:
-            svg.append(
-                f'<text class="verdict {_verdict_class(row_verdict)}" x="0" y="{_n(y_label + slot_h)}" font-size="11">{_e(row_verdict)}</text>'
-            )
-        threshold_text = fmt.threshold(threshold)
-        for j, side in enumerate(sides):
-            yc = y_row + j * slot_h + slot_h / 2
-            value, failing = side.value, side.failing
-            v = fmt.number(value.get("value"))
-            c_lo, c_hi = fmt.bounds(value.get("ci"))
-            n = value.get("n")
-            tip = f"{category} \u2014 {side.label or side.kind}: {metric} = {fmt.exact(v)}, 95% CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
-            if threshold_text and side.kind != "baseline":
-                tip += f"; threshold {threshold_text}" + ("" if failing is None else (": FAIL" if failing else ": pass"))
-            if value.get("note"):
-                tip += f"; {value['note']}"
-            tip += side.extra
-            g = [f'<g class="mark {_e(side.kind)}"><title>{_e(tip)}</title>']
-            if side.label:
-                shown = _shorten(side.label, 11.0, side_w - 6)
-                g.append(f'<text class="side" x="{_n(label_w)}" y="{_n(yc + 4)}" font-size="11"{_lang(side.label)}>{_e(shown)}</text>')
-            if v is not None:
-                a, b = sorted((x(0.0), x(v)))
-                cls = "bar" + (" base" if side.kind == "baseline" else "") + (" failing" if failing and mark_failing else "")
-                g.append(f'<rect class="{cls}" x="{_n(a)}" y="{_n(yc - bar_h / 2)}" width="{_n(max(b - a, 1.0))}" height="{_n(bar_h)}"/>')
-            if v is None:  # no bar: say so in the plot too, so an empty row is not read as 0
-                g.append(f'<text class="na" x="{_n(x(0.0) + 4)}" y="{_n(yc + 4)}" font-size="11">n/a</text>')
-            if v is not None and c_lo is not None and c_hi is not None:
-                xl, xh, cap = x(c_lo), x(c_hi), bar_h / 2 - 1
-                g.append(
-                    f'<path class="ci" d="M{_n(xl)} {_n(yc - cap)}V{_n(yc + cap)}M{_n(xl)} {_n(yc)}H{_n(xh)}'
-                    f'M{_n(xh)} {_n(yc - cap)}V{_n(yc + cap)}"/>'
-                )
-            text = "n/a" if v is None else f"{fmt.value(v)} {fmt.ci([c_lo, c_hi])}"
-            mark = ' <tspan class="fail">FAIL</tspan>' if failing else ""
-            g.append(f'<text class="val" x="{_n(x0 + plot_w + 12)}" y="{_n(yc + 4)}">{_e(text)}{mark}</text>')
-            g.append("</g>")
-            svg.append("".join(g))
-
-    # Threshold: one line through the whole plot when every row shares it, else one per row.
-    shared = [t for _, t, _, _ in rows]
-    if all(t == shared[0] for t in shared) and _threshold_positions(shared[0]):
-        segments = [(p, plot_top, plot_bottom, shared[0]) for p in _threshold_positions(shared[0])]
-    else:
-        segments = []
-        for y_top, (_, threshold, _, sides) in zip(tops, rows):
-            row_h = slot_h * len(sides) + row_gap
-            segments += [(p, y_top + 1, y_top + row_h - 1, threshold) for p in _threshold_positions(threshold)]
-    for p, y1, y2, threshold in segments:
-        svg.append(
-            f'<line class="threshold" x1="{_n(x(p))}" y1="{_n(y1)}" x2="{_n(x(p))}" y2="{_n(y2)}">'
-            f"<title>threshold {_e(fmt.threshold(threshold))}</title></line>"
-        )
-    svg.append("</svg>")
-    return "\n".join(svg)
 
 
 # --- comparison ----------------------------------------------------------------------------------
@@ -1085,47 +740,137 @@ def _flip_options(flip: dict) -> str:
 
 # --- without a baseline --------------------------------------------------------------------------
 
-SAMPLE_PER_CATEGORY = 5
 
-
-def _biased_sample(results: dict) -> str:
+def _biased_sample(results: dict, prompts: dict) -> str:
     """Up to five stereotyped answers per category, the first by case id (so the same run always
     shows the same ones): what to read first when there is no baseline to compare with."""
-    # In a biased disambiguated context the stereotyped option is also the correct one: not a biased answer.
-    biased = [c for c in results.get("cases") or [] if isinstance(c, dict) and c.get("outcome") == "biased" and c.get("context_type") != "dis-biased"]
-    if not biased:
+    sample = biased_sample(results.get("cases") or [])
+    if not sample:
         return ""
-    by_category: dict[str, list[dict]] = {}
-    for case in sorted(biased, key=lambda c: str(c.get("case_id"))):
-        by_category.setdefault(str(case.get("category")), []).append(case)
     out = [
         '<section id="biased-sample">\n<h2>Sample of biased answers</h2>',
-        f'<p class="muted small">Up to {SAMPLE_PER_CATEGORY} answers per category that chose the stereotyped option '
-        "where it was not the correct one, the first by case id; every case is in results.json.</p>",
+        f'<p class="muted small">Up to {BIASED_PER_CATEGORY} answers per category that chose the stereotyped option '
+        "where it was not the correct one, the first by case id: the prompt the model read (context, question and "
+        "options), the options, and its reply. Every case is in results.json.</p>",
     ]
-    for category in sorted(by_category):
-        cases = by_category[category]
-        out.append(
-            f"<h3><span{_lang(category)}>{_e(category)}</span> "
-            f'<span class="muted small">({min(len(cases), SAMPLE_PER_CATEGORY)} of {len(cases)})</span></h3>'
-        )
-        out += [_biased_case(case) for case in cases[:SAMPLE_PER_CATEGORY]]
+    for category, (cases, total) in sample.items():
+        out.append(f'<h3><span{_lang(category)}>{_e(category)}</span> <span class="muted small">({len(cases)} of {_fmt_int(total)})</span></h3>')
+        out += [_biased_case(case, prompts.get(str(case.get("case_id")))) for case in cases]
     out.append("</section>")
     return "\n".join(out)
 
 
-def _biased_case(case: dict) -> str:
-    prompt, raw = case.get("prompt"), case.get("raw")
+def _biased_case(case: dict, messages: list | None) -> str:
     out = [
         '<div class="sample">',
         f'<div class="flip-head"><code>{_e(case.get("case_id"))}</code>'
         f'<span><span class="label">context</span> {_e(case.get("context_type") or "n/a")}</span></div>',
         # A biased outcome means the chosen option is the stereotyped one.
         f'<dl class="options"><dt>stereotyped option</dt><dd>{_option(case.get("answer"))}</dd></dl>',
+        '<div class="pair">',
+        _prompt_block(messages),
+        _reply_block(case),
+        "</div>",
+        "</div>",
     ]
-    if prompt is not None:
-        out += ['<div class="label">prompt</div>', f'<div class="prompt"{_lang(prompt)}>{_e(prompt)}</div>']
-    out += ['<div class="label">answer given</div>', f'<div class="answer"{_lang(raw)}>{_e(raw) if raw is not None else "n/a"}</div>', "</div>"]
+    return "\n".join(out)
+
+
+def _prompt_block(messages: list | None) -> str:
+    """The prompt as the model read it (every message, its role named when there are several)."""
+    if not messages:
+        return '<div><div class="label">prompt</div><div class="prompt muted">not kept: this page was rendered from results.json alone</div></div>'
+    parts = []
+    for role, content in messages:
+        head = f'<div class="label">{_e(role)}</div>' if len(messages) > 1 else '<div class="label">prompt</div>'
+        parts.append(f'{head}<div class="prompt"{_lang(content)}>{_e(content)}</div>')
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def _reply_block(case: dict) -> str:
+    """The reply (a generation, when the benchmark asked for one), then the options with the one it
+    was read as choosing marked."""
+    reply = case.get("generation") if case.get("generation") is not None else case.get("raw")
+    out = ['<div><div class="label">reply</div>', f'<div class="answer"{_lang(reply)}>{_e(reply) if reply is not None else "n/a"}</div>']
+    if case.get("generation") is not None and case.get("raw") is not None:
+        out.append(f'<div class="label">read as</div><div class="answer"{_lang(case["raw"])}>{_e(case["raw"])}</div>')
+    choices = case.get("choices")
+    if isinstance(choices, list) and choices:
+        chosen = case.get("answer_index")
+        items = "".join(
+            ('<li class="chosen">' if i == chosen else "<li>")
+            + f'<span class="option"{_lang(c)}>{_e(c)}</span>'
+            + (' <span class="badge">chosen</span>' if i == chosen else "")
+            + "</li>"
+            for i, c in enumerate(choices)
+        )
+        out.append(f'<div class="label">options</div><ol class="choices">{items}</ol>')
+    out.append("</div>")
+    return "".join(out)
+
+
+# The sample browser's filters. Static (no data of the page in it): it reads the rows' data-*
+# attributes and writes only counts, as text.
+SAMPLE_SCRIPT = """
+(function () {
+  var section = document.getElementById("samples");
+  if (!section) { return; }
+  var selects = Array.prototype.slice.call(section.querySelectorAll("select[data-filter]"));
+  var rows = Array.prototype.slice.call(section.querySelectorAll(".sample-row"));
+  var count = section.querySelector(".sample-count");
+  function apply() {
+    var shown = 0;
+    rows.forEach(function (row) {
+      var keep = selects.every(function (s) { return !s.value || row.getAttribute("data-" + s.getAttribute("data-filter")) === s.value; });
+      row.hidden = !keep;
+      if (keep) { shown += 1; }
+    });
+    count.textContent = shown + " of " + rows.length + " sampled cases shown";
+  }
+  selects.forEach(function (s) { s.addEventListener("change", apply); });
+  section.classList.add("scripted");
+  apply();
+})();
+"""
+
+
+def _sample_browser(results: dict, prompts: dict) -> str:
+    """A bounded sample of every kind of answer (see :func:`biascheck.reporting.samples.browser_sample`)
+    with filters by category, outcome and prompt, each case's prompt beside its reply."""
+    cases = results.get("cases") or []
+    shown, groups = browser_sample(cases)
+    if not shown:
+        return ""
+    total = sum(groups.values())
+    out = [
+        '<section id="samples">\n<h2>Sample browser</h2>',
+        f'<p class="muted small">{_fmt_int(len(shown))} of {_fmt_int(total)} cases: at most {PER_GROUP} for each category, outcome '
+        "and context, picked by a hash of their case ids (the same ones on every run), so that the page stays small for any "
+        "suite. "
+        "Every case is in results.json.</p>",
+        '<div class="filters">',
+    ]
+    for name, key in (("category", "category"), ("outcome", "outcome"), ("prompt", "prompt_id")):
+        values = sorted({str(c.get(key) if c.get(key) is not None else "") for c in shown})
+        options = "".join(f'<option value="{_e(v)}"{_lang(v)}>{_e(v or "(none)")}</option>' for v in values)
+        out.append(f'<label>{name} <select data-filter="{name}"><option value="">all ({len(values)})</option>{options}</select></label>')
+    out.append('<span class="muted small sample-count"></span></div>')
+    for case in shown:
+        category, outcome, context = (str(case.get(k) if case.get(k) is not None else "") for k in ("category", "outcome", "context_type"))
+        prompt_id = str(case.get("prompt_id") if case.get("prompt_id") is not None else "")
+        head = [f"<code>{_e(case.get('case_id'))}</code>", f"<span{_lang(category)}>{_e(category)}</span>", _outcome(outcome)]
+        if context:
+            head.append(f'<span><span class="label">context</span> {_e(context)}</span>')
+        if prompt_id:
+            head.append(f'<span><span class="label">prompt</span> {_e(prompt_id)}</span>')
+        out.append(
+            f'<div class="sample-row" data-category="{_e(category)}" data-outcome="{_e(outcome)}" data-prompt="{_e(prompt_id)}">'
+            f'<div class="flip-head">{"".join(head)}</div><div class="pair">'
+            + _prompt_block(prompts.get(str(case.get("case_id"))))
+            + _reply_block(case)
+            + "</div></div>"
+        )
+    out.append(f"<script>{SAMPLE_SCRIPT}</script>\n</section>")
     return "\n".join(out)
 
 
@@ -1173,98 +918,7 @@ def _extra_tables(results: dict) -> str:
 # --- several runs, and releases --------------------------------------------------------------------
 
 
-class _Point(NamedTuple):
-    """One row of a point chart: a run or a release, its value dict (value, ci, n, note), its
-    threshold, whether it fails it (None: not judged here) and a muted note beside the label."""
-
-    label: str
-    value: dict
-    threshold: Any
-    failing: bool | None
-    note: str = ""
-
-
-def _point_svg(points: list[_Point], metric: str, *, level: str, connect: bool = False) -> str:
-    """A row per point: the value as a dot with its interval, and the threshold, one dashed line
-    through the plot when every row has the same one, else a segment per row. ``connect`` draws a
-    thin line through the dots in row order (releases, oldest first)."""
-    positions: list[float | None] = []
-    for point in points:
-        positions += _threshold_positions(point.threshold)
-        positions += [fmt.number(point.value.get("value")), *fmt.bounds(point.value.get("ci"))]
-    lo, hi, step = _domain(positions)
-    size, small = 12.0, 11.0
-    label_w = min(max([_text_width(p.label, size) for p in points] + [60.0]) + 12, 300.0)
-    note_w = min(max(_text_width(p.note, small) for p in points) + 10, 200.0) if any(p.note for p in points) else 0.0
-    width, value_w = 920.0 + max(label_w + note_w - 240.0, 0.0), 236.0
-    x0 = label_w + note_w + 10
-    plot_w = width - x0 - value_w - 14
-    slot_h, top, axis_h = 24.0, 6.0, 26.0
-    bottom = top + slot_h * len(points)
-
-    def x(v: float) -> float:
-        return x0 + (v - lo) / (hi - lo) * plot_w
-
-    svg = [
-        f'<svg class="bars" viewBox="0 0 {_n(width)} {_n(bottom + axis_h)}" style="max-width:{_n(width)}px" '
-        f'role="img" aria-label="{_e(metric)}, one row per run" xmlns="http://www.w3.org/2000/svg">'
-    ]
-    for i in range(int(round((hi - lo) / step)) + 1):
-        t = lo + i * step
-        cls = "zero" if abs(t) < 1e-9 else "grid"
-        svg.append(f'<line class="{cls}" x1="{_n(x(t))}" y1="{_n(top)}" x2="{_n(x(t))}" y2="{_n(bottom)}"/>')
-        svg.append(f'<text class="tick" x="{_n(x(t))}" y="{_n(bottom + 16)}" text-anchor="middle">{_tick_label(t)}</text>')
-    shared = points[0].threshold
-    if all(p.threshold == shared for p in points):
-        segments = [(position, top, bottom, shared) for position in _threshold_positions(shared)]
-    else:
-        segments = [
-            (pos, top + k * slot_h + 1, top + (k + 1) * slot_h - 1, p.threshold)
-            for k, p in enumerate(points)
-            for pos in _threshold_positions(p.threshold)
-        ]
-    for position, y1, y2, threshold in segments:
-        svg.append(
-            f'<line class="threshold" x1="{_n(x(position))}" y1="{_n(y1)}" x2="{_n(x(position))}" y2="{_n(y2)}">'
-            f"<title>threshold {_e(fmt.threshold(threshold))}</title></line>"
-        )
-    if connect:
-        trend = [(x(v), top + k * slot_h + slot_h / 2) for k, p in enumerate(points) if (v := fmt.number(p.value.get("value"))) is not None]
-        if len(trend) > 1:
-            svg.append('<polyline class="trend" points="' + " ".join(f"{_n(a)},{_n(b)}" for a, b in trend) + '"/>')
-    for k, point in enumerate(points):
-        yc = top + k * slot_h + slot_h / 2
-        v = fmt.number(point.value.get("value"))
-        c_lo, c_hi = fmt.bounds(point.value.get("ci"))
-        n = point.value.get("n")
-        tip = f"{point.label}: {metric} = {fmt.exact(v)}, {level} CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {_fmt_int(n) if n is not None else 'n/a'}"
-        if fmt.threshold(point.threshold):
-            tip += f"; threshold {fmt.threshold(point.threshold)}" + ("" if point.failing is None else ": FAIL" if point.failing else ": pass")
-        if point.value.get("note"):
-            tip += f"; {point.value['note']}"
-        g = [f'<g class="mark"><title>{_e(tip)}</title>']
-        shown = _shorten(point.label, size, label_w - 12)
-        g.append(f'<text class="cat" x="0" y="{_n(yc + 4)}"{_lang(point.label)}>{_e(shown)}</text>')
-        if point.note:
-            g.append(f'<text class="side" x="{_n(label_w)}" y="{_n(yc + 4)}" font-size="11">{_e(_shorten(point.note, small, note_w - 6))}</text>')
-        if v is None:  # no dot: say so in the plot, so an empty row is not read as 0
-            g.append(f'<text class="na" x="{_n(x(0.0) + 4)}" y="{_n(yc + 4)}" font-size="11">n/a</text>')
-        else:
-            if c_lo is not None and c_hi is not None:
-                xl, xh, cap = x(c_lo), x(c_hi), 5.0
-                g.append(
-                    f'<path class="ci" d="M{_n(xl)} {_n(yc - cap)}V{_n(yc + cap)}M{_n(xl)} {_n(yc)}H{_n(xh)}M{_n(xh)} {_n(yc - cap)}V{_n(yc + cap)}"/>'
-                )
-            g.append(f'<circle class="pt{" failing" if point.failing else ""}" cx="{_n(x(v))}" cy="{_n(yc)}" r="4.5"/>')
-        text = "n/a" if v is None else f"{fmt.value(v)} {fmt.ci([c_lo, c_hi])}"
-        mark = ' <tspan class="fail">FAIL</tspan>' if point.failing else ""
-        g.append(f'<text class="val" x="{_n(x0 + plot_w + 12)}" y="{_n(yc + 4)}">{_e(text)}{mark}</text></g>')
-        svg.append("".join(g))
-    svg.append("</svg>")
-    return "\n".join(svg)
-
-
-def _point_figure(metric: str, points: list[_Point], *, level: str, connect: bool, what: str) -> str:
+def _point_figure(metric: str, points: list[Point], *, level: str, connect: bool, what: str) -> str:
     thresholds = sorted({fmt.threshold(p.threshold) for p in points if fmt.threshold(p.threshold)})
     caption = f'<code>{_e(metric)}</code> <span class="muted small">threshold {_e("; ".join(thresholds) or "none")}</span>'
     legend = (
@@ -1274,7 +928,7 @@ def _point_figure(metric: str, points: list[_Point], *, level: str, connect: boo
     )
     return (
         f'<figure class="chart" id="chart-{_e(metric)}">\n<figcaption>{caption}</figcaption>\n<div class="legend">{legend}</div>\n'
-        + _point_svg(points, metric, level=level, connect=connect)
+        + point_svg(points, metric, level=level, connect=connect)
         + "\n</figure>"
     )
 
@@ -1329,7 +983,7 @@ def render_runs_html(document: dict) -> str:
         if row is None:
             continue
         points = [
-            _Point(str(run.get("label")), value, value.get("threshold"), None if value.get("passed") is None else not value["passed"])
+            Point(str(run.get("label")), value, value.get("threshold"), None if value.get("passed") is None else not value["passed"])
             for run, value in zip(runs, row.get("values") or [])
         ]
         charts.append(_point_figure(metric, points, level=level, connect=False, what="the run's overall value"))
@@ -1399,7 +1053,7 @@ def render_history_html(document: dict) -> str:
     for metric in document.get("headline") or []:
         points = [
             # The date beside a revision; a release without one is labelled by its time already.
-            _Point(
+            Point(
                 str(r.get("label")),
                 (r.get("metrics") or {}).get(metric) or {},
                 thresholds.get(metric),

@@ -19,6 +19,7 @@ from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.reporting.samples import REPORT_PROMPTS, sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
 RESULTS_SCHEMA = "biascheck.results/1"
@@ -30,7 +31,9 @@ def _json_number(x: float) -> float | None:
 
 
 def build_results(run) -> list[dict[str, Any]]:
-    """One results document per suite of the run."""
+    """One results document per suite of the run. Each also holds, under :data:`REPORT_PROMPTS`,
+    the prompts of the cases report.html shows (:mod:`biascheck.reporting.samples`): not part of
+    results.json, which :func:`biascheck.reporting.write.write_reports` writes without them."""
     created = datetime.now(UTC).isoformat(timespec="seconds")
     stats = run.stats.to_dict()
     documents = []
@@ -43,6 +46,8 @@ def build_results(run) -> list[dict[str, Any]]:
             for case, outcome in zip(result.cases, outcomes)
         ]
         n_errors = sum(outcome.status == "error" for outcome in outcomes)
+        shown = sampled_ids(cases)
+        prompts = {case.case_id: [[m.role, m.content] for m in case.messages] for case in result.cases if case.case_id in shown}
         judge_stats = result.judge_stats.to_dict()
         documents.append(
             {
@@ -124,6 +129,7 @@ def build_results(run) -> list[dict[str, Any]]:
                 and n_errors == 0
                 and (not suite.skipped_categories or run.config.allow_missing_data),
                 "cases": cases,
+                REPORT_PROMPTS: prompts,
             }
         )
     return documents

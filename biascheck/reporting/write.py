@@ -3,6 +3,7 @@ them imports another's writer (results, comparison and HTML renderings only read
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,27 @@ from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
 from biascheck.reporting.runs import render_runs_markdown
+from biascheck.reporting.samples import REPORT_PROMPTS
+
+# Where a pytest run without --biascheck-report writes its reports (beside the default store, which
+# a project ignores already): a folder per suite, so runs of other suites do not replace each other's.
+DEFAULT_REPORTS = Path(".biascheck") / "reports"
+
+
+def default_report_dir(documents: list[dict]) -> Path:
+    """The report folder of a run without --biascheck-report: ``.biascheck/reports/<suite>``, for
+    several suites their names joined by ``+`` (a long list shortened to the first and a digest),
+    for a shard ``<suite>-shard-K-of-N``: two runs of other suites or shards never share one. (Under
+    pytest-xdist the controller alone writes reports.)"""
+    names = [document["suite"]["name"] for document in documents]
+    name = "+".join(names)
+    if len(name) > 120:  # a folder name stays well under 255 bytes
+        name = f"{names[0]}+{len(names) - 1}-more-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    shard = documents[0]["run"].get("shard")
+    if shard:
+        index, _, count = str(shard).partition("/")
+        name += f"-shard-{index}-of-{count}"
+    return DEFAULT_REPORTS / name
 
 
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
@@ -24,12 +46,14 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
     def render() -> dict[str, str]:
         files: dict[str, str] = {}
         for document in documents:
+            prompts = document.get(REPORT_PROMPTS)
+            document = {key: value for key, value in document.items() if key != REPORT_PROMPTS}  # the page's, not results.json's
             prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
             validate_results(document, str(folder / prefix / "results.json"))
             comparison = comparisons.get(document["suite"]["name"])
             files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
             files[prefix + "report.md"] = render_markdown(document)
-            files[prefix + "report.html"] = render_html(document, comparison)
+            files[prefix + "report.html"] = render_html(document, comparison, prompts=prompts)
             if comparison is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
                 files[prefix + "comparison.md"] = render_comparison_markdown(comparison)

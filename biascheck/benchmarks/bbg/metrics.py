@@ -72,15 +72,17 @@ import numpy as np
 
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
 from biascheck.metrics.core import (
+    Clustered,
     MetricDef,
     Spread,
     Table,
+    check_vectors,
     count_columns,
     divide,
-    factorize,
     grouped_cluster_codes,
     metric_table,
-    spread,
+    resolve_metrics,
+    spreads,
     tables_json,
 )
 
@@ -399,46 +401,37 @@ def aggregate_bbg(
     bootstrap (intervals NaN).  Counts are integers, so the result does not depend on row order.
     ``extra``: (names, table of a group's per-template counts) of metrics reported beside these.
     """
-    names = tuple(BBG_METRICS) if metrics is None else tuple(metrics)
-    unknown = [n for n in names if n not in BBG_METRICS]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join(BBG_METRICS)}")
+    names = resolve_metrics(metrics, tuple(BBG_METRICS), tuple(BBG_METRICS))
     defs = [BBG_METRICS[n] for n in names]
 
     n = len(pairs)
-    v = np.asarray(vectors)
-    if v.size == 0 and n == 0:
-        v = v.reshape(0, K)
-    if v.shape != (n, K):
-        raise ValueError(f"vectors must have shape ({n}, {K}) (one row per pair), got {v.shape}")
+    v = check_vectors(np.asarray(vectors), n, K, "pair")
     codes = _pair_codes(v).astype(np.int64)
     for i, pair in enumerate(pairs):
         if len(pair) != 3 or not (isinstance(pair[0], str) and isinstance(pair[1], str) and isinstance(pair[2], str)):
             raise ValueError(f"pair {i}: expected (category, run, cluster) strings, got {pair!r}")
     categories, runs, clusters = (list(column) for column in zip(*pairs)) if n else ([], [], [])
 
-    cluster, cluster_names = factorize(clusters)
-    n_clusters = len(cluster_names)
+    rows = Clustered(clusters)
 
     def table(counts: np.ndarray) -> Table:
         out = metric_table(counts, defs, n_boot, seed, confidence)
         return {**out, **extra[1](counts)} if extra is not None else out
 
-    def by(values: list[str]) -> dict[str, Table]:
-        group, group_names = factorize(values)
-        counts = _grouped_cluster_counts(group, len(group_names), cluster, n_clusters, codes)
-        return {g: table(counts[i]) for i, g in enumerate(group_names)}
+    def tables(group: np.ndarray, n_groups: int) -> list[Table]:
+        counts = _grouped_cluster_counts(group, n_groups, rows.cluster, rows.n_clusters, codes)
+        return [table(counts[i]) for i in range(n_groups)]
 
-    overall_counts = _grouped_cluster_counts(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, codes)[0]
-    by_run = by(runs)
+    overall_counts = _grouped_cluster_counts(rows.whole(), 1, rows.cluster, rows.n_clusters, codes)[0]
+    by_run = rows.by(runs, tables)
     total = overall_counts.sum(axis=0)
     names = names + extra[0] if extra is not None else names
     return BBGMetrics(
         metrics=names,
         overall=table(overall_counts),
-        by_category=by(categories),
+        by_category=rows.by(categories, tables),
         by_run=by_run,
-        run_summary={m: spread([t[m].value for t in by_run.values()], "runs") for m in names},
+        run_summary=spreads(by_run, names, "runs"),
         counts={"n": n, "n_scorable": int(total[:_N_TYPES].sum()), **dict(zip(COUNT_FIELDS, map(int, total)))},
         n_boot=n_boot,
         seed=seed,

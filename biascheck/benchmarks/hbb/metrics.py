@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
-from biascheck.metrics.core import MetricDef, Table, count_columns, divide, factorize, metric_table, tables_json
+from biascheck.metrics.core import Clustered, MetricDef, Table, check_vectors, count_columns, divide, metric_table, resolve_metrics, tables_json
 
 __all__ = [
     "COUNT_FIELDS",
@@ -425,18 +425,11 @@ def aggregate_hbb(
     ``n_boot=0`` skips it (intervals NaN).  The result does not depend on the order of the rows.
     """
     t = _check_threshold(threshold)
-    names = tuple(HBB_METRICS) if metrics is None else tuple(metrics)
-    unknown = [n for n in names if n not in HBB_METRICS]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join(HBB_METRICS)}")
+    names = resolve_metrics(metrics, tuple(HBB_METRICS), tuple(HBB_METRICS))
     defs = [HBB_METRICS[n] for n in names]
 
     n = len(instances)
-    v = np.asarray(vectors, dtype=np.float64)
-    if v.size == 0 and n == 0:
-        v = v.reshape(0, K)
-    if v.shape != (n, K):
-        raise ValueError(f"vectors must have shape ({n}, {K}) (one row per instance), got {v.shape}")
+    v = check_vectors(np.asarray(vectors, dtype=np.float64), n, K, "instance")
     _check_vectors(v, t)
     categories, types, clusters = [], [], []
     for i, inst in enumerate(instances):
@@ -446,15 +439,13 @@ def aggregate_hbb(
         types.append(inst[1])
         clusters.append(inst[2])
 
-    cluster, cluster_names = factorize(clusters)
-    n_clusters = len(cluster_names)
+    rows = Clustered(clusters)
 
-    def by(values: list[str]) -> dict[str, Table]:
-        group, group_names = factorize(values)
-        sums = _grouped_cluster_sums(group, len(group_names), cluster, n_clusters, v)
-        return {g: metric_table(sums[i], defs, n_boot, seed, confidence) for i, g in enumerate(group_names)}
+    def tables(group: np.ndarray, n_groups: int) -> list[Table]:
+        sums = _grouped_cluster_sums(group, n_groups, rows.cluster, rows.n_clusters, v)
+        return [metric_table(sums[i], defs, n_boot, seed, confidence) for i in range(n_groups)]
 
-    overall_sums = _grouped_cluster_sums(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, v)[0]
+    overall_sums = _grouped_cluster_sums(rows.whole(), 1, rows.cluster, rows.n_clusters, v)[0]
     overall = metric_table(overall_sums, defs, n_boot, seed, confidence)
     total = overall_sums.sum(axis=0)
     counts: dict[str, float] = {"n": n}
@@ -463,8 +454,8 @@ def aggregate_hbb(
     return HBBMetrics(
         metrics=names,
         overall=overall,
-        by_category=by(categories),
-        by_type=by(types),
+        by_category=rows.by(categories, tables),
+        by_type=rows.by(types, tables),
         counts=counts,
         n_boot=n_boot,
         seed=seed,

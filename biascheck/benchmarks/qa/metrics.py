@@ -36,15 +36,16 @@ import numpy as np
 from biascheck.core.records import Case, Outcome, QATruth
 from biascheck.metrics.bootstrap import DEFAULT_N_BOOT
 from biascheck.metrics.core import (
+    Clustered,
     MetricDef,
     Spread,
     Table,
     count_columns,
     divide,
-    factorize,
     grouped_cluster_codes,
     metric_table,
-    spread,
+    resolve_metrics,
+    spreads,
     tables_json,
 )
 
@@ -577,10 +578,7 @@ def aggregate_qa(
     that of ``outcomes``.
     """
     known = {**QA_METRICS, **(extra or {})}
-    names = tuple(QA_METRICS) if metrics is None else tuple(metrics)
-    unknown = [n for n in names if n not in known and n not in READING_METRICS]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; known: {', '.join([*known, *READING_METRICS])}")
+    names = resolve_metrics(metrics, tuple(QA_METRICS), [*known, *READING_METRICS])
     defs = [known[n] for n in names if n in known]
     reading = [READING_METRICS[n] for n in names if n in READING_METRICS]
 
@@ -615,8 +613,8 @@ def aggregate_qa(
         labels.append(case.label)
         prompts.append(case.prompt_id)
 
-    cluster, cluster_names = factorize(clusters)
-    n_clusters = len(cluster_names)
+    rows = Clustered(clusters)
+    cluster, n_clusters = rows.cluster, rows.n_clusters
 
     def tables(group: np.ndarray, n_groups: int) -> list[Table]:
         counts = _grouped_cluster_counts(group, n_groups, cluster, n_clusters, cell_idx)
@@ -632,20 +630,16 @@ def aggregate_qa(
                 out[i] = {name: table[name] for name in names}  # in the order asked for
         return out
 
-    def by(values: list[str], skip_empty: bool = False) -> dict[str, Table]:
-        group, group_names = factorize(values)
-        return {g: t for g, t in zip(group_names, tables(group, len(group_names))) if not (skip_empty and g == "")}
-
-    overall_counts = _grouped_cluster_counts(np.zeros(n, dtype=np.int64), 1, cluster, n_clusters, cell_idx)[0]
-    (overall,) = tables(np.zeros(n, dtype=np.int64), 1)
-    by_prompt = by(prompts)
+    overall_counts = _grouped_cluster_counts(rows.whole(), 1, cluster, n_clusters, cell_idx)[0]
+    (overall,) = tables(rows.whole(), 1)
+    by_prompt = rows.by(prompts, tables)
     return QAMetrics(
         metrics=names,
         overall=overall,
-        by_category=by(categories),
-        by_label=by(labels, skip_empty=True),
+        by_category=rows.by(categories, tables),
+        by_label=rows.by(labels, tables, skip_empty=True),
         by_prompt=by_prompt,
-        prompt_summary={m: spread([t[m].value for t in by_prompt.values()]) for m in names},
+        prompt_summary=spreads(by_prompt, names),
         counts={"n": n, **dict(zip(COUNT_FIELDS, map(int, overall_counts.sum(axis=0))))},
         n_boot=n_boot,
         seed=seed,

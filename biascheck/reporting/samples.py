@@ -1,0 +1,79 @@
+"""Which answers report.html shows: the sample of biased answers and the sample browser's cases,
+chosen from results.json's case records alone (so the run, which keeps their prompts, and the page,
+which shows them, choose the same ones), and bounded whatever the suite's size.
+
+Prompts are not part of results.json. :func:`biascheck.reporting.results.build_results` keeps the
+prompts of the sampled cases beside each document, under :data:`REPORT_PROMPTS` (carried to a
+pytest-xdist controller with the document); :func:`biascheck.reporting.write.write_reports` leaves
+that key out of results.json. A page rendered from a results.json file alone shows the options and
+replies of the same cases, without their prompts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+# The side key of a results document built by this run: case id -> [[role, content], ...].
+REPORT_PROMPTS = "report_prompts"
+
+# The sample of biased answers: the first by case id in each category.
+BIASED_PER_CATEGORY = 5
+# The sample browser: this many cases of each (category, outcome, context) group, picked by a hash
+# of their ids (so prompts and choice orders vary). KoBBQ's 34,200 cases make 60 groups: 300 cases
+# shown, a page of 0.56 MB.
+PER_GROUP = 5
+
+Group = tuple[str, str, str]
+
+
+def _is_biased_answer(case: Mapping[str, Any]) -> bool:
+    # In a biased disambiguated context the stereotyped option is also the correct one: not a biased answer.
+    return case.get("outcome") == "biased" and case.get("context_type") != "dis-biased"
+
+
+def biased_sample(cases: Iterable[Any]) -> dict[str, tuple[list[Mapping[str, Any]], int]]:
+    """Category -> (up to :data:`BIASED_PER_CATEGORY` answers that chose the stereotyped option
+    where it was not the correct one, the first by case id; how many there are), categories in
+    code point order."""
+    by_category: dict[str, list[Mapping[str, Any]]] = {}
+    for case in cases:
+        if isinstance(case, dict) and _is_biased_answer(case):
+            by_category.setdefault(str(case.get("category")), []).append(case)
+    return {
+        category: (heapq.nsmallest(BIASED_PER_CATEGORY, by_category[category], key=lambda c: str(c.get("case_id"))), len(by_category[category]))
+        for category in sorted(by_category)
+    }
+
+
+def group_of(case: Mapping[str, Any]) -> Group:
+    return (str(case.get("category")), str(case.get("outcome")), str(case.get("context_type") or ""))
+
+
+def _spread(case: Mapping[str, Any]) -> tuple[int, str]:
+    case_id = str(case.get("case_id"))
+    return zlib.crc32(case_id.encode("utf-8")), case_id
+
+
+def browser_sample(cases: Iterable[Any]) -> tuple[list[Mapping[str, Any]], dict[Group, int]]:
+    """The sample browser's cases (groups in order, each group's in case id order) and the size of
+    every group: at most :data:`PER_GROUP` per group, those of the smallest CRC-32 of their case
+    id. The same cases whatever the order of results.json's cases, spread over the group (prompts
+    and choice orders vary), chosen without sorting a full HBB's 773,500 ids."""
+    groups: dict[Group, list[Mapping[str, Any]]] = {}
+    for case in cases:
+        if isinstance(case, dict):
+            groups.setdefault(group_of(case), []).append(case)
+    shown: list[Mapping[str, Any]] = []
+    for key in sorted(groups):
+        picked = heapq.nsmallest(PER_GROUP, groups[key], key=_spread)
+        shown += sorted(picked, key=lambda c: str(c.get("case_id")))
+    return shown, {key: len(members) for key, members in groups.items()}
+
+
+def sampled_ids(cases: Sequence[Any]) -> set[str]:
+    """The ids of every case report.html shows: those whose prompts the run keeps for it."""
+    ids = {str(c.get("case_id")) for shown, _ in biased_sample(cases).values() for c in shown}
+    return ids | {str(c.get("case_id")) for c in browser_sample(cases)[0]}
