@@ -91,7 +91,7 @@ def pytest_runtestloop(session: pytest.Session):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    if isinstance(item, plugin_items.CaseItem) and plugin_items.light_protocol(item):
+    if plugin_items.light_protocol(item):
         plugin_items.run_case(item, nextitem)
         return True
     return None

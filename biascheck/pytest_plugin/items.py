@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TypeGuard
 
 import pytest
 
@@ -273,10 +274,14 @@ class RunCompleteItem(OneLineFailures, pytest.Item):
 _FULL_PROTOCOL_OPTIONS = ("usepdb", "trace", "setupshow", "setuponly", "setupplan")
 
 
-def light_protocol(item: pytest.Item) -> bool:
-    """Whether a case item may take :func:`run_case`: unless an option wants pytest's own protocol,
+def light_protocol(item: pytest.Item) -> TypeGuard[CaseItem]:
+    """Whether an item takes :func:`run_case`: a case item, unless an option wants pytest's own protocol
     or a marker was put on it or above it (a skip or xfail added by a conftest: pytest's setup reads them)."""
-    return not any(getattr(item.config.option, name, False) for name in _FULL_PROTOCOL_OPTIONS) and next(item.iter_markers(), None) is None
+    return (
+        isinstance(item, CaseItem)
+        and not any(getattr(item.config.option, name, False) for name in _FULL_PROTOCOL_OPTIONS)
+        and next(item.iter_markers(), None) is None
+    )
 
 
 def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
@@ -339,7 +344,7 @@ def run_items(session: pytest.Session) -> bool | None:
     items = session.items
     for i, item in enumerate(items):
         nextitem = items[i + 1] if i + 1 < len(items) else None
-        if isinstance(item, CaseItem) and light_protocol(item):
+        if light_protocol(item):
             run_case(item, nextitem)
         else:
             item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
