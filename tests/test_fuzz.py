@@ -315,6 +315,13 @@ COMMANDS = {
     ("suites",): (["--data", "--model", "--api-base", "--param", "--price", "--judge-price", "--cache"], [], 1),
     ("init",): ([], ["--force"], 2),
     ("store", "merge"): ([], [], 3),
+    ("run",): (
+        ["--model", "--data", "--cache", "--report", "--baseline", "--param", "--compare-fail", "--concurrency", "--shard"],
+        ["--update-baseline", "--dry-run"],
+        2,
+    ),
+    ("judge", "export"): (["--run", "--n", "--out", "--seed", "--data", "--benchmark"], [], 1),
+    ("judge", "fit"): (["--out", "--benchmark"], [], 1),
     ("qualify-judge",): (
         ["--suite", "--benchmark", "--cases", "--seed", "--min-accuracy", "--max-abs-diff-bias", "--param", "--api-base", "--data", "--cache"]
         + ["--concurrency", "--json"],
@@ -372,6 +379,7 @@ def test_fuzzed_command_arguments_give_a_result_or_one_line(tmp_path, files, mon
     # In this process, so without the benchmark data: a run that would be long stops at its data.
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BIASCHECK_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASCHECK_OFFLINE", "1")  # a suite named by the fuzzer is refused at its data, not downloaded
     monkeypatch.setenv("BIASCHECK_CACHE_DIR", str(tmp_path / "cache"))
     argv = data.draw(argvs(COMMANDS, files))
     code, _, err = run_main(argv)
