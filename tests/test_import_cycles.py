@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-import grimp
+import pytest
 
 from conftest import ROOT
 
@@ -26,6 +26,8 @@ def lazy_edges() -> list[tuple[str, str]]:
 
 
 def test_no_import_cycles_even_through_annotations_or_lazy_reexports():
+    # grimp comes with [dev] (import-linter's), not [test]: the real-model job collects without it.
+    grimp = pytest.importorskip("grimp")
     graph = grimp.build_graph("biascheck", exclude_type_checking_imports=False)
     for importer, imported in lazy_edges():
         graph.add_import(importer=importer, imported=imported)
