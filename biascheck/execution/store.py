@@ -386,10 +386,13 @@ def one_name(path: Path) -> Path:
     store's write-ahead log and its index next to the name it is given: runs through two links
     would each take their own lock and make every call, and each write the file through a log the
     other cannot see ("database disk image is malformed"). ``path`` itself when the store does not
-    exist yet (it is created with that one name) or the folder cannot be used."""
+    exist yet (it is created with that one name), has that one name, or the folder cannot be used.
+    (A link made while a run has the store open, by its only name then, is not seen.)"""
     try:
         identity = path.stat()
     except OSError:
+        return path
+    if identity.st_nlink < 2:
         return path
     registry = Path(tempfile.gettempdir()) / f"biascheck-stores-{os.getuid()}"
     entry = registry / f"{identity.st_dev}-{identity.st_ino}"
