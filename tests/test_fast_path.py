@@ -458,6 +458,17 @@ def test_a_redirect_is_followed_once_alike(status: int) -> None:
     assert paths == (["/v1/chat/completions", "/v2/chat/completions"] * 2 if status in (307, 308) else ["/v1/chat/completions"] * 2), paths
 
 
+def test_a_redirect_to_another_origin_is_followed_without_the_key_alike() -> None:
+    elsewhere, server = Server(), Server()
+    elsewhere.reply = reply_json(answer())
+    with loopback_server(elsewhere) as (other_base, _), loopback_server(server) as (api_base, _):
+        found = ask_both(server, api_base, "openai/x", [(307, {"location": other_base + "/chat/completions"}, b"", "application/json")])
+    assert_same(found, ["redirected"])
+    assert isinstance(found["fast"][0][0], Completion) and [path for path, _, _ in found["fast"][1]] == ["/v1/chat/completions"]
+    # One request each path followed the redirect with (the fast path's, then litellm's), neither with the key.
+    assert [key for _, key, _ in elsewhere.seen] == [None, None], "the key went to another origin"
+
+
 def test_nothing_listening_is_the_same_unreachable_error() -> None:
     server = Server()
     found = ask_both(server, "http://127.0.0.1:9/v1", "openai/x", [reply_json(answer())])
