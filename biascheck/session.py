@@ -360,6 +360,13 @@ class _SuitePlan:
     def plan(self, model: ModelConfig) -> None:
         self.keys, self.requests = _plan(self.suite.benchmark.requests, self.cases, model, self.params, self.estimator)
 
+    def sent_params(self) -> dict[str, Any]:
+        """The parameters the suite's requests were sent with, as results.json records them: an
+        answer mode's or estimator's own (first-token's max_tokens 1 and top_logprobs, a
+        log-likelihood's echo) in place of the sampling parameters they replace; the run's seed,
+        not each request's. Every request of a suite has the same ones."""
+        return dict(sorted(self.requests[0].params.items())) if self.requests else self.params
+
 
 def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *, progress: Progress = NoProgress()) -> RunResult:
     """Answer the selected cases and score them. Judged benchmarks take a second stage: once the
@@ -493,7 +500,7 @@ def _score(plans: list[_SuitePlan], responses: dict[str, Any], stats: RunStats, 
                 suite,
                 plan.cases,
                 outcomes,
-                plan.params,
+                plan.sent_params(),
                 metrics,
                 [] if config.shard or pending else check_thresholds(manifest, metrics, categories, kind),  # they would mislead
                 str(plan.estimator) if plan.estimator is not None else None,

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import string
+import tomllib
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -232,6 +235,23 @@ def test_every_mode_reads_the_same_answers_of_the_simulator_and_says_how(run_bia
     # Each mode's answers are its own store entries: a warm run of each makes no call.
     again = run_biascheck(kobbq_small, persona, "--biascheck-answer-mode", "loglikelihood", report="again")
     assert again.results()["run"]["calls"] == 0 and again.results()["run"]["cache_hits"] == 3 * cases
+
+
+def test_results_record_the_parameters_each_mode_sent(run_biascheck, tiny_kobbq, tmp_path):
+    # Issue 34 D17: first-token and loglikelihood runs recorded the suite's max_tokens 30 and
+    # temperature 0.0, while their requests were sent with their mode's own parameters.
+    recorded = {}
+    for mode in ("generate", "first-token", "loglikelihood"):
+        store = tmp_path / f"{mode}.sqlite"
+        run = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-answer-mode", mode, store_path=store, report=mode)
+        recorded[mode] = run.results()["model"]["params"]
+        with closing(sqlite3.connect(store)) as db:
+            sent = {row[0] for row in db.execute("SELECT json_extract(request, '$.params') FROM responses")}
+        assert [json.loads(params) for params in sent] == [recorded[mode]], mode
+    suite = tomllib.loads((tiny_kobbq / "suite.toml").read_text("utf-8"))["sampling"]
+    assert recorded["generate"] == dict(sorted(suite.items()))  # generation runs: as before
+    assert recorded["first-token"] == {**suite, "max_tokens": 1, "logprobs": True, "top_logprobs": 20, "temperature": 1.0}
+    assert recorded["loglikelihood"] == {"echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0.0}
 
 
 def test_a_refusing_persona_is_out_of_choice_by_first_token(run_biascheck, tiny_kobbq):

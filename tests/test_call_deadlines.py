@@ -122,3 +122,19 @@ def test_a_retry_after_beyond_the_cap_is_an_error_that_says_so(tmp_path, retry_a
     assert asked, response.error
     assert 590 <= float(asked.group(1)) <= 602
     assert "RateLimitError" in response.error and "after 1 attempt" in response.error
+
+
+def test_a_deadline_too_short_for_any_call_ends_in_one_line_and_no_warning(tiny_kobbq, data_dir, tmp_path):
+    # Issue 34 D16: --timeout 0.001 printed "coroutine ... was never awaited" and a tracemalloc
+    # hint (calls litellm had begun to create, abandoned at the deadline) before the one-line error.
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "biascheck.cli", "run", str(tiny_kobbq), "--model", "sim/fair", "--timeout", "0.001"]
+    command += ["--data", str(data_dir), "--cache", str(tmp_path / "store.sqlite"), "--report", str(tmp_path / "report")]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    lines = [line for line in ran.stderr.splitlines() if line.strip() and not line.startswith("biascheck sim/fair: ")]
+    assert "exceeded the deadline of 0.001 s" in ran.stderr, ran.stderr
+    assert lines == [next(line for line in lines if line.startswith("biascheck: "))], ran.stderr
+    assert "never awaited" not in ran.stderr and "tracemalloc" not in ran.stderr, ran.stderr

@@ -438,6 +438,37 @@ def test_a_server_that_hangs_up_is_an_error_alike() -> None:
             assert all(error[0] == "error" and error[2] for error in found["fast"][0])  # retried
 
 
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_followed_once_alike(status: int) -> None:
+    # Issue 34 D18: the fast path handed a 3xx to litellm, which sent the request again: every
+    # attempt was sent twice. Each path now sends it once and follows the redirect once.
+    server = Server()
+
+    def moved(handler: BaseHTTPRequestHandler, body: dict) -> None:
+        if handler.path.startswith("/v1/"):
+            send_bytes(handler, status, b"", {"location": handler.path.replace("/v1/", "/v2/", 1)})
+        else:
+            send_bytes(handler, 200, json.dumps(answer()).encode())
+
+    with loopback_server(server) as (api_base, _):
+        found = ask_both(server, api_base, "openai/x", [moved, moved])
+    assert_same(found, ["first", "second"])
+    paths = [path for path, _, _ in found["fast"][1]]
+    # (a 301/302/303 is followed as a GET, which the loopback server does not count)
+    assert paths == (["/v1/chat/completions", "/v2/chat/completions"] * 2 if status in (307, 308) else ["/v1/chat/completions"] * 2), paths
+
+
+def test_a_redirect_to_another_origin_is_followed_without_the_key_alike() -> None:
+    elsewhere, server = Server(), Server()
+    elsewhere.reply = reply_json(answer())
+    with loopback_server(elsewhere) as (other_base, _), loopback_server(server) as (api_base, _):
+        found = ask_both(server, api_base, "openai/x", [(307, {"location": other_base + "/chat/completions"}, b"", "application/json")])
+    assert_same(found, ["redirected"])
+    assert isinstance(found["fast"][0][0], Completion) and [path for path, _, _ in found["fast"][1]] == ["/v1/chat/completions"]
+    # One request each path followed the redirect with (the fast path's, then litellm's), neither with the key.
+    assert [key for _, key, _ in elsewhere.seen] == [None, None], "the key went to another origin"
+
+
 def test_nothing_listening_is_the_same_unreachable_error() -> None:
     server = Server()
     found = ask_both(server, "http://127.0.0.1:9/v1", "openai/x", [reply_json(answer())])

@@ -1,6 +1,6 @@
 """A model server that misbehaves on purpose, through biascheck's real paths (litellm's real HTTP
-client, and the fast path's, against a loopback server; every test runs through both): it stalls, sends a 10 MB reply, a broken body, an error in a
-200, or echoes the API key back. Whatever it does, each attempt ends within the deadline, the
+client, and the fast path's, against a loopback server; every test runs through both): it stalls, sends a 10 MB reply, a gzip bomb, a broken
+or cut-short body, an error in a 200, or echoes the API key back. Whatever it does, each attempt ends within the deadline, the
 retries stay bounded, an error is never scored (nor stored) as an answer and reads as one clean
 line, a reply is kept to ``biascheck.execution.llm.MAX_REPLY_CHARS``, and the key is never kept anywhere."""
 
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import re
 import secrets
+import socket
 import string
 import time
+import tracemalloc
 import warnings
 import zlib
 from collections.abc import Callable
@@ -26,11 +29,11 @@ from hypothesis import strategies as st
 
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.core.records import Response
-from biascheck.execution import llm
+from biascheck.execution import fast_http, llm
 from biascheck.execution.llm import LiteLLMClient, ModelConfig, import_litellm
 from biascheck.execution.policy import RetryPolicy
 from biascheck.execution.runner import ModelRequest, execute
-from biascheck.execution.stats import RunStats
+from biascheck.execution.stats import RunStats, RunStatus
 from biascheck.execution.store import ResponseStore, StoredResponse, request_key
 
 from loopback import bearer_token, chat_answer, loopback_server, mutate, send_bytes, send_json, stopping
@@ -41,6 +44,7 @@ MARGIN = 3.0  # seconds of slack per attempt: CI machines are loaded
 STALL_TIMEOUT = 0.5  # --biascheck-timeout of the cases that stall
 TIMEOUT = 10.0  # of the others: they answer at once, a deadline must not be what ends them
 MAX_REPLY_CHARS = getattr(llm, "MAX_REPLY_CHARS", 65_536)  # intended: 64 KB
+MAX_REPLY_BYTES = getattr(fast_http, "MAX_REPLY_BYTES", 16 << 20)  # a body as decoded: 16 MiB
 HUGE_CHARS = 10 * 2**20  # a 10 MB reply
 
 Serve = Callable[[BaseHTTPRequestHandler, int, dict], None]
@@ -91,7 +95,9 @@ def _store_files(path: Path) -> list[Path]:
     return [p for p in path.parent.glob(path.name + "*") if p.is_file()]
 
 
-def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TIMEOUT, store_path: Path | None = None) -> Called:
+def call(
+    serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TIMEOUT, store_path: Path | None = None, policy: RetryPolicy = POLICY
+) -> Called:
     """``requests`` distinct requests through ``execute`` (retries, store) and litellm's real HTTP
     path to a loopback server answering with ``serve``."""
     store_path = store_path or tmp_path / "store.sqlite"
@@ -112,7 +118,7 @@ def call(serve: Serve, tmp_path: Path, *, requests: int = 1, timeout: float = TI
         async def go():
             nonlocal snapshot, size
             with ResponseStore(store_path) as store:
-                run = await execute(planned, store=store, model_name=config.model, open_client=open_client, concurrency=4, policy=POLICY)
+                run = await execute(planned, store=store, model_name=config.model, open_client=open_client, concurrency=4, policy=policy)
                 stored = store.get_many(r.key for r in planned)
                 files = _store_files(store_path)  # the -wal holds the new pages until the store closes
                 snapshot = b"".join(p.read_bytes() for p in files)
@@ -319,6 +325,65 @@ def test_a_broken_body_is_an_error_on_one_clean_line(tmp_path, serve):
         assert called.stored[called.request_keys[0]].text == response.text
         return
     assert_errored(called)
+
+
+def cut_short(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
+    """The first three replies: their status and headers, then 20 bytes of the body and a hang-up.
+    Every later one whole."""
+    data = json.dumps(chat_answer(body)).encode()
+    if n >= 3:
+        send_bytes(handler, 200, data)
+        return
+    handler.send_response(200)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data[:20])
+    handler.wfile.flush()
+    handler.close_connection = True
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def test_a_body_cut_short_is_a_reply_to_retry_not_an_endpoint_that_cannot_be_reached(tmp_path):
+    # Issue 34 D8: three cut bodies in a row at the start tripped the circuit breaker as "cannot
+    # reach", and the run stopped with no answer; the fourth attempt would have been answered.
+    called = call(cut_short, tmp_path, requests=2, policy=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.02))
+
+    assert called.stats.status is RunStatus.COMPLETE, called.stats.status
+    assert [r.text for r in called.responses] == ["A", "A"], [r.error for r in called.responses]
+    assert called.stats.retries == 3 and len(called.arrivals) == 5
+    assert len(called.stored) == 2
+
+
+# --- a compressed bomb: refused at the reply cap, never inflated whole ---------------------------
+
+
+@pytest.fixture(scope="module")
+def gzip_bomb() -> bytes:
+    """A JSON body (leading blanks, which JSON allows) of 4 times the reply cap, gzipped to ~64 KB."""
+    return gzip.compress(b" " * (4 * MAX_REPLY_BYTES) + json.dumps(chat_answer({})).encode(), compresslevel=9)
+
+
+def test_a_gzip_bomb_is_refused_at_the_reply_cap_without_inflating_it(tmp_path, gzip_bomb, http_client):
+    # Issue 34 D9: a 250 KB gzip reply inflating to 256 MiB took 6 GB of memory over 48 calls.
+    if http_client == "litellm":
+        pytest.skip("litellm's own client inflates a reply whole: the cap is the fast path's")
+
+    def bomb(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
+        send_bytes(handler, 200, gzip_bomb, {"content-encoding": "gzip"})
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        called = call(bomb, tmp_path)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+    assert_errored(called)
+    assert f"over {MAX_REPLY_BYTES >> 20} MiB" in called.responses[0].error, called.responses[0].error
+    assert len(called.arrivals) == 1, "a reply refused for its size was asked again"
+    assert peak < 2 * MAX_REPLY_BYTES, f"{peak >> 20} MiB held to refuse a reply capped at {MAX_REPLY_BYTES >> 20} MiB"
 
 
 # --- an error in an HTTP 200 ----------------------------------------------------------------

@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 import sqlite3
 import threading
 import warnings
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -557,3 +559,44 @@ def test_keys_and_rows_are_serialised_as_canonical_json(value):
     usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
     assert store._usage_column(usage) == store._usage_column(dict(reversed(usage.items()))) == json.dumps(usage, sort_keys=True)
     assert store._usage_column({"prompt_tokens": True}) == '{"prompt_tokens": true}'
+
+
+def _run_through(path: str, barrier, paid) -> None:
+    """A run's part in a store: under its lock, "call" (put) the requests not stored yet."""
+    barrier.wait()
+    with ResponseStore(path) as store, store.exclusive():
+        missing = [n for n in range(20) if key(n) not in store.get_many([key(n) for n in range(20)])]
+        for n in missing:
+            store.put(key(n), "m", REQUEST, ANSWER)
+        with paid.get_lock():
+            paid.value += len(missing)
+
+
+def test_runs_through_two_hard_links_to_one_store_pay_once(tmp_path: Path):
+    # Issue 34 D13: two runs through two hard links took two locks (one per name), each made every
+    # call, and wrote one file through two write-ahead logs ("database disk image is malformed").
+    real = tmp_path / "a" / "store.sqlite"
+    real.parent.mkdir()
+    with ResponseStore(real):
+        pass
+    linked = tmp_path / "b" / "store.sqlite"
+    linked.parent.mkdir()
+    os.link(real, linked)
+
+    with ResponseStore(linked) as through_link, ResponseStore(real) as through_real:
+        assert through_link.path == through_real.path, "one file, two names to open it by"
+
+    context = multiprocessing.get_context("spawn")
+    barrier, paid = context.Barrier(2), context.Value("i", 0)
+    runs = [context.Process(target=_run_through, args=(str(path), barrier, paid)) for path in (real, linked)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(120)
+    assert [run.exitcode for run in runs] == [0, 0]
+    assert paid.value == 20, f"{paid.value} calls made for 20 requests"
+    with ResponseStore(linked) as store:
+        assert store.count() == 20
+    assert not list(linked.parent.glob("store.sqlite-*")), "a second write-ahead log beside the second name"
+    with closing(sqlite3.connect(real)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

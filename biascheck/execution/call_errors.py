@@ -47,6 +47,26 @@ UNREACHABLE = re.compile(
 )
 
 
+# A reply whose status and headers came but whose body broke off (cut short of its Content-Length,
+# a chunked body never ended): aiohttp's errors for it, and httpcore's words (the OpenAI SDK's own
+# client). litellm words them as it words a connection that never got a reply.
+_BODY_BROKEN = frozenset({"ClientPayloadError", "ContentLengthError", "TransferEncodingError"})
+_BODY_BROKEN_TEXT = re.compile(r"without sending complete message body|incomplete chunked read", re.IGNORECASE)
+
+
+def broken_body(exc: BaseException) -> bool:
+    """Whether ``exc`` (through the exceptions it was raised from) is a reply whose body broke off:
+    the endpoint answered, so this is a reply's error to retry, not an endpoint that cannot be reached."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ in _BODY_BROKEN or _BODY_BROKEN_TEXT.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 # How a refusal says a parameter is not supported at all, as opposed to a value out of range or of
 # the wrong type ("less_than_equal", "above maximum value"): only the former may be left out.
 _UNSUPPORTED = re.compile(

@@ -20,6 +20,8 @@ everything out of the ordinary, so that both paths keep the same answers, rows a
   through the same local transport, so its exceptions, messages and parsing are litellm's own.
 * A request that could not be sent at all (nothing listens, the name does not resolve) is made
   again by litellm, which then meets the failure itself and says so in its words.
+* A redirect is followed here, once, as litellm's client follows it; a body is read up to
+  MAX_REPLY_BYTES, after any content-encoding is undone, and refused past it.
 
 What each path does with the result (redaction, the reply cap, retries, the deadline, the circuit
 breaker, refused parameters) is :class:`biascheck.execution.llm.LiteLLMClient`'s, shared.
@@ -34,11 +36,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from biascheck.execution.call_errors import CallError
+
 # The --biascheck-http-client choices: ``fast`` where it applies (litellm elsewhere), or litellm always.
 HTTP_CLIENTS = ("fast", "litellm")
 DEFAULT_HTTP_CLIENT = "fast"
 # litellm providers whose requests the fast path sends when the model has an api_base.
 FAST_PROVIDERS = frozenset({"openai", "hosted_vllm", "litellm_proxy"})
+
+# The most bytes of a reply's body read, as decoded (a gzip body inflated), whether it came
+# compressed or not: a reply's text is kept to llm.MAX_REPLY_CHARS characters, which this holds in
+# any JSON escaping with room for log-probabilities, and 10 MB replies are still read (and cut).
+# A 250 KB gzip body that inflates to 256 MiB is refused here instead of taking gigabytes.
+MAX_REPLY_BYTES = 16 << 20
 
 CHAT = "/chat/completions"
 COMPLETIONS = "/completions"
@@ -193,8 +203,6 @@ class FastPath:
         except _Broken as exc:
             self.counts["replayed"] += 1
             return await self._through_litellm(call, path, exc.error)
-        if 300 <= reply.status < 400:  # litellm's clients follow a redirect: let litellm ask again
-            return await self._litellm(call)
         if reply.status == 200 and _is_json(reply.headers.get("Content-Type")):
             try:
                 document = json.loads(reply.body)
@@ -247,19 +255,18 @@ class FastPath:
             self._session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
             self._proxy = _env_proxy(self.base)
         try:
-            async with self._session.post(
-                self.base + path, data=data, headers=self._headers[path], allow_redirects=False, proxy=self._proxy
-            ) as response:
-                body = await response.read()
-                return _Reply(response.status, response.headers, body)
+            # A redirect is followed here, as litellm's client follows it (a 303, or a 301/302 of
+            # a POST, as a GET): handing the 3xx to litellm would send the request a second time.
+            async with self._session.post(self.base + path, data=data, headers=self._headers[path], proxy=self._proxy) as response:
+                return _Reply(response.status, response.headers, await _read_body(response))
         except aiohttp.ClientConnectorError as exc:
             raise _Unsent() from exc
         except aiohttp.ServerDisconnectedError as exc:  # (litellm's own transport is aiohttp's: its words)
-            raise _Broken(_httpx_error("RemoteProtocolError", str(exc) or "Server disconnected")) from None
+            raise _Broken(_httpx_error("RemoteProtocolError", str(exc) or "Server disconnected", exc)) from None
         except aiohttp.ClientPayloadError as exc:
-            raise _Broken(_httpx_error("RemoteProtocolError", str(exc))) from None
+            raise _Broken(_httpx_error("RemoteProtocolError", str(exc), exc)) from None
         except aiohttp.ClientError as exc:
-            raise _Broken(_httpx_error("ReadError", str(exc) or type(exc).__name__)) from None
+            raise _Broken(_httpx_error("ReadError", str(exc) or type(exc).__name__, exc)) from None
 
     # --- litellm's judgement -----------------------------------------------------------------
 
@@ -360,10 +367,35 @@ def _is_json(content_type: str | None) -> bool:
     return content_type is not None and content_type.partition(";")[0].strip().lower() == "application/json"
 
 
-def _httpx_error(name: str, message: str) -> Exception:
+def _httpx_error(name: str, message: str, cause: BaseException) -> Exception:
+    """The httpx error litellm's transport raises for ``cause``, chained to it as litellm's is:
+    the chain tells a body that broke off from an endpoint that never replied
+    (:func:`biascheck.execution.call_errors.broken_body`)."""
     import httpx
 
-    return getattr(httpx, name)(message)
+    error = getattr(httpx, name)(message)
+    error.__cause__ = cause
+    return error
+
+
+async def _read_body(response: Any) -> bytes:
+    """A reply's body, with any content-encoding undone, refused once it passes MAX_REPLY_BYTES:
+    read in pieces, so a compressed bomb is never inflated whole."""
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in response.content.iter_chunked(1 << 16):
+        size += len(piece)
+        if size > MAX_REPLY_BYTES:
+            raise reply_too_large()
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def reply_too_large() -> CallError:
+    return CallError(
+        f"the reply's body is over {MAX_REPLY_BYTES >> 20} MiB (after decompression), more than a reply biascheck keeps can take: refused unread",
+        retryable=False,
+    )
 
 
 def _with_served(plain: Plain, served: str) -> Plain:

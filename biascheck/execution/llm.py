@@ -29,7 +29,7 @@ from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Loglikelihood
-from biascheck.execution.call_errors import UNREACHABLE, CallError, one_line_error, refusal_line, refused_params, retry_after_of
+from biascheck.execution.call_errors import UNREACHABLE, CallError, broken_body, one_line_error, refusal_line, refused_params, retry_after_of
 from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS, FastPath, Plain, fast_path_applies
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
 from biascheck.execution.redaction import configured_secrets, redact_secrets, redact_url, register_secrets_of_url
@@ -701,9 +701,13 @@ class LiteLLMClient:
             if named:
                 raise CallError(refusal_line(exc, named), retryable=False, rejected=named if unsupported else ()) from None
             line = one_line_error(exc)
+            if broken_body(exc):  # the endpoint replied: not one that cannot be reached
+                raise CallError(f"the reply broke off mid-body: {line}", retryable=True) from None
             if isinstance(exc, litellm.Timeout) or UNREACHABLE.search(line):
                 raise CallError(f"cannot reach {self._where()}: {line}", retryable=True, unreachable=True) from None
             raise CallError(line, retryable=True, retry_after=retry_after_of(exc)) from None
+        except CallError:  # the fast path's own: a reply over its size cap
+            raise
         except Exception as exc:  # anything else litellm lets through (e.g. a malformed body)
             raise CallError(one_line_error(exc), retryable=True) from None
 

@@ -117,18 +117,17 @@ def from_store(stored: StoredResponse) -> Response:
 
 
 def run_sync(execution: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(execute(...))``, quiet about what Ctrl-C leaves behind: it cancels calls
-    litellm had begun to create, and Python then reports their coroutines as never awaited. Quiet
+    """``asyncio.run(execute(...))``, quiet about what a cancelled attempt leaves behind: Ctrl-C
+    or the deadline (--biascheck-timeout) cancels calls litellm had begun to create (in a thread,
+    before any request was sent), and Python then reports their coroutines as never awaited. Quiet
     too about pydantic's remarks on an odd reply made by litellm's success handlers, tasks that may
     run after the calls and their own filter (Executor.call)."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             return asyncio.run(execution)
-    except KeyboardInterrupt:
-        caught = [w for w in caught if not (issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message))]
-        raise
     finally:
+        caught = [w for w in caught if not (issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message))]
         caught = [w for w in caught if not (issubclass(w.category, UserWarning) and "pydantic" in Path(w.filename).parts)]
         for w in caught:  # every other warning, as if never caught
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)

@@ -19,10 +19,11 @@ import math
 import os
 import re
 import sqlite3
+import tempfile
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -378,6 +379,43 @@ def _errorcode(exc: sqlite3.Error) -> int | None:
     return None if code is None else code & 0xFF  # the primary code of an extended one
 
 
+def one_name(path: Path) -> Path:
+    """The name every process of this user on this machine opens the store at ``path`` by: the
+    first name it was opened by, kept per file identity (device and inode) in a folder of symbolic
+    links under the temporary folder. Two hard links are two paths to one file, and SQLite keeps a
+    store's write-ahead log and its index next to the name it is given: runs through two links
+    would each take their own lock and make every call, and each write the file through a log the
+    other cannot see ("database disk image is malformed"). ``path`` itself when the store does not
+    exist yet (it is created with that one name), has that one name, or the folder cannot be used.
+    (A link made while a run has the store open, by its only name then, is not seen.)"""
+    try:
+        identity = path.stat()
+    except OSError:
+        return path
+    if identity.st_nlink < 2:
+        return path
+    registry = Path(tempfile.gettempdir()) / f"biascheck-stores-{os.getuid()}"
+    entry = registry / f"{identity.st_dev}-{identity.st_ino}"
+    try:
+        registry.mkdir(mode=0o700, exist_ok=True)
+        if registry.lstat().st_uid != os.getuid() or not registry.is_dir():  # not this user's: unused
+            return path
+        with open(registry / ".lock", "a") as handle:  # one process at a time checks and sets a name
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            known = Path(os.readlink(entry)) if entry.is_symlink() else None
+            with suppress(OSError):
+                if known is not None and os.path.samestat(known.stat(), identity):
+                    return known
+            # Unknown, or a name that now is another file's (its inode reused): this one.
+            staged = registry / f".{entry.name}.{os.getpid()}"
+            staged.unlink(missing_ok=True)
+            os.symlink(path, staged)
+            os.replace(staged, entry)
+    except OSError:
+        return path
+    return path
+
+
 class ResponseStore:
     def __init__(self, path: Path | str):
         path = Path(path)
@@ -387,9 +425,9 @@ class ResponseStore:
             raise BiascheckError(
                 path, None, f"cannot open the response store ({exc.strerror})", "point --biascheck-cache at a writable path"
             ) from None
-        # One name for one store, however it is reached (symlinks): SQLite names the -wal and -shm
-        # files after the path it opens, and exclusive() locks a file next to it.
-        self.path = path.resolve()
+        # One name for one store, however it is reached (symlinks, hard links): SQLite names the
+        # -wal and -shm files after the path it opens, and exclusive() locks a file next to it.
+        self.path = one_name(path.resolve())
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         try:
             self._db = sqlite3.connect(self.path, timeout=_BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
@@ -695,7 +733,7 @@ def merge_stores(out: Path | str, inputs: Sequence[Path | str]) -> MergeResult:
         try:
             with store._transaction():
                 for source in sources:
-                    if source != out:
+                    if not os.path.samefile(source, store.path):  # (a hard link to ``out`` is ``out``)
                         added[str(source)], present[str(source)] = _merge_into(store._db, source)
             total = store.count()
         except sqlite3.Error as exc:
