@@ -599,10 +599,19 @@ def _diff(args) -> int:
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
     candidate, results = _read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
     reference, baseline = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
+    regression, source, said = _regression_table(args.suite, (reference, baseline), (candidate, results))
     with _in_diff_terms():
         settings = settings_from(
-            results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, **({"on_inconclusive": mode} if mode else {})
+            results,
+            rules,
+            regression=regression,
+            where=source,
+            candidate=str(candidate),
+            allow_fingerprint_mismatch=args.allow_fingerprint_mismatch,
+            **({"on_inconclusive": mode} if mode else {}),
         )
+    if said:
+        print(f"biascheck: {said}", file=sys.stderr)
     prompts, note = _prompts(args, results)
     with _in_diff_terms():
         comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts)
@@ -625,6 +634,64 @@ def _diff(args) -> int:
         for notice in github_summary(checked, reports=False):
             print(f"biascheck: {notice.text}", file=sys.stderr)
     return 0 if comparison["passed"] else 1
+
+
+# The [regression] settings, in the order a note lists them.
+_REGRESSION_KEYS = ("alpha", "power", "resamples", "seed", "flip_limit", "on_inconclusive", "rules")
+
+
+def _regression_table(suite: Path | None, reference: tuple[str, dict], candidate: tuple[Path, dict]) -> tuple[dict, str, str | None]:
+    """(the [regression] table ``biascheck diff`` tests with, the file it is from, what to say of
+    it): that of ``--suite``; else the one A records (a run's results, or a baseline recorded by
+    this biascheck); else that of the suite B's results name; else the defaults. Never B's own: a
+    candidate does not choose how it is tested, and when it asks for other settings that is said."""
+    from biascheck.config.manifest import RegressionSettings
+
+    (reference_path, baseline), (_, results) = reference, candidate
+    notes = []
+    if suite is not None:
+        table, source = _suite_regression(suite, results, required=True)
+    elif "regression" in baseline:
+        table, source = baseline["regression"], reference_path
+    else:
+        table, source = _suite_regression(Path(results["suite"].get("manifest") or "nowhere"), results, required=False)
+        used = f"those of {source}" if source else "the defaults"
+        table, source = table or RegressionSettings().to_dict(), source or "the defaults"
+        notes.append(
+            f"{reference_path} records no regression settings (a baseline of an older biascheck): the comparison uses {used} "
+            f"({_settings_text(table, _REGRESSION_KEYS[:-1])}); pass --suite DIR to use the suite's"
+        )
+    recorded = results["suite"]["regression"]
+    asked = [key for key in _REGRESSION_KEYS if key in recorded and recorded[key] != table.get(key)]
+    if asked:
+        notes.append(
+            f"B's results.json asks for {_settings_text(recorded, asked)}; the comparison uses the regression settings of {source} "
+            f"({_settings_text(table, asked)})"
+        )
+    return table, source, ". ".join(notes) or None
+
+
+def _settings_text(table: dict, keys: Sequence[str]) -> str:
+    return ", ".join(f"{key} {(', '.join(table[key]) or 'none') if key == 'rules' else table[key]}" for key in keys if key in table)
+
+
+def _suite_regression(path: Path, results: dict, *, required: bool) -> tuple[dict | None, str | None]:
+    """(the [regression] table, the suite.toml) of the suite at ``path`` (a folder or its
+    suite.toml) when it is B's suite; else an error (``required``: --suite named it) or Nones."""
+    from biascheck.config.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(path)
+    except BiascheckError as exc:
+        if required:
+            raise BiascheckError("--suite", None, str(exc), "give the folder of the suite B ran") from None
+        return None, None
+    if manifest.name != results["suite"]["name"]:
+        if required:
+            problem = f"{manifest.path} is suite {manifest.name!r}, and B a run of {results['suite']['name']!r}"
+            raise BiascheckError("--suite", None, problem, "give the folder of the suite B ran")
+        return None, None
+    return manifest.regression.to_dict(), str(manifest.path)
 
 
 @contextmanager
