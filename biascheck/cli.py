@@ -2,7 +2,8 @@
 
 - ``biascheck run SUITE... --model M``: the run ``pytest --biascheck`` makes, without pytest (for
   scripts and notebooks): the plugin's options without their ``--biascheck-`` prefix, the same
-  gate (:mod:`biascheck.orchestration`), results, reports and baselines; exit 0 pass, 1 gate failed.
+  gate (:mod:`biascheck.orchestration`), results, reports and baselines; exit 0 pass, 1 gate failed,
+  4 the run stopped (the codes: :mod:`biascheck.core.exits`).
 - ``biascheck diff A B``: compare a run's ``results.json`` (B) with a baseline or another run's
   ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
 - ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
@@ -29,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from biascheck.core import exits
 from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
 from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE, PLUGIN_NAMES
@@ -162,14 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BiascheckError as error:
         print(f"biascheck: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     except OSError as exc:  # a path the system refuses (too long, under a file, no permission) where no check named it
         error = BiascheckError(exc.filename or "a file", None, exc.strerror or str(exc), "check the path and its permissions")
         print(f"biascheck: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
-        return 130
+        return exits.INTERRUPTED
 
 
 def _add_run_command(commands) -> None:
@@ -181,8 +183,9 @@ def _add_run_command(commands) -> None:
         description="Run whole suites against a model, as pytest --biascheck does, for scripts and notebooks: the same "
         "options without their --biascheck- prefix (--model, --data, --cache, --report, --baseline, --update-baseline ...), "
         "the same response store, results.json, reports, comparisons and baselines. The summary is printed. Exit 0 when every "
-        "gate passes (a recording: when every baseline was written), 1 when one fails, 2 on a usage error, 6 when "
-        "--batch-wait=no left batches pending.",
+        "gate passes (a recording: when every baseline was written), 1 when one fails, 2 on a usage error, 4 when the run "
+        "stopped (the endpoint cannot be reached, a fatal model error, a store that cannot be written), 6 when --batch-wait=no "
+        "left batches pending, 130 when interrupted (the exit codes: docs/usage.md).",
     )
     run.add_argument("suites", nargs="+", metavar="SUITE", help="a suite folder, a folder of them, or a packaged suite's name")
     add_command_options(run)
@@ -711,7 +714,7 @@ def _in_run_terms() -> Iterator[None]:
 def _run(args) -> int:
     """``biascheck run``: the plugin's run, comparison, reports and baselines, through the same gate."""
     from biascheck import options
-    from biascheck.options import EXIT_BATCH_PENDING, CommandSettings
+    from biascheck.options import CommandSettings
     from biascheck.orchestration import Gate, Level
 
     with _in_run_terms():
@@ -742,8 +745,13 @@ def _run(args) -> int:
 
             estimates = estimate(selection, config, store=config.store_path)
             sys.stdout.write(render(estimates) if estimates else "no case selected: no model call would be made\n")
-            return 0
-        checked = _run_gate(gate, selection)
+            return exits.PASSED
+    try:
+        with _in_run_terms():
+            checked = _run_gate(gate, selection)
+    except BiascheckError as error:  # during the run (a store that cannot be used, a simulator that will not start): as pytest's 4
+        print(f"biascheck: {error}", file=sys.stderr)
+        return exits.RUN_STOPPED
     from biascheck.execution.stats import RunStatus
 
     result = checked.result
@@ -758,16 +766,16 @@ def _run(args) -> int:
         print(f"biascheck: {notice.text}", file=sys.stderr)
     if status is RunStatus.BATCH_PENDING:
         print(f"biascheck: {result.incomplete}", file=sys.stderr)
-        return EXIT_BATCH_PENDING
-    if status.fatal:
+        return exits.BATCH_PENDING
+    if status.fatal:  # not a usage error: the command was right, the run could not go on
         whose = f"{config.model.model}: " if status is RunStatus.FATAL_MODEL_ERROR else ""
         print(f"biascheck: {whose}{result.incomplete or ''}", file=sys.stderr)
-        return 2
+        return exits.RUN_STOPPED
     if any(notice.level is Level.ERROR for notice in notices):
-        return 1
+        return exits.FAILED
     if baseline.update:  # a recording's job is the baseline; its failed thresholds are reported above
-        return 1 if baseline.strict_record and not all(d["passed"] for d in checked.documents) else 0
-    return 0 if checked.passed else 1
+        return exits.FAILED if baseline.strict_record and not all(d["passed"] for d in checked.documents) else exits.PASSED
+    return exits.PASSED if checked.passed else exits.FAILED
 
 
 def _run_gate(gate, selection):

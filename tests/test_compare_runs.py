@@ -408,7 +408,9 @@ def test_diff_takes_its_settings_from_a_or_the_suite_and_says_when_b_asks_otherw
     baselines.write(old, recorded)
     nowhere = write_run(
         tmp_path / "nowhere",
-        edited(documents["most"], lambda d: d["suite"].update(manifest=str(tmp_path / "gone" / "suite.toml")) or d["suite"]["regression"].update(lax)),
+        edited(
+            documents["most"], lambda d: d["suite"].update(manifest=str(tmp_path / "gone" / "suite.toml")) or d["suite"]["regression"].update(lax)
+        ),
     )
     comparison, err = _comparison(capsys, tmp_path, str(recorded), str(nowhere))
     assert comparison["settings"]["alpha"] == 0.05 and comparison["settings"]["n_boot"] == 2000, comparison["settings"]
