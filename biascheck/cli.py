@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.add_argument(
         "--cases", type=argument("cases", "--cases"), default=None, help="a seeded subset of about this many items, whole templates (default: all)"
     )
-    qualify.add_argument("--seed", type=int, default=0, help="seed of that subset")
+    qualify.add_argument("--seed", type=argument("seed", "--seed"), default=0, help="seed of that subset")
     qualify.add_argument("--min-accuracy", type=argument("accuracy", "--min-accuracy"), default=0.95, help="warn below this accuracy (default 0.95)")
     qualify.add_argument(
         "--max-abs-diff-bias", type=argument("abs_diff_bias", "--max-abs-diff-bias"), default=0.02, help="warn above this |diff-bias| (default 0.02)"
@@ -234,7 +234,7 @@ def _add_judge_commands(commands) -> None:
     export.add_argument("--run", type=Path, required=True, metavar="RESULTS", help="the run's results.json, or its report folder")
     export.add_argument("--n", type=argument("cases", "--n"), default=300, help="stories to sample (default 300)")
     export.add_argument("--out", type=Path, required=True, metavar="FILE", help="the sample to write: .csv, else JSONL")
-    export.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    export.add_argument("--seed", type=argument("seed", "--seed"), default=0, help="seed of the sample (default 0)")
     export.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     export.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
     export.set_defaults(func=_judge_export)
@@ -258,16 +258,29 @@ def _judge_export(args) -> int:
 
     benchmark = judged_benchmark(args.benchmark, where="biascheck judge export --benchmark")
     _in_a_folder("--out", args.out)
-    _, results = _read_results(args.run, RESULTS_FIX)
+    run, results = _read_results(args.run, RESULTS_FIX)
+    readme = args.out.with_name(args.out.name + ".README.txt")
+    for target in (args.out, readme):
+        _not_a_file_of_the_run(target, run)
     path = Path(args.suite)
     suite = load_suite(path if is_suite_dir(path) else packaged_suite(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
+    if results["suite"]["name"] != suite.manifest.name:  # another suite's stories: seeds of one language, continuations of another
+        raise BiascheckError(
+            "--run", "suite.name", f"{run} is a run of suite {results['suite']['name']!r}, not of {suite.manifest.name!r}", "give a run of SUITE"
+        )
     rows = benchmark.calibration_sample(suite.manifest, suite.cases, results, args.n, args.seed)  # type: ignore[attr-defined]
     atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out))  # type: ignore[attr-defined]
-    readme = args.out.with_name(args.out.name + ".README.txt")
     atomic_write_text(readme, benchmark.calibration_instructions + "\n")  # type: ignore[attr-defined]
     counts = {c: sum(r["judge_answer"] == c for r in rows) for c in ("b", "c", "u")}
     print(f"wrote {len(rows)} stories to label to {args.out} (judge answers {counts}); instructions in {readme}")
     return 0
+
+
+def _not_a_file_of_the_run(target: Path, run: Path) -> None:
+    """A file the export would write must not replace one in the run's folder (its results.json,
+    its reports): the run would be lost."""
+    if target.exists() and (target.resolve() == run.resolve() or target.resolve().parent == run.resolve().parent):
+        raise BiascheckError("--out", None, f"{target} is a file of the run {run.parent}", "write the sample outside the run's folder")
 
 
 def _judge_fit(args) -> int:
