@@ -642,14 +642,14 @@ def _diff(args) -> int:
         # never a comparison next to another run's results.json.
         for notice in write_report_folder(checked, args.report, option="--report"):
             print(f"biascheck: {notice.text}", file=sys.stderr)
-            return 2
+            return exits.USAGE
     if github.in_github_actions():
         for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
         # The comparison alone: the run's own report is in the summary of the job that ran it.
         for notice in github_summary(checked, reports=False):
             print(f"biascheck: {notice.text}", file=sys.stderr)
-    return 0 if comparison["passed"] else 1
+    return exits.PASSED if comparison["passed"] else exits.FAILED
 
 
 # The [regression] settings, in the order a note lists them.

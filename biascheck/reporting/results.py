@@ -162,7 +162,7 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
     # read again the long way, which names the first error as always (the shared part's first).
     benchmark = document.get("suite", {}).get("benchmark") if isinstance(document, dict) and isinstance(document.get("suite"), dict) else None
     if isinstance(benchmark, str) and benchmark in registered_benchmarks() and _results_validator(benchmark, where).is_valid(document):
-        _check_read(document, where)
+        _check_beyond_the_schema(document, where)
         return
     error = next(iter(sorted(_results_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))), None)
     if error is None:  # the shared part holds, so the benchmark is named: now its cases
@@ -171,10 +171,10 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
     if error is not None:
         field = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise BiascheckError(where, field, error.message, "regenerate the file with biascheck")
-    _check_read(document, where)
+    _check_beyond_the_schema(document, where)
 
 
-def _check_read(document: dict[str, Any], where: str) -> None:
+def _check_beyond_the_schema(document: dict[str, Any], where: str) -> None:
     """Each case once, and the [regression] settings numbers (NaN passes a schema's bounds, and a
     comparison would read it)."""
     for key, value in document["suite"]["regression"].items():
