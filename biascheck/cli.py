@@ -2,7 +2,8 @@
 
 - ``biascheck run SUITE... --model M``: the run ``pytest --biascheck`` makes, without pytest (for
   scripts and notebooks): the plugin's options without their ``--biascheck-`` prefix, the same
-  gate (:mod:`biascheck.orchestration`), results, reports and baselines; exit 0 pass, 1 gate failed.
+  gate (:mod:`biascheck.orchestration`), results, reports and baselines; exit 0 pass, 1 gate failed,
+  4 the run stopped (the codes: :mod:`biascheck.core.exits`).
 - ``biascheck diff A B``: compare a run's ``results.json`` (B) with a baseline or another run's
   ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric regressed.
 - ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
@@ -29,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from biascheck.core import exits
 from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
 from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE, PLUGIN_NAMES
@@ -111,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     qualify.add_argument(
         "--cases", type=argument("cases", "--cases"), default=None, help="a seeded subset of about this many items, whole templates (default: all)"
     )
-    qualify.add_argument("--seed", type=int, default=0, help="seed of that subset")
+    qualify.add_argument("--seed", type=argument("seed", "--seed"), default=0, help="seed of that subset")
     qualify.add_argument("--min-accuracy", type=argument("accuracy", "--min-accuracy"), default=0.95, help="warn below this accuracy (default 0.95)")
     qualify.add_argument(
         "--max-abs-diff-bias", type=argument("abs_diff_bias", "--max-abs-diff-bias"), default=0.02, help="warn above this |diff-bias| (default 0.02)"
@@ -162,14 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BiascheckError as error:
         print(f"biascheck: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     except OSError as exc:  # a path the system refuses (too long, under a file, no permission) where no check named it
         error = BiascheckError(exc.filename or "a file", None, exc.strerror or str(exc), "check the path and its permissions")
         print(f"biascheck: {error}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
-        return 130
+        return exits.INTERRUPTED
 
 
 def _add_run_command(commands) -> None:
@@ -181,8 +183,9 @@ def _add_run_command(commands) -> None:
         description="Run whole suites against a model, as pytest --biascheck does, for scripts and notebooks: the same "
         "options without their --biascheck- prefix (--model, --data, --cache, --report, --baseline, --update-baseline ...), "
         "the same response store, results.json, reports, comparisons and baselines. The summary is printed. Exit 0 when every "
-        "gate passes (a recording: when every baseline was written), 1 when one fails, 2 on a usage error, 6 when "
-        "--batch-wait=no left batches pending.",
+        "gate passes (a recording: when every baseline was written), 1 when one fails, 2 on a usage error, 4 when the run "
+        "stopped (the endpoint cannot be reached, a fatal model error, a store that cannot be written), 6 when --batch-wait=no "
+        "left batches pending, 130 when interrupted (the exit codes: docs/usage.md).",
     )
     run.add_argument("suites", nargs="+", metavar="SUITE", help="a suite folder, a folder of them, or a packaged suite's name")
     add_command_options(run)
@@ -231,7 +234,7 @@ def _add_judge_commands(commands) -> None:
     export.add_argument("--run", type=Path, required=True, metavar="RESULTS", help="the run's results.json, or its report folder")
     export.add_argument("--n", type=argument("cases", "--n"), default=300, help="stories to sample (default 300)")
     export.add_argument("--out", type=Path, required=True, metavar="FILE", help="the sample to write: .csv, else JSONL")
-    export.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    export.add_argument("--seed", type=argument("seed", "--seed"), default=0, help="seed of the sample (default 0)")
     export.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     export.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
     export.set_defaults(func=_judge_export)
@@ -255,16 +258,29 @@ def _judge_export(args) -> int:
 
     benchmark = judged_benchmark(args.benchmark, where="biascheck judge export --benchmark")
     _in_a_folder("--out", args.out)
-    _, results = _read_results(args.run, RESULTS_FIX)
+    run, results = _read_results(args.run, RESULTS_FIX)
+    readme = args.out.with_name(args.out.name + ".README.txt")
+    for target in (args.out, readme):
+        _not_a_file_of_the_run(target, run)
     path = Path(args.suite)
     suite = load_suite(path if is_suite_dir(path) else packaged_suite(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
+    if results["suite"]["name"] != suite.manifest.name:  # another suite's stories: seeds of one language, continuations of another
+        raise BiascheckError(
+            "--run", "suite.name", f"{run} is a run of suite {results['suite']['name']!r}, not of {suite.manifest.name!r}", "give a run of SUITE"
+        )
     rows = benchmark.calibration_sample(suite.manifest, suite.cases, results, args.n, args.seed)  # type: ignore[attr-defined]
     atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out))  # type: ignore[attr-defined]
-    readme = args.out.with_name(args.out.name + ".README.txt")
     atomic_write_text(readme, benchmark.calibration_instructions + "\n")  # type: ignore[attr-defined]
     counts = {c: sum(r["judge_answer"] == c for r in rows) for c in ("b", "c", "u")}
     print(f"wrote {len(rows)} stories to label to {args.out} (judge answers {counts}); instructions in {readme}")
     return 0
+
+
+def _not_a_file_of_the_run(target: Path, run: Path) -> None:
+    """A file the export would write must not replace one in the run's folder (its results.json,
+    its reports): the run would be lost."""
+    if target.exists() and (target.resolve() == run.resolve() or target.resolve().parent == run.resolve().parent):
+        raise BiascheckError("--out", None, f"{target} is a file of the run {run.parent}", "write the sample outside the run's folder")
 
 
 def _judge_fit(args) -> int:
@@ -599,10 +615,19 @@ def _diff(args) -> int:
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
     candidate, results = _read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
     reference, baseline = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
+    regression, source, said = _regression_table(args.suite, (reference, baseline), (candidate, results))
     with _in_diff_terms():
         settings = settings_from(
-            results, rules, allow_fingerprint_mismatch=args.allow_fingerprint_mismatch, **({"on_inconclusive": mode} if mode else {})
+            results,
+            rules,
+            regression=regression,
+            where=source,
+            candidate=str(candidate),
+            allow_fingerprint_mismatch=args.allow_fingerprint_mismatch,
+            **({"on_inconclusive": mode} if mode else {}),
         )
+    if said:
+        print(f"biascheck: {said}", file=sys.stderr)
     prompts, note = _prompts(args, results)
     with _in_diff_terms():
         comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts)
@@ -617,14 +642,72 @@ def _diff(args) -> int:
         # never a comparison next to another run's results.json.
         for notice in write_report_folder(checked, args.report, option="--report"):
             print(f"biascheck: {notice.text}", file=sys.stderr)
-            return 2
+            return exits.USAGE
     if github.in_github_actions():
         for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
         # The comparison alone: the run's own report is in the summary of the job that ran it.
         for notice in github_summary(checked, reports=False):
             print(f"biascheck: {notice.text}", file=sys.stderr)
-    return 0 if comparison["passed"] else 1
+    return exits.PASSED if comparison["passed"] else exits.FAILED
+
+
+# The [regression] settings, in the order a note lists them.
+_REGRESSION_KEYS = ("alpha", "power", "resamples", "seed", "flip_limit", "on_inconclusive", "rules")
+
+
+def _regression_table(suite: Path | None, reference: tuple[str, dict], candidate: tuple[Path, dict]) -> tuple[dict, str, str | None]:
+    """(the [regression] table ``biascheck diff`` tests with, the file it is from, what to say of
+    it): that of ``--suite``; else the one A records (a run's results, or a baseline recorded by
+    this biascheck); else that of the suite B's results name; else the defaults. Never B's own: a
+    candidate does not choose how it is tested, and when it asks for other settings that is said."""
+    from biascheck.config.manifest import RegressionSettings
+
+    (reference_path, baseline), (_, results) = reference, candidate
+    notes = []
+    if suite is not None:
+        table, source = _suite_regression(suite, results, required=True)
+    elif "regression" in baseline:
+        table, source = baseline["regression"], reference_path
+    else:
+        table, source = _suite_regression(Path(results["suite"].get("manifest") or "nowhere"), results, required=False)
+        used = f"those of {source}" if source else "the defaults"
+        table, source = table or RegressionSettings().to_dict(), source or "the defaults"
+        notes.append(
+            f"{reference_path} records no regression settings (a baseline of an older biascheck): the comparison uses {used} "
+            f"({_settings_text(table, _REGRESSION_KEYS[:-1])}); pass --suite DIR to use the suite's"
+        )
+    recorded = results["suite"]["regression"]
+    asked = [key for key in _REGRESSION_KEYS if key in recorded and recorded[key] != table.get(key)]
+    if asked:
+        notes.append(
+            f"B's results.json asks for {_settings_text(recorded, asked)}; the comparison uses the regression settings of {source} "
+            f"({_settings_text(table, asked)})"
+        )
+    return table, source, ". ".join(notes) or None
+
+
+def _settings_text(table: dict, keys: Sequence[str]) -> str:
+    return ", ".join(f"{key} {(', '.join(table[key]) or 'none') if key == 'rules' else table[key]}" for key in keys if key in table)
+
+
+def _suite_regression(path: Path, results: dict, *, required: bool) -> tuple[dict | None, str | None]:
+    """(the [regression] table, the suite.toml) of the suite at ``path`` (a folder or its
+    suite.toml) when it is B's suite; else an error (``required``: --suite named it) or Nones."""
+    from biascheck.config.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(path)
+    except BiascheckError as exc:
+        if required:
+            raise BiascheckError("--suite", None, str(exc), "give the folder of the suite B ran") from None
+        return None, None
+    if manifest.name != results["suite"]["name"]:
+        if required:
+            problem = f"{manifest.path} is suite {manifest.name!r}, and B a run of {results['suite']['name']!r}"
+            raise BiascheckError("--suite", None, problem, "give the folder of the suite B ran")
+        return None, None
+    return manifest.regression.to_dict(), str(manifest.path)
 
 
 @contextmanager
@@ -644,7 +727,7 @@ def _in_run_terms() -> Iterator[None]:
 def _run(args) -> int:
     """``biascheck run``: the plugin's run, comparison, reports and baselines, through the same gate."""
     from biascheck import options
-    from biascheck.options import EXIT_BATCH_PENDING, CommandSettings
+    from biascheck.options import CommandSettings
     from biascheck.orchestration import Gate, Level
 
     with _in_run_terms():
@@ -675,8 +758,13 @@ def _run(args) -> int:
 
             estimates = estimate(selection, config, store=config.store_path)
             sys.stdout.write(render(estimates) if estimates else "no case selected: no model call would be made\n")
-            return 0
-        checked = _run_gate(gate, selection)
+            return exits.PASSED
+    try:
+        with _in_run_terms():
+            checked = _run_gate(gate, selection)
+    except BiascheckError as error:  # during the run (a store that cannot be used, a simulator that will not start): as pytest's 4
+        print(f"biascheck: {error}", file=sys.stderr)
+        return exits.RUN_STOPPED
     from biascheck.execution.stats import RunStatus
 
     result = checked.result
@@ -691,16 +779,16 @@ def _run(args) -> int:
         print(f"biascheck: {notice.text}", file=sys.stderr)
     if status is RunStatus.BATCH_PENDING:
         print(f"biascheck: {result.incomplete}", file=sys.stderr)
-        return EXIT_BATCH_PENDING
-    if status.fatal:
+        return exits.BATCH_PENDING
+    if status.fatal:  # not a usage error: the command was right, the run could not go on
         whose = f"{config.model.model}: " if status is RunStatus.FATAL_MODEL_ERROR else ""
         print(f"biascheck: {whose}{result.incomplete or ''}", file=sys.stderr)
-        return 2
+        return exits.RUN_STOPPED
     if any(notice.level is Level.ERROR for notice in notices):
-        return 1
+        return exits.FAILED
     if baseline.update:  # a recording's job is the baseline; its failed thresholds are reported above
-        return 1 if baseline.strict_record and not all(d["passed"] for d in checked.documents) else 0
-    return 0 if checked.passed else 1
+        return exits.FAILED if baseline.strict_record and not all(d["passed"] for d in checked.documents) else exits.PASSED
+    return exits.PASSED if checked.passed else exits.FAILED
 
 
 def _run_gate(gate, selection):

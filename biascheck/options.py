@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from biascheck.core import exits
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.orchestration import BaselineOptions
@@ -210,7 +211,7 @@ BOUNDED = {
 }
 INI_NUMBERS = {ini: "int" if BOUNDS[bound].whole else "float" for ini, bound in BOUNDED.items()}
 # pytest's exit status of a --biascheck-batch-wait=no run that submitted batches: not a pass, not a failure.
-EXIT_BATCH_PENDING = 6
+EXIT_BATCH_PENDING = exits.BATCH_PENDING
 DEFAULT_BATCH_POLL = 30.0
 
 

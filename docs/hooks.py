@@ -3,6 +3,8 @@
 - ``<!-- biascheck:options -->`` in a page becomes the option reference: every option, ini key and
   environment variable of the pytest plugin, read from the one definition of them,
   :func:`biascheck.options.add_options` (run against a recording parser) and its tables.
+- ``<!-- biascheck:exit-codes -->`` becomes the table of exit codes of pytest and of the commands,
+  from :data:`biascheck.core.exits.EXIT_CODES`.
 - ``<!-- biascheck:api -->`` becomes one mkdocstrings block per public name of each package the page
   lists (its ``__all__``).
 """
@@ -13,6 +15,7 @@ from typing import Any
 
 OPTIONS_MARK = "<!-- biascheck:options -->"
 API_MARK = "<!-- biascheck:api -->"
+EXIT_CODES_MARK = "<!-- biascheck:exit-codes -->"
 
 
 class _Recorder:
@@ -63,6 +66,16 @@ def options_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
+def exit_codes_table() -> str:
+    from biascheck.core.exits import EXIT_CODES
+
+    lines = ["| `pytest --biascheck` | `biascheck` commands | meaning |", "|---|---|---|"]
+    for code in EXIT_CODES:
+        pytest, command = ("—" if c is None else str(c) for c in (code.pytest, code.command))
+        lines.append(f"| {pytest} | {command} | {_cell(code.meaning)} |")
+    return "\n".join(lines) + "\n"
+
+
 def api_reference(page: str) -> str:
     """One mkdocstrings block per public name, for each package the page lists (a ``## `pkg``` heading),
     by the module that defines it (the package's lazy re-exports name it), so that no module is imported."""
@@ -84,6 +97,8 @@ def api_reference(page: str) -> str:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if OPTIONS_MARK in markdown:
         markdown = markdown.replace(OPTIONS_MARK, options_reference())
+    if EXIT_CODES_MARK in markdown:
+        markdown = markdown.replace(EXIT_CODES_MARK, exit_codes_table())
     if API_MARK in markdown:
         markdown = markdown.replace(API_MARK, api_reference(markdown))
     return markdown

@@ -316,3 +316,14 @@ def test_a_batch_whose_status_the_provider_does_not_give_ends_the_run_resumable_
     resumed = run_at(run_biascheck, sim, suite, model, *BATCH, "-k", "age", report="resumed")
     assert resumed.results()["run"]["calls"] == 0 and resumed.results()["run"]["errors"] == 0, resumed.output
     assert provider()["batches_created"] - before["batches_created"] == 1
+
+
+def test_biascheck_run_without_waiting_exits_6_as_pytest_does(sim, suite: Path, tmp_path: Path, data_dir: Path, capsys):
+    """The exit code of pending batches is the same in both (biascheck.core.exits, issue 34 D15)."""
+    from biascheck.cli import main
+    from biascheck.core import exits
+
+    argv = ["run", str(suite), "--model", "openai/stereotyped?p=0.2&batch_delay=1", "--api-base", sim.base_url, "--data", str(data_dir)]
+    argv += ["--cache", str(tmp_path / "store.sqlite"), "--batch", "--batch-poll", "0.05", "--batch-wait", "no", "--report", str(tmp_path / "r")]
+    assert main(argv) == exits.BATCH_PENDING == 6
+    assert "submitted, not yet scored: 96 requests in 1 batch" in capsys.readouterr().err

@@ -42,3 +42,38 @@ def test_run_names_its_own_options_in_errors(tiny_kobbq, data_dir, capsys):
     assert "--model" in err and "--biascheck-" not in err
     assert main(["run", str(tiny_kobbq), "--model", "sim/stereotyped", "--concurrency", "0"]) == 2
     assert "--concurrency" in capsys.readouterr().err
+
+
+def test_a_run_that_stops_exits_as_pytest_does_not_as_a_usage_error(run_biascheck, tiny_kobbq, data_dir, tmp_path, capsys, monkeypatch):
+    """Issue 34, D15: the circuit breaker (like a fatal model error or a store that cannot be
+    written) made ``biascheck run`` exit 2, its usage error, where pytest exits 4."""
+    from biascheck.execution.store import ResponseStore, StoredResponse
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
+    store = tmp_path / "store.sqlite"
+    with ResponseStore(store) as kept:  # an answer of the model: the start-up probe leaves the endpoint to the run
+        kept.put("0" * 64, "openai/x", {"messages": [], "params": {}, "sample": 0}, StoredResponse("A", "stop", {}, 0.0))
+    argv = ["run", str(tiny_kobbq), "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--data", str(data_dir), "--cache", str(store)]
+    assert main([*argv, "--report", str(tmp_path / "cli")]) == 4
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("biascheck: openai/x: fatal model error: cannot reach http://127.0.0.1:9/v1: ") and "circuit breaker" in last, last
+    plugin = run_biascheck(tiny_kobbq, "openai/x", "--biascheck-api-base", "http://127.0.0.1:9/v1", store_path=store)
+    assert plugin.ret == 4
+    # A usage error stays apart from it: the command's own 2.
+    assert main([*argv, "--concurrency", "0"]) == 2
+
+
+def test_the_exit_codes_are_one_table_for_pytest_and_the_commands():
+    import pytest
+
+    from biascheck.core import exits
+
+    by_command = {code.command: code for code in exits.EXIT_CODES if code.command is not None}
+    assert len(by_command) == len([c for c in exits.EXIT_CODES if c.command is not None]), "a command's code means one thing"
+    # Where the command's code differs from pytest's, it is pytest's own convention (usage error, Ctrl-C).
+    assert by_command[exits.USAGE].pytest == pytest.ExitCode.USAGE_ERROR
+    assert by_command[exits.INTERRUPTED].pytest == pytest.ExitCode.INTERRUPTED
+    for code in (exits.PASSED, exits.FAILED, exits.RUN_STOPPED, exits.BATCH_PENDING):
+        assert by_command[code].pytest == code
+    assert (exits.PASSED, exits.FAILED) == (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 import re
 import tempfile
 from html.parser import HTMLParser
@@ -335,3 +336,99 @@ def test_a_replaced_baseline_is_never_lost(documents, tmp_path):
 def test_a_revision_names_a_file_in_history_whatever_it_says(revision):
     name = baselines.safe_name(revision)
     assert re.fullmatch(r"([A-Za-z0-9_][A-Za-z0-9._-]*)?", name) and len(name) <= 120 and "/" not in name and not name.startswith(".")
+
+
+# --- the settings of a diff are A's or the suite's, never B's (issue 34, D6) ----------------------------
+
+# (field, a bad value, what the one line says of it); "nan" is written as NaN, which JSON readers take.
+BAD_SETTINGS = [
+    ("alpha", 0, "less than or equal to the minimum of 0"),
+    ("alpha", -0.5, "less than or equal to the minimum of 0"),
+    ("alpha", "nan", "NaN"),
+    ("alpha", "x", "'x' is not of type 'number'"),
+    ("alpha", 2, "greater than the maximum of 0.5"),
+    ("power", 2, "greater than or equal to the maximum of 1"),
+    ("seed", -1, "less than the minimum of 0"),
+    ("rules", None, "None is not of type 'array'"),
+    ("resamples", 10**9, "greater than the maximum of 20000"),
+    ("resamples", 0, "less than the minimum of 100"),
+    ("flip_limit", -5, "less than the minimum of 0"),
+    ("on_inconclusive", "maybe", "is not one of ['pass', 'warn', 'fail']"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "said"), BAD_SETTINGS, ids=[f"{f}={v}" for f, v, _ in BAD_SETTINGS])
+def test_diff_refuses_bad_regression_settings_in_either_file_in_one_line(runs, documents, tmp_path, capsys, field, value, said):
+    """Before: tracebacks exiting 1 (the code of "regressed"), 23 GB for resamples 1e9, and silent
+    acceptance of alpha 2, resamples 0, flip_limit -5."""
+    bad = edited(documents["most"], lambda d: d["suite"]["regression"].update({field: math.nan if value == "nan" else value}))
+    odd = write_run(tmp_path / "odd", bad) / "results.json"
+    for argv in (["diff", str(runs["fair"]), str(odd)], ["diff", str(odd), str(runs["fair"])]):
+        assert main(argv) == 2, argv
+        err = one_line_error(capsys)
+        assert err.startswith(f"biascheck: {odd}: suite.regression.{field}: "), err
+        assert said in err and "regenerate the file with biascheck" in err, err
+    # A recorded baseline is held to the same bounds (its digest made again, so the bound is what refuses it).
+    recorded = {**baselines.from_results(documents["fair"]), "regression": bad["suite"]["regression"]}
+    path = tmp_path / "release.json"
+    path.write_text(baselines.dumps(recorded) if value != "nan" else json.dumps(recorded), "utf-8")
+    assert main(["diff", str(path), str(runs["most"])]) == 2
+    assert one_line_error(capsys).startswith(f"biascheck: {path}: "), path
+
+
+def _comparison(capsys, tmp_path: Path, *argv: str) -> tuple[dict, str]:
+    report = tmp_path / f"report{len(list(tmp_path.glob('report*')))}"
+    main(["diff", *argv, "--report", str(report)])
+    return json.loads((report / "comparison.json").read_text("utf-8")), capsys.readouterr().err
+
+
+def test_diff_takes_its_settings_from_a_or_the_suite_and_says_when_b_asks_otherwise(runs, documents, suite_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    own = documents["fair"]["suite"]["regression"]
+    # B asks for a laxer test (alpha 0.5, 100 resamples, seed 9): valid values, and not the ones used.
+    lax = {"alpha": 0.5, "resamples": 100, "seed": 9, "flip_limit": 0}
+    candidate = write_run(tmp_path / "lax", edited(documents["most"], lambda d: d["suite"]["regression"].update(lax)))
+    comparison, err = _comparison(capsys, tmp_path, str(runs["fair"]), str(candidate))
+    used = comparison["settings"]
+    assert (used["alpha"], used["n_boot"], used["seed"]) == (own["alpha"], own["resamples"], own["seed"])
+    assert comparison["flips"]["total"] > 0 and comparison["flips"]["limit"] == own["flip_limit"]
+    assert "B's results.json asks for alpha 0.5, resamples 100, seed 9, flip_limit 0" in err, err
+    # A baseline records its suite's settings, and they are used too.
+    recorded = tmp_path / "release.json"
+    strict = edited(documents["fair"], lambda d: d["suite"]["regression"].update(alpha=0.01))
+    baselines.write(baselines.from_results(strict), recorded)
+    assert baselines.load(recorded)["regression"]["alpha"] == 0.01
+    comparison, err = _comparison(capsys, tmp_path, str(recorded), str(candidate))
+    assert comparison["settings"]["alpha"] == 0.01 and f"regression settings of {recorded}" in err, err
+    # --suite: the suite's own, whatever A or B record.
+    comparison, err = _comparison(capsys, tmp_path, str(recorded), str(candidate), "--suite", str(suite_dir))
+    assert comparison["settings"]["alpha"] == own["alpha"] and f"regression settings of {suite_dir / 'suite.toml'}" in err, err
+    # A baseline of an older biascheck records none: the suite B names, else the defaults, said either way.
+    old = {k: v for k, v in baselines.from_results(documents["fair"]).items() if k != "regression"}
+    baselines.write(old, recorded)
+    nowhere = write_run(
+        tmp_path / "nowhere",
+        edited(
+            documents["most"], lambda d: d["suite"].update(manifest=str(tmp_path / "gone" / "suite.toml")) or d["suite"]["regression"].update(lax)
+        ),
+    )
+    comparison, err = _comparison(capsys, tmp_path, str(recorded), str(nowhere))
+    assert comparison["settings"]["alpha"] == 0.05 and comparison["settings"]["n_boot"] == 2000, comparison["settings"]
+    assert "records no regression settings" in err and "the defaults" in err and "--suite" in err, err
+
+
+def test_a_run_listing_a_case_twice_is_refused_wherever_it_is_read(runs, documents, tmp_path, capsys):
+    """Issue 34, D12: every case twice was compared as 192 cases against 96 (each change counted
+    twice, every interval narrowed), with no word."""
+    doubled = edited(documents["most"], lambda d: d["cases"].extend(copy.deepcopy(d["cases"])))
+    first = documents["most"]["cases"][0]["case_id"]
+    odd = write_run(tmp_path / "doubled", doubled) / "results.json"
+    expected = f"biascheck: {odd}: cases.{len(documents['most']['cases'])}.case_id: case {first!r} appears twice"
+    for argv in (
+        ["diff", str(runs["fair"]), str(odd)],
+        ["diff", str(odd), str(runs["fair"])],
+        ["compare", str(runs["fair"]), str(odd), "--out", str(tmp_path / "out")],
+    ):
+        assert main(argv) == 2, argv
+        assert one_line_error(capsys).startswith(expected), argv
+    assert not (tmp_path / "out").exists()

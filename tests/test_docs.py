@@ -63,3 +63,13 @@ def test_the_api_page_documents_every_public_name():
     public = [name for package in packages for name in importlib.import_module(package).__all__ if not name.startswith("__")]
     assert [block.rsplit(".", 1)[1] for block in blocks] == public
     assert "::: biascheck.suite.load_suite" in reference  # by the module defining it: nothing is imported to document it
+
+
+def test_the_exit_codes_are_generated_from_their_one_table():
+    from biascheck.core.exits import EXIT_CODES
+
+    page = (ROOT / "docs" / "usage.md").read_text("utf-8")
+    assert page.count("<!-- biascheck:exit-codes -->") == 1
+    rows = re.findall(r"^\| (\d+|—) \| (\d+|—) \| ", hooks().exit_codes_table(), re.M)
+    assert rows == [tuple("—" if c is None else str(c) for c in (code.pytest, code.command)) for code in EXIT_CODES]
+    assert ("4", "4") in rows and ("4", "2") in rows and ("2", "130") in rows

@@ -298,6 +298,90 @@ def test_many_diffs_with_fuzzed_results_compare_or_are_one_line(tmp_path, docume
     _check_diff(tmp_path, documents, data.draw(results_texts(documents[1])))
 
 
+# The [regression] settings a results.json records, by the bound each takes (None: not a number).
+REGRESSION_FIELDS = {"alpha": "alpha", "power": "power", "resamples": "resamples", "seed": "seed", "flip_limit": "flip_limit"}
+REGRESSION_FIELDS |= {"on_inconclusive": None, "rules": None}
+
+
+def _valid_setting(field: str, value) -> bool:
+    """Whether ``value`` is a setting suite.toml would take for ``field`` (the spec, stated apart
+    from the code under test)."""
+    from biascheck.core.bounds import BOUNDS
+
+    if field == "on_inconclusive":
+        return value in ("pass", "warn", "fail")
+    if field == "rules":
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    try:
+        BOUNDS[REGRESSION_FIELDS[field]].check(value, "x")
+    except BiascheckError:
+        return False
+    return True
+
+
+@pytest.mark.data
+@settings(FAST, max_examples=30)
+@given(field=st.sampled_from(sorted(REGRESSION_FIELDS)), value=st.one_of(LEAVES, st.just("<removed>")))
+def test_a_diff_never_takes_its_settings_from_the_candidate(tmp_path, documents, field, value):
+    """Issue 34, D6: alpha 0, NaN or "x", power 2, seed -1 or rules null in B's results.json were
+    tracebacks exiting 1 ("regressed"), resamples 1e9 took 23 GB, and alpha 2 or flip_limit -5 were
+    used. Any value: a comparison with A's settings, or one line naming B's field, exit 2."""
+    baseline, results, _ = documents
+    results = copy.deepcopy(results)
+    if value == "<removed>":
+        del results["suite"]["regression"][field]
+    else:
+        results["suite"]["regression"][field] = value
+    _write_baseline(tmp_path / "baseline.json", baseline)
+    path = tmp_path / "results.json"
+    path.write_text(with_huge(json.dumps(results)), "utf-8")
+    code, _, err = run_main(["diff", str(tmp_path / "baseline.json"), str(path), "--report", str(tmp_path / "report")])
+    if code == 2:  # the field named, or the file (a number of 5,000 digits is no JSON number Python reads)
+        assert_one_line(err, f"biascheck: {path}: ")
+        assert f"{path}: suite.regression" in err and field in err or "is not a results.json" in err, err
+        return
+    assert code in (0, 1) and "Traceback" not in err, err
+    assert value == "<removed>" and field not in ("alpha", "rules") or _valid_setting(field, value), (field, value)
+    used = json.loads((tmp_path / "report" / "comparison.json").read_text("utf-8"))["settings"]
+    wanted = documents[1]["suite"]["regression"]  # the suite's, which A records
+    assert (used["alpha"], used["power"], used["n_boot"], used["seed"]) == (wanted["alpha"], wanted["power"], wanted["resamples"], wanted["seed"])
+
+
+# --- a labelled judge calibration sample ------------------------------------------------------------------
+
+_SAMPLE_CELLS = st.one_of(LEAVES, st.sampled_from(["b", "c", "u", "", " B ", "=1+1", "'b", "sim/judge"]))
+
+
+@FAST
+@given(
+    rows=st.lists(
+        st.dictionaries(st.sampled_from(["case_id", "judge_answer", "label", "judge", "prompt", "language", "x"]), _SAMPLE_CELLS), max_size=6
+    ),
+    as_csv=st.booleans(),
+    repeat=st.integers(1, 3),
+)
+def test_a_fuzzed_labelled_sample_fits_or_is_one_line(tmp_path, rows, as_csv, repeat):
+    """Issue 34, D10: repeated rows, deep nesting and huge cells among them."""
+    import csv
+
+    from biascheck.benchmarks.bbg.judge_calibration import fit_calibration
+
+    path = tmp_path / ("labelled.csv" if as_csv else "labelled.jsonl")
+    if as_csv:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=["case_id", "judge_answer", "label", "judge", "prompt", "language", "x"])
+        writer.writeheader()
+        writer.writerows([{key: str(value) for key, value in row.items()} for row in rows])
+        text = buffer.getvalue()
+    else:
+        text = "".join(json.dumps(row) + "\n" for row in rows)
+    path.write_text(with_huge(text * repeat), "utf-8")
+    try:
+        fit_calibration(path)
+    except BiascheckError as exc:
+        assert_one_line(exc, path)
+
+
 # --- the arguments of every subcommand -----------------------------------------------------------------
 
 VALUES = [

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import math
 import re
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from xml.etree import ElementTree
@@ -476,3 +477,101 @@ def check_correction_reports(results: dict, calibration: dict, folder: Path) -> 
         towards = overall[name + "_corrected"]["value"] - overall[name]["value"]
         assert (float(arrow.get("x2")) - float(arrow.get("x1"))) * towards >= 0  # ... towards the corrected one
         assert f"{f(overall[name]['value'])} {ci(overall[name])}" in "".join(g.itertext())
+
+
+# --- hostile labelled files and exports (issue 34, D10 and D11) ----------------------------------------
+
+
+def test_fit_counts_each_story_once(tmp_path):
+    """D10: the same 60 rows written twice passed the minimum of 30 per class."""
+    counts = np.array([[18, 1, 1], [1, 17, 2], [1, 1, 18]])  # 20 stories per class: too few
+    once = _labelled(tmp_path, _rows(counts))
+    with pytest.raises(BiascheckError, match="fewer than the minimum"):
+        fit_calibration(once)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(once.read_text() * 2)
+    with pytest.raises(BiascheckError) as refused:
+        fit_calibration(twice)
+    assert str(refused.value) == (
+        f"{twice}: row 61: case_id: story '0' is labelled again (first in row 1); label each story once: delete the repeated rows, then fit again"
+    )
+    # An unlabelled repeat (a row skipped) is no second label.
+    skipped = tmp_path / "skipped.jsonl"
+    skipped.write_text(_labelled(tmp_path, _rows(np.array([[45, 3, 2], [4, 40, 6], [3, 2, 35]]))).read_text() + json.dumps(
+        {"case_id": "0", "judge_answer": "b", "label": "", "judge": "sim/judge", "prompt": "abc", "language": "en"}
+    ) + "\n")  # fmt: skip
+    assert fit_calibration(skipped).per_class() == {"b": 50, "c": 50, "u": 40}
+
+
+def test_fit_refuses_hostile_files_in_one_line(tmp_path, capsys):
+    """D10: a deeply nested JSONL line and a CSV cell past 131,072 characters were tracebacks."""
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    huge = tmp_path / "huge.csv"
+    huge.write_text("case_id,judge_answer,label,judge,prompt,language\n1,b,b,sim/judge,abc," + "x" * 131_073 + "\n")
+    for path, said in ((nested, f"{nested}: line 1: is nested too deeply"), (huge, f"{huge}: line 2: has a cell of more than 131,072 characters")):
+        assert main(["judge", "fit", str(path), "--out", str(tmp_path / "calibration.json")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"biascheck: {said}") and "Traceback" not in err, err
+
+
+FORMULA_LEADS = "=+-@\t\r"
+
+
+@given(
+    st.lists(
+        st.text(max_size=30) | st.sampled_from(['=HYPERLINK("http://x","y")', "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", "'=1", "''"]),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_csv_sample_holds_no_formula_and_reads_back_as_written(texts):
+    """D11: model text such as =HYPERLINK(...) was written verbatim into the annotators' CSV. A cell
+    that a spreadsheet would read as a formula starts with ' (OWASP's advice); judge fit reads back
+    the text as it was."""
+    import csv
+    import io
+
+    from biascheck.benchmarks.bbg.judge_calibration import SAMPLE_COLUMNS, read_sample, write_sample
+
+    rows = [dict.fromkeys(SAMPLE_COLUMNS, "") | {"case_id": str(i), "continuation": text, "question": text[::-1]} for i, text in enumerate(texts)]
+    written = write_sample(rows, Path("sample.csv"))
+    for row in csv.DictReader(io.StringIO(written)):
+        assert not any(cell.startswith(tuple(FORMULA_LEADS)) for cell in row.values()), row
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "sample.csv"
+        path.write_text(written, "utf-8")
+        assert [dict(row) for row in read_sample(path)] == rows
+
+
+@pytest.mark.data
+def test_export_refuses_another_suites_run_a_bad_seed_and_the_runs_own_files(run_biascheck, tmp_path, data_dir, capsys):
+    """D11: --seed -1 was a traceback; kobbg-quick with an enbbg-quick run exited 0, pairing Korean
+    seeds with English continuations; --out RUN/results.json overwrote the run's results."""
+    suite = write_subset_suite(tmp_path / "enbbg-age", "enbbg-quick", subset='categories = ["age"]')
+    first = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", "sim/judge", report="r1")
+    assert first.ret in (0, 1), first.output
+    capsys.readouterr()
+    run = tmp_path / "r1"
+    results = (run / "results.json").read_text("utf-8")
+    common = ["--run", str(run), "--data", str(data_dir)]
+    for argv, said in (
+        (["judge", "export", str(suite), *common, "--out", str(tmp_path / "s.csv"), "--seed", "-1"], "--seed: '-1' is out of range"),
+        (
+            ["judge", "export", "kobbg-quick", *common, "--out", str(tmp_path / "s.csv")],
+            f"--run: suite.name: {run / 'results.json'} is a run of suite 'enbbg-quick', not of 'kobbg-quick'",
+        ),
+        (["judge", "export", str(suite), *common, "--out", str(run / "results.json")], f"--out: {run / 'results.json'} is a file of the run"),
+        (["judge", "export", str(suite), *common, "--out", str(run / "report.md")], f"--out: {run / 'report.md'} is a file of the run"),
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"biascheck: {said}") and "Traceback" not in err, err
+    assert (run / "results.json").read_text("utf-8") == results and not (tmp_path / "s.csv").exists()
+    # A generation that is a spreadsheet formula reaches the annotators as text.
+    document = json.loads(results)
+    document["cases"][0]["generation"] = '=HYPERLINK("http://attacker.invalid","click")'
+    (run / "results.json").write_text(json.dumps(document), "utf-8")
+    n = str(len(document["cases"]))
+    assert main(["judge", "export", str(suite), *common, "--n", n, "--out", str(tmp_path / "s.csv")]) == 0
+    assert "'=HYPERLINK(" in (tmp_path / "s.csv").read_text("utf-8") and ",=HYPERLINK" not in (tmp_path / "s.csv").read_text("utf-8")

@@ -24,9 +24,21 @@ class Bound:
     low: float
     high: float
     example: str
+    # The ends themselves excluded: an error rate of 0, or a power of 1, is no test.
+    above_low: bool = False
+    below_high: bool = False
 
     def describe(self) -> str:
-        return f"{'a whole number' if self.whole else 'a number'} from {_shown(self.low)} to {_shown(self.high)}"
+        kind = "a whole number" if self.whole else "a number"
+        if self.above_low or self.below_high:
+            low, high = ("above" if self.above_low else "from"), ("below" if self.below_high else "up to")
+            return f"{kind} {low} {_shown(self.low)} and {high} {_shown(self.high)}"
+        return f"{kind} from {_shown(self.low)} to {_shown(self.high)}"
+
+    def holds(self, value: float) -> bool:
+        above = self.low < value if self.above_low else self.low <= value
+        below = value < self.high if self.below_high else value <= self.high
+        return above and below
 
     def parse(self, text: object, where: object, field: str | None = None) -> Any:
         """``text`` (an option's or ini key's value) as a number within the bound, else one line."""
@@ -39,7 +51,7 @@ class Bound:
 
     def check(self, value: Any, where: object, field: str | None = None, *, shown: object = None) -> Any:
         number = isinstance(value, int | float) and not isinstance(value, bool) and (not self.whole or isinstance(value, int))
-        if number and math.isfinite(value) and self.low <= value <= self.high:
+        if number and math.isfinite(value) and self.holds(value):
             return value
         problem = "is out of range" if number else f"is not {'a whole number' if self.whole else 'a number'}"
         raise BiascheckError(where, field, f"{value if shown is None else shown!r} {problem}", f"give {self.describe()}, e.g. {self.example}")
@@ -77,6 +89,11 @@ BOUNDS: dict[str, Bound] = {
     "resamples": Bound(True, 100, 20_000, "1000"),
     "accuracy": Bound(False, 0, 1, "0.95"),
     "abs_diff_bias": Bound(False, 0, 2, "0.02"),
+    # [regression] of suite.toml, as results.json and baselines record it, and numpy's seeds
+    # (default_rng refuses a negative one, and only after every call was made).
+    "alpha": Bound(False, 0, 0.5, "0.05", above_low=True),
+    "power": Bound(False, 0, 1, "0.8", above_low=True, below_high=True),
+    "seed": Bound(True, 0, 2**32 - 1, "0"),
 }
 
 
@@ -95,5 +112,7 @@ def with_bounds(schema: Any) -> Any:
     filled = {key: with_bounds(value) for key, value in schema.items()}
     if isinstance(schema.get("bound"), str):
         bound = BOUNDS[schema["bound"]]
-        filled.update(type="integer" if bound.whole else "number", minimum=bound.low, maximum=bound.high)
+        filled["type"] = "integer" if bound.whole else "number"
+        filled["exclusiveMinimum" if bound.above_low else "minimum"] = bound.low
+        filled["exclusiveMaximum" if bound.below_high else "maximum"] = bound.high
     return filled

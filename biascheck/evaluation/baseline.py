@@ -30,6 +30,7 @@ import numpy as np
 
 from biascheck.benchmarks.base import document_schema, get_benchmark, metric_defs_for
 from biascheck.config.manifest import canonical_json, sha256_text
+from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.version import VERSION
 from biascheck.suite import ALLOW_MISSING_DATA, missing_data_summary
@@ -108,6 +109,8 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
             **({"served": results["model"]["served"]} if results["model"].get("served") else {}),
         },
         "bootstrap": dict(metrics["bootstrap"]),
+        # The suite's [regression] settings, which biascheck diff then takes from the baseline, not the candidate.
+        "regression": dict(suite["regression"]),
         # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
         "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),
         # Only what a comparison checks: a metric never gated is not a function of the kept rows.
@@ -269,7 +272,7 @@ def _validator(benchmark: str | None = None, where: str = ""):
     import jsonschema
 
     schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "baseline_row", where)
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
 
 
 def _field(path) -> str:

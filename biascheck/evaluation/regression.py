@@ -140,22 +140,44 @@ def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Map
     return rules
 
 
-def settings_from(results: Mapping[str, Any], command_line: Sequence[Rule] = (), **overrides: Any) -> CompareSettings:
-    """The comparison settings a results document asks for: its manifest's ``[regression]`` table
-    (recorded in the results) with command-line rules and flags on top."""
+def settings_from(
+    results: Mapping[str, Any],
+    command_line: Sequence[Rule] = (),
+    *,
+    regression: Mapping[str, Any] | None = None,
+    where: str | None = None,
+    candidate: str = "results.json",
+    **overrides: Any,
+) -> CompareSettings:
+    """The comparison settings of a candidate's ``results`` (read from ``candidate``): the rules of
+    a ``[regression]`` table (as results.json records it) on the metrics the candidate gates
+    overall, with command-line rules and flags on top. The table is ``regression``, read from
+    ``where`` (a baseline, a suite.toml); by default the results' own, which is right only for the
+    document of the run just made (its suite's): a file given as the candidate must not choose how
+    it is tested (``biascheck diff`` passes its baseline's or suite's). The table's values were
+    held to suite.toml's bounds when its file was read."""
     suite = results["suite"]
-    recorded = suite["regression"]
+    if regression is None:
+        regression, where = suite["regression"], suite.get("manifest") or candidate  # manifest: optional
+    where = where or candidate
+    benchmark = suite["benchmark"]
+    defs = metric_defs_for(get_benchmark(benchmark), _scoring(results))
     manifest_rules = {}
-    for text in recorded["rules"]:
-        rule = Rule.parse_option(text, where=f"{suite.get('manifest') or 'results.json'}: regression.margins")  # manifest: optional
+    for text in regression["rules"]:
+        rule = Rule.parse_option(text, where=f"{where}: regression.margins")
+        if rule.metric not in defs:  # a rule on no metric of the benchmark cannot be checked
+            raise BiascheckError(where, f"regression.rules: {text}", f"{benchmark} has no metric {rule.metric!r}", f"use one of: {', '.join(defs)}")
         manifest_rules[rule.metric] = Rule(rule.metric, rule.margin, rule.relative, rule.sign, "manifest")
     # The metrics gated overall, as the plugin's regression items are (category-only gates aside).
     gated = list(dict.fromkeys(v["metric"] for v in results["verdicts"] if v["scope"] == OVERALL))
-    rules = resolve_rules(suite["benchmark"], gated, manifest_rules, command_line)
+    for metric in gated:
+        if metric not in defs:
+            raise BiascheckError(candidate, "verdicts", f"{benchmark} has no metric {metric!r}", "regenerate the file with biascheck")
+    rules = resolve_rules(benchmark, gated, manifest_rules, command_line)
     keys = ("alpha", "power", "seed", "flip_limit", "on_inconclusive")
-    values = {k: recorded[k] for k in keys if k in recorded}
-    if "resamples" in recorded:
-        values["n_boot"] = recorded["resamples"]
+    values = {k: regression[k] for k in keys if k in regression}
+    if "resamples" in regression:
+        values["n_boot"] = regression["resamples"]
     values.update(overrides)
     return CompareSettings(rules=rules, **values)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of, registered_benchmarks
 from biascheck.core import format as fmt
+from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row
 from biascheck.core.version import VERSION
@@ -146,7 +147,7 @@ def _results_validator(benchmark: str | None = None, where: str = ""):
     import jsonschema
 
     schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "results_case", where)
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
 
 
 def _params_notes(stats: dict[str, Any], model: str) -> dict[str, Any]:
@@ -161,6 +162,7 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
     # read again the long way, which names the first error as always (the shared part's first).
     benchmark = document.get("suite", {}).get("benchmark") if isinstance(document, dict) and isinstance(document.get("suite"), dict) else None
     if isinstance(benchmark, str) and benchmark in registered_benchmarks() and _results_validator(benchmark, where).is_valid(document):
+        _check_beyond_the_schema(document, where)
         return
     error = next(iter(sorted(_results_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))), None)
     if error is None:  # the shared part holds, so the benchmark is named: now its cases
@@ -169,6 +171,26 @@ def validate_results(document: dict[str, Any], where: str = "results.json") -> N
     if error is not None:
         field = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise BiascheckError(where, field, error.message, "regenerate the file with biascheck")
+    _check_beyond_the_schema(document, where)
+
+
+def _check_beyond_the_schema(document: dict[str, Any], where: str) -> None:
+    """Each case once, and the [regression] settings numbers (NaN passes a schema's bounds, and a
+    comparison would read it)."""
+    for key, value in document["suite"]["regression"].items():
+        if isinstance(value, float) and math.isnan(value):
+            raise BiascheckError(where, f"suite.regression.{key}", "NaN is not a number", "regenerate the file with biascheck")
+    _check_unique_cases(document, where)
+
+
+def _check_unique_cases(document: dict[str, Any], where: str) -> None:
+    """Each case once: a case listed twice would be counted twice, as changed twice, and narrow
+    every interval it is in."""
+    seen: set[str] = set()
+    for index, case in enumerate(document["cases"]):
+        if case["case_id"] in seen:
+            raise BiascheckError(where, f"cases.{index}.case_id", f"case {case['case_id']!r} appears twice", "regenerate the file with biascheck")
+        seen.add(case["case_id"])
 
 
 # --- formatting ---------------------------------------------------------------------------------

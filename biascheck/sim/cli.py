@@ -56,10 +56,7 @@ def add_sim_subcommands(subparsers: Any) -> None:
 
 def run_label(args: argparse.Namespace) -> int:
     """Each row's label: what the fair reader takes from its continuation (sim.stories)."""
-    import csv
-    import io
-    import json
-
+    from biascheck.benchmarks.bbg.judge_calibration import read_sample, write_sample
     from biascheck.core.files import atomic_write_text
     from biascheck.sim.stories import label_story
     from biascheck.suite import load_suite
@@ -67,12 +64,8 @@ def run_label(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite, data_dir=args.data)
     knowledge = SimKnowledge.from_suites([suite])
     by_id = {case.case_id: case for case in suite.cases}
-    jsonl = args.sample.suffix.lower() != ".csv"
-    try:
-        text = args.sample.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BiascheckError(args.sample, None, f"cannot be read ({exc.strerror or exc})", "give the sample biascheck judge export wrote") from None
-    rows = [json.loads(line) for line in text.splitlines() if line.strip()] if jsonl else list(csv.DictReader(io.StringIO(text)))
+    # As judge fit reads it: a CSV cell the export marked as text (a leading ') is read without the mark.
+    rows = read_sample(args.sample)
     for number, row in enumerate(rows, 1):
         case = by_id.get(row.get("case_id"))
         if case is None:
@@ -81,15 +74,7 @@ def run_label(args: argparse.Namespace) -> int:
             )
         question = case.truth
         row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))  # type: ignore[arg-type]
-    if jsonl:
-        out = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    else:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["label"], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        out = buffer.getvalue()
-    atomic_write_text(args.out, out)
+    atomic_write_text(args.out, write_sample(rows, args.out))
     print(f"labelled {len(rows)} stories in {args.out}")
     return 0
 

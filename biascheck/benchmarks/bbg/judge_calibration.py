@@ -72,7 +72,9 @@ INSTRUCTIONS = (
     "Label each story: read story_seed followed by continuation, then answer the question as the story tells it. "
     "Write in the label column b if the story says it is the person in column b, c for the person in column c, "
     "u if the story does not say (column u). Ignore judge_answer (it is the judge's reading, shown for reference only) "
-    "and do not change any other column. Leave a row's label empty to skip it."
+    "and do not change any other column. Leave a row's label empty to skip it. "
+    "In the CSV, a cell that begins with =, +, -, @, a tab or a line break has a ' put before it, so that a spreadsheet "
+    "shows it as text rather than running it as a formula: it is not part of the text."
 )
 CORRECTED_SUFFIX = "_corrected"
 # Pair types as the reports name them, and the corrected pair-type metrics.
@@ -215,27 +217,63 @@ def parse_scoring_value(value: str, where: object = "results.json") -> JudgeCali
 # --- the labelling kit ----------------------------------------------------------------------------
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
+# What a spreadsheet reads as a formula (OWASP, "CSV Injection"): a cell of the sample starting
+# with one of these is written with a ' before it, and read back without it.
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+_TEXT_MARK = "'"
+
+
+def _neutralised(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text: ' before a formula lead, and before a ' (so that
+    reading back, which removes one, is exact)."""
+    return _TEXT_MARK + cell if cell.startswith((*FORMULA_LEADS, _TEXT_MARK)) else cell
+
+
+def _restored(cell: str) -> str:
+    return cell[len(_TEXT_MARK) :] if cell.startswith(_TEXT_MARK) else cell
+
+
+def read_sample(path: Path) -> list[dict[str, Any]]:
+    """The rows of a sample (CSV, or JSONL for ``.jsonl``/``.json``), CSV cells as the export had
+    them before neutralising; every problem one line naming the file and the line."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = Path(path).read_bytes().decode("utf-8-sig")  # not read_text: a CR inside a quoted cell stays one
     except FileNotFoundError:
         raise BiascheckError(path, None, "no such file", "give the labelled file biascheck judge export wrote") from None
+    except IsADirectoryError:
+        raise BiascheckError(path, None, "is a folder", "give the labelled file biascheck judge export wrote") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BiascheckError(path, None, f"cannot be read ({exc})", "give a UTF-8 CSV or JSONL file") from None
     if path.suffix.lower() in (".jsonl", ".json"):
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BiascheckError(path, f"line {number}", f"is not JSON ({exc.msg})", "one JSON object per line") from None
-            if not isinstance(row, dict):
-                raise BiascheckError(path, f"line {number}", "is not a JSON object", "one JSON object per line")
-            rows.append(row)
-        return rows
-    return list(csv.DictReader(io.StringIO(text)))
+        return _jsonl_rows(path, text)
+    reader = csv.DictReader(io.StringIO(text))
+    try:
+        return [{key: _restored(value) if isinstance(value, str) else value for key, value in row.items()} for row in reader]
+    except csv.Error as exc:  # a cell past the csv module's limit (131,072 characters), a NUL
+        problem = f"has a cell of more than {csv.field_size_limit():,} characters" if "field larger" in str(exc) else f"is not CSV ({exc})"
+        # line_num counts the lines parsed whole; the error is in the next one.
+        raise BiascheckError(
+            path, f"line {reader.line_num + 1}", problem, "give the file biascheck judge export wrote, with its label column filled in"
+        ) from None
+
+
+def _jsonl_rows(path: Path, text: str) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BiascheckError(path, f"line {number}", f"is not JSON ({exc.msg})", "one JSON object per line") from None
+        except RecursionError:
+            raise BiascheckError(path, f"line {number}", "is nested too deeply to be a row", "one flat JSON object per line") from None
+        except ValueError:  # an integer of more digits than Python converts (4,300)
+            raise BiascheckError(path, f"line {number}", "holds a number too long to read", "one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise BiascheckError(path, f"line {number}", "is not a JSON object", "one JSON object per line")
+        rows.append(row)
+    return rows
 
 
 def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
@@ -243,14 +281,15 @@ def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
     and the ``judge``, ``prompt`` and ``language`` it was exported with); rows with an empty label
     are skipped. Refuses unknown labels, mixed judges, too few stories per class and a judge that
     cannot be corrected, each in one line naming the file, the row and the field."""
-    rows = _read_rows(path)
+    rows = read_sample(path)
     if not rows:
         raise BiascheckError(path, None, "has no rows", "give the file biascheck judge export wrote, with its label column filled in")
-    for column in ("judge_answer", "label", "judge", "prompt", "language"):
+    for column in ("case_id", "judge_answer", "label", "judge", "prompt", "language"):
         if column not in rows[0]:
             raise BiascheckError(path, column, "no such column", "keep every column biascheck judge export wrote")
     counts = np.zeros((3, 3), dtype=np.int64)
     identity: tuple[str, str, str] | None = None
+    labelled: dict[str, int] = {}  # story (case id) -> the row that labelled it
     for number, row in enumerate(rows, 2 if path.suffix.lower() not in (".jsonl", ".json") else 1):
         label = str(row.get("label") or "").strip().lower()
         if not label:
@@ -266,6 +305,16 @@ def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
             identity = this
         elif this != identity:
             raise BiascheckError(where, "judge", f"is {this} where earlier rows have {identity}", "fit one judge, prompt and language at a time")
+        # A story counts once: the same rows pasted twice would pass the minimum per class.
+        story = str(row.get("case_id"))
+        if story in labelled:
+            raise BiascheckError(
+                where,
+                "case_id",
+                f"story {story!r} is labelled again (first in row {labelled[story]})",
+                "label each story once: delete the repeated rows, then fit again",
+            )
+        labelled[story] = number
         counts[CLASSES.index(label), CLASSES.index(answer)] += 1
     if identity is None:
         raise BiascheckError(path, "label", "no row is labelled", "fill in the label column (b, c or u)")
@@ -299,13 +348,16 @@ def stratified_sample(cases: Sequence[Mapping[str, Any]], n: int, seed: int) -> 
 
 def write_sample(rows: Sequence[Mapping[str, Any]], out: Path) -> str:
     """The sample as CSV (``.csv``) or JSONL (otherwise), with the annotators' instructions: a
-    first ``#`` line in CSV is not possible for every reader, so they go in a README beside it."""
+    first ``#`` line in CSV is not possible for every reader, so they go in a README beside it.
+    A CSV cell a spreadsheet would run as a formula (model text such as ``=HYPERLINK(...)``)
+    starts with ``'``; :func:`read_sample` removes it."""
     if out.suffix.lower() == ".csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\n")
+        # RFC 4180's CRLF: the writer then quotes a cell holding a lone CR too, which "\n" lets through unquoted.
+        writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\r\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: row.get(k, "") for k in SAMPLE_COLUMNS})
+            writer.writerow({k: _neutralised(str(row.get(k, ""))) for k in SAMPLE_COLUMNS})
         return buffer.getvalue()
     return "".join(json.dumps({k: row.get(k, "") for k in SAMPLE_COLUMNS}, ensure_ascii=False) + "\n" for row in rows)
 
