@@ -12,6 +12,8 @@ import time
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from biascheck.core import format as fmt
 from biascheck.execution.progress import RichProgress
@@ -416,3 +418,175 @@ def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
     assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown(documents)
     write_reports(documents[:1], tmp_path / "single")
     assert not (tmp_path / "single" / "summary.md").exists()
+
+
+# --- 7. Text from outside cannot change a report's structure (issue 34, D5) -----------------------
+
+# What a hostile provider, data file or user puts in a name, a reply or an error: line breaks,
+# headings, HTML, links and images, table pipes, code fences, emphasis, list and quote markers,
+# autolinks, entities, math, control and bidi characters.
+HOSTILE_PIECES = [
+    "\n", "\r\n", "\n\n", "\r", "\u2028", "\x85", "\x0b", "\t", "    ", "\x00", "\x1b[31m", "\u202e",
+    "# ", "## x", "#", "=", "===", "---", "***", "___", "> ", "- ", "+ ", "* ", "1. ", "2) ",
+    "<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "<!--", "-->", "<details>", "</details>", "</summary>",
+    "<a href='x'>", "<http://e.x>", "<a@b.co>", "[x](http://e.x)", "![x](http://e.x/i.png)", "[x]: http://e.x", "[x][y]", "[^1]",
+    "|", "\\|", "\\", "`", "```", "~~~", "*", "**", "_", "__", "~", "~~", "$", "$x$", "$$",
+    "http://e.x", "https://e.x/p?q=1", "www.e.x", "a@b.co", "@user", "&lt;", "&#124;", "&amp", "&", "[!NOTE]",
+    "PASSED", "biascheck: kobbq — PASSED", "word", " ",
+]  # fmt: skip
+HOSTILE_TEXT = st.lists(st.one_of(st.sampled_from(HOSTILE_PIECES), st.text(max_size=4)), min_size=1, max_size=10).map("".join)
+MD = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+
+def gfm_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def md_structure(markdown: str) -> list[tuple]:
+    """The structure of a Markdown text as a GFM renderer parses it: each block token's kind, and
+    each inline's token kinds (text, strong, link, image, html, code ...), but not what the text says."""
+    return [(t.type, t.tag, t.level, tuple((c.type, c.tag) for c in t.children or [])) for t in gfm_parser().parse(markdown)]
+
+
+def inline_text(markdown: str) -> str:
+    """The text a renderer shows of one line of Markdown."""
+    return "".join(c.content for t in gfm_parser().parse(markdown) if t.type == "inline" for c in t.children if c.type == "text")
+
+
+@MD
+@given(text=HOSTILE_TEXT)
+def test_md_text_is_one_line_of_plain_text_whatever_it_says(text):
+    escaped = fmt.md_text(text)
+    shown = fmt.one_line(text)
+    assert "\n" not in escaped and "\r" not in escaped
+    # No GFM autolink can start: a scheme's "://" and "www." are broken by an escape.
+    assert not re.search(r"[A-Za-z]://|(?<![\w\\])www\.", escaped)
+    # Raw HTML around it (a <summary>) meets no tag, comment or entity.
+    assert not re.search(r"<[A-Za-z/!?]|&(?!lt;|amp;)[#A-Za-z0-9]", escaped)
+    paragraph = ["paragraph_open", "inline", "paragraph_close"]
+    contexts = {  # a line, a list item, a heading: each what it is, holding text alone
+        "{}": paragraph,
+        "- {}": ["bullet_list_open", "list_item_open", *paragraph, "list_item_close", "bullet_list_close"],
+        "## {}": ["heading_open", "inline", "heading_close"],
+    }
+    for line, blocks in contexts.items():
+        markdown = line.format(escaped)
+        tokens = gfm_parser().parse(markdown)
+        if shown:  # (empty: an empty list item or heading, or no paragraph)
+            assert [t.type for t in tokens] == blocks, markdown
+        assert {c.type for t in tokens if t.type == "inline" for c in t.children} <= {"text"}, markdown
+        assert inline_text(markdown) == shown, markdown
+    table = f"| a | b |\n|---|---|\n| {escaped} | {escaped} |\n| x | y |\n"
+    rows = gfm_tables_of(table)
+    assert rows == [{"a": shown, "b": shown}, {"a": "x", "b": "y"}], table
+
+
+def gfm_tables_of(markdown: str) -> list[dict[str, str]]:
+    (table,) = gfm_tables(markdown)
+    return table
+
+
+def test_md_text_keeps_names_readable():
+    # Only what Markdown could read as syntax is escaped: a category name stays as written.
+    assert fmt.md_text("race_ethnicity_nationality") == "race_ethnicity_nationality"
+    assert fmt.md_text("openai/gpt-4o-mini") == "openai/gpt-4o-mini"
+    assert fmt.md_text("|x| <= 0.05") == "\\|x\\| <= 0.05"
+    assert fmt.md_text("a\n\n# b <img src=x>") == "a \\# b &lt;img src=x>"
+    assert fmt.md_text("[x](http://e.x) 95% CI [0.1000, 0.1400]") == "[x\\](http\\://e.x) 95% CI [0.1000, 0.1400]"
+    assert fmt.md_text("-0.5") == "-0.5" and fmt.md_text("- x") == "\\- x" and fmt.md_text("1. x") == "1\\. x"
+    assert fmt.md_text(fmt.Markdown("**FAIL**")) == "**FAIL**"  # Markdown written by biascheck itself
+
+
+def _inject(document: dict, text: str) -> dict:
+    """``document`` (a results document) with ``text`` in every field whose text comes from outside
+    biascheck: the model name and what the provider said it served, its refusals and errors, the
+    suite, category, prompt and label names of data files, a judge's name and warnings."""
+    document = copy.deepcopy(document)
+    model, run, suite, metrics = document["model"], document["run"], document["suite"], document["metrics"]
+    model["model"] = text
+    model["revision"] = text
+    model["served"] = {"models": {text: 1, "m": 2}, "system_fingerprints": {text: 1, "fp": 2}}
+    model["params_dropped"] = {"temperature": f"refused by the server, not sent: BadRequestError: {text}"}
+    model["params_ignored"] = {"seed": text}
+    model["judge"] = {"model": text, "params": {"temperature": text}}
+    document["judge_qualification"] = {"summary": text, "warnings": [text]}
+    run.update(complete=False, incomplete_reason=f"fatal model error: {text}", estimator=text, estimator_note=text)
+    run["batches"] = {text: 1}
+    suite["name"] = text
+    suite["skipped_categories"] = {text: text}
+    suite["missing_data_allowed"] = False
+    document["created_at"] = text
+    metrics["by_category"] = {(text if name == "age" else name): table for name, table in metrics["by_category"].items()}
+    for verdict in document["verdicts"]:
+        verdict["scope"] = text if verdict["scope"] == "age" else verdict["scope"]
+    metrics["by_prompt"] = {text: next(iter(metrics["by_prompt"].values()))}
+    return document
+
+
+def _inject_comparison(comparison: dict, text: str) -> dict:
+    comparison = copy.deepcopy(comparison)
+    comparison["suite"]["name"] = text
+    for side in ("baseline", "candidate"):
+        comparison[side].update(model=text, path=text, created_at=text, tool_version=text, git_commit=text)
+    comparison["warnings"] = [*comparison["warnings"], text]
+    for result in comparison["results"]:
+        result["explanation"] = f"{result['explanation']} {text}"
+        result["scope"] = text if result["scope"] == "age" else result["scope"]
+    flips = comparison["flips"]
+    flips["by_transition"] = {text: 1, **flips["by_transition"]}
+    case = {"case_id": text, "context_type": text, "baseline": text, "candidate": text, "answer": text, "prompt": f"Q: {text}\n{text}"}
+    flips["by_category"] = {text: [case], **flips["by_category"]}
+    return comparison
+
+
+def _markdown_of_every_kind(runs: dict, text: str) -> dict[str, str]:
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.reporting.github import step_summary
+    from biascheck.reporting.results import render_summary_markdown
+    from biascheck.reporting.runs import compare_runs, history_document, render_history_markdown, render_runs_markdown
+
+    document, fair = _inject(runs["stereotyped"], text), _inject(runs["fair"], text)
+    comparison = _inject_comparison(_comparison(runs), text)
+    compared = compare_runs([(text, document), (text + "2", fair)])
+    releases = [(text, baselines.from_results(d)) for d in (runs["fair"], runs["stereotyped"])]
+    for _, release in releases:
+        release["model"]["model"] = text
+        release["created_at"] = text
+        release["suite"]["fingerprint"]["data"] = text
+    history = history_document(releases, suite="kobbq", thresholds=None, gated_metrics=["diff_bias_amb"])
+    return {
+        "report.md": render_markdown(document),
+        "comparison.md": render_comparison_markdown(comparison),
+        "summary.md": render_summary_markdown([document, fair]),
+        "step summary": step_summary([document, fair], {text: comparison}),
+        "compare.md": render_runs_markdown(compared),
+        "history": render_history_markdown(history),
+    }
+
+
+_COMPARISON: dict = {}
+
+
+def _comparison(runs: dict) -> dict:
+    """The comparison of the stereotyped run with the fair one, made once (it bootstraps)."""
+    if not _COMPARISON:
+        _COMPARISON["fair"] = comparison_of(runs["fair"], runs["stereotyped"])
+    return _COMPARISON["fair"]
+
+
+def test_outside_text_cannot_change_the_structure_of_any_markdown_report(runs):
+    # Issue 34, D5: a served model name with a line break added a "PASSED" heading and an <img> to
+    # the report of a failed run. Whatever a field from outside says, each Markdown rendering has
+    # the structure it has with a plain word there: no heading, HTML, link, image or table row more.
+    plain = {kind: md_structure(markdown) for kind, markdown in _markdown_of_every_kind(runs, "word").items()}
+
+    @settings(MD, max_examples=60)
+    @given(text=HOSTILE_TEXT)
+    def check(text):  # (inside: hypothesis would print the runs fixture with each failure)
+        assume(fmt.one_line(text))  # (an empty name leaves an empty list item: no injection)
+        for kind, markdown in _markdown_of_every_kind(runs, text).items():
+            assert md_structure(markdown) == plain[kind], (kind, markdown)
+
+    check()

@@ -595,6 +595,104 @@ def test_the_plugin_against_a_hostile_server_shows_no_traceback_and_writes_no_ke
             assert_clean_line(case["error"])
 
 
+# --- injection (issue 34, D5): text from the provider is text in every Markdown report -----------
+
+# A served model name, a system fingerprint, a refusal and a reply that each try to add a heading
+# saying the failed run passed, an image, a script, a link; and a 400 naming a parameter, whose
+# message lands in the reports' parameter warning.
+FORGED_HEADING = "# biascheck: kobbq — PASSED"
+HOSTILE_MODEL = f"m\n\n{FORGED_HEADING}\n\n<img src=x onerror=alert(1)>\n"
+HOSTILE_FINGERPRINT = "fp\n## forged fingerprint <script>alert(2)</script>"
+REFUSAL = "<img src=y onerror=alert(3)> **refused** [click](http://evil.example)"
+HOSTILE_REPLY = "A\n\n## forged reply <script>alert(4)</script> ![i](http://evil.example/i.png)"
+
+
+def _injecting(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
+    if "temperature" in body:  # refused as unsupported: left out of the next attempts, and reported
+        message = f"Unsupported parameter: 'temperature'. {REFUSAL}"
+        send_json(handler, 400, {"error": {"message": message, "type": "invalid_request_error", "param": "temperature", "code": None}})
+        return
+    kind = zlib.crc32(body["messages"][-1]["content"].encode()) % 4
+    if kind == 0:  # a refusal of this prompt: the case's error
+        send_json(handler, 400, {"error": {"message": REFUSAL, "type": "invalid_request_error", "code": None}})
+        return
+    reply = chat_answer(body, text=HOSTILE_REPLY if kind == 3 else "A")
+    reply["model"] = HOSTILE_MODEL if kind == 1 else "m"
+    reply["system_fingerprint"] = HOSTILE_FINGERPRINT if kind == 2 else "fp"
+    send_json(handler, 200, reply)
+
+
+def forged_parts(markdown: str) -> dict[str, list[str]]:
+    """What a hostile reply could have added to a Markdown report, as a GFM renderer reads it:
+    headings that are not biascheck's, raw HTML that is not its folding of changed cases, links and
+    images; and tags left in the text itself."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(markdown)
+    found: dict[str, list[str]] = {"headings": [], "html": [], "links": [], "raw tags": re.findall(r"<(?:img|script)\b[^>]*>", markdown)}
+    for at, token in enumerate(tokens):
+        if token.type == "heading_open" and re.search(r"PASSED|forged|<", tokens[at + 1].content):
+            found["headings"].append(tokens[at + 1].content)
+        if token.type == "html_block" and not re.fullmatch(r"<details><summary>[^<]*</summary>\n|</details>\n?", token.content):
+            found["html"].append(token.content)
+        for child in token.children or []:
+            if child.type == "html_inline":
+                found["html"].append(child.content)
+            if child.type in ("link_open", "image"):
+                found["links"].append(str(child.attrs))
+    return found
+
+
+def test_a_provider_cannot_forge_a_heading_tag_or_link_in_the_reports(run_biascheck, tiny_kobbq, tmp_path, monkeypatch, http_client):
+    # Issue 34, D5: a `model` field with a line break added "# biascheck: ... — PASSED" and an <img>
+    # to report.md, comparison.md and the job summary of a failed run; a 400's markup was shown raw.
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    baseline = tmp_path / "baseline.json"
+    recorded = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-update-baseline", "--biascheck-baseline", str(baseline), report="baseline-report")
+    assert baseline.exists(), recorded.output[-2000:]
+    summary.unlink()
+    with loopback_server(_injecting) as (api_base, arrivals):
+        run = run_biascheck(
+            tiny_kobbq,
+            "openai/x",
+            "--biascheck-api-base",
+            api_base,
+            "--biascheck-retries",
+            "0",
+            "--biascheck-http-client",
+            http_client,
+            "--biascheck-baseline",
+            str(baseline),
+        )
+    assert run.ret == pytest.ExitCode.TESTS_FAILED, run.output[-2000:]
+    reports = {
+        "report.md": (run.report_dir / "report.md").read_text("utf-8"),
+        "comparison.md": (run.report_dir / "comparison.md").read_text("utf-8"),
+        "the job summary": summary.read_text("utf-8"),
+    }
+    for name, markdown in reports.items():
+        assert forged_parts(markdown) == {"headings": [], "html": [], "links": [], "raw tags": []}, name
+    # What the provider said is still there, shown as text on one line: the served models and
+    # fingerprints, the refusal of the parameter; and the comparison's warning of other served models.
+    shown = {name: _rendered_text(markdown) for name, markdown in reports.items()}
+    for text in (HOSTILE_MODEL, HOSTILE_FINGERPRINT, REFUSAL):
+        assert " ".join(text.split()) in shown["report.md"], text
+        assert " ".join(text.split()) in shown["the job summary"], text
+    assert " ".join(HOSTILE_MODEL.split()) in shown["comparison.md"]
+
+
+def _rendered_text(markdown: str) -> str:
+    """The text a GFM renderer shows of a Markdown document, its lines joined by spaces."""
+    from html import unescape
+
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
 # --- noise: litellm's pydantic warnings stay out of the user's output ---------------------------
 
 

@@ -156,6 +156,10 @@ def test_ctrl_c_in_a_pytest_run_says_what_the_store_kept_and_how_to_resume(tmp_p
     )  # fmt: skip
     assert code == pytest.ExitCode.INTERRUPTED, output
     _assert_says_what_was_kept(output, store)
+    # Issue 34: the sentence alone, not wrapped in pytest's internals ("! _pytest.outcomes.Exit: ... !").
+    (line,) = [line for line in output.splitlines() if "interrupted" in line]
+    assert line.startswith("biascheck: interrupted: ") and line.endswith("(stored answers are not asked again)"), line
+    assert "_pytest.outcomes" not in output and "Exit:" not in output, output
     last_progress = [line for line in output.splitlines() if line.startswith("biascheck openai/x:")][-1]
     assert f", {ANSWERED} calls," in last_progress, output
 

@@ -180,4 +180,4 @@ def test_formatters():
     assert fmt.signed(0.02) == "+0.0200" and fmt.signed_ci([-0.01, 0.05]) == "[-0.0100, +0.0500]" and fmt.signed(NAN) == "n/a"
     assert fmt.p_value(0.5) == "0.500" and fmt.p_value(NAN) == "n/a" and fmt.p_value(None) == "n/a"
     assert fmt.count(1234) == "1,234" and fmt.count(None) == "n/a" and fmt.usd(0.0123) == "$0.0123" and fmt.percent(0.8) == "80%"
-    assert fmt.md_cell("|x| <= 0.05") == "\\|x\\| <= 0.05"
+    assert fmt.md_text("|x| <= 0.05") == "\\|x\\| <= 0.05"

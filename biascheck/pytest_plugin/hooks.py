@@ -82,11 +82,12 @@ def pytest_runtestloop(session: pytest.Session):
     """A dry run ends after collection, so that -k and node ids choose what it prices: no item
     runs (each would read outcomes no call made). Ending it here rather than deselecting every item
     keeps "N collected" true and the exit code 0 (1 after a collection error, as for any run).
+    So does a run that stopped after collection (Ctrl-C: see :meth:`.state.BiascheckState.stop`).
     Otherwise the items run in :func:`.items.run_items`, unless xdist distributes them."""
     state = session_state(session.config)
     if state is None:
         return None
-    return True if state.dry_run else plugin_items.run_items(session)
+    return True if state.dry_run or state.stopped is not None else plugin_items.run_items(session)
 
 
 @pytest.hookimpl(tryfirst=True)

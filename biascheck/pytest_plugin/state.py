@@ -38,6 +38,7 @@ class BiascheckState:
     failed_thresholds: int = 0
     failed_other: int = 0
     batch_pending: bool = False  # --biascheck-batch-wait=no submitted batches: exit EXIT_BATCH_PENDING
+    stopped: int | None = None  # the exit status of a session the run stopped after collection (see stop)
 
     @property
     def run_config(self) -> RunConfig:
@@ -169,7 +170,8 @@ class BiascheckState:
             # of items failing with the same message.
             raise pytest.UsageError(str(exc)) from None
         except RunInterrupted as exc:  # Ctrl-C: what was kept and how to resume, not where Python was
-            pytest.exit(f"biascheck: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
+            self.stop(session, f"biascheck: {exc}", pytest.ExitCode.INTERRUPTED)
+            return
         result = self.checked.result
         status = result.stats.status
         if status is RunStatus.BATCH_PENDING:
@@ -181,6 +183,16 @@ class BiascheckState:
             # and writes them, as for any run: the report folder, the job summary, a refused baseline.
             whose = f"{self.run_config.model.model}: " if status is RunStatus.FATAL_MODEL_ERROR else ""
             raise pytest.UsageError(whose + (result.incomplete or ""))
+
+    def stop(self, session: pytest.Session, message: str, status: int) -> None:
+        """End the session after collection with ``message``, one line, and exit ``status``: no
+        item runs (pytest_runtestloop), and pytest_sessionfinish sets the status. pytest.exit would
+        wrap the line in pytest's internals ("! _pytest.outcomes.Exit: ... !"). An xdist worker
+        still exits through it: its controller reports why it stopped."""
+        if hasattr(self.config, "workerinput"):
+            pytest.exit(message, returncode=status)
+        self.stopped = status
+        self._say(session, message, red=True)
 
     def _dry_run(self, session: pytest.Session, selection) -> None:
         """--biascheck-dry-run: what the selected cases would send and cost, printed before any call."""
@@ -215,6 +227,8 @@ class BiascheckState:
         if hasattr(self.config, "workerinput"):
             self.hand_to_controller()
             return
+        if self.stopped is not None:
+            session.exitstatus = self.stopped
         if self.checked is not None and self.checked.documents:
             self._tell(session, self.gate.publish(self.checked))
             if self.baseline.update:

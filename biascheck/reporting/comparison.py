@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from biascheck.core import format as fmt
-from biascheck.core.format import md_row
+from biascheck.core.format import Markdown, md_fence, md_row, md_text, strong
 from biascheck.evaluation.regression import bounds_label, on_inconclusive_of, resolve_text, unresolved_checks
 
 MARK = {
-    "regressed": "**REGRESSED**",
+    "regressed": strong("REGRESSED"),
     "improved": "improved",
     "unchanged": "unchanged",
-    "inconclusive": "_inconclusive_",
+    "inconclusive": Markdown("_inconclusive_"),
     "not compared": "not compared",
 }
 
@@ -83,11 +83,7 @@ def rows(comparison: Mapping[str, Any]) -> list[list[str]]:
 def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
     status = "REGRESSED" if comparison["regressed"] else ("passed" if comparison["passed"] else "FAILED (inconclusive checks)")
     settings = comparison["settings"]
-    out = [
-        f"# biascheck diff: {comparison['suite']['name']} — {status}",
-        "",
-        headline(comparison),
-        "",
+    baseline = (
         f"Baseline made {comparison['baseline']['created_at']} with biascheck {comparison['baseline']['tool_version']}"
         + (f" at commit {comparison['baseline']['git_commit'][:12]}" if comparison["baseline"]["git_commit"] else "")
         + ". "
@@ -95,11 +91,11 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
         f"each verdict is read off them (regressed: beyond the margin; unchanged: within it; inconclusive: across it). "
         f"Spread from a paired bootstrap over templates (t, templates - 1 df) and over cases ({settings['n_boot']} resamples), "
         f"the wider; an exact sign test on the changed cases; p = Bonferroni-adjusted. "
-        f"mde = the smallest worsening detected with {fmt.percent(settings['power'])} power.",
-        "",
-    ]
+        f"mde = the smallest worsening detected with {fmt.percent(settings['power'])} power."
+    )
+    out = [f"# biascheck diff: {md_text(comparison['suite']['name'])} — {status}", "", md_text(headline(comparison)), "", md_text(baseline), ""]
     if comparison["warnings"]:
-        out += [f"- warning: {w}" for w in comparison["warnings"]] + [""]
+        out += [f"- warning: {md_text(w)}" for w in comparison["warnings"]] + [""]
     out += [
         "| metric | scope | baseline | candidate | worsening [bounds] | p (adjusted) | mde | rule | verdict |",
         "|---|---|---:|---:|---|---:|---:|---|---|",
@@ -109,36 +105,29 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
         out.append(md_row(row))
     heading = unresolved_heading(comparison)
     if heading:
-        out += ["", "## Unresolved checks", "", heading, ""] + [f"- {_md(line)}" for line in unresolved_lines(comparison)]
+        out += ["", "## Unresolved checks", "", md_text(heading), ""] + [f"- {md_text(line)}" for line in unresolved_lines(comparison)]
         out += ["", "Suite sizes are estimates: the detectable worsening shrinks as 1/sqrt(cases), assuming the same spread per case."]
     notable = [r for r in comparison["results"] if r["verdict"] in ("regressed", "inconclusive")]
     if notable:
-        out += ["", "## Why", ""] + [f"- {r['explanation']}" for r in notable]
+        out += ["", "## Why", ""] + [f"- {md_text(r['explanation'])}" for r in notable]
     flips = comparison["flips"]
-    out += ["", f"## Changed cases ({flips['total']})", ""]
+    out += ["", f"## Changed cases ({md_text(flips['total'])})", ""]
     if flips["by_transition"]:
         out += ["| baseline -> candidate | cases |", "|---|---:|"]
         out += [md_row(item) for item in flips["by_transition"].items()]
     if flips["shown"] < flips["total"]:
-        out += ["", f"Listing the first {flips['shown']} (toward the biased answer first)."]
+        out += ["", md_text(f"Listing the first {flips['shown']} (toward the biased answer first).")]
     for category, cases in flips["by_category"].items():
-        out += ["", f"<details><summary>{_md(category)}: {len(cases)} listed</summary>", ""]
+        # Raw HTML, where md_text still opens no tag: a category is named by a data file.
+        out += ["", f"<details><summary>{md_text(f'{category}: {len(cases)} listed')}</summary>", ""]
         for case in cases:
+            answer = "(none)" if case["answer"] is None else case["answer"]
             out.append(
-                f"- `{case['case_id']}` ({case['context_type']}): {case['baseline']} -> **{case['candidate']}**; answer: {_md(case['answer'])}"
+                "- "
+                + md_text(f"{case['case_id']} ({case['context_type']}): {case['baseline']} ->")
+                + f" {strong(case['candidate'])}; answer: {md_text(answer)}"
             )
             if case["prompt"]:
-                out.append("")
-                out.append("  ```text")
-                out += ["  " + line for line in case["prompt"].replace("```", "'''").splitlines()]
-                out.append("  ```")
+                out += ["", *("  " + line for line in md_fence(case["prompt"]))]
         out += ["", "</details>"]
     return "\n".join(out) + "\n"
-
-
-def _md(text: str | None) -> str:
-    """Text in a list item or a ``<summary>`` (raw HTML, where a backslash escape would show): one
-    line, no tag. Table cells go through :func:`biascheck.core.format.md_cell`."""
-    if text is None:
-        return "(none)"
-    return " ".join(str(text).split()).replace("<", "&lt;")

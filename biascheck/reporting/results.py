@@ -17,7 +17,7 @@ from biascheck.benchmarks.base import common_categories, document_schema, exampl
 from biascheck.core import format as fmt
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
-from biascheck.core.format import md_row
+from biascheck.core.format import Markdown, md_row, md_text, strong
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.samples import REPORT_PROMPTS, sampled_ids
@@ -324,11 +324,11 @@ def correction_markdown(document: dict[str, Any]) -> list[str]:
     calibration = calibration_of(document)
     if calibration is None:
         return []
-    out = ["## Judge correction", "", f"{calibration_heading(calibration)}; {CORRECTION_NOTE}.", ""]
+    out = ["## Judge correction", "", md_text(f"{calibration_heading(calibration)}; {CORRECTION_NOTE}."), ""]
     out += [md_row(["true class", "labelled", "judge says b", "judge says c", "judge says u"]), "|---|---:|---:|---:|---:|"]
     for c, row in calibration["matrix"].items():
         out.append(md_row([c, fmt.count(sum(calibration["counts"][c])), *(f"{x:.3f}" for x in row)]))
-    out += ["", f"Raw and corrected ({CORRECTION_CI_NOTE}):", ""]
+    out += ["", md_text(f"Raw and corrected ({CORRECTION_CI_NOTE}):"), ""]
     out += [md_row(["metric", "raw", "raw 95% CI", "corrected", "corrected 95% CI"]), "|---|---:|---|---:|---|"]
     for name, raw, fixed in correction_rows(document):
         out.append(md_row([name, fmt.value(raw["value"]), fmt.ci(raw["ci"]), fmt.value(fixed["value"]), fmt.ci(fixed["ci"])]))
@@ -464,7 +464,7 @@ def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
 def render_summary_markdown(documents: list[dict[str, Any]]) -> str:
     """The table across suites (a run of several), for the job summary and summary.md."""
     out = ["# biascheck: every suite", "", md_row(SUMMARY_HEADERS), "|---|---|---|---:|---:|---|---|"]
-    out += [md_row([*row[:-1], row[-1] if row[-1] == "passed" else f"**{row[-1]}**"]) for row in summary_rows(documents)]
+    out += [md_row([*row[:-1], row[-1] if row[-1] == "passed" else strong(row[-1])]) for row in summary_rows(documents)]
     return "\n".join(out) + "\n"
 
 
@@ -473,20 +473,20 @@ def render_markdown(document: dict[str, Any]) -> str:
     verdicts = verdict_index(document)
     # "passed" is about thresholds and completeness; a comparison with a baseline has its own verdict.
     status = "thresholds passed" if document["passed"] else "FAILED"
-    out = [f"# biascheck: {document['suite']['name']} — {status}", "", run_line(document), ""]
+    out = [f"# biascheck: {md_text(document['suite']['name'])} — {status}", "", md_text(run_line(document)), ""]
     deselected = deselected_line(document)
     if deselected:
-        out += [deselected, ""]
+        out += [md_text(deselected), ""]
     judged = judge_lines(document, correction=False)
     if judged:
-        out += [f"- {line}" for line in judged] + [""]
+        out += [f"- {md_text(line)}" for line in judged] + [""]
     missing = missing_data_line(document)
     if missing:
-        out.append(f"**{missing}**" if missing_data_failed(document) else missing)
-        out += [f"- {c}: {r}" for c, r in document["suite"]["skipped_categories"].items()]
+        out.append(strong(missing) if missing_data_failed(document) else md_text(missing))
+        out += [f"- {md_text(f'{c}: {r}')}" for c, r in document["suite"]["skipped_categories"].items()]
         out.append("")
     out += [
-        f"## {scope_label(document, 'overall').capitalize()}",
+        f"## {md_text(scope_label(document, 'overall').capitalize())}",
         "",
         "| metric | value | 95% CI | n | threshold | verdict |",
         "|---|---:|---|---:|---|---|",
@@ -494,8 +494,8 @@ def render_markdown(document: dict[str, Any]) -> str:
     for name, value in metrics["overall"].items():
         verdict = verdicts.get(("overall", name))
         threshold = fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else ""
-        mark = ("pass" if verdict["passed"] else "**FAIL**" if gated(verdict) else NOT_GATED) if verdict else ""
-        mark += " (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""
+        mark = ("pass" if verdict["passed"] else strong("FAIL") if gated(verdict) else NOT_GATED) if verdict else ""
+        mark = Markdown(md_text(mark) + (" (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""))
         out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), fmt.count(value["n"]), threshold, mark]))
     correction = correction_markdown(document)
     if correction:
@@ -508,20 +508,20 @@ def render_markdown(document: dict[str, Any]) -> str:
             for name in shown:
                 verdict = verdicts.get((category, name))
                 text = f"{fmt.value(table[name]['value'])} {fmt.ci(table[name]['ci'])}"
-                cells.append(text if verdict is None or verdict["passed"] else f"**{text} FAIL**" if gated(verdict) else f"{text} ({NOT_GATED})")
-                cells[-1] += " ?" if verdict and verdict.get("status") == "inconclusive" else ""
+                cell = text if verdict is None or verdict["passed"] else strong(f"{text} FAIL") if gated(verdict) else f"{text} ({NOT_GATED})"
+                cells.append(Markdown(md_text(cell) + (" ?" if verdict and verdict.get("status") == "inconclusive" else "")))
             out.append(md_row([category, *cells]))
     layout = layout_of(document["suite"]["benchmark"])
     examples = examples_of(document)
     if examples:
         title = layout.examples_title[:1].upper() + layout.examples_title[1:]
-        out += ["", f"## {title}", "", md_row(layout.examples_columns), "|---" * len(layout.examples_columns) + "|"]
+        out += ["", f"## {md_text(title)}", "", md_row(layout.examples_columns), "|---" * len(layout.examples_columns) + "|"]
         out += [md_row(example) for example in examples]
     if metrics["prompt_summary"]:
         across = layout.spread_over
         out += [
             "",
-            f"## Across {across} (mean ± sample std)",
+            f"## Across {md_text(across)} (mean ± sample std)",
             "",
             md_row(["metric", *metrics["by_prompt"], "mean ± std"]),
             "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1),
@@ -535,16 +535,22 @@ def render_markdown(document: dict[str, Any]) -> str:
     if metrics["by_label"]:
         shown = [n for n in layout.headline if n in metrics["overall"]]
         title = layout.label_title
-        out += ["", f"## {title}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
+        out += ["", f"## {md_text(title)}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
         for label, table in metrics["by_label"].items():
             out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))
     failures = [v for v in document["verdicts"] if failing(v)]
     if failures or missing_data_failed(document):
         out += ["", "## Failed checks", ""]
         if missing_data_failed(document):
-            out.append(f"- data: {missing_data_summary(document['suite']['skipped_categories'], document['suite'].get('categories_total'))}")
+            out.append(
+                "- " + md_text(f"data: {missing_data_summary(document['suite']['skipped_categories'], document['suite'].get('categories_total'))}")
+            )
         out += [
-            f"- {v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, 95% CI {fmt.ci(v['ci'])}, n = {fmt.count(v['n'])}"
+            "- "
+            + md_text(
+                f"{v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, "
+                f"95% CI {fmt.ci(v['ci'])}, n = {fmt.count(v['n'])}"
+            )
             for v in failures
         ]
     return "\n".join(out) + "\n"

@@ -16,7 +16,7 @@ from typing import Any
 from biascheck.benchmarks.base import get_benchmark, layout_of
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
-from biascheck.core.format import md_row
+from biascheck.core.format import md_row, md_text, strong
 from biascheck.core.version import VERSION
 from biascheck.evaluation.baseline import fingerprint_differences
 from biascheck.reporting.results import failing, gated, verdict_index
@@ -192,7 +192,7 @@ def _run(label: str, path: str, document: Mapping[str, Any]) -> dict[str, Any]:
 
 def _value_cell(value: Mapping[str, Any]) -> str:
     text = f"{fmt.value(value['value'])} {fmt.ci(value['ci'])}" if fmt.number(value["value"]) is not None else fmt.NA
-    return f"**{text} FAIL**" if value["passed"] is False else text
+    return strong(f"{text} FAIL") if value["passed"] is False else text
 
 
 def _by_metric(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -208,9 +208,9 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
     suite, runs = document["suite"], document["runs"]
     level = fmt.percent(document["confidence"]) if document.get("confidence") is not None else "the recorded"
     out = [
-        f"# biascheck compare: {suite['name']} — {len(runs)} runs",
+        f"# biascheck compare: {md_text(suite['name'])} — {len(runs)} runs",
         "",
-        f"Suite {suite['name']} ({suite['benchmark']}), fingerprint {suite['fingerprint'].get('suite')}. Each cell is a run's value "
+        md_text(f"Suite {suite['name']} ({suite['benchmark']}), fingerprint {suite['fingerprint'].get('suite')}.") + " Each cell is a run's value "
         f"with its own {level} bootstrap interval, as its results.json records it; **FAIL**: over the run's threshold. Intervals that "
         "overlap do not show two runs equal, nor do separate ones a tested difference: `biascheck diff A B` tests two runs case by case.",
         "",
@@ -218,9 +218,9 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
         "|---:|---|---|---|---|---:|---|",
     ]
     for i, run in enumerate(runs, 1):
-        status = "passed" if run["passed"] else "**FAILED**"
+        status = "passed" if run["passed"] else strong("FAILED")
         out.append(md_row([i, run["label"], run["model"], run["revision"] or "-", run["created_at"], fmt.count(run["cases"]), status]))
-    notes = [f"- {run['label']}: {note}" for run in runs for note in run["notes"]]
+    notes = ["- " + md_text(f"{run['label']}: {note}") for run in runs for note in run["notes"]]
     if notes:
         out += ["", *notes]
     grouped = _by_metric(document["rows"])
@@ -231,12 +231,12 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
         better = rows[0]["better"]
         threshold = fmt.threshold(rows[0]["threshold"])
         extra = "; ".join(part for part in (f"threshold {threshold}" if threshold else "", f"better: {better}" if better else "") if part)
-        out += ["", f"## {metric}" + (f" ({extra})" if extra else ""), ""]
+        out += ["", "## " + md_text(f"{metric}" + (f" ({extra})" if extra else "")), ""]
         out += [md_row(["scope", *(run["label"] for run in runs)]), "|---|" + "---:|" * len(runs)]
         out += [md_row([row["scope"], *(_value_cell(v) for v in row["values"])]) for row in rows]
     hidden = sorted(set(grouped) - set(document["shown"]))
     if hidden:
-        out += ["", f"Not shown here: {', '.join(hidden)} (in compare.json)."]
+        out += ["", md_text(f"Not shown here: {', '.join(hidden)} (in compare.json).")]
     return "\n".join(out) + "\n"
 
 
@@ -294,7 +294,7 @@ def render_history_markdown(document: Mapping[str, Any]) -> str:
     """What ``biascheck history`` prints: a row per release, oldest first, a column per headline metric."""
     headline, releases = document["headline"], document["releases"]
     out = [
-        f"# biascheck history: {document['suite']['name']} — {len(releases)} releases",
+        f"# biascheck history: {md_text(document['suite']['name'])} — {len(releases)} releases",
         "",
         "Each release's baseline, oldest first: the overall value of each headline metric with its 95% bootstrap interval.",
         "",
@@ -312,7 +312,7 @@ def render_history_markdown(document: Mapping[str, Any]) -> str:
         cells = [f"{fmt.value(v.get('value'))} {fmt.ci(v.get('ci'))}" if v else fmt.NA for v in (release["metrics"][m] for m in headline)]
         out.append(md_row([release["label"], release["model"], release["created_at"], *cells]))
     changes = [
-        f"- {r['label']}: the suite changed ({', '.join(r['suite_changed'])}): values before it measure another suite"
+        "- " + md_text(f"{r['label']}: the suite changed ({', '.join(r['suite_changed'])}): values before it measure another suite")
         for r in releases
         if r["suite_changed"]
     ]
