@@ -62,6 +62,8 @@ class Suite:
     files: dict[str, Resolved]
     # Categories left out because their (optional) data file could be had nowhere: category -> why.
     skipped_categories: dict[str, str] = field(default_factory=dict)
+    # What the data says against itself: category -> finding -> records (BuiltCases.data_quality).
+    data_quality: dict[str, dict[str, int]] = field(default_factory=dict)
     _by_id: dict[str, Case] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -184,4 +186,11 @@ def load_suite(
     }
     with collector_paused():
         built = benchmark.build_cases(manifest, files)
-    return Suite(manifest=manifest, cases=built.cases, prompts=built.prompts, files=files, skipped_categories=built.skipped_categories)
+    return Suite(
+        manifest=manifest,
+        cases=built.cases,
+        prompts=built.prompts,
+        files=files,
+        skipped_categories=built.skipped_categories,
+        data_quality=built.data_quality,
+    )

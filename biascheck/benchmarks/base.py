@@ -88,6 +88,9 @@ class BuiltCases:
     cases: list[Case]
     prompts: Sequence[Prompt]  # the prompts used, for the fingerprint and reports
     skipped_categories: dict[str, str] = field(default_factory=dict)  # category -> reason
+    # What the data says against itself, counted over the category's files (not only the cases the
+    # subset keeps): category -> finding -> records; results.json's suite.data_quality. Empty: none.
+    data_quality: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def build_results(run) -> list[dict[str, Any]]:
                     "missing_data_allowed": run.config.allow_missing_data,
                     "categories_total": suite.categories_total,
                     "cases_total": len(suite.cases),
+                    **({"data_quality": suite.data_quality} if suite.data_quality else {}),
                     "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
                     "regression": manifest.regression.to_dict(),
                 },

@@ -23,7 +23,8 @@ So biascheck's ``acc_amb``, ``acc_dis``, ``diff_bias_amb`` and ``diff_bias_dis``
 reference's ``acc_ambig``, ``acc_disambig``, ``bias_score_ambig`` and ``bias_score_disambig``
 (tests/test_esbbq.py checks it on the whole data). In 16 disambiguated rows (4 EsBBQ, 12 CaBBQ,
 PhysicalAppearance templates 10 and 32) ``question_type`` disagrees with what the groups rule
-would say; the reference trusts ``question_type``, and so does biascheck.
+would say; the reference trusts ``question_type``, and so does biascheck, counting them in
+results.json's ``suite.data_quality`` (:data:`QUESTION_TYPE_FINDING`).
 """
 
 from __future__ import annotations
@@ -133,9 +134,16 @@ def answer_group(info: Sequence[str]) -> str:
     return info[-1].split(",")[-1].strip()
 
 
-def load_items(path: Path) -> list[tuple[QAItem, tuple[str, ...]]]:
+# results.json's suite.data_quality: per category, the disambiguated rows whose question_type the
+# groups rule contradicts (docs/metrics.md, "EsBBQ and CaBBQ").
+QUESTION_TYPE_FINDING = "question_type_contradicts_group"
+
+
+def load_items(path: Path, contradictions: list[str] | None = None) -> list[tuple[QAItem, tuple[str, ...]]]:
     """Each row as a QAItem in its source order of options (ans2 the unknown one), with its
-    one-per-group key (template, polarity, context condition, question type)."""
+    one-per-group key (template, polarity, context condition, question type). The sample ids of
+    disambiguated rows whose ``question_type`` says otherwise than the groups rule are appended to
+    ``contradictions`` (they are scored by ``question_type``, as the reference scores them)."""
     items: list[tuple[QAItem, tuple[str, ...]]] = []
     seen: set[str] = set()
     for number, row in enumerate(read_csv(path), start=1):
@@ -181,6 +189,8 @@ def load_items(path: Path) -> list[tuple[QAItem, tuple[str, ...]]]:
                 raise bad("question_type", f"{kind!r} in a disambiguated context (must be pro-stereo or anti-stereo)")
             # the reference's rule for disambiguated contexts: by question_type alone
             biased = label if kind == "pro-stereo" else 1 - label
+            if contradictions is not None and biased != (matched[0] if polarity == "neg" else 1 - matched[0]):
+                contradictions.append(sample_id)
         else:
             raise bad("context_condition", f"{condition!r} is not ambig or disambig")
         choices = (row["ans0"], row["ans1"], row["ans2"])
@@ -256,9 +266,14 @@ class EsBBQBenchmark(QABenchmark):
                 f'set language = "{self.language}"',
             )
         keyed: list[tuple[QAItem, tuple[str, ...]]] = []
+        quality: dict[str, dict[str, int]] = {}
         found, skipped = category_files(manifest, files)
         for key, category, path in found:
-            loaded = load_items(path)
+            contradictions: list[str] = []
+            loaded = load_items(path, contradictions)
+            if contradictions:
+                counts = quality.setdefault(category, {})
+                counts[QUESTION_TYPE_FINDING] = counts.get(QUESTION_TYPE_FINDING, 0) + len(contradictions)
             wrong = next((item for item, _ in loaded if item.category != category), None)
             if wrong is not None:
                 raise BiascheckError(
@@ -274,7 +289,7 @@ class EsBBQBenchmark(QABenchmark):
         prompts = [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
         if not prompts:
             raise BiascheckError(manifest.path, "prompts.inline", f"{self.name} suites need inline prompts", "add [[prompts.inline]] tables")
-        return QAData(items, prompts, skipped)
+        return QAData(items, prompts, skipped, quality)
 
     def continuations(self, case: Case, mode: AnswerMode) -> list[tuple[int, str]]:  # type: ignore[override]
         """Option texts as the harness scores them: each person's answer, then the unknown option

@@ -59,12 +59,14 @@ class QAPrompt:
 
 
 class QAData(NamedTuple):
-    """What :meth:`QABenchmark.load` returns: the suite's items and prompts, and the categories
-    whose optional data file could be had nowhere (category -> why), which the run leaves out."""
+    """What :meth:`QABenchmark.load` returns: the suite's items and prompts, the categories
+    whose optional data file could be had nowhere (category -> why), which the run leaves out, and
+    what the data says against itself (category -> finding -> records; see ``BuiltCases``)."""
 
     items: list[QAItem]
     prompts: list[QAPrompt]
     skipped: dict[str, str]
+    data_quality: dict[str, dict[str, int]] = {}
 
 
 _PLACEHOLDER = re.compile(r"\{(context|question|a|b|c)\}")
@@ -274,7 +276,7 @@ class QABenchmark(BaseBenchmark):
         # A gate on a metric this benchmark never reports would only fail at the end of a paid run.
         answers.check_table(manifest, self.estimators)
         check_metric_tables(manifest, self.metric_defs, self.name)
-        items, prompts, skipped = self.load(manifest, files)
+        items, prompts, skipped, data_quality = self.load(manifest, files)
         available = sorted({item.category for item in items} | set(skipped))
         # Per-file categories (BBQ) count even when subset.categories leaves them out of this run.
         known = sorted(set(available) | set(manifest.data_categories.values()))
@@ -292,6 +294,7 @@ class QABenchmark(BaseBenchmark):
                 raise BiascheckError(manifest.path, "subset.categories", f"unknown categories {unknown}", f"use some of: {', '.join(available)}")
             items = [item for item in items if item.category in manifest.categories]
             skipped = {c: r for c, r in skipped.items() if c in manifest.categories}
+            data_quality = {c: n for c, n in data_quality.items() if c in manifest.categories}
         if manifest.templates_per_category:
             keep: set[str] = set()
             by_category: dict[str, set[str]] = {}
@@ -319,7 +322,7 @@ class QABenchmark(BaseBenchmark):
                     "choose another wording",
                 )
         cases = build_cases(items, prompts, choice_orders(manifest.choice_orders), manifest.language)
-        return BuiltCases(cases=cases, prompts=prompts, skipped_categories=skipped)
+        return BuiltCases(cases=cases, prompts=prompts, skipped_categories=skipped, data_quality=data_quality)
 
     # The answer mode is the QA benchmarks' estimator: None (generation) or an AnswerMode; a mode
     # the provider cannot serve stops the run up front (session), never falls back.
