@@ -462,8 +462,14 @@ def one_template_per_category(tmp_path: Path) -> Path:
 def test_cbbq_quick_at_one_template_passes_a_fair_model_and_fails_a_stereotyped_one(run_biascheck, tmp_path, model, code, value):
     run = run_biascheck(one_template_per_category(tmp_path), model)
     check_gates(run, code, value, cases=None)
-    # Counted over the categories' files, whatever the subset keeps.
+    # Counted over the categories' files, whatever the subset keeps, and said in every report.
     assert run.results()["suite"]["data_quality"] == FINDINGS
+    said = "data holds 2,398 inconsistent records"
+    assert "- educational_qualification: 1,392 label contradicts group, 694 polarity from disambiguated" in (run.report_dir / "report.md").read_text(
+        "utf-8"
+    )
+    assert said in (run.report_dir / "report.html").read_text("utf-8").lower()
+    assert said in run.output.lower()
 
 
 @pytest.mark.data

@@ -34,6 +34,7 @@ from biascheck.reporting.results import (
     calibration_heading,
     calibration_of,
     correction_rows,
+    data_quality_lines,
     deselected_line,
     gated,
     judge_lines,
@@ -362,6 +363,11 @@ def _header(results: dict) -> str:
         # Accepted or not, a run without some categories is not the suite: it is never shown small.
         out.append(f'<div class="alert"><strong>{_e(missing)}</strong><ul>')
         out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in suite["skipped_categories"].items()]
+        out.append("</ul></div>")
+    data_notes = data_quality_lines(results)
+    if data_notes:
+        out.append(f'<div class="muted small">{_e(data_notes[0][:1].upper() + data_notes[0][1:])}:<ul>')
+        out += [f"<li>{_e(line)}</li>" for line in data_notes[1:]]
         out.append("</ul></div>")
     out.append("</header>")
     return "\n".join(out)

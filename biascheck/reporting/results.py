@@ -357,6 +357,20 @@ def missing_data_line(document: dict[str, Any]) -> str | None:
     return f"{summary}: left out of this run, {accepted}"
 
 
+def data_quality_lines(document: dict[str, Any]) -> list[str]:
+    """What every report says about records of the benchmark's data that are inconsistent
+    (``suite.data_quality``): a heading line, then one line per category; none when there are none.
+    How each kind of record is scored is in docs/metrics.md."""
+    found = document["suite"].get("data_quality") or {}
+    if not found:
+        return []
+    total = sum(sum(findings.values()) for findings in found.values())
+    lines = [f"the benchmark's data holds {fmt.count(total)} inconsistent records (how each is scored: docs/metrics.md)"]
+    for category, findings in found.items():
+        lines.append(f"{category}: " + ", ".join(f"{fmt.count(n)} {kind.replace('_', ' ')}" for kind, n in findings.items()))
+    return lines
+
+
 NOT_GATED = "not gated (deselected)"
 
 
@@ -486,6 +500,9 @@ def render_markdown(document: dict[str, Any]) -> str:
         out.append(strong(missing) if missing_data_failed(document) else md_text(missing))
         out += [f"- {md_text(f'{c}: {r}')}" for c, r in document["suite"]["skipped_categories"].items()]
         out.append("")
+    data_notes = data_quality_lines(document)
+    if data_notes:
+        out += [md_text(data_notes[0][:1].upper() + data_notes[0][1:] + ":"), *(f"- {md_text(line)}" for line in data_notes[1:]), ""]
     out += [
         f"## {md_text(scope_label(document, 'overall').capitalize())}",
         "",

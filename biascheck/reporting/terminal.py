@@ -17,6 +17,7 @@ from biascheck.reporting.results import (
     NOT_GATED,
     SUMMARY_HEADERS,
     category_metrics,
+    data_quality_lines,
     deselected_line,
     gated,
     judge_lines,
@@ -117,6 +118,8 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             console.print(f"  {esc(missing)}", style="bold red" if missing_data_failed(document) else "yellow")
             for category, reason in document["suite"]["skipped_categories"].items():
                 console.print(f"    {esc(category)}: {esc(reason)}", style="yellow")
+        for i, line in enumerate(data_quality_lines(document)):
+            console.print(f"  {'  ' * bool(i)}{esc(line)}", style="dim")
         table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
         for header, justify in (
             ("metric", "left"),
