@@ -299,7 +299,7 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
             usage = _json(raw_usage)
             if isinstance(usage, dict) and isinstance(raw_usage, str):
                 shared[("usage text", raw_usage)] = usage
-        logprobs = None if logprobs is None else _json(logprobs)
+        logprobs = None if logprobs is None else _distribution(_json(logprobs))
         measured = None if loglikelihood is None else _loglikelihood(_json(loglikelihood))
     except (ValueError, TypeError, KeyError):
         return None
@@ -307,7 +307,6 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
         isinstance(text, str | None)
         and isinstance(finish, str | None)
         and _counts(usage)
-        and (logprobs is None or _distribution(logprobs))
         and (cost is None or (isinstance(cost, float | int) and math.isfinite(cost) and cost >= 0))
         and truncated in (0, 1)
         and isinstance(served_model, str | None)
@@ -322,13 +321,17 @@ def _counts(usage: object) -> bool:
     return isinstance(usage, dict) and all(type(v) is int and v >= 0 for v in usage.values())
 
 
-def _distribution(logprobs: object) -> bool:
-    """Stored first-token log-probabilities that can be true (execution.llm.first_token_logprobs
-    reads a reply's so; earlier releases stored 1000.0, NaN or a 400-digit integer as it came)."""
+def _distribution(logprobs: object) -> dict[str, float]:
+    """Stored first-token log-probabilities, as floats; TypeError when they cannot be true
+    (execution.llm.first_token_logprobs reads a reply's so; earlier releases stored 1000.0, NaN or
+    a 400-digit integer as it came)."""
     if not isinstance(logprobs, dict):
-        return False
-    values = [logprob_value(v) for v in logprobs.values()]
-    return None not in values and distribution_problem(v for v in values if v is not None) is None
+        raise TypeError("logprobs")
+    values = {token: logprob_value(value) for token, value in logprobs.items()}
+    read = {token: value for token, value in values.items() if value is not None}
+    if len(read) < len(values) or distribution_problem(read.values()) is not None:
+        raise TypeError("logprobs")
+    return read
 
 
 def _loglikelihood(value: Any) -> Loglikelihood:
