@@ -7,7 +7,7 @@ around it (comparisons, reports, baselines) is :mod:`biascheck.orchestration`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -18,7 +18,7 @@ from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
-from biascheck.core.records import Case, Outcome, Response
+from biascheck.core.records import UNUSABLE_REPLY, Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
@@ -28,7 +28,7 @@ from biascheck.execution.progress import NoProgress, Progress
 from biascheck.execution.providers import simulator
 from biascheck.execution.runner import NOT_RUN, ModelRequest, RunInterrupted, execute, run_sync
 from biascheck.execution.stats import RunStats, RunStatus
-from biascheck.execution.store import ResponseStore, key_prefix, sample_key
+from biascheck.execution.store import ResponseStore, StoreWriteError, key_prefix, sample_key
 from biascheck.suite import Shard, Suite
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
@@ -316,6 +316,10 @@ def _probe_answer_modes(plans: list[_SuitePlan], store: ResponseStore, call, res
         probed.add(first.key)
         reason = unserved(responses[first.key])
         if reason:
+            # Its reply, if stored, is no answer for this mode: the next run asks again (the server
+            # may have been fixed meanwhile, e.g. llama.cpp's restarted with --logits_all).
+            with suppress(StoreWriteError):
+                store.refuse(first.key, f"{UNUSABLE_REPLY}{reason}")
             raise BiascheckError(
                 _mode_source(config),
                 None,

@@ -270,3 +270,36 @@ def test_what_the_process_held_is_frozen_out_of_the_collector_only_while_the_cal
     execution = run(Looking(), requests_for("q1", "q2"), tmp_path / "s.sqlite")
     assert execution.stats.calls == 2 and frozen_during == [True, True]
     assert gc.get_freeze_count() == 0
+
+
+def test_a_client_that_fails_to_read_one_reply_loses_no_other_reply(tmp_path):
+    """D1: whatever is raised reading one reply is that request's error; the replies of every other
+    request, in flight beside it, are stored, and the next run asks only the failed one again."""
+    client = ScriptedClient({"q3": [OverflowError("int too large to convert to float")]})
+    requests = requests_for(*(f"q{i}" for i in range(12)))
+    execution = run(client, requests, tmp_path / "s.sqlite", concurrency=4)
+    assert execution.stats.errors == 1 and execution.stats.calls == 12
+    error = execution.responses["key-q3"].error
+    assert error is not None and error.startswith("unusable reply: OverflowError") and "\n" not in error
+    again = ScriptedClient()
+    resumed = run(again, requests, tmp_path / "s.sqlite")
+    assert again.attempts == {"q3": 1} and resumed.stats.cache_hits == 11 and resumed.stats.errors == 0
+
+
+def test_an_unusable_reply_is_stored_and_paid_for_but_never_served(tmp_path):
+    class Refusing(ScriptedClient):
+        async def complete(self, messages, params, sample=0):
+            completion = await super().complete(messages, params, sample)
+            if messages[-1]["content"] == "q1":
+                return Completion("A", "stop", {"prompt_tokens": 9}, 0.5, refused="unusable reply: a lie")
+            return completion
+
+    requests = requests_for("q1", "q2")
+    execution = run(Refusing(), requests, tmp_path / "s.sqlite")
+    assert execution.responses["key-q1"].error == "unusable reply: a lie" and execution.stats.errors == 1
+    assert execution.stats.cost_usd == pytest.approx(0.51)  # what it cost is counted
+    with ResponseStore(tmp_path / "s.sqlite") as store:
+        assert store.count() == 2 and set(store.get_many(["key-q1", "key-q2"])) == {"key-q2"}
+        assert store.stored_keys(["key-q1", "key-q2"]) == {"key-q2"}
+    again = ScriptedClient()
+    assert run(again, requests, tmp_path / "s.sqlite").responses["key-q1"].text == "A" and again.attempts == {"q1": 1}

@@ -9,7 +9,8 @@ independent of pytest, litellm and the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
@@ -178,6 +179,51 @@ OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]
 # and top_logprobs (first-token answers).
 PROMPT_LOGPROBS = "prompt log-probabilities"
 TOKEN_LOGPROBS = "token log-probabilities"
+# A log-likelihood request's reply without them (execution.llm refuses it; qa.answers says so).
+NO_PROMPT_LOGPROBS = (
+    "the endpoint returned no log-probabilities for the prompt's tokens "
+    "(an OpenAI-compatible /v1/completions with echo and logprobs is needed; llama.cpp's server: start it with --logits_all true)"
+)
+
+
+# The error of a reply that arrived but cannot be read as what it claims (a log-probability that is
+# no number at most 0, alternatives whose probabilities sum past 1, a text_offset pointing at other
+# text, a negative token count): its case is an error, and the reply is kept in the store as
+# unusable, never served as an answer (the next run asks again). See execution.llm.
+UNUSABLE_REPLY = "unusable reply: "
+# How far above 0 a log-probability may be and still be read (as 0): a server's float rounding of a
+# certain token. How far past 1 the probabilities of a position's listed alternatives may sum.
+LOGPROB_SLACK = 1e-6
+MASS_SLACK = 1e-3
+
+
+def logprob_value(value: object) -> float | None:
+    """``value`` as a log-probability, or None when it is none: not a finite number at most 0
+    (:data:`LOGPROB_SLACK` above 0 is read as 0). A JSON integer of 400 digits is no float."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    if not math.isfinite(number) or number > LOGPROB_SLACK:
+        return None
+    return min(number, 0.0)
+
+
+def distribution_problem(values: Iterable[float]) -> str | None:
+    """Why log-probabilities (valid ones, :func:`logprob_value`'s) of alternatives at one position
+    cannot all be true, or None: their probabilities sum past 1."""
+    total = math.fsum(math.exp(v) for v in values)
+    if total > 1 + MASS_SLACK:
+        return f"the log-probabilities of one position's alternatives sum to a probability of {total:.4g}, above 1"
+    return None
+
+
+def shown(value: object, limit: int = 24) -> str:
+    """A value from a reply as an error line may quote it: short (a 400-digit integer is not)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True, slots=True)

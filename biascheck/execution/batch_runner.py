@@ -82,7 +82,7 @@ def refuse_open_batches(store: ResponseStore, model: str, keys: Iterable[str]) -
             held[record.batch_id or record.id] = keys_in
     if not held:
         return
-    answered = store.stored_keys(set().union(*held.values()))
+    answered = store.stored_keys(set().union(*held.values()), unusable_too=True)  # read from the batch, usable or not
     held = {batch: keys_in - answered for batch, keys_in in held.items() if keys_in - answered}
     if held:
         count = len(set().union(*held.values()))
@@ -358,6 +358,8 @@ class BatchRun:
             return
         for key, _, _, stored in rows:
             self.execution.respond(key, from_store(stored))
+            if stored.refused is not None:  # an unusable reply: its request's error
+                self.stats.errors += 1
 
     def save(self, record: BatchRecord) -> BatchRecord:
         record = replace(record, updated_at=time.time())

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.call_errors import CallError, one_line_error
-from biascheck.execution.llm import MAX_REPLY_CHARS, Completion, LiteLLMClient, ModelConfig
+from biascheck.execution.llm import MAX_REPLY_CHARS, Completion, LiteLLMClient, ModelConfig, Sent
 from biascheck.execution.redaction import redact
 
 # litellm's providers whose files and batches API is OpenAI's (its OPENAI_COMPATIBLE_BATCH_AND_FILES_PROVIDERS, and Azure).
@@ -304,13 +304,14 @@ class OpenAIBatches:
             text, finish_reason = choice["message"].get("content"), choice.get("finish_reason")
         except (KeyError, IndexError, TypeError, AttributeError):
             return key, "batch request failed: malformed response body"
-        usage = {
-            k: int(v)
-            for k, v in (body.get("usage") or {}).items()
-            if k in ("prompt_tokens", "completion_tokens", "total_tokens") and isinstance(v, int)
-        }
+        usage = body.get("usage")
+        usage = {k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens", "total_tokens")} if isinstance(usage, dict) else {}
         logprobs = choice.get("logprobs") if params_of[key].get("logprobs") else None
-        return key, self.client.completion_of(text, finish_reason, usage, logprobs, body.get("model"), body.get("system_fingerprint"), batch=True)
+        # The batch's output holds no prompt: a usage that cannot be read is charged for the reply alone.
+        sent = Sent(0, 0, params_of[key])
+        return key, self.client.completion_of(
+            text, finish_reason, usage, logprobs, body.get("model"), body.get("system_fingerprint"), batch=True, sent=sent
+        )
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -19,8 +19,8 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,16 @@ from typing import Any
 from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Loglikelihood
+from biascheck.core.records import (
+    NO_PROMPT_LOGPROBS,
+    PROMPT_LOGPROBS,
+    TOKEN_LOGPROBS,
+    UNUSABLE_REPLY,
+    Loglikelihood,
+    distribution_problem,
+    logprob_value,
+    shown,
+)
 from biascheck.execution.call_errors import UNREACHABLE, CallError, broken_body, one_line_error, refusal_line, refused_params, retry_after_of
 from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS, FastPath, Plain, fast_path_applies
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
@@ -209,6 +218,66 @@ class Completion:
     served_model: str | None = None  # the reply's ``model``: what the provider says answered
     system_fingerprint: str | None = None
     loglikelihood: Loglikelihood | None = None  # a log-likelihood request's measurement
+    # Why the reply cannot be read as what its request asked (an UNUSABLE_REPLY line), or None: it
+    # is kept, paid for, and its case is an error; the store never serves it as an answer.
+    refused: str | None = None
+
+
+class UnusableReply(ValueError):
+    """A value of a reply that cannot be what it claims (see :data:`UNUSABLE_REPLY`); the message
+    is the one line that says which and why."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What a request sent, as far as reading its reply needs: the prompt's size in UTF-8 bytes
+    (every message's content), how many messages, and the parameters."""
+
+    prompt_bytes: int
+    messages: int
+    params: dict[str, Any]
+
+    @classmethod
+    def of(cls, messages: Sequence[dict[str, str]], params: dict[str, Any]) -> Sent:
+        return cls(sum(len(str(m.get("content", "")).encode()) for m in messages), len(messages), params)
+
+    @property
+    def alternatives(self) -> int | None:
+        """How many alternatives per position the request asked for (``top_logprobs``)."""
+        asked = self.params.get("top_logprobs")
+        return asked if isinstance(asked, int) and not isinstance(asked, bool) else None
+
+    def most_usage(self, text: str | None) -> dict[str, int]:
+        """The most tokens the request could have cost, charged for a reply whose usage cannot be
+        read: a token of the prompt per byte, with a chat template's few per message; a token of
+        the reply per byte, or ``max_tokens`` when the request bounds it."""
+        prompt = self.prompt_bytes + 8 * self.messages + 16
+        bound = self.params.get("max_tokens", self.params.get("max_completion_tokens"))
+        reply = len(text.encode()) if isinstance(text, str) else 0
+        completion = bound if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0 else max(1, reply)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+# The most tokens a reply may say it used: a count beyond it is no count (a lying or broken server),
+# charged at the request's most (Sent.most_usage) instead of the billions it names.
+MAX_TOKEN_COUNT = 10**8
+
+
+def token_counts(usage: Any) -> tuple[dict[str, int], str | None]:
+    """A reply's usage as whole token counts, and why it cannot be read, or None (a negative,
+    fractional or absurd count, or no number: an OpenAI-compatible server that miscounts)."""
+    counts: dict[str, int] = {}
+    if not isinstance(usage, dict):
+        return counts, None
+    for name, value in usage.items():
+        if value is None:
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+            return {}, f"the reply's usage {name} = {shown(value)} is not a token count, so its cost is charged at the most the request could cost"
+        counts[name] = value
+    return counts, None
 
 
 # The longest reply kept, stored, parsed and reported: an answer, a story or a judge's reasoning
@@ -221,25 +290,45 @@ MAX_REPLY_CHARS = 65_536
 _LEADING_FILLER = frozenset(" \t\r\n*_`\"'")
 
 
-def first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
+def first_token_logprobs(logprobs: Any, asked: int | None = None) -> dict[str, float] | None:
     """token -> log-probability of the top alternatives at the first generated position whose token
     is not only whitespace or markdown (OpenAI's ``choices[0].logprobs.content[i].top_logprobs``,
     as objects or dicts), so a reply that opens with "\\n" or "**" is read at its answer; the first
-    position when every one is filler; None if absent."""
+    position when every one is filler; None if absent.
+
+    Raises :class:`UnusableReply` for what cannot be true: a log-probability that is no finite
+    number at most 0, alternatives whose probabilities sum past 1, or no alternatives listed when
+    ``asked`` (the request's ``top_logprobs``) asked for some, where reading the sampled token
+    alone would give it all the probability."""
 
     def get(obj: Any, name: str) -> Any:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
     content = get(logprobs, "content") if logprobs is not None else None
-    if not content:
+    if not content or not isinstance(content, list | tuple):
         return None
     position = next((p for p in content if isinstance(get(p, "token"), str) and not set(get(p, "token")) <= _LEADING_FILLER), content[0])
-    alternatives = get(position, "top_logprobs") or [position]
+    listed = get(position, "top_logprobs")
+    listed = listed if isinstance(listed, list | tuple) else None
+    if not listed and asked:
+        raise UnusableReply(
+            f"the reply lists no top_logprobs at its first token, though {asked} were asked: its log-probabilities would be the sampled token's alone"
+        )
+    alternatives = listed or [position]
     out: dict[str, float] = {}
+    values: list[float] = []
     for alt in alternatives:
-        token, value = get(alt, "token"), get(alt, "logprob")
-        if isinstance(token, str) and isinstance(value, (int, float)) and token not in out:
-            out[token] = float(value)
+        token, raw = get(alt, "token"), get(alt, "logprob")
+        if not isinstance(token, str):
+            continue
+        value = logprob_value(raw)
+        if value is None:
+            raise UnusableReply(f"the log-probability {shown(raw)} of the token {shown(token)} is not a number at most 0")
+        values.append(value)
+        out.setdefault(token, value)
+    problem = distribution_problem(values)
+    if problem is not None:
+        raise UnusableReply(problem)
     return out or None
 
 
@@ -265,11 +354,12 @@ def params_as_sent(params: dict[str, Any], messages: list[dict[str, str]], sampl
     return params
 
 
-def _usage(response: Any) -> dict[str, int]:
+def _usage(response: Any) -> dict[str, Any]:
+    """A litellm reply's token counts as it holds them: :func:`token_counts` reads them."""
     usage = getattr(response, "usage", None)
     if usage is None:
         return {}
-    return {k: int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    return {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
 
 
 # --- log-likelihood requests -----------------------------------------------------------------------
@@ -319,7 +409,7 @@ def echo_is_late(tokens: Sequence[Any], tops: Any) -> bool:
     return following > 2 * own + 2
 
 
-def continuation_loglikelihood(logprobs: Any, start: int, end: int) -> Loglikelihood | None:
+def continuation_loglikelihood(logprobs: Any, start: int, end: int, text: str | None = None) -> Loglikelihood | None:
     """The summed log-probability of the text between characters ``start`` and ``end`` of the
     echoed prompt, from OpenAI's completions ``logprobs`` (``tokens``, ``token_logprobs``,
     ``text_offset``, ``top_logprobs``), or None when the reply holds no prompt log-probabilities.
@@ -327,7 +417,11 @@ def continuation_loglikelihood(logprobs: Any, start: int, end: int) -> Loglikeli
     The continuation's tokens are those that end after ``start`` and begin before ``end``: a token
     that straddles the boundary (the tokenizer merged the context's last characters with the
     continuation's first) counts, since the continuation's probability is in it. ``greedy``: each of
-    them was the most likely token at its position (when the reply lists alternatives)."""
+    them was the most likely token at its position (when the reply lists alternatives).
+
+    Raises :class:`UnusableReply` for what cannot be true: a log-probability that is no finite
+    number at most 0, or, given the prompt's ``text``, a continuation token whose ``text_offset``
+    points at other text than the token's own (offsets shifted: the tokens read would be others)."""
 
     def get(name: str) -> Any:
         return logprobs.get(name) if isinstance(logprobs, dict) else getattr(logprobs, name, None)
@@ -340,21 +434,42 @@ def continuation_loglikelihood(logprobs: Any, start: int, end: int) -> Loglikeli
     if echo_is_late(tokens, tops):
         raise CallError(LATE_LOGPROBS, retryable=False)
     total, count, greedy = 0.0, 0, True
-    for i, (offset, value) in enumerate(zip(offsets, values)):
+    for i, (offset, raw) in enumerate(zip(offsets, values)):
         if not isinstance(offset, int) or isinstance(offset, bool):
             return None
         following = offsets[i + 1] if i + 1 < len(offsets) and isinstance(offsets[i + 1], int) else offset + len(str(tokens[i] or ""))
         if not (start <= offset < end or offset < start < following):
             continue
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        if text is not None and not _token_at(text, offset, tokens[i]):
+            raise UnusableReply(
+                f"the reply's text_offset {shown(offset)} points at {shown(text[max(0, offset) : max(0, offset) + 12])}, not at its token "
+                f"{shown(tokens[i])}: the continuation's prompt log-probabilities cannot be told apart from the context's"
+            )
+        if raw is None:
             return None  # a continuation token without its log-probability (the first token of a prompt has none)
-        total += float(value)
+        value = logprob_value(raw)
+        if value is None:
+            raise UnusableReply(f"the prompt log-probability {shown(raw)} of the token {shown(tokens[i])} is not a number at most 0")
+        total += value
         count += 1
         alternatives = tops[i] if isinstance(tops, list) and i < len(tops) and isinstance(tops[i], dict) else {}
-        best = max((v for v in alternatives.values() if isinstance(v, (int, float)) and not isinstance(v, bool)), default=None)
-        if best is not None and float(value) < best - 1e-9:
+        listed = [logprob_value(v) for v in alternatives.values() if not isinstance(v, bool) and isinstance(v, int | float)]
+        if None in listed:
+            raise UnusableReply(f"a top_logprobs alternative of the token {shown(tokens[i])} is not a log-probability at most 0")
+        best = max((v for v in listed if v is not None), default=None)
+        if best is not None and value < best - 1e-9:
             greedy = False
+    if not math.isfinite(total):
+        raise UnusableReply("the continuation's prompt log-probabilities sum to no finite number")
     return Loglikelihood(total, count, greedy) if count else None
+
+
+def _token_at(text: str, offset: int, token: Any) -> bool:
+    """Whether ``token`` is the text of the prompt at ``offset``. A token whose text is not its own
+    (an empty piece of a multi-byte character, U+FFFD, OpenAI's ``bytes:`` pieces) says nothing."""
+    if not isinstance(token, str) or not token or "\ufffd" in token or token.startswith("bytes:"):
+        return True
+    return 0 <= offset and (text.startswith(token, offset) or text.startswith(token.replace("\u2581", " "), offset))
 
 
 # litellm providers that speak OpenAI's completions protocol to an OpenAI-compatible server.
@@ -554,10 +669,19 @@ class LiteLLMClient:
         response = await self._attempt(params, (lambda timeout: fast.chat(messages, kwargs, call)) if fast is not None else call)
         if response is None:
             return Completion(None, "content_filter", {}, 0.0)
+        sent = Sent.of(messages, params)
+        try:
+            return self._chat_completion(response, params, sent)
+        except CallError:
+            raise
+        except Exception as exc:  # a reply this code cannot read: its case's error, never the run's end
+            return self._unreadable(exc, sent)
+
+    def _chat_completion(self, response: Any, params: dict[str, Any], sent: Sent) -> Completion:
         if isinstance(response, Plain):  # the fast path's reading of a plain reply
             logprobs = response.logprobs if params.get("logprobs") else None
             return self.completion_of(
-                response.text, response.finish_reason, response.usage, logprobs, response.served_model, response.system_fingerprint
+                response.text, response.finish_reason, response.usage, logprobs, response.served_model, response.system_fingerprint, sent=sent
             )
         try:
             choice = response.choices[0]
@@ -572,6 +696,15 @@ class LiteLLMClient:
             getattr(choice, "logprobs", None) if params.get("logprobs") else None,
             getattr(response, "model", None),
             getattr(response, "system_fingerprint", None),
+            sent=sent,
+        )
+
+    def _unreadable(self, exc: Exception, sent: Sent) -> Completion:
+        """A reply that arrived but could not be read at all: kept as unusable, charged at the most
+        its request could cost (its usage unread)."""
+        usage = sent.most_usage(None)
+        return Completion(
+            None, None, usage, self.cost(usage), refused=f"{UNUSABLE_REPLY}biascheck could not read it: {type(exc).__name__}: {one_line_error(exc)}"
         )
 
     async def _score_continuation(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
@@ -599,6 +732,15 @@ class LiteLLMClient:
         response = await self._attempt(params, (lambda timeout: fast.completion(context + continuation, kwargs, call)) if fast is not None else call)
         if response is None:
             return Completion(None, "content_filter", {}, 0.0)
+        sent = Sent.of(messages, params)
+        try:
+            return self._text_completion(response, context, continuation, sent)
+        except CallError:
+            raise
+        except Exception as exc:  # a reply this code cannot read: its case's error, never the run's end
+            return self._unreadable(exc, sent)
+
+    def _text_completion(self, response: Any, context: str, continuation: str, sent: Sent) -> Completion:
         if isinstance(response, Plain):
             text, finish_reason, usage, logprobs, served = (
                 response.text,
@@ -615,8 +757,12 @@ class LiteLLMClient:
             except (AttributeError, IndexError, TypeError) as exc:
                 raise CallError(f"malformed response: {type(exc).__name__}: {exc}", retryable=True) from None
             usage, served = _usage(response), getattr(response, "model", None)
-        completion = self.completion_of(text, finish_reason, usage, None, served, None)
-        return replace(completion, loglikelihood=continuation_loglikelihood(logprobs, len(context), len(context) + len(continuation)))
+        prompt = context + continuation
+
+        def measure() -> Loglikelihood | None:
+            return continuation_loglikelihood(logprobs, len(context), len(prompt), prompt)
+
+        return self.completion_of(text, finish_reason, usage, None, served, None, sent=sent, measure=measure)
 
     @property
     def completions_model(self) -> str:
@@ -712,10 +858,23 @@ class LiteLLMClient:
             raise CallError(one_line_error(exc), retryable=True) from None
 
     def completion_of(
-        self, text: Any, finish_reason: Any, usage: dict[str, int], logprobs: Any, served_model: Any, fingerprint: Any, *, batch: bool = False
+        self,
+        text: Any,
+        finish_reason: Any,
+        usage: Any,
+        logprobs: Any,
+        served_model: Any,
+        fingerprint: Any,
+        *,
+        batch: bool = False,
+        sent: Sent | None = None,
+        measure: Callable[[], Loglikelihood | None] | None = None,
     ) -> Completion:
         """A reply as it is kept, whether it came online or in a batch's output: secrets redacted,
-        cut at MAX_REPLY_CHARS, the first answer token's log-probabilities, priced."""
+        cut at MAX_REPLY_CHARS, the first answer token's log-probabilities (or, with ``measure``, a
+        log-likelihood request's measurement), priced. Every value is checked as it is read: one
+        that cannot be true makes the reply unusable (``refused``), never raises; a usage that
+        cannot be read is charged at the most the request ``sent`` could cost."""
         truncated = False
         if isinstance(text, str):
             # Redacted before it is cut: a key across the cut would otherwise leave its first half.
@@ -723,15 +882,31 @@ class LiteLLMClient:
             truncated, text = len(text) > MAX_REPLY_CHARS, text[:MAX_REPLY_CHARS]
         else:
             text = None
+        finish = finish_reason if isinstance(finish_reason, str) else None
+        counts, refused = token_counts(usage)
+        if refused is not None:
+            counts = sent.most_usage(text) if sent is not None else {}
+        read: dict[str, float] | None = None
+        measured: Loglikelihood | None = None
+        try:
+            read = first_token_logprobs(logprobs, sent.alternatives if sent is not None else None)
+            if measure is not None:
+                measured = measure()
+                if measured is None and finish != "content_filter":
+                    refused = refused or NO_PROMPT_LOGPROBS
+        except UnusableReply as exc:
+            read, measured, refused = None, None, str(exc)
         return Completion(
             text,
-            finish_reason if isinstance(finish_reason, str) else None,
-            usage,
-            self.cost(usage, batch=batch),
-            first_token_logprobs(logprobs),
+            finish,
+            counts,
+            self.cost(counts, batch=batch),
+            read,
             truncated,
             self._served(served_model),
             self._served(fingerprint),
+            measured,
+            None if refused is None else UNUSABLE_REPLY + refused,
         )
 
     def _served(self, value: Any) -> str | None:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from biascheck.core.records import Response
-from biascheck.execution.call_errors import CallError
+from biascheck.core.records import UNUSABLE_REPLY, Response
+from biascheck.execution.call_errors import CallError, one_line_error
 from biascheck.execution.llm import Completion
 from biascheck.execution.policy import Budget, CircuitBreaker, RetryPolicy
 from biascheck.execution.progress import NoProgress, Progress
@@ -98,13 +98,16 @@ def to_store(completion: Completion) -> StoredResponse:
         completion.served_model,
         completion.system_fingerprint,
         completion.loglikelihood,
+        completion.refused,
     )
 
 
 def from_store(stored: StoredResponse) -> Response:
-    """A stored answer as the run reads it."""
+    """A stored answer as the run reads it: an error when the reply was unusable (only the run
+    that received it reads it so; the store serves no such reply to a later run)."""
     return Response(
         text=stored.text,
+        error=stored.refused,
         finish_reason=stored.finish_reason,
         usage=stored.usage,
         cost_usd=stored.cost_usd or 0.0,
@@ -401,6 +404,16 @@ class Executor:
                 retry += 1
                 stats.retries += 1
                 continue
+            except Exception as exc:
+                # A client that failed to read what came back (a bug, not a reply's fault: replies
+                # are checked as they are read): this request's error. Raised on, it would end the
+                # run and lose the replies in flight of every other worker.
+                stats.calls += 1
+                stats.unpriced_calls += 1
+                if self.returned():
+                    await self.wake()
+                breaker.reply()
+                return Response(text=None, error=f"{UNUSABLE_REPLY}{type(exc).__name__}: {one_line_error(exc)}")
             stats.calls += 1
             breaker.reply()
             if completion.cost_usd is None:

@@ -4,7 +4,9 @@
 The key is the sha256 of the canonical JSON of everything that determines an answer (model,
 endpoint, messages, sampling parameters, sample index), so a warm store answers a re-run without a
 single call and a run killed with SIGKILL loses at most the calls that were in flight. Errors are
-never stored as answers; ``run_errors`` only lets the pytest-xdist workers of one run share the
+never stored as answers: a reply that arrived but could not be read (``refused``: a log-probability
+out of range, a negative usage) is kept, for what it cost, and never served to a later run, which
+asks again; a row of an earlier biascheck holding such values is read as missing too; ``run_errors`` only lets the pytest-xdist workers of one run share the
 errors the first worker met, so the others neither repeat nor disagree.
 No API key or header value is part of a key or a row. A file is written to only once it is known
 to be a biascheck store (``PRAGMA application_id``), one of an earlier biascheck, or empty.
@@ -31,7 +33,7 @@ from urllib.parse import quote
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
-from biascheck.core.records import Loglikelihood
+from biascheck.core.records import Loglikelihood, distribution_problem, logprob_value
 
 STORE_VERSION = "1"  # meta.version: what a key and a row mean; unchanged by added columns
 KEY_VERSION = 1
@@ -41,8 +43,8 @@ APPLICATION_ID = 0x42494153
 # PRAGMA user_version: the layout. Unmarked stores of earlier releases are schema 1 (logprobs may be
 # missing); 2 adds responses.truncated; 3 what the provider said it served (served_model,
 # system_fingerprint); 4 the provider batches a run submitted (batches); 5 what a log-likelihood
-# request measured (responses.loglikelihood).
-SCHEMA_VERSION = 5
+# request measured (responses.loglikelihood); 6 why a reply that arrived is unusable (responses.refused).
+SCHEMA_VERSION = 6
 FIX_OTHER_FILE = "point --biascheck-cache at another file"
 # What to do about a write that failed, by SQLite's primary result code; then the run resumes.
 _CAUSES = {
@@ -103,6 +105,9 @@ class StoredResponse:
     served_model: str | None = None
     system_fingerprint: str | None = None
     loglikelihood: Loglikelihood | None = None
+    # Why the reply cannot be read as an answer (execution.llm's UNUSABLE_REPLY line), or None.
+    # Such a row keeps what was paid for; get_many never serves it.
+    refused: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +142,7 @@ _TABLES = {
     "meta": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
     "responses": "key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT, finish_reason TEXT, "
     "usage TEXT NOT NULL, cost_usd REAL, created_at REAL NOT NULL, logprobs TEXT, truncated INTEGER NOT NULL DEFAULT 0, "
-    "served_model TEXT, system_fingerprint TEXT, loglikelihood TEXT",
+    "served_model TEXT, system_fingerprint TEXT, loglikelihood TEXT, refused TEXT",
     "run_errors": "run_id TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, PRIMARY KEY (run_id, key)",
     # One row per provider batch, written before the batch is created: a run killed at any point
     # finds what it submitted. ``keys``: a JSON list of the request keys in it (its custom_ids).
@@ -150,6 +155,7 @@ _ADDED_COLUMNS = {
     "served_model": "TEXT",
     "system_fingerprint": "TEXT",
     "loglikelihood": "TEXT",
+    "refused": "TEXT",
 }
 _COLUMNS = {
     "meta": ("name", "value"),
@@ -294,16 +300,15 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
             usage = _json(raw_usage)
             if isinstance(usage, dict) and isinstance(raw_usage, str):
                 shared[("usage text", raw_usage)] = usage
-        logprobs = None if logprobs is None else _json(logprobs)
+        logprobs = None if logprobs is None else _distribution(_json(logprobs))
         measured = None if loglikelihood is None else _loglikelihood(_json(loglikelihood))
     except (ValueError, TypeError, KeyError):
         return None
     if not (
         isinstance(text, str | None)
         and isinstance(finish, str | None)
-        and isinstance(usage, dict)
-        and isinstance(logprobs, dict | None)
-        and isinstance(cost, float | int | None)
+        and _counts(usage)
+        and (cost is None or (isinstance(cost, float | int) and math.isfinite(cost) and cost >= 0))
         and truncated in (0, 1)
         and isinstance(served_model, str | None)
         and isinstance(system_fingerprint, str | None)
@@ -312,19 +317,38 @@ def _response(row: Sequence[object], shared: dict[object, Any]) -> StoredRespons
     return shared_values(StoredResponse(text, finish, usage, cost, logprobs, bool(truncated), served_model, system_fingerprint, measured), shared)
 
 
+def _counts(usage: object) -> bool:
+    """A stored usage: token counts, whole and not negative (earlier releases stored what a reply said)."""
+    return isinstance(usage, dict) and all(type(v) is int and v >= 0 for v in usage.values())
+
+
+def _distribution(logprobs: object) -> dict[str, float]:
+    """Stored first-token log-probabilities, as floats; TypeError when they cannot be true
+    (execution.llm.first_token_logprobs reads a reply's so; earlier releases stored 1000.0, NaN or
+    a 400-digit integer as it came)."""
+    if not isinstance(logprobs, dict):
+        raise TypeError("logprobs")
+    values = {token: logprob_value(value) for token, value in logprobs.items()}
+    read = {token: value for token, value in values.items() if value is not None}
+    if len(read) < len(values) or distribution_problem(read.values()) is not None:
+        raise TypeError("logprobs")
+    return read
+
+
 def _loglikelihood(value: Any) -> Loglikelihood:
     """A stored log-likelihood measurement; TypeError or KeyError when it is damaged."""
     logprob, tokens, greedy = value["logprob"], value["tokens"], value["greedy"]
-    if not (isinstance(logprob, float | int) and not isinstance(logprob, bool) and math.isfinite(logprob)):
+    measured = logprob_value(logprob)  # a sum of log-probabilities, each at most 0
+    if measured is None:
         raise TypeError("logprob")
     if not (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 1 and isinstance(greedy, bool)):
         raise TypeError("tokens or greedy")
-    return Loglikelihood(float(logprob), tokens, greedy)
+    return Loglikelihood(measured, tokens, greedy)
 
 
 _INSERT_RESPONSE = (
     "INSERT OR REPLACE INTO responses (key, model, request, text, finish_reason, usage, cost_usd, created_at, logprobs, "
-    "truncated, served_model, system_fingerprint, loglikelihood) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "truncated, served_model, system_fingerprint, loglikelihood, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -343,6 +367,7 @@ def _row(key: str, model: str, request: dict[str, Any], response: StoredResponse
         response.served_model,
         response.system_fingerprint,
         json.dumps(response.loglikelihood.to_dict(), sort_keys=True) if response.loglikelihood is not None else None,
+        response.refused,
     )
 
 
@@ -371,7 +396,9 @@ def shared_values(response: StoredResponse, shared: dict[object, Any]) -> Stored
         shared.setdefault(v, v) if isinstance(v, str) else v for v in (response.finish_reason, response.served_model, response.system_fingerprint)
     )
     text = shared.setdefault(response.text, response.text) if isinstance(response.text, str) and len(response.text) <= 512 else response.text
-    return StoredResponse(text, finish, usage, response.cost_usd, response.logprobs, response.truncated, served, fingerprint, response.loglikelihood)
+    return StoredResponse(
+        text, finish, usage, response.cost_usd, response.logprobs, response.truncated, served, fingerprint, response.loglikelihood, response.refused
+    )
 
 
 def _errorcode(exc: sqlite3.Error) -> int | None:
@@ -523,9 +550,12 @@ class ResponseStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _rows(self, columns: str, keys: Iterable[str], where: str = "") -> Iterator[tuple]:
-        """``columns`` of the rows of ``keys``, queried 500 keys at a time (SQLite's variable limit)."""
+    def _rows(self, columns: str, keys: Iterable[str], where: str = "", *, usable: bool = True) -> Iterator[tuple]:
+        """``columns`` of the rows of ``keys`` (with ``usable``, those of unusable replies left
+        out), queried 500 keys at a time (SQLite's variable limit)."""
         keys = list(keys)
+        if usable:
+            where = " AND refused IS NULL" + where
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -533,7 +563,8 @@ class ResponseStore:
                 yield from self._db.execute(f"SELECT {columns} FROM responses WHERE key IN ({marks}){where}", chunk)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, StoredResponse]:
-        """The stored answers of ``keys``. A damaged row is left out (asked again, then replaced by
+        """The stored answers of ``keys``. A reply stored as unusable is left out (asked again); so is
+        a damaged row, or one holding values no reply can hold (asked again, then replaced by
         ``put``), with one StoreWarning per call."""
         found: dict[str, StoredResponse] = {}
         damaged = 0
@@ -569,6 +600,11 @@ class ResponseStore:
                         found.setdefault(name, reason)
         return found
 
+    def refuse(self, key: str, reason: str) -> None:
+        """Mark the stored reply of ``key`` unusable (an answer mode's check found it so): it stays,
+        for what it cost, and is asked again by the next run instead of being served."""
+        self._write("cannot mark an answer unusable", "UPDATE responses SET refused = ? WHERE key = ? AND refused IS NULL", (reason, key))
+
     def put(self, key: str, model: str, request: dict[str, Any], response: StoredResponse) -> None:
         # One transaction per answer: what was answered is never lost to a kill.
         try:
@@ -583,9 +619,10 @@ class ResponseStore:
                 return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
         return sum(1 for _ in self._rows("1", keys))
 
-    def stored_keys(self, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` have an answer stored (without reading them): what a dry run subtracts."""
-        return {key for (key,) in self._rows("key", keys)}
+    def stored_keys(self, keys: Iterable[str], *, unusable_too: bool = False) -> set[str]:
+        """Which of ``keys`` have an answer stored (without reading them): what a dry run subtracts.
+        ``unusable_too``: or a reply stored as unusable (which a run asks again)."""
+        return {key for (key,) in self._rows("key", keys, usable=not unusable_too)}
 
     def record_run_errors(self, run_id: str, errors: dict[str, str]) -> None:
         try:

@@ -28,7 +28,7 @@ from typing import Any
 
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import PROMPT_LOGPROBS, TOKEN_LOGPROBS, Case, Outcome, QATruth, Response
+from biascheck.core.records import NO_PROMPT_LOGPROBS, PROMPT_LOGPROBS, TOKEN_LOGPROBS, UNUSABLE_REPLY, Case, Outcome, QATruth, Response
 
 ANSWER_MODES = ("generate", "loglikelihood", "first-token")
 NORMALIZATIONS = ("none", "length")
@@ -44,10 +44,6 @@ LOGLIKELIHOOD_PARAMS = {"echo": True, "logprobs": 1, "max_tokens": 1, "temperatu
 MIN_CHOICE_MASS = 0.5
 
 NO_TOKEN_LOGPROBS = "the endpoint returned no log-probabilities for the first token (first-token answers need logprobs and top_logprobs)"
-NO_PROMPT_LOGPROBS = (
-    "the endpoint returned no log-probabilities for the prompt's tokens "
-    "(an OpenAI-compatible /v1/completions with echo and logprobs is needed; llama.cpp's server: start it with --logits_all true)"
-)
 
 
 @dataclass(frozen=True)
@@ -83,10 +79,14 @@ class AnswerMode:
         if response.errored:
             error = response.error or ""
             # a refused parameter the mode is read from, or log-probabilities the server gets wrong
-            refused = "log-probabilities" in error or any(
-                re.search(rf"(?<![\w-]){name}(?![\w-])", error) for name in ("echo", "logprobs", "top_logprobs")
+            refused = "log-probabilit" in error or any(
+                re.search(rf"(?<![\w-]){name}(?![\w-])", error) for name in ("echo", "logprobs", "top_logprobs", "text_offset")
             )
-            return f"the endpoint refused the request {self.kind} answers need: {error}" if refused else None
+            if not refused:
+                return None
+            if error.startswith(UNUSABLE_REPLY):  # it answered, with log-probabilities that cannot be true
+                return f"its reply's log-probabilities cannot be read ({error.removeprefix(UNUSABLE_REPLY)})"
+            return f"the endpoint refused the request {self.kind} answers need: {error}"
         if response.finish_reason == "content_filter":
             return None
         if self.kind == "loglikelihood" and response.loglikelihood is None:
@@ -168,7 +168,8 @@ def classify(case: Case, responses: Sequence[Response], mode: AnswerMode, scored
         if response.logprobs is None:
             return Outcome(case.case_id, "error", raw=response.text, error=NO_TOKEN_LOGPROBS)
         mass = letter_probabilities(response.logprobs, case.letters)
-        total = sum(mass)
+        # At most 1: what a reply lists is checked to sum to no more (execution.llm), within rounding.
+        total = min(1.0, sum(mass))
         shown = ", ".join(f"{letter} {p:.3f}" for letter, p in zip(case.letters, mass))
         raw = f"{response.text!r}; first-token probabilities: {shown}"
         if total < MIN_CHOICE_MASS:
