@@ -329,6 +329,23 @@ def _probe_answer_modes(plans: list[_SuitePlan], store: ResponseStore, call, res
     return probed
 
 
+def _refuse_unserved(plans: list[_SuitePlan], store: ResponseStore, responses: dict[str, Any]) -> None:
+    """A reply without what its answer mode reads (first-token's log-probabilities, a
+    log-likelihood's prompt log-probabilities) is its case's error in this run, and no answer for
+    the next: marked unusable, as the probe's is, it is asked again once the server serves them.
+    (The probe sees only the first reply; a batch has no probe; a server may omit them now and then.)"""
+    for plan in plans:
+        unserved = getattr(plan.estimator, "unserved", None)
+        if unserved is None:
+            continue
+        for request in plan.requests:
+            response = responses.get(request.key)
+            reason = unserved(response) if response is not None and not response.errored else None
+            if reason:
+                with suppress(StoreWriteError):
+                    store.refuse(request.key, f"{UNUSABLE_REPLY}{reason}")
+
+
 def _check_judge_prices(plans: list[_SuitePlan]) -> None:
     """Under a budget every judge needs a price, known before the first generation is paid for."""
     for plan in plans:
@@ -446,6 +463,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         probed = _probe_answer_modes(plans, store, call, responses, config) if not config.rejudge and config.batch is None else set()
         # Re-judging calls the judge only: every answer of the model under test comes from the store.
         call([r for plan in plans for r in plan.requests if r.key not in probed], offline=REJUDGE_MISSING if config.rejudge else None)
+        _refuse_unserved(plans, store, responses)
         # A provider that returns no log-probabilities: the whole suite is estimated by sampling
         # instead, and the results say so (estimators are never mixed within one run).
         fallback = []

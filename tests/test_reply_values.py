@@ -234,6 +234,34 @@ def test_once_the_server_is_fixed_the_next_run_asks_the_probes_case_again(run_bi
     assert not [c for c in results["cases"] if c["outcome"] == "error"]  # the probe's case too
 
 
+@pytest.mark.parametrize("mode", ["first-token", "loglikelihood"])
+def test_a_reply_without_its_measurement_after_the_probe_is_asked_again_once_the_server_is_fixed(run_biascheck, tiny_kobbq, liar, mode):
+    # The probe's reply has what the mode reads; some later ones lack it (a batch has no probe at all).
+    fixed = {"now": False}
+
+    def serve(handler, n: int, body: dict) -> None:
+        lacking = not fixed["now"] and n > 1 and n % 3 == 0
+        if mode == "first-token":
+            reply = _chat(body, [("A", -0.1), ("B", -2.5)])
+            if lacking:
+                reply["choices"][0]["logprobs"] = None
+        else:
+            reply = _echo(body, with_logprobs=not lacking)
+        _send(handler, reply)
+
+    liar.serve = serve
+    first, _ = liar.run(run_biascheck, tiny_kobbq, "--biascheck-answer-mode", mode)
+    _no_crash(first)
+    lacking = [c for c in first.results()["cases"] if c["outcome"] == "error"]
+    assert lacking
+    fixed["now"] = True
+    again, seen = liar.run(run_biascheck, tiny_kobbq, "--biascheck-answer-mode", mode, report="again")
+    _no_crash(again)
+    results = again.results()
+    assert results["run"]["errors"] == 0 and not [c for c in results["cases"] if c["outcome"] == "error"]
+    assert 0 < results["run"]["calls"] == len(seen) < len(first.results()["cases"])  # only those, the rest from the store
+
+
 # --- D4: negative usage is an error charged at the most its request could cost ----------------------
 
 
