@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biascheck.benchmarks.hbb.benchmark import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, Estimator, p_a_from_logprobs
+from biascheck.benchmarks.hbb.benchmark import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, UNREADABLE_LOGPROBS, Estimator, p_a_from_logprobs
 from biascheck.config.manifest import load_manifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, HBBTruth, Message, Outcome, Response
@@ -160,6 +160,8 @@ def test_the_whole_suite_falls_back_only_when_the_provider_has_no_log_probabilit
     assert HBB.fallback_reason(LOGPROB, [with_logprobs, Response(text=None, error="HTTP 500")]) is None
     rejected = Response(text=None, error="litellm.UnsupportedParamsError: anthropic does not support parameters: ['logprobs']")
     assert HBB.fallback_reason(LOGPROB, [rejected, rejected]) == REJECTED_LOGPROBS
+    unreadable = Response(text=None, error="unusable reply: the reply lists no top_logprobs at its first token, though 20 were asked")
+    assert HBB.fallback_reason(LOGPROB, [unreadable, unreadable]) == UNREADABLE_LOGPROBS
     assert HBB.fallback_reason(LOGPROB, [Response(text=None, error="HTTP 500")]) is None
     assert HBB.fallback_reason(SAMPLING, [Response(text="a")]) is None
 

@@ -43,11 +43,12 @@ from biascheck.benchmarks.hbb.data import (
 from biascheck.benchmarks.hbb.metrics import COUNT_FIELDS, HBB_METRICS, aggregate_hbb, instance_scores, instance_vectors
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import Case, HBBTruth, Message, Outcome, RenderedMessages, Response, Role
+from biascheck.core.records import UNUSABLE_REPLY, Case, HBBTruth, Message, Outcome, RenderedMessages, Response, Role
 
 ESTIMATORS = ("sampling", "logprob")
 NO_LOGPROBS = "the provider returned no log-probabilities, so P(a) was estimated by sampling instead"
 REJECTED_LOGPROBS = "the provider rejected the logprobs parameter, so P(a) was estimated by sampling instead"
+UNREADABLE_LOGPROBS = "the provider's log-probabilities could not be read (e.g. no top_logprobs listed), so P(a) was estimated by sampling instead"
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,8 @@ class HBBBenchmark(BaseBenchmark):
         answered = [r for r in responses if r.error is None and r.finish_reason != "content_filter"]
         if answered and all(r.logprobs is None for r in answered):
             return NO_LOGPROBS
+        if not answered and all(r.error is not None and r.error.startswith(UNUSABLE_REPLY) for r in responses):
+            return UNREADABLE_LOGPROBS
         if not answered and all(r.error is not None and "logprob" in r.error.lower() for r in responses):
             return REJECTED_LOGPROBS
         return None
