@@ -98,7 +98,8 @@ def test_without_waiting_the_run_exits_6_and_a_later_run_collects_without_resubm
     before = provider()
     submitted = run_at(run_biascheck, sim, suite, model, *BATCH, "--biascheck-batch-wait=no", "--biascheck-update-baseline")
     assert submitted.ret == 6, submitted.output
-    assert "submitted, not yet scored: 96 requests in 1 batch" in submitted.output
+    assert "\nbiascheck: submitted, not yet scored: 96 requests in 1 batch" in submitted.output
+    assert "_pytest.outcomes" not in submitted.output and "Exit:" not in submitted.output  # one line, not pytest's internals
     assert "not writing the baseline" in submitted.output  # an unscored run records nothing
     assert submitted.results()["run"]["incomplete_reason"].startswith("submitted, not yet scored")
     assert submitted.results()["run"]["batches"] == {"running": 1} and submitted.results()["verdicts"] == []

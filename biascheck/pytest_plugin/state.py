@@ -177,7 +177,8 @@ class BiascheckState:
         if status is RunStatus.BATCH_PENDING:
             # Nothing can be scored yet: no item runs, and the exit status says so (neither pass nor fail).
             self.batch_pending = True
-            pytest.exit(f"biascheck: {result.incomplete}", returncode=options.EXIT_BATCH_PENDING)
+            self.stop(session, f"biascheck: {result.incomplete}", options.EXIT_BATCH_PENDING)
+            return
         if status.fatal:
             # The results say why the run stopped. pytest_sessionfinish runs after a usage error too
             # and writes them, as for any run: the report folder, the job summary, a refused baseline.
