@@ -302,7 +302,7 @@ def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, 
     mine = tmp_path / "baselines" / "mine" / "release.json"
     baselines.replace(release(edited(documents["fair"], lambda d: d["suite"].update(name="mine")), "v1", "2026-01-01T00:00:00+00:00"), mine)
     assert main(["history", "mine", "--baselines", str(tmp_path / "baselines"), "--out", str(tmp_path / "h")]) == 0
-    assert "| release | model | created | diff_bias_amb | diff_bias_dis |" in capsys.readouterr().out  # the benchmark's bias metrics
+    assert "| release | model | created | thresholds | diff_bias_amb | diff_bias_dis |" in capsys.readouterr().out  # the benchmark's bias metrics
     (mine.parent / "stray.json").write_bytes(path.read_bytes())
     assert main(["history", "mine", "--baselines", str(tmp_path / "baselines")]) == 2
     assert "stray.json: suite.name: is a baseline of suite 'kobbq', among those of 'mine'" in one_line_error(capsys)
@@ -432,3 +432,92 @@ def test_a_run_listing_a_case_twice_is_refused_wherever_it_is_read(runs, documen
         assert main(argv) == 2, argv
         assert one_line_error(capsys).startswith(expected), argv
     assert not (tmp_path / "out").exists()
+
+
+# --- history and compare mark the same failed runs, from the recorded verdicts (issue 35) -----------
+
+
+def _chart_marks(page: str) -> dict[str, list[tuple[bool, bool]]]:
+    """Per chart (metric), per row: (its dot drawn in the failing colour, FAIL written beside it)."""
+    out = {}
+    for metric, chart in re.findall(r'<figure class="chart" id="chart-([a-z_]+)">(.*?)</figure>', page, re.S):
+        rows = chart.split('<g class="mark">')[1:]
+        out[metric] = [('class="pt failing"' in row, '<tspan class="fail">FAIL</tspan>' in row) for row in rows]
+    return out
+
+
+def _md_rows(text: str, first_cell: str) -> list[str]:
+    """The rows of the first Markdown table whose header starts with ``first_cell``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_cell} |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def _failed_by_record(document: dict) -> set[str]:
+    """The overall metrics whose recorded verdict failed the run (a deselected one does not)."""
+    return {v["metric"] for v in document["verdicts"] if v["scope"] == "overall" and not v["passed"] and v.get("gated", True)}
+
+
+def test_history_and_compare_mark_the_same_failed_runs_from_the_recorded_verdicts(documents, suite_dir, tmp_path, capsys, monkeypatch):
+    """Before: history.html drew a release over its threshold (0.0970 [0.0764, 0.1222] against
+    |x| <= 0.05) in the passing colour with no FAIL, and history's Markdown said nothing, while
+    compare marked the same run FAIL. A check a -k run deselected is recorded as not gating:
+    neither view calls it a failure, whatever its value."""
+    deselected = edited(documents["some"], lambda d: [v.update(gated=False) for v in d["verdicts"] if not v["passed"]])
+    deselected["passed"] = True
+    chosen = [documents["fair"], documents["most"], deselected, documents["some"]]
+    failed = [_failed_by_record(d) for d in chosen]
+    assert failed[0] == set() and failed[1] and failed[2] == set() and failed[3]  # the fixture holds both kinds
+
+    paths = [str(write_run(tmp_path / "runs" / f"run{i}", d)) for i, d in enumerate(chosen)]
+    assert main(["compare", *paths, "--out", str(tmp_path / "c")]) == 0
+    compare_md = capsys.readouterr().out
+    compare_html = (tmp_path / "c" / "compare.html").read_text("utf-8")
+
+    path = tmp_path / "baselines" / "kobbq" / "release.json"
+    for i, document in enumerate(chosen):
+        baselines.replace(release(document, f"v{i}", f"2026-0{i + 1}-05T10:00:00+00:00"), path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["history", str(suite_dir), "--out", str(tmp_path / "h")]) == 0
+    history_md = capsys.readouterr().out
+    history_html = (tmp_path / "h" / "history.html").read_text("utf-8")
+
+    # The runs' table (compare) and the releases' table (history): FAIL on exactly the failed ones.
+    compare_rows, history_rows = _md_rows(compare_md, r"\#"), _md_rows(history_md, "release")
+    assert [("FAIL" in row) for row in compare_rows] == [bool(f) for f in failed], compare_rows
+    assert [("FAIL" in row) for row in history_rows] == [bool(f) for f in failed], history_rows
+    # Each failed metric is named in both, in the row of its run.
+    for f, c_row, h_row in zip(failed, compare_rows, history_rows):
+        for metric in f:
+            assert metric in c_row and metric in h_row, (metric, c_row, h_row)
+    # The charts: a failed release's dot in the failing colour and FAIL beside it, the same rows in both pages.
+    compare_charts, history_charts = _chart_marks(compare_html), _chart_marks(history_html)
+    assert list(history_charts) == list(compare_charts)
+    for metric, rows in history_charts.items():
+        expected = [(metric in f, metric in f) for f in failed]
+        assert rows == compare_charts[metric] == expected, metric
+    # The releases' table of history.html says it too, as compare.html's runs table does.
+    for page in (compare_html, history_html):
+        table = re.search(r'<section id="(?:runs|releases)">(.*?)</section>', page, re.S)
+        assert table is not None
+        body = table.group(1).split("<tbody>")[1]
+        assert [('class="badge fail"' in row) for row in body.split("<tr>")[1:]] == [bool(f) for f in failed], page[:200]
+
+
+def test_history_says_when_a_baseline_records_no_verdicts(documents, suite_dir, tmp_path, capsys, monkeypatch):
+    """A baseline written by an older biascheck keeps no verdicts: history says so, rather than
+    judge it again against today's thresholds."""
+    path = tmp_path / "baselines" / "kobbq" / "release.json"
+    old = {k: v for k, v in release(documents["most"], "v0", "2026-01-05T10:00:00+00:00").items() if k != "verdicts"}
+    baselines.write(old, path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["history", str(suite_dir), "--out", str(tmp_path / "h")]) == 0
+    rows = _md_rows(capsys.readouterr().out, "release")
+    assert len(rows) == 1 and "FAIL" not in rows[0] and "not recorded" in rows[0], rows
+    page = (tmp_path / "h" / "history.html").read_text("utf-8")
+    assert "not recorded" in page and 'class="pt failing"' not in page

@@ -118,7 +118,20 @@ def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[
             "overall": _gated(benchmark, metrics["overall"]),
             "by_category": {c: _gated(benchmark, t) for c, t in metrics["by_category"].items()},
         },
+        # The run's threshold verdicts as it reached them: biascheck history marks a release from
+        # these, never by judging its values against thresholds edited since.
+        "verdicts": [_verdict(v) for v in results["verdicts"]],
         "cases": {"columns": columns, "rows": rows},
+    }
+
+
+def _verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "metric": verdict["metric"],
+        "scope": verdict["scope"],
+        "threshold": dict(verdict["threshold"]),
+        "passed": verdict["passed"],
+        **({"gated": False} if verdict.get("gated") is False else {}),
     }
 
 

@@ -44,6 +44,7 @@ from biascheck.reporting.results import (
     summary_rows,
 )
 from biascheck.reporting.results import failing as check_failing
+from biascheck.reporting.runs import failed_text
 from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_sample, browser_sample
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
@@ -85,6 +86,16 @@ def _badge(verdict: Any, title: str | None = None) -> str:
 
 def _pass_badge(passed: bool) -> str:
     return '<span class="badge pass">PASSED</span>' if passed else '<span class="badge fail">FAILED</span>'
+
+
+def _thresholds_badge(failed: list[dict[str, str]] | None, passed: bool = True) -> str:
+    """A run's (compare) or a release's (history) thresholds: FAIL and the checks it failed
+    (:func:`biascheck.reporting.runs.failed_checks`), PASSED, or not recorded; both pages alike."""
+    if failed:
+        return f'<span class="badge fail">FAIL</span> <span class="small">{_e(failed_text(failed).removeprefix("FAIL: "))}</span>'
+    if failed is None:
+        return f'<span class="muted small">{_e(failed_text(None))}</span>'
+    return _pass_badge(passed) + ("" if passed else ' <span class="muted small">(see its notes)</span>')
 
 
 def _get(mapping: Any, *keys: str) -> Any:
@@ -976,7 +987,7 @@ def render_runs_html(document: dict) -> str:
             f"<td><code>{_e(run.get('model'))}</code>{revision}</td>"
             f"<td><code>{_e(_params(run.get('params')))}</code></td><td>{_e(run.get('estimator') or 'generation')}</td>"
             f'<td class="nowrap">{_e(run.get("created_at"))}</td><td class="num">{_fmt_int(run.get("cases"))}</td>'
-            f'<td>{_pass_badge(bool(run.get("passed")))}</td><td class="muted small"><code>{_e(run.get("path"))}</code></td></tr>'
+            f'<td>{_thresholds_badge(run.get("failed"), bool(run.get("passed")))}</td><td class="muted small"><code>{_e(run.get("path"))}</code></td></tr>'
         )
     table.append("</tbody></table></div>")
     notes = [f"{run.get('label')}: {note}" for run in runs for note in run.get("notes") or []]
@@ -1035,18 +1046,20 @@ def render_history_html(document: dict) -> str:
         f"<header>\n<h1><span{_lang(suite.get('name'))}>biascheck history: {_e(suite.get('name'))}</span> "
         f'<span class="muted">\u2014 {len(releases)} releases</span></h1>\n'
         f'<p class="muted small">Each release\'s baseline, oldest first (by the time it was recorded): the overall value of each '
-        "headline metric with its 95% bootstrap interval, and the suite's threshold as its suite.toml has it now.</p>\n</header>"
+        "headline metric with its 95% bootstrap interval, and the suite's threshold as its suite.toml has it now. FAIL: a threshold check "
+        "the release failed when it was recorded (the verdict its baseline keeps).</p>\n</header>"
     )
     table = [
         '<section id="releases">\n<h2>Releases</h2>\n<div class="scroll"><table><thead><tr><th>release</th><th>model</th><th>created</th>'
-        "<th>commit</th><th>suite fingerprint</th><th>file</th></tr></thead><tbody>"
+        "<th>thresholds</th><th>commit</th><th>suite fingerprint</th><th>file</th></tr></thead><tbody>"
     ]
     for release in releases:
         changed = release.get("suite_changed") or []
         note = f' <span class="badge v-inconclusive" title="changed: {_e(", ".join(changed))}">suite changed</span>' if changed else ""
         table.append(
             f"<tr><td><strong>{_e(release.get('label'))}</strong></td><td><code>{_e(release.get('model'))}</code></td>"
-            f'<td class="nowrap">{_e(release.get("created_at"))}</td><td><code>{_e((release.get("git_commit") or "")[:12])}</code></td>'
+            f'<td class="nowrap">{_e(release.get("created_at"))}</td><td>{_thresholds_badge(release.get("failed"))}</td>'
+            f"<td><code>{_e((release.get('git_commit') or '')[:12])}</code></td>"
             f'<td><code>{_e(release.get("fingerprint"))}</code>{note}</td><td class="muted small"><code>{_e(release.get("path"))}</code></td></tr>'
         )
     table.append("</tbody></table></div>")
@@ -1063,7 +1076,8 @@ def render_history_html(document: dict) -> str:
                 str(r.get("label")),
                 (r.get("metrics") or {}).get(metric) or {},
                 thresholds.get(metric),
-                None,
+                # The verdict recorded with the release (runs.recorded_verdicts), as compare.html marks a run.
+                None if (r.get("passed") or {}).get(metric) is None else not r["passed"][metric],
                 str(r["created_at"])[:10] if r.get("revision") else "",
             )
             for r in releases

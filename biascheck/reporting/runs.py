@@ -71,6 +71,45 @@ def check_same_suite(
     return differences
 
 
+def recorded_verdicts(document: Mapping[str, Any]) -> dict[tuple[str, str], bool | None] | None:
+    """The threshold verdicts a results.json or a baseline records, by (scope, metric): True
+    passed, False failed the run, None did not gate it (-k deselected its metric item). None when
+    the document records none (a baseline of an older biascheck). ``compare`` and ``history`` mark
+    a run from this alone: neither judges a value against a threshold again."""
+    verdicts = document.get("verdicts")
+    if verdicts is None:
+        return None
+    return {(v["scope"], v["metric"]): (not failing(v) if gated(v) else None) for v in verdicts}
+
+
+def failed_checks(document: Mapping[str, Any]) -> list[dict[str, str]] | None:
+    """The recorded threshold checks that failed the run, each ``{"metric", "scope"}``; None when
+    the document records no verdicts."""
+    verdicts = recorded_verdicts(document)
+    if verdicts is None:
+        return None
+    return [{"metric": metric, "scope": scope} for (scope, metric), passed in verdicts.items() if passed is False]
+
+
+def failed_text(failed: Sequence[Mapping[str, str]] | None) -> str:
+    """A run's (compare) or a release's (history) thresholds in words, the same in both views:
+    ``FAIL: diff_bias_amb (overall and 2 categories), acc_dis (1 category)``, passed, or not recorded."""
+    if failed is None:
+        return "not recorded (a baseline of an older biascheck)"
+    if not failed:
+        return "passed"
+    scopes: dict[str, list[str]] = {}
+    for check in failed:
+        scopes.setdefault(check["metric"], []).append(check["scope"])
+    parts = []
+    for metric, where in scopes.items():
+        categories = sum(scope != OVERALL for scope in where)
+        named = [OVERALL] if OVERALL in where else []
+        named += [f"{categories} categor{'y' if categories == 1 else 'ies'}"] if categories else []
+        parts.append(f"{metric} ({' and '.join(named)})")
+    return "FAIL: " + ", ".join(parts)
+
+
 def _confidence(document: Mapping[str, Any]) -> float | None:
     return fmt.number(((document.get("metrics") or {}).get("bootstrap") or {}).get("confidence"))
 
@@ -113,10 +152,13 @@ def compare_runs(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any
     metrics = list(dict.fromkeys(m for d in documents for m in d["metrics"]["overall"]))
     scopes = list(dict.fromkeys([OVERALL, *(c for d in documents for c in d["metrics"]["by_category"])]))
     verdicts = [verdict_index(d) for d in documents]
+    marks = [recorded_verdicts(d) or {} for d in documents]
     rows = []
     for metric in metrics:
         for scope in scopes:
-            values = [_cell(d, index.get((scope, metric)), scope, metric) for d, index in zip(documents, verdicts)]
+            values = [
+                _cell(d, index.get((scope, metric)), mark.get((scope, metric)), scope, metric) for d, index, mark in zip(documents, verdicts, marks)
+            ]
             if all(v["value"] is None and v["n"] is None for v in values):
                 continue  # no run reports it here
             thresholds = {json.dumps(v["threshold"], sort_keys=True) for v in values}
@@ -147,7 +189,7 @@ def compare_runs(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any
     }
 
 
-def _cell(document: Mapping[str, Any], verdict: Mapping[str, Any] | None, scope: str, metric: str) -> dict[str, Any]:
+def _cell(document: Mapping[str, Any], verdict: Mapping[str, Any] | None, passed: bool | None, scope: str, metric: str) -> dict[str, Any]:
     metrics = document["metrics"]
     table = metrics["overall"] if scope == OVERALL else metrics["by_category"].get(scope) or {}
     value = table.get(metric) or {}
@@ -156,8 +198,8 @@ def _cell(document: Mapping[str, Any], verdict: Mapping[str, Any] | None, scope:
         "ci": value.get("ci") or [None, None],
         "n": value.get("n"),
         "threshold": verdict["threshold"] if verdict else None,
-        # None: not gated here; False: over its threshold (and gating: a -k run's deselected check does not).
-        "passed": None if verdict is None else not failing(verdict) if gated(verdict) else None,
+        # None: not gated here; False: failed the run (a -k run's deselected check did not): recorded_verdicts.
+        "passed": passed,
         **({"note": value["note"]} if value.get("note") else {}),
     }
 
@@ -183,6 +225,8 @@ def _run(label: str, path: str, document: Mapping[str, Any]) -> dict[str, Any]:
         "created_at": document["created_at"],
         "cases": run["cases"],
         "passed": document["passed"],
+        # The recorded threshold checks that failed it (failed_checks), as history lists a release's.
+        "failed": failed_checks(document),
         "notes": notes,
     }
 
@@ -211,14 +255,15 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
         f"# biascheck compare: {md_text(suite['name'])} — {len(runs)} runs",
         "",
         md_text(f"Suite {suite['name']} ({suite['benchmark']}), fingerprint {suite['fingerprint'].get('suite')}.") + " Each cell is a run's value "
-        f"with its own {level} bootstrap interval, as its results.json records it; **FAIL**: over the run's threshold. Intervals that "
+        f"with its own {level} bootstrap interval, as its results.json records it; **FAIL**: a threshold check the run failed (its recorded verdict). Intervals that "
         "overlap do not show two runs equal, nor do separate ones a tested difference: `biascheck diff A B` tests two runs case by case.",
         "",
         md_row(["#", "run", "model", "revision", "created", "cases", "thresholds"]),
         "|---:|---|---|---|---|---:|---|",
     ]
     for i, run in enumerate(runs, 1):
-        status = "passed" if run["passed"] else strong("FAILED")
+        status = failed_text(run["failed"]) if run["failed"] or run["passed"] else "FAILED (see its notes)"
+        status = status if run["passed"] else strong(status)
         out.append(md_row([i, run["label"], run["model"], run["revision"] or "-", run["created_at"], fmt.count(run["cases"]), status]))
     notes = ["- " + md_text(f"{run['label']}: {note}") for run in runs for note in run["notes"]]
     if notes:
@@ -266,6 +311,7 @@ def history_document(
         changed = [] if previous is None else fingerprint_differences(previous, fingerprint)
         previous = fingerprint
         model = document["model"]
+        recorded = recorded_verdicts(document) or {}
         entries.append(
             {
                 "label": model.get("revision") or document["created_at"],
@@ -278,6 +324,10 @@ def history_document(
                 # What of the suite changed since the release before: values across it measure another suite.
                 "suite_changed": changed,
                 "metrics": {m: document["metrics"]["overall"].get(m) for m in headline},
+                # The recorded threshold checks that failed it (failed_checks; None: none recorded),
+                # and each headline metric's overall verdict, as compare has a run's.
+                "failed": failed_checks(document),
+                "passed": {m: recorded.get((OVERALL, m)) for m in headline},
             }
         )
     return {
@@ -296,21 +346,27 @@ def render_history_markdown(document: Mapping[str, Any]) -> str:
     out = [
         f"# biascheck history: {md_text(document['suite']['name'])} — {len(releases)} releases",
         "",
-        "Each release's baseline, oldest first: the overall value of each headline metric with its 95% bootstrap interval.",
+        "Each release's baseline, oldest first: the overall value of each headline metric with its 95% bootstrap interval; "
+        "**FAIL**: a threshold check the release failed when it was recorded (its verdict, not today's thresholds).",
         "",
         md_row(
             [
                 "release",
                 "model",
                 "created",
+                "thresholds",
                 *(f"{m} ({fmt.threshold(document['thresholds'].get(m))})" if document["thresholds"].get(m) else m for m in headline),
             ]
         ),
-        "|---|---|---|" + "---:|" * len(headline),
+        "|---|---|---|---|" + "---:|" * len(headline),
     ]
     for release in releases:
-        cells = [f"{fmt.value(v.get('value'))} {fmt.ci(v.get('ci'))}" if v else fmt.NA for v in (release["metrics"][m] for m in headline)]
-        out.append(md_row([release["label"], release["model"], release["created_at"], *cells]))
+        cells = [
+            _value_cell({"value": v.get("value"), "ci": v.get("ci"), "passed": release["passed"].get(m)}) if v else fmt.NA
+            for m, v in ((m, release["metrics"][m]) for m in headline)
+        ]
+        status = failed_text(release["failed"])
+        out.append(md_row([release["label"], release["model"], release["created_at"], strong(status) if release["failed"] else status, *cells]))
     changes = [
         "- " + md_text(f"{r['label']}: the suite changed ({', '.join(r['suite_changed'])}): values before it measure another suite")
         for r in releases
