@@ -26,7 +26,7 @@ from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_rea
 from biascheck.execution.policy import Budget, RetryPolicy
 from biascheck.execution.progress import NoProgress, Progress
 from biascheck.execution.providers import simulator
-from biascheck.execution.runner import NOT_RUN, ModelRequest, RunInterrupted, execute, run_sync
+from biascheck.execution.runner import NOT_RUN, ModelRequest, PartOf, RunInterrupted, execute, run_sync
 from biascheck.execution.stats import RunStats, RunStatus
 from biascheck.execution.store import ResponseStore, StoreWriteError, key_prefix, sample_key
 from biascheck.suite import Shard, Suite
@@ -90,6 +90,8 @@ class SuiteResult:
     judge_stats: RunStats = field(default_factory=RunStats)
     scoring: dict[str, str] | None = None  # see scoring_for
     served: dict[str, dict[str, int]] = field(default_factory=dict)  # see served_by
+    # This suite's own calls, its judge's included (see _SuitePlan.stats); the run's are RunResult.stats.
+    stats: RunStats = field(default_factory=RunStats)
 
     @property
     def passed(self) -> bool:
@@ -375,6 +377,9 @@ class _SuitePlan:
     requests: list[ModelRequest] = field(default_factory=list)
     judge_keys: list[list[str]] = field(default_factory=list)
     judge_stats: RunStats = field(default_factory=RunStats)  # this suite's judge calls (qualification included)
+    # This suite's own counters: its requests of the model under test (one that two suites of the run
+    # share counts, like its call, for the first) and its judge's calls.
+    stats: RunStats = field(default_factory=RunStats)
     qualification: Any = None
     scoring: dict[str, str] | None = None
 
@@ -421,7 +426,14 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
         _check_ready(plans, config, store)
 
-        def call(requests: list[ModelRequest], caller: ModelConfig = model, *, part: RunStats | None = None, offline: str | None = None) -> None:
+        def call(
+            requests: list[ModelRequest],
+            caller: ModelConfig = model,
+            *,
+            part: RunStats | None = None,
+            offline: str | None = None,
+            part_of: PartOf | None = None,
+        ) -> None:
             from rich.markup import escape
 
             backend = in_batches(config.batch) if config.batch is not None and offline is None else None
@@ -446,6 +458,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     # The progress label is rich markup: the judge's model string must stay text.
                     label=None if part is None else f"biascheck judge {escape(caller.model)}",
                     backend=backend,
+                    part_of=part_of if part_of is not None else _suite_of(plans),
                 )
             )
             responses.update(execution.responses)
@@ -492,7 +505,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 for request in requests:
                     responses.setdefault(request.key, Response(text=None, error=NOT_RUN + stats.incomplete))
             else:
-                call(requests, plan.judge.model, part=plan.judge_stats)
+                call(requests, plan.judge.model, part=plan.judge_stats, part_of=_suite_of([plan]))
 
     with collector_paused():  # an outcome per case
         results = _score(plans, responses, stats, config)
@@ -532,6 +545,7 @@ def _score(plans: list[_SuitePlan], responses: dict[str, Any], stats: RunStats, 
                 plan.judge_stats,
                 plan.scoring,
                 served_by([responses[k] for keys in plan.keys for k in keys]),
+                plan.stats,
             )
         )
     return results
@@ -582,11 +596,24 @@ def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats)
             judge = replace(plan.judge.model, params=plan.judge.params)
             budget = config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None
             done[key] = benchmark.qualify(judge, suite_dir, replace(config, max_cost_usd=budget, model_source=plan.judge.source), **bounds)
-            for total in (stats, plan.judge_stats):  # counted once, for the first suite it serves
+            for total in (stats, plan.judge_stats, plan.stats):  # counted once, for the first suite it serves
                 _add(total, done[key].stats)
             if done[key].incomplete:
                 stats.stop_with(done[key].incomplete)
         plan.qualification = done[key]
+
+
+def _suite_of(plans: list[_SuitePlan]) -> PartOf:
+    """Whose counters each request of these suites counts in besides the run's: its suite's, the
+    first of the run's that needs it (a request two suites share is asked once, so counted once)."""
+    if len(plans) == 1:
+        stats = plans[0].stats
+        return lambda key: stats
+    owner: dict[str, RunStats] = {}
+    for plan in plans:
+        for request in plan.requests:
+            owner.setdefault(request.key, plan.stats)
+    return owner.get
 
 
 def _add(total: RunStats, part: RunStats) -> None:

@@ -328,3 +328,25 @@ def test_biascheck_run_without_waiting_exits_6_as_pytest_does(sim, suite: Path, 
     argv += ["--cache", str(tmp_path / "store.sqlite"), "--batch", "--batch-poll", "0.05", "--batch-wait", "no", "--report", str(tmp_path / "r")]
     assert main(argv) == exits.BATCH_PENDING == 6
     assert "submitted, not yet scored: 96 requests in 1 batch" in capsys.readouterr().err
+
+
+def test_in_a_batch_run_of_two_suites_each_counts_its_own_calls_cache_hits_and_cost(run_biascheck, tmp_path: Path, suite: Path, data_dir: Path):
+    # Issue 35: each suite's run block showed the whole run's counters. Suite A answered alone first:
+    # in the batch run of both, A is all cache hits and B holds every call and all of the cost.
+    other = write_subset_suite(
+        tmp_path / "kobbq-tiny-3",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["3"]',
+    )
+    manifest = other / "suite.toml"
+    manifest.write_text(manifest.read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
+    cases = [*load_suite(suite, data_dir=data_dir).cases, *load_suite(other, data_dir=data_dir).cases]
+    model, store = "openai/stereotyped?p=0.2&seed=11", tmp_path / "batch.sqlite"
+    with SimServer(SimKnowledge.from_cases(cases)) as server:
+        alone = run_at(run_biascheck, server, suite, model, *BATCH, *PRICE, store_path=store, report="alone")
+        both = run_at(run_biascheck, server, suite, model, str(other), *BATCH, *PRICE, store_path=store, report="both")
+    assert alone.results()["run"]["calls"] == 96, alone.output
+    a, b = (json.loads((both.report_dir / name / "results.json").read_text("utf-8"))["run"] for name in ("kobbq", "kobbq-p3"))
+    assert (a["requests"], a["cache_hits"], a["calls"], a["cost_usd"]) == (96, 96, 0, 0)
+    assert (b["requests"], b["cache_hits"], b["calls"]) == (96, 0, 96) and b["cost_usd"] == pytest.approx(alone.results()["run"]["cost_usd"], rel=0.2)
+    assert a["errors"] == b["errors"] == 0 and a["batches"] == b["batches"] == {"collected": 1}  # the run's batch: it held B's requests

@@ -289,6 +289,48 @@ def test_warm_store_rerun_makes_no_calls_and_selection_limits_calls(run_biaschec
     assert other.results()["model"]["params"]["max_tokens"] == 31
 
 
+def test_each_suites_stats_are_its_own_in_a_run_of_two(run_biascheck, tiny_kobbq, tmp_path):
+    # Issue 35: each suite's stats line showed the whole run's calls and cache hits. Suite A answered
+    # alone first: in the run of both, A is all cache hits and B all calls, in every view.
+    other = write_subset_suite(
+        tmp_path / "kobbq-tiny-3",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["3"]',
+    )
+    manifest = other / "suite.toml"
+    manifest.write_text(manifest.read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
+    alone = run_biascheck(tiny_kobbq, "sim/stereotyped?p=0.3", report="alone")
+    a_cases = alone.results()["run"]["cases"]
+    assert alone.results()["run"]["calls"] == a_cases > 0
+    both = run_biascheck(tiny_kobbq, "sim/stereotyped?p=0.3", str(other), report="both")
+    a, b = (json.loads((both.report_dir / name / "results.json").read_text("utf-8")) for name in ("kobbq", "kobbq-p3"))
+    assert a["run"]["cases"] == a_cases and b["run"]["cases"] > 0
+    assert (a["run"]["requests"], a["run"]["cache_hits"], a["run"]["calls"]) == (a_cases, a_cases, 0)
+    assert (b["run"]["requests"], b["run"]["cache_hits"], b["run"]["calls"]) == (b["run"]["cases"], 0, b["run"]["cases"])
+    assert a["run"]["errors"] == b["run"]["errors"] == 0 and a["run"]["retries"] == b["run"]["retries"] == 0
+    assert a["run"]["cost_usd"] == 0 and a["run"]["not_run"] == b["run"]["not_run"] == 0
+    for name, document in (("kobbq", a), ("kobbq-p3", b)):
+        line = f"{document['run']['calls']} calls, {document['run']['cache_hits']} cache hits"
+        assert line in both.output, both.output  # the terminal's line of this suite
+        assert line in (both.report_dir / name / "report.md").read_text("utf-8")
+    assert f"{a_cases} calls, 0 cache hits" not in both.output.split("kobbq (kobbq) on")[1].split("\n")[0]
+    # The progress line is the run's: both suites' requests, its calls and cache hits in total.
+    total = a_cases + b["run"]["cases"]
+    assert f"{total} requests, {a_cases} cache hits, {b['run']['cases']} calls" in both.output, both.output
+
+
+def test_a_request_two_suites_share_is_asked_once_and_counts_for_the_first(run_biascheck, tiny_kobbq, tmp_path):
+    copy = tmp_path / "kobbq-copy"
+    copy.mkdir()
+    (copy / "suite.toml").write_text((tiny_kobbq / "suite.toml").read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-copy"', 1), "utf-8")
+    both = run_biascheck(tiny_kobbq, "sim/stereotyped?p=0.3", str(copy))
+    first, second = (json.loads((both.report_dir / name / "results.json").read_text("utf-8"))["run"] for name in ("kobbq", "kobbq-copy"))
+    assert first["cases"] == second["cases"] > 0
+    assert (first["requests"], first["calls"], first["cache_hits"]) == (first["cases"], first["cases"], 0)
+    assert (second["requests"], second["calls"], second["cache_hits"]) == (0, 0, 0)
+    assert f"{first['cases']} requests, 0 cache hits, {first['cases']} calls" in both.output, both.output
+
+
 def test_xdist_calls_once_and_matches_a_single_process_run(run_biascheck, pytester, tiny_kobbq, tmp_path):
     # Suites alone gain nothing from workers: one process, said in the summary.
     single = run_biascheck(tiny_kobbq, "sim/stereotyped?p=0.4&seed=9", "-n", "2", store_path=tmp_path / "a.sqlite", report="single")

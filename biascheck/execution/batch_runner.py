@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -172,7 +172,7 @@ class BatchRun:
 
     async def reconcile(self, api: BatchAPI, record: BatchRecord) -> None:
         """A submission a kill interrupted: the batch the provider made of it, or none."""
-        status = await self.attempt(api.find, record.id)
+        status = await self.attempt(api.find, record.id, keys=record.keys)
         if status is None:
             self.store.forget_batch(record.id)
             del self.records[record.id]
@@ -187,7 +187,7 @@ class BatchRun:
                 if key in self.requests and key in known and not self.execution.has(key):
                     self.failed[key] = known[key]
             if unread and record.batch_id is not None:
-                await self.collect(api, record, await self.attempt(api.status, record.batch_id))
+                await self.collect(api, record, await self.attempt(api.status, record.batch_id, keys=record.keys))
 
     def take_failed(self) -> list[str]:
         keys = [k for k in self.failed if not self.execution.has(k)]
@@ -262,13 +262,13 @@ class BatchRun:
         self.records[record.id] = record
         try:
             # A failed creation may have reached the provider (its reply lost): looked up before each retry.
-            status = await self.attempt(api.submit, chunk, record.id, made=lambda: api.find(record.id))
+            status = await self.attempt(api.submit, chunk, record.id, made=lambda: api.find(record.id), keys=record.keys)
         except CallError as exc:
             # Creation may have happened before the failure was seen: ask before letting the keys go.
             found = None
             if not exc.fatal:
                 try:
-                    found = await self.attempt(api.find, record.id)
+                    found = await self.attempt(api.find, record.id, keys=record.keys)
                 except CallError:
                     found = None
             if found is None:
@@ -280,7 +280,8 @@ class BatchRun:
                     self.failed[line.key] = str(exc)
                 return
             status = found
-        self.stats.calls += len(chunk)
+        for line in chunk:
+            self.execution.count(line.key, calls=1)
         self.records[record.id] = self.save(replace(record, batch_id=status.batch_id, state=RUNNING))
         self.progress_of[record.id] = status
         self.report()
@@ -290,7 +291,7 @@ class BatchRun:
             running = [r for r in self.records.values() if r.state == RUNNING]
             for record in running:
                 assert record.batch_id is not None
-                status = await self.attempt(api.status, record.batch_id)
+                status = await self.attempt(api.status, record.batch_id, keys=record.keys)
                 self.progress_of[record.id] = status
                 if status.ended:
                     await self.collect(api, record, status)
@@ -302,7 +303,7 @@ class BatchRun:
     async def collect(self, api: BatchAPI, record: BatchRecord, status: BatchStatus) -> None:
         """Store an ended batch's answers (in transactions of 5,000) and record its failed requests."""
         params_of = {k: self.requests[k].params for k in record.keys if k in self.requests}
-        results = await self.attempt(api.results, status, params_of) if status.state not in ("failed", "lost") else []
+        results = await self.attempt(api.results, status, params_of, keys=record.keys) if status.state not in ("failed", "lost") else []
         answered: set[str] = set()
         errors: dict[str, str] = {}
         rows: list[tuple[str, str, dict[str, Any], StoredResponse]] = []
@@ -313,7 +314,7 @@ class BatchRun:
             answered.add(key)
             request = self.requests[key]
             left_out = {k: v for k, v in self.dropped.items() if k in request.params}
-            rows.append((key, self.model, store_request(request, left_out), self.stored(got)))
+            rows.append((key, self.model, store_request(request, left_out), self.stored(key, got)))
             if len(rows) >= _STORE_ROWS_PER_TRANSACTION:
                 self.keep(rows)
                 rows = []
@@ -341,11 +342,11 @@ class BatchRun:
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def stored(self, completion: Completion) -> StoredResponse:
+    def stored(self, key: str, completion: Completion) -> StoredResponse:
         if completion.cost_usd is None:
-            self.stats.unpriced_calls += 1
+            self.execution.count(key, unpriced_calls=1)
         else:
-            self.stats.cost_usd += completion.cost_usd
+            self.execution.count(key, cost_usd=completion.cost_usd)
         return shared_values(to_store(completion), self.shared)
 
     def keep(self, rows: list[tuple[str, str, dict[str, Any], StoredResponse]]) -> None:
@@ -359,17 +360,18 @@ class BatchRun:
         for key, _, _, stored in rows:
             self.execution.respond(key, from_store(stored))
             if stored.refused is not None:  # an unusable reply: its request's error
-                self.stats.errors += 1
+                self.execution.count(key, errors=1)
 
     def save(self, record: BatchRecord) -> BatchRecord:
         record = replace(record, updated_at=time.time())
         self.store.update_batch(record)
         return record
 
-    async def attempt(self, call: Callable[..., Any], *args: Any, made: Callable[[], Awaitable[Any]] | None = None) -> Any:
+    async def attempt(self, call: Callable[..., Any], *args: Any, made: Callable[[], Awaitable[Any]] | None = None, keys: Sequence[str] = ()) -> Any:
         """One batch API call, retried with the run's policy (backoff with jitter, Retry-After).
         ``made``, for a call that creates something: asked before each retry whether the failed
-        attempt created it after all; what it finds (not None) is the call's result."""
+        attempt created it after all; what it finds (not None) is the call's result. ``keys``: the
+        batch's requests; a retry counts for the part (suite) of its first request of this run."""
         policy, retry = self.execution.policy, 0
         while True:
             try:
@@ -383,7 +385,7 @@ class BatchRun:
                     raise CallError(f"{exc} (after {retry + 1} attempt{'s' if retry else ''})", retryable=False, fatal=exc.fatal) from None
                 await asyncio.sleep(policy.delay(retry, exc.retry_after, self.rng))
                 retry += 1
-                self.stats.retries += 1
+                self.execution.count(next((k for k in keys if k in self.requests), None), retries=1)
 
     def report(self) -> None:
         """One line for the progress display: the batches by state, requests done, the expected finish."""
@@ -430,11 +432,10 @@ class BatchRun:
                 continue
             if key in self.failed:
                 execution.respond(key, Response(text=None, error=self.failed[key]))
-                stats.errors += 1
+                execution.count(key, errors=1)
             else:
                 execution.respond(key, Response(text=None, error=NOT_RUN + (stats.incomplete or "not run")))
-                stats.not_run += 1
-                stats.errors += 1
+                execution.count(key, not_run=1, errors=1)
         self.execution.keep_dropped(self.dropped)
         for record in self.records.values():
             state = RUNNING if record.state == SUBMITTING else record.state

@@ -31,6 +31,9 @@ from biascheck.execution.stats import RunStats, RunStatus
 from biascheck.execution.store import ResponseStore, StoredResponse, StoreWriteError
 
 T = TypeVar("T")
+# A request's key -> the part of the run it counts for besides the whole (a suite's own counters),
+# or None: the whole run's alone.
+PartOf = Callable[[str], RunStats | None]
 # The error of a request never sent because the run had stopped; the run's reason follows.
 NOT_RUN = "not run: "
 
@@ -151,11 +154,15 @@ async def execute(
     label: str | None = None,
     breaker: CircuitBreaker | None = None,
     backend: Backend | None = None,
+    part_of: PartOf | None = None,
 ) -> Execution:
     """Answer every request: from the store, from ``shared_errors`` (another xdist worker's), or by
     calling; with ``offline`` (why no call may be made) a request missing from the store is that error.
-    ``backend`` answers what the store lacks another way than online calls (provider batches)."""
-    executor = Executor(store, model_name, policy=policy, budget=budget or Budget(None), breaker=breaker or CircuitBreaker(), progress=progress)
+    ``backend`` answers what the store lacks another way than online calls (provider batches).
+    ``part_of`` names the counters (a suite's) that a request's counts go to besides the execution's."""
+    executor = Executor(
+        store, model_name, policy=policy, budget=budget or Budget(None), breaker=breaker or CircuitBreaker(), progress=progress, part_of=part_of
+    )
     pending = executor.answer_without_calling(requests, shared_errors or {}, offline)
     if pending:
         if backend is None:
@@ -185,6 +192,10 @@ class Answering(Protocol):
     @property
     def answered(self) -> int:
         """How many of them have a response (an answer or an error)."""
+        ...
+
+    def count(self, key: str | None, **counts: float) -> None:
+        """Add to the execution's counters and to those of the part ``key`` counts for (None: no part)."""
         ...
 
     def has(self, key: str) -> bool: ...
@@ -217,10 +228,21 @@ class Executor:
     only when the budget and the circuit breaker allow it; both change only when a call returns,
     so a worker that must wait sleeps on ``turn``, which every returning call notifies."""
 
-    def __init__(self, store: ResponseStore, model_name: str, *, policy: RetryPolicy, budget: Budget, breaker: CircuitBreaker, progress: Progress):
+    def __init__(
+        self,
+        store: ResponseStore,
+        model_name: str,
+        *,
+        policy: RetryPolicy,
+        budget: Budget,
+        breaker: CircuitBreaker,
+        progress: Progress,
+        part_of: PartOf | None = None,
+    ):
         self.store, self.model_name, self.policy, self.budget, self.breaker, self.progress = store, model_name, policy, budget, breaker, progress
         self.run = Execution()
         self.stats = self.run.stats
+        self.part_of = part_of
         self.unique: list[ModelRequest] = []
         # A parameter the server refused is left out from then on; the row records what was left out.
         self.dropped: dict[str, str] = {}
@@ -235,18 +257,19 @@ class Executor:
         """Answers from the store and from other workers' errors; what is left to call (nothing offline)."""
         run, stats = self.run, self.stats
         self.unique = list({r.key: r for r in requests}.values())
-        stats.requests = len(self.unique)
+        self.count_each([r.key for r in self.unique], "requests")
         for key, stored in self.store.get_many(r.key for r in self.unique).items():
             run.responses[key] = from_store(stored)
-        stats.cache_hits = len(run.responses)
+        self.count_each(list(run.responses), "cache_hits")
         wanted = {r.key for r in self.unique}
         for key, error in shared_errors.items():
             if key in wanted and key not in run.responses:
                 run.responses[key] = Response(text=None, error=error)
-                stats.errors += 1
                 if error.startswith(NOT_RUN):
-                    stats.not_run += 1
+                    self.count(key, errors=1, not_run=1)
                     stats.stop_with(error[len(NOT_RUN) :])
+                else:
+                    self.count(key, errors=1)
         # Answers made without a refused parameter say so in the store: a warm run reports it too.
         # What stored answers were made without is reported again; new requests try every parameter,
         # so a server that has since accepted one (or a refusal that was a one-off) is not held against it.
@@ -255,7 +278,7 @@ class Executor:
         if offline is not None:
             for request in pending:
                 run.responses[request.key] = Response(text=None, error=offline)
-            stats.errors += len(pending)
+            self.count_each([r.key for r in pending], "errors")
             return []
         return pending
 
@@ -268,6 +291,22 @@ class Executor:
     @property
     def answered(self) -> int:
         return len(self.run.responses)
+
+    def count(self, key: str | None, **counts: float) -> None:
+        # Counted as they happen, in both: the execution's counters feed the budget and the progress display.
+        part = self.part_of(key) if self.part_of is not None and key is not None else None
+        for stats in (self.stats, part) if part is not None else (self.stats,):
+            for name, n in counts.items():
+                setattr(stats, name, getattr(stats, name) + n)
+
+    def count_each(self, keys: list[str], name: str) -> None:
+        """One more of ``name`` for each key: :meth:`count` for many (a warm run's every request)."""
+        setattr(self.stats, name, getattr(self.stats, name) + len(keys))
+        if self.part_of is not None:
+            for key in keys:
+                part = self.part_of(key)
+                if part is not None:
+                    setattr(part, name, getattr(part, name) + 1)
 
     def has(self, key: str) -> bool:
         return key in self.run.responses
@@ -325,7 +364,7 @@ class Executor:
             response = await self.answer(client, request)
             self.run.responses[request.key] = response
             if response.errored:
-                self.stats.errors += 1
+                self.count(request.key, errors=1)
             self.done += 1
             self.progress.update(self.done, self.stats)
 
@@ -364,7 +403,7 @@ class Executor:
             if budget.max_cost_usd is not None or not breaker.replied:
                 await self.my_turn()
             if stats.incomplete:
-                stats.not_run += 1
+                self.count(request.key, not_run=1)
                 return Response(text=None, error=NOT_RUN + stats.incomplete)
             if budget.exhausted(stats):
                 stats.stop(RunStatus.BUDGET_REACHED, f"budget of ${budget.max_cost_usd:g} reached")
@@ -373,7 +412,7 @@ class Executor:
             try:
                 completion = await client.complete(request.messages, params, request.sample)
             except CallError as exc:
-                stats.calls += 1  # counted as it returns: an attempt cut off by Ctrl-C answered nothing
+                self.count(request.key, calls=1)  # counted as it returns: an attempt cut off by Ctrl-C answered nothing
                 if self.returned():
                     await self.wake()
                 if not exc.unreachable:
@@ -402,24 +441,22 @@ class Executor:
                     return Response(text=None, error=f"{exc} ({why}after {attempts} attempt{'s' if attempts > 1 else ''})")
                 await asyncio.sleep(policy.delay(retry, exc.retry_after, self.rng))
                 retry += 1
-                stats.retries += 1
+                self.count(request.key, retries=1)
                 continue
             except Exception as exc:
                 # A client that failed to read what came back (a bug, not a reply's fault: replies
                 # are checked as they are read): this request's error. Raised on, it would end the
                 # run and lose the replies in flight of every other worker.
-                stats.calls += 1
-                stats.unpriced_calls += 1
+                self.count(request.key, calls=1, unpriced_calls=1)
                 if self.returned():
                     await self.wake()
                 breaker.reply()
                 return Response(text=None, error=f"{UNUSABLE_REPLY}{type(exc).__name__}: {one_line_error(exc)}")
-            stats.calls += 1
             breaker.reply()
             if completion.cost_usd is None:
-                stats.unpriced_calls += 1
+                self.count(request.key, calls=1, unpriced_calls=1)
             else:
-                stats.cost_usd += completion.cost_usd
+                self.count(request.key, calls=1, cost_usd=completion.cost_usd)
                 budget.priced_calls += 1
             if self.returned():  # after the price is counted: the budget's estimate needs it
                 await self.wake()

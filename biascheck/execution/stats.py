@@ -1,6 +1,6 @@
-"""How an execution went: its counters (:class:`RunStats`, which results.json records) and how it
-ended (:class:`RunStatus`). The runner keeps them, the progress display shows them, the budget
-reads the spend from them."""
+"""How an execution went: its counters (:class:`RunStats`: an execution's, a run's, or one suite's
+own, which its results.json records) and how it ended (:class:`RunStatus`). The runner keeps them,
+the progress display shows the run's, the budget reads the spend from them."""
 
 from __future__ import annotations
 

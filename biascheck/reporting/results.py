@@ -50,6 +50,7 @@ def build_results(run) -> list[dict[str, Any]]:
         shown = sampled_ids(cases)
         prompts = {case.case_id: [[m.role, m.content] for m in case.messages] for case in result.cases if case.case_id in shown}
         judge_stats = result.judge_stats.to_dict()
+        own = result.stats.to_dict()  # this suite's calls; the run's refused parameters and batches are the run's
         documents.append(
             {
                 "schema": RESULTS_SCHEMA,
@@ -83,17 +84,17 @@ def build_results(run) -> list[dict[str, Any]]:
                 "run": {
                     "cases": len(result.cases),
                     "case_errors": n_errors,
-                    "calls": stats["calls"],
-                    "cache_hits": stats["cache_hits"],
-                    "retries": stats["retries"],
-                    "errors": stats["errors"],
+                    "calls": own["calls"],
+                    "cache_hits": own["cache_hits"],
+                    "retries": own["retries"],
+                    "errors": own["errors"],
                     # From the outcomes, not this run's calls: a run answered from the store counts them too.
                     "filtered": sum(outcome.status == "filtered" for outcome in outcomes),
                     "truncated": sum(outcome.truncated for outcome in outcomes),
-                    "not_run": stats["not_run"],
-                    "cost_usd": round(stats["cost_usd"], 10),
-                    "unpriced_calls": stats["unpriced_calls"],
-                    "requests": stats["requests"],
+                    "not_run": own["not_run"],
+                    "cost_usd": round(own["cost_usd"], 10),
+                    "unpriced_calls": own["unpriced_calls"],
+                    "requests": own["requests"],
                     "complete": run.incomplete is None,
                     "incomplete_reason": run.incomplete,
                     **({"shard": str(run.config.shard)} if run.config.shard else {}),
