@@ -6,8 +6,9 @@ endpoint, messages, sampling parameters, sample index), so a warm store answers 
 single call and a run killed with SIGKILL loses at most the calls that were in flight. Errors are
 never stored as answers: a reply that arrived but could not be read (``refused``: a log-probability
 out of range, a negative usage) is kept, for what it cost, and never served to a later run, which
-asks again; a row of an earlier biascheck holding such values is read as missing too; ``run_errors`` only lets the pytest-xdist workers of one run share the
-errors the first worker met, so the others neither repeat nor disagree.
+asks again; a row of an earlier biascheck holding such values is read as missing too.
+``run_errors`` only lets the pytest-xdist workers of one run share the errors the first worker met,
+so the others neither repeat nor disagree.
 No API key or header value is part of a key or a row. A file is written to only once it is known
 to be a biascheck store (``PRAGMA application_id``), one of an earlier biascheck, or empty.
 """

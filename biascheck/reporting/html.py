@@ -377,7 +377,7 @@ def _header(results: dict) -> str:
         out.append("</ul></div>")
     data_notes = data_quality_lines(results)
     if data_notes:
-        out.append(f'<div class="muted small">{_e(data_notes[0][:1].upper() + data_notes[0][1:])}:<ul>')
+        out.append(f'<div class="muted small">{_e(data_notes[0])}<ul>')
         out += [f"<li>{_e(line)}</li>" for line in data_notes[1:]]
         out.append("</ul></div>")
     out.append("</header>")

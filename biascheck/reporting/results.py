@@ -366,7 +366,7 @@ def data_quality_lines(document: dict[str, Any]) -> list[str]:
     if not found:
         return []
     total = sum(sum(findings.values()) for findings in found.values())
-    lines = [f"the benchmark's data holds {fmt.count(total)} inconsistent records (how each is scored: docs/metrics.md)"]
+    lines = [f"The benchmark's data holds {fmt.count(total)} inconsistent records (how each is scored: docs/metrics.md):"]
     for category, findings in found.items():
         lines.append(f"{category}: " + ", ".join(f"{fmt.count(n)} {kind.replace('_', ' ')}" for kind, n in findings.items()))
     return lines
@@ -503,7 +503,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         out.append("")
     data_notes = data_quality_lines(document)
     if data_notes:
-        out += [md_text(data_notes[0][:1].upper() + data_notes[0][1:] + ":"), *(f"- {md_text(line)}" for line in data_notes[1:]), ""]
+        out += [md_text(data_notes[0]), *(f"- {md_text(line)}" for line in data_notes[1:]), ""]
     out += [
         f"## {md_text(scope_label(document, 'overall').capitalize())}",
         "",
