@@ -37,7 +37,6 @@ class BiascheckState:
     # Failed reports seen by this process (the controller's under xdist): thresholds, and the rest.
     failed_thresholds: int = 0
     failed_other: int = 0
-    batch_pending: bool = False  # --biascheck-batch-wait=no submitted batches: exit EXIT_BATCH_PENDING
     stopped: int | None = None  # the exit status of a session the run stopped after collection (see stop)
 
     @property
@@ -176,7 +175,6 @@ class BiascheckState:
         status = result.stats.status
         if status is RunStatus.BATCH_PENDING:
             # Nothing can be scored yet: no item runs, and the exit status says so (neither pass nor fail).
-            self.batch_pending = True
             self.stop(session, f"biascheck: {result.incomplete}", options.EXIT_BATCH_PENDING)
             return
         if status.fatal:
@@ -234,8 +232,8 @@ class BiascheckState:
             self._tell(session, self.gate.publish(self.checked))
             if self.baseline.update:
                 self._update_baselines(session)
-        if self.batch_pending:
-            session.exitstatus = options.EXIT_BATCH_PENDING
+        if self.stopped is not None:  # again: a failed notice above does not turn an interrupt or pending batches into a failure
+            session.exitstatus = self.stopped
 
     def _say(self, session: pytest.Session, message: str, **markup) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
