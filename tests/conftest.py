@@ -96,6 +96,19 @@ def tiny_kobbq(tmp_path: Path, data_dir: Path) -> Path:
     )
 
 
+@pytest.fixture
+def tiny_kobbq_p3(tmp_path: Path, data_dir: Path) -> Path:
+    """tiny_kobbq's twin asking prompt 3, under its own name (kobbq-p3): the second suite of a run of two."""
+    folder = write_subset_suite(
+        tmp_path / "kobbq-tiny-3",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["3"]',
+    )
+    manifest = folder / "suite.toml"
+    manifest.write_text(manifest.read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
+    return folder
+
+
 class BiascheckRun:
     """One ``pytest --biascheck`` run (in-process: see the litellm import above), with its results.json loaded."""
 

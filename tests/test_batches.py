@@ -330,16 +330,12 @@ def test_biascheck_run_without_waiting_exits_6_as_pytest_does(sim, suite: Path, 
     assert "submitted, not yet scored: 96 requests in 1 batch" in capsys.readouterr().err
 
 
-def test_in_a_batch_run_of_two_suites_each_counts_its_own_calls_cache_hits_and_cost(run_biascheck, tmp_path: Path, suite: Path, data_dir: Path):
+def test_in_a_batch_run_of_two_suites_each_counts_its_own_calls_cache_hits_and_cost(
+    run_biascheck, tmp_path: Path, suite: Path, data_dir: Path, tiny_kobbq_p3: Path
+):
     # Issue 35: each suite's run block showed the whole run's counters. Suite A answered alone first:
     # in the batch run of both, A is all cache hits and B holds every call and all of the cost.
-    other = write_subset_suite(
-        tmp_path / "kobbq-tiny-3",
-        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-        prompts='from_data = "prompts"\nuse = ["3"]',
-    )
-    manifest = other / "suite.toml"
-    manifest.write_text(manifest.read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
+    other = tiny_kobbq_p3
     cases = [*load_suite(suite, data_dir=data_dir).cases, *load_suite(other, data_dir=data_dir).cases]
     model, store = "openai/stereotyped?p=0.2&seed=11", tmp_path / "batch.sqlite"
     with SimServer(SimKnowledge.from_cases(cases)) as server:

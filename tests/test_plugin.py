@@ -289,16 +289,10 @@ def test_warm_store_rerun_makes_no_calls_and_selection_limits_calls(run_biaschec
     assert other.results()["model"]["params"]["max_tokens"] == 31
 
 
-def test_each_suites_stats_are_its_own_in_a_run_of_two(run_biascheck, tiny_kobbq, tmp_path):
+def test_each_suites_stats_are_its_own_in_a_run_of_two(run_biascheck, tiny_kobbq, tiny_kobbq_p3):
     # Issue 35: each suite's stats line showed the whole run's calls and cache hits. Suite A answered
     # alone first: in the run of both, A is all cache hits and B all calls, in every view.
-    other = write_subset_suite(
-        tmp_path / "kobbq-tiny-3",
-        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-        prompts='from_data = "prompts"\nuse = ["3"]',
-    )
-    manifest = other / "suite.toml"
-    manifest.write_text(manifest.read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
+    other = tiny_kobbq_p3
     alone = run_biascheck(tiny_kobbq, "sim/stereotyped?p=0.3", report="alone")
     a_cases = alone.results()["run"]["cases"]
     assert alone.results()["run"]["calls"] == a_cases > 0
