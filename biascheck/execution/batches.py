@@ -308,7 +308,7 @@ class OpenAIBatches:
         usage = {k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens", "total_tokens")} if isinstance(usage, dict) else {}
         logprobs = choice.get("logprobs") if params_of[key].get("logprobs") else None
         # The batch's output holds no prompt: a usage that cannot be read is charged for the reply alone.
-        sent = Sent(0, 0, params_of[key])
+        sent = Sent((), params_of[key])
         return key, self.client.completion_of(
             text, finish_reason, usage, logprobs, body.get("model"), body.get("system_fingerprint"), batch=True, sent=sent
         )

@@ -230,16 +230,11 @@ class UnusableReply(ValueError):
 
 @dataclass(frozen=True)
 class Sent:
-    """What a request sent, as far as reading its reply needs: the prompt's size in UTF-8 bytes
-    (every message's content), how many messages, and the parameters."""
+    """What a request sent, as far as reading its reply needs: its messages (none for a batch's
+    output, which holds no prompt) and its parameters."""
 
-    prompt_bytes: int
-    messages: int
+    messages: Sequence[dict[str, str]]
     params: dict[str, Any]
-
-    @classmethod
-    def of(cls, messages: Sequence[dict[str, str]], params: dict[str, Any]) -> Sent:
-        return cls(sum(len(str(m.get("content", "")).encode()) for m in messages), len(messages), params)
 
     @property
     def alternatives(self) -> int | None:
@@ -251,7 +246,8 @@ class Sent:
         """The most tokens the request could have cost, charged for a reply whose usage cannot be
         read: a token of the prompt per byte, with a chat template's few per message; a token of
         the reply per byte, or ``max_tokens`` when the request bounds it."""
-        prompt = self.prompt_bytes + 8 * self.messages + 16
+        # Measured only here, for the rare reply whose usage cannot be read: never per call.
+        prompt = sum(len(str(m.get("content", "")).encode()) for m in self.messages) + 8 * len(self.messages) + 16
         bound = self.params.get("max_tokens", self.params.get("max_completion_tokens"))
         reply = len(text.encode()) if isinstance(text, str) else 0
         completion = bound if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0 else max(1, reply)
@@ -669,7 +665,7 @@ class LiteLLMClient:
         response = await self._attempt(params, (lambda timeout: fast.chat(messages, kwargs, call)) if fast is not None else call)
         if response is None:
             return Completion(None, "content_filter", {}, 0.0)
-        sent = Sent.of(messages, params)
+        sent = Sent(messages, params)
         try:
             return self._chat_completion(response, params, sent)
         except CallError:
@@ -732,7 +728,7 @@ class LiteLLMClient:
         response = await self._attempt(params, (lambda timeout: fast.completion(context + continuation, kwargs, call)) if fast is not None else call)
         if response is None:
             return Completion(None, "content_filter", {}, 0.0)
-        sent = Sent.of(messages, params)
+        sent = Sent(messages, params)
         try:
             return self._text_completion(response, context, continuation, sent)
         except CallError:
