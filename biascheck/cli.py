@@ -199,7 +199,8 @@ def _add_run_commands(commands) -> None:
         description="Set runs of one suite side by side (several candidate models, or one model over releases): each metric "
         "by scope, each run's value with the interval its results.json records, in compare.md, compare.json and compare.html "
         "(a chart per headline metric: a row per run, its interval and the threshold). The Markdown is printed too. Runs of "
-        "another suite, suite fingerprint or answer mode are refused. Nothing is tested: biascheck diff A B tests two runs.",
+        "another suite, suite fingerprint or answer mode are refused. Each run is tested against the run given before it, as "
+        "biascheck diff tests two, and marked when it regressed.",
     )
     compare.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="a run's results.json, or the report folder holding it (two or more)")
     compare.add_argument(
@@ -208,16 +209,18 @@ def _add_run_commands(commands) -> None:
     compare.set_defaults(func=_compare)
     history = commands.add_parser(
         "history",
-        help="a suite's baselines across releases: each headline metric, release by release, and history.html",
+        help="a suite's baselines across releases: each headline metric, release by release, each release tested against the one before, "
+        "and history.json and history.html",
         description="Read a suite's baselines, DIR/<suite>/*.json and the replaced ones --biascheck-update-baseline keeps in "
         "DIR/<suite>/history/, order them by the time each was recorded and show each headline metric across them, with its "
-        "interval and the suite's threshold: Markdown printed, history.html written.",
+        "interval and the suite's threshold, and mark each release that failed its thresholds or regressed against the release before "
+        "(the paired test of biascheck diff): Markdown printed, history.json and history.html written.",
     )
     history.add_argument("suite", metavar="SUITE", help="a suite folder, or a suite's name (a packaged suite, or the name of its baselines folder)")
     history.add_argument(
         "--baselines", type=Path, default=Path("baselines"), metavar="DIR", help="the folder of the suites' baseline folders (default: baselines)"
     )
-    history.add_argument("--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for history.html (default: here)")
+    history.add_argument("--out", type=Path, default=Path("."), metavar="FOLDER", help="folder for history.json and history.html (default: here)")
     history.set_defaults(func=_history)
 
 
@@ -904,13 +907,15 @@ def _history(args) -> int:
         suite=name,
         thresholds={metric: threshold.to_dict() for metric, threshold in manifest.thresholds.items()} if manifest else None,
         gated_metrics=manifest.gated_metrics(None) if manifest else [],
+        # For a release whose predecessor records no [regression] table (a baseline of an older biascheck).
+        regression=manifest.regression.to_dict() if manifest else None,
     )
     try:
         written = write_history(document, args.out)
     except OSError as exc:
-        raise BiascheckError(args.out, None, f"could not write history.html ({exc.strerror or exc})", "point --out at a writable folder") from None
+        raise BiascheckError(args.out, None, f"could not write the history ({exc.strerror or exc})", "point --out at a writable folder") from None
     sys.stdout.write(render_history_markdown(document))
-    print(f"wrote {written}", file=sys.stderr)
+    print(f"wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
     return 0
 
 

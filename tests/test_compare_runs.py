@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import html
+import io
 import json
 import math
 import re
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biascheck.cli import main
+from biascheck.core.format import md_text
 from biascheck.evaluation import baseline as baselines
+from biascheck.reporting.runs import check_text, regression_text
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
 
@@ -302,7 +307,8 @@ def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, 
     mine = tmp_path / "baselines" / "mine" / "release.json"
     baselines.replace(release(edited(documents["fair"], lambda d: d["suite"].update(name="mine")), "v1", "2026-01-01T00:00:00+00:00"), mine)
     assert main(["history", "mine", "--baselines", str(tmp_path / "baselines"), "--out", str(tmp_path / "h")]) == 0
-    assert "| release | model | created | thresholds | diff_bias_amb | diff_bias_dis |" in capsys.readouterr().out  # the benchmark's bias metrics
+    # the benchmark's bias metrics
+    assert "| release | model | created | thresholds | vs the release before | diff_bias_amb | diff_bias_dis |" in capsys.readouterr().out
     (mine.parent / "stray.json").write_bytes(path.read_bytes())
     assert main(["history", "mine", "--baselines", str(tmp_path / "baselines")]) == 2
     assert "stray.json: suite.name: is a baseline of suite 'kobbq', among those of 'mine'" in one_line_error(capsys)
@@ -521,3 +527,160 @@ def test_history_says_when_a_baseline_records_no_verdicts(documents, suite_dir, 
     assert len(rows) == 1 and "FAIL" not in rows[0] and "not recorded" in rows[0], rows
     page = (tmp_path / "h" / "history.html").read_text("utf-8")
     assert "not recorded" in page and 'class="pt failing"' not in page
+
+
+# --- history and compare mark a regression against the run before, from one function (issue 35) ----
+
+LOOSE = "diff_bias_amb = { max_abs = 1 }\ndiff_bias_dis = { max_abs = 1 }\nacc_dis = { min = 0 }\nooc_ratio = { max = 1 }"
+# How much worse each persona answers: each one regresses against every one before it in this order.
+RANK = {"fair": 0, "some": 1, "most": 2}
+
+
+@pytest.fixture(scope="module")
+def loose_documents(tmp_path_factory, data_dir) -> dict[str, dict]:
+    """The runs of ``documents`` made under thresholds every persona passes: the same suite
+    fingerprint and answers, other recorded verdicts (thresholds are no part of a fingerprint)."""
+    folder = write_subset_suite(
+        tmp_path_factory.mktemp("loose") / "kobbq-tiny",
+        subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
+        prompts='from_data = "prompts"\nuse = ["1"]',
+        thresholds=LOOSE,
+    )
+    prepared = PreparedSuite.of(load_suite(folder, data_dir=data_dir))
+    return {name: simulated_results(prepared, persona) for name, persona in PERSONAS.items()}
+
+
+def _both_views(chosen: list[dict], root: Path, suite_dir: Path) -> dict[str, dict]:
+    """``biascheck compare`` of ``chosen`` (as runs, in order) and ``biascheck history`` of them (as
+    releases v0, v1, ... recorded in that order): each view's Markdown, JSON and HTML."""
+    revised = [edited(d, lambda d, i=i: d["model"].update(revision=f"v{i}")) for i, d in enumerate(chosen)]
+    paths = [str(write_run(root / "runs" / f"run{i}", d)) for i, d in enumerate(revised)]
+    out = {}
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert main(["compare", *paths, "--out", str(root / "c")]) == 0
+    out["compare"] = {"md": printed.getvalue(), "json": json.loads((root / "c" / "compare.json").read_text("utf-8"))}
+    out["compare"]["html"] = (root / "c" / "compare.html").read_text("utf-8")
+    path = root / "baselines" / "kobbq" / "release.json"
+    for i, document in enumerate(revised):
+        baselines.replace(release(document, f"v{i}", f"2026-01-01T{i:02d}:00:00+00:00"), path)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert main(["history", str(suite_dir), "--baselines", str(root / "baselines"), "--out", str(root / "h")]) == 0
+    out["history"] = {"md": printed.getvalue(), "json": json.loads((root / "h" / "history.json").read_text("utf-8"))}
+    out["history"]["html"] = (root / "h" / "history.html").read_text("utf-8")
+    return out
+
+
+def _html_rows(page: str) -> list[str]:
+    """The rows of the runs' (compare) or releases' (history) table."""
+    table = re.search(r'<section id="(?:runs|releases)">(.*?)</section>', page, re.S)
+    assert table is not None
+    return table.group(1).split("<tbody>")[1].split("<tr>")[1:]
+
+
+def _marks(view: dict) -> list[tuple[bool, str | None]]:
+    """Per run (release), what each form of the view says of it: (failed its thresholds, its
+    regression verdict); the Markdown, the JSON and the HTML must say the same."""
+    items = view["json"].get("runs") or view["json"]["releases"]
+    from_json = [(bool(item["failed"]), item["regression"] and item["regression"]["verdict"]) for item in items]
+    header = r"\#" if "runs" in view["json"] else "release"
+    from_md = []
+    for row in _md_rows(view["md"], header):
+        said = "regressed" if "**regressed vs" in row else "not regressed" if "not regressed vs" in row else None
+        from_md.append(("FAIL" in row, "not compared" if "not compared with" in row else said))
+    from_html = []
+    for row in _html_rows(view["html"]):
+        said = "regressed" if "badge v-regressed" in row else "not regressed" if "not regressed vs" in row else None
+        from_html.append(('class="badge fail"' in row, "not compared" if "badge v-not-compared" in row else said))
+    assert from_md == from_json == from_html, (from_md, from_json, from_html)
+    return from_json
+
+
+def test_history_and_compare_mark_a_release_that_regressed_against_the_one_before(documents, loose_documents, suite_dir, tmp_path):
+    """Before: neither view tested a release against the one before it; a release that passed its
+    thresholds but was credibly worse than its predecessor (what the gate fails) was drawn as fine.
+    v1 fails its thresholds without answering differently from v0; v2 passes its (looser)
+    thresholds and regressed against v1. Both views mark each alike, in Markdown, JSON and HTML."""
+    chosen = [loose_documents["some"], documents["some"], loose_documents["most"]]
+    assert [d["passed"] for d in chosen] == [True, False, True]
+    views = _both_views(chosen, tmp_path, suite_dir)
+    assert views["compare"]["json"]["schema"] == "biascheck.compare/2" and views["history"]["json"]["schema"] == "biascheck.history/2"
+    for view in views.values():
+        assert _marks(view) == [(False, None), (True, "not regressed"), (False, "regressed")]
+    runs, releases = views["compare"]["json"]["runs"], views["history"]["json"]["releases"]
+    # Against the run given before (compare), the release recorded before (history), by its label.
+    assert [r["regression"]["against"] for r in runs[1:]] == [runs[0]["label"], runs[1]["label"]]
+    assert [r["regression"]["against"] for r in releases[1:]] == ["v0", "v1"]
+    # One test, one answer: the same regressed checks in both, each credibly worse beyond its margin.
+    checks = releases[2]["regression"]["checks"]
+    assert checks == runs[2]["regression"]["checks"]
+    assert {(c["metric"], c["scope"]) for c in checks} >= {("diff_bias_amb", "overall"), ("diff_bias_dis", "overall")}
+    assert all(c["worsening_ci"][0] > c["margin"] for c in checks), checks
+    for view in views.values():
+        for check in checks:
+            assert md_text(check_text(check)) in view["md"], check
+            assert html.escape(check_text(check), quote=True) in view["html"], check
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(sorted(PERSONAS)), st.booleans()), min_size=2, max_size=4))
+def test_history_and_compare_mark_the_same_runs_for_any_sequence_of_releases(documents, loose_documents, suite_dir, steps):
+    """Any sequence of releases, each under strict or loose thresholds (so failing them or not), each
+    answering better, worse or as the one before: both views mark the same ones, as failed when its
+    recorded verdicts failed, as regressed exactly when it answers worse than its predecessor."""
+    chosen = [(loose_documents if loose else documents)[persona] for persona, loose in steps]
+    with tempfile.TemporaryDirectory() as folder:
+        views = _both_views(chosen, Path(folder), suite_dir)
+    marks = _marks(views["compare"])
+    assert marks == _marks(views["history"])
+    assert [failed for failed, _ in marks] == [not d["passed"] for d in chosen]
+    expected = [None] + ["regressed" if RANK[b[0]] > RANK[a[0]] else "not regressed" for a, b in zip(steps, steps[1:])]
+    assert [regression for _, regression in marks] == expected
+
+
+def test_a_release_that_cannot_be_tested_against_the_one_before_is_marked_not_compared(documents, suite_dir, tmp_path, capsys, monkeypatch):
+    """A history spans suite versions and older baselines, a sweep may hold a stopped run: such a
+    pair is marked "not compared" with the reason, and the command still shows everything (exit 0)."""
+    monkeypatch.chdir(tmp_path)
+
+    def history(name: str, steps: list[tuple[dict, Any]]) -> list[dict]:
+        for i, (document, change) in enumerate(steps):
+            recorded = release(edited(document, lambda d: d["suite"].update(name=name)), f"v{i}", f"2026-01-01T{i:02d}:00:00+00:00")
+            baselines.write(change(recorded), tmp_path / "baselines" / name / "history" / f"v{i}.json")
+        assert main(["history", str(suite_dir) if name == "kobbq" else name, "--out", str(tmp_path / name)]) == 0
+        printed = capsys.readouterr().out
+        marks = [r["regression"] for r in json.loads((tmp_path / name / "history.json").read_text("utf-8"))["releases"]]
+        for row, mark in zip(_md_rows(printed, "release"), marks):
+            assert md_text(regression_text(mark)) in row, (row, mark)
+        return marks
+
+    def prompts(d: dict) -> dict:
+        return {**d, "suite": {**d["suite"], "fingerprint": {**d["suite"]["fingerprint"], "prompts": "other"}}}
+
+    def old(*keys: str):
+        return lambda d: {k: v for k, v in d.items() if k not in keys}
+
+    same = lambda d: d  # noqa: E731
+    # A suite without a manifest here: a predecessor recording no [regression] table leaves no test to run.
+    marks = history("mine", [(documents["fair"], same), (documents["some"], prompts), (documents["most"], lambda d: old("regression")(prompts(d)))])
+    assert marks[1] == {"against": "v0", "verdict": "not compared", "checks": [], "reason": "the suite changed (prompts)"}
+    assert marks[2]["verdict"] == "regressed"  # its predecessor records the table
+
+    def loglik(d: dict) -> dict:
+        return {**d, "model": {**d["model"], "estimator": "loglik"}}
+
+    steps = [(documents["fair"], old("regression")), (documents["most"], same), (documents["most"], old("verdicts")), (documents["most"], loglik)]
+    marks = history("mine2", steps)
+    assert marks[1]["verdict"] == "not compared" and marks[1]["reason"] == "v0 records no regression settings (a baseline of an older biascheck)"
+    assert marks[2]["verdict"] == "not compared" and "records no verdicts" in marks[2]["reason"]
+    assert marks[3]["verdict"] == "not compared" and marks[3]["reason"] == "answered by loglik, the one before by generation (the default)"
+    # The suite's folder given: its [regression] table stands in for one a predecessor does not record.
+    marks = history("kobbq", [(documents["fair"], old("regression")), (documents["most"], same)])
+    assert marks[1]["verdict"] == "regressed" and marks[1]["checks"]
+
+    stopped = edited(documents["some"], lambda d: d["run"].update(complete=False, incomplete_reason="interrupted by the user"))
+    paths = [str(write_run(tmp_path / "runs" / name, d)) for name, d in (("stopped", stopped), ("most", documents["most"]))]
+    assert main(["compare", *paths, "--out", str(tmp_path / "c")]) == 0
+    row = _md_rows(capsys.readouterr().out, r"\#")[1]
+    mark = json.loads((tmp_path / "c" / "compare.json").read_text("utf-8"))["runs"][1]["regression"]
+    assert mark["verdict"] == "not compared" and mark["reason"] == "the run before is incomplete (interrupted by the user)"
+    assert md_text(regression_text(mark)) in row

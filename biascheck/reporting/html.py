@@ -44,7 +44,7 @@ from biascheck.reporting.results import (
     summary_rows,
 )
 from biascheck.reporting.results import failing as check_failing
-from biascheck.reporting.runs import failed_text
+from biascheck.reporting.runs import NOT_COMPARED, REGRESSED, check_text, failed_text, regression_text, scopes_text
 from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_sample, browser_sample
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
@@ -96,6 +96,26 @@ def _thresholds_badge(failed: list[dict[str, str]] | None, passed: bool = True) 
     if failed is None:
         return f'<span class="muted small">{_e(failed_text(None))}</span>'
     return _pass_badge(passed) + ("" if passed else ' <span class="muted small">(see its notes)</span>')
+
+
+def _regression_badge(mark: dict | None) -> str:
+    """A run's (compare) or a release's (history) regression against the one before it
+    (:func:`biascheck.reporting.runs.regression_against`): REGRESSED and its checks, not regressed,
+    not compared and why, or a dash for the first; both pages alike."""
+    if not mark:
+        return '<span class="muted">-</span>'
+    against = f'<span class="small">vs <strong{_lang(mark.get("against"))}>{_e(mark.get("against"))}</strong></span>'
+    if mark.get("verdict") == REGRESSED:
+        checks = mark.get("checks") or []
+        items = "".join(f"<li>{_e(check_text(check))}</li>" for check in checks)
+        n = f"{len(checks)} check{'' if len(checks) == 1 else 's'}: {scopes_text(checks)}"
+        return (
+            f'<span class="badge v-regressed">REGRESSED</span> {against}'
+            f'<details{" open" if len(checks) <= 4 else ""}><summary class="small">{n}</summary><ul class="small">{items}</ul></details>'
+        )
+    if mark.get("verdict") == NOT_COMPARED:
+        return f'<span class="badge v-not-compared">not compared</span> <span class="muted small">{_e(regression_text(mark).removeprefix("not compared "))}</span>'
+    return f'<span class="muted small">{_e(regression_text(mark))}</span>'
 
 
 def _get(mapping: Any, *keys: str) -> Any:
@@ -956,7 +976,7 @@ def _level(document: dict) -> str:
 
 
 def render_runs_html(document: dict) -> str:
-    """``compare.html`` of a ``biascheck.compare/1`` document: the runs, a chart per headline metric
+    """``compare.html`` of a ``biascheck.compare/2`` document: the runs, a chart per headline metric
     (a row per run: its overall value with its interval, and the threshold) and the tables of every
     shown metric by scope."""
     suite, runs = document.get("suite") or {}, document.get("runs") or []
@@ -973,21 +993,25 @@ def render_runs_html(document: dict) -> str:
         "</dl>",
         f'<p class="muted small">Each run\'s values with its own {_e(level)} bootstrap interval, as its results.json records them. '
         "Intervals that overlap do not show two runs equal, nor do separate ones a tested difference: "
-        "<code>biascheck diff A B</code> tests two runs case by case.</p>",
+        "<code>biascheck diff A B</code> tests two runs case by case, and each run here is tested so against the run given before it: "
+        "REGRESSED when it is credibly worse by more than a margin.</p>",
         "</header>",
     ]
     table = [
-        '<section id="runs">\n<h2>Runs</h2>\n<div class="scroll"><table><thead><tr><th class="num">#</th><th>run</th><th>model</th>'
-        '<th>parameters</th><th>answered by</th><th>created</th><th class="num">cases</th><th>thresholds</th><th>file</th></tr></thead><tbody>'
+        # The marks beside the run's name, in the first screen: the table is wider than a page.
+        '<section id="runs">\n<h2>Runs</h2>\n<div class="scroll"><table><thead><tr><th class="num">#</th><th>run</th><th>thresholds</th>'
+        '<th>vs the run before</th><th>model</th><th>parameters</th><th>answered by</th><th>created</th><th class="num">cases</th>'
+        "<th>file</th></tr></thead><tbody>"
     ]
     for i, run in enumerate(runs, 1):
         revision = f' <span class="muted small">revision {_e(run["revision"])}</span>' if run.get("revision") else ""
         table.append(
             f'<tr><td class="num">{i}</td><td><strong{_lang(run.get("label"))}>{_e(run.get("label"))}</strong></td>'
+            f"<td>{_thresholds_badge(run.get('failed'), bool(run.get('passed')))}</td><td>{_regression_badge(run.get('regression'))}</td>"
             f"<td><code>{_e(run.get('model'))}</code>{revision}</td>"
             f"<td><code>{_e(_params(run.get('params')))}</code></td><td>{_e(run.get('estimator') or 'generation')}</td>"
             f'<td class="nowrap">{_e(run.get("created_at"))}</td><td class="num">{_fmt_int(run.get("cases"))}</td>'
-            f'<td>{_thresholds_badge(run.get("failed"), bool(run.get("passed")))}</td><td class="muted small"><code>{_e(run.get("path"))}</code></td></tr>'
+            f'<td class="muted small"><code>{_e(run.get("path"))}</code></td></tr>'
         )
     table.append("</tbody></table></div>")
     notes = [f"{run.get('label')}: {note}" for run in runs for note in run.get("notes") or []]
@@ -1038,7 +1062,7 @@ def render_runs_html(document: dict) -> str:
 
 
 def render_history_html(document: dict) -> str:
-    """``history.html`` of a ``biascheck.history/1`` document: the releases, oldest first, and a
+    """``history.html`` of a ``biascheck.history/2`` document: the releases, oldest first, and a
     chart per headline metric with a row per release and the suite's threshold."""
     suite, releases = document.get("suite") or {}, document.get("releases") or []
     thresholds = document.get("thresholds") or {}
@@ -1047,11 +1071,12 @@ def render_history_html(document: dict) -> str:
         f'<span class="muted">\u2014 {len(releases)} releases</span></h1>\n'
         f'<p class="muted small">Each release\'s baseline, oldest first (by the time it was recorded): the overall value of each '
         "headline metric with its 95% bootstrap interval, and the suite's threshold as its suite.toml has it now. FAIL: a threshold check "
-        "the release failed when it was recorded (the verdict its baseline keeps).</p>\n</header>"
+        "the release failed when it was recorded (the verdict its baseline keeps). REGRESSED: the release is credibly worse than the release "
+        "before it by more than a margin (the paired test of <code>biascheck diff</code>, with the suite's [regression] settings).</p>\n</header>"
     )
     table = [
         '<section id="releases">\n<h2>Releases</h2>\n<div class="scroll"><table><thead><tr><th>release</th><th>model</th><th>created</th>'
-        "<th>thresholds</th><th>commit</th><th>suite fingerprint</th><th>file</th></tr></thead><tbody>"
+        "<th>thresholds</th><th>vs the release before</th><th>commit</th><th>suite fingerprint</th><th>file</th></tr></thead><tbody>"
     ]
     for release in releases:
         changed = release.get("suite_changed") or []
@@ -1059,6 +1084,7 @@ def render_history_html(document: dict) -> str:
         table.append(
             f"<tr><td><strong>{_e(release.get('label'))}</strong></td><td><code>{_e(release.get('model'))}</code></td>"
             f'<td class="nowrap">{_e(release.get("created_at"))}</td><td>{_thresholds_badge(release.get("failed"))}</td>'
+            f"<td>{_regression_badge(release.get('regression'))}</td>"
             f"<td><code>{_e((release.get('git_commit') or '')[:12])}</code></td>"
             f'<td><code>{_e(release.get("fingerprint"))}</code>{note}</td><td class="muted small"><code>{_e(release.get("path"))}</code></td></tr>'
         )

@@ -1,9 +1,11 @@
 """Several runs of one suite side by side (``biascheck compare``), and a suite's baselines across
-releases (``biascheck history``): the documents (``compare.json``) and their Markdown. The HTML
-pages are :func:`biascheck.reporting.html.render_runs_html` and ``render_history_html``.
+releases (``biascheck history``): the documents (``compare.json``, ``history.json``) and their
+Markdown. The HTML pages are :func:`biascheck.reporting.html.render_runs_html` and
+``render_history_html``.
 
-Nothing here tests a difference: each run shows its own metric values with the intervals its
-``results.json`` records. ``biascheck diff A B`` is the paired test of two of them.
+Each run shows its own metric values with the intervals its ``results.json`` records. Both views
+mark a run (release) from :func:`run_marks` alone: the threshold checks it recorded as failed, and
+whether it regressed against the one before it by the paired test ``biascheck diff A B`` runs.
 """
 
 from __future__ import annotations
@@ -18,19 +20,26 @@ from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import md_row, md_text, strong
 from biascheck.core.version import VERSION
+from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.baseline import fingerprint_differences
+from biascheck.evaluation.regression import compare, settings_from
 from biascheck.reporting.results import failing, gated, verdict_index
 from biascheck.suite import missing_data_summary
 
-COMPARE_SCHEMA = "biascheck.compare/1"
-HISTORY_SCHEMA = "biascheck.history/1"
+# /2: each run (release) carries its regression against the one before it (run_marks).
+COMPARE_SCHEMA = "biascheck.compare/2"
+HISTORY_SCHEMA = "biascheck.history/2"
 OVERALL = "overall"
+# A run's (release's) regression mark against its predecessor: its "verdict".
+REGRESSED, NOT_REGRESSED, NOT_COMPARED = "regressed", "not regressed", "not compared"
 # The fix of a refused run when no option allows the difference (biascheck compare).
 SAME_SUITE_FIX = "compare runs of one suite version: run the other models again on this suite, or compare each group of runs on its own"
 
 
 def _answer_mode(document: Mapping[str, Any]) -> str:
-    return str((document.get("run") or {}).get("estimator") or "generation (the default)")
+    """How a run's answers were read: a results.json's ``run.estimator``, a baseline's ``model.estimator``."""
+    mode = document["model"].get("estimator") if _is_baseline(document) else (document.get("run") or {}).get("estimator")
+    return str(mode or "generation (the default)")
 
 
 def check_same_suite(
@@ -91,15 +100,10 @@ def failed_checks(document: Mapping[str, Any]) -> list[dict[str, str]] | None:
     return [{"metric": metric, "scope": scope} for (scope, metric), passed in verdicts.items() if passed is False]
 
 
-def failed_text(failed: Sequence[Mapping[str, str]] | None) -> str:
-    """A run's (compare) or a release's (history) thresholds in words, the same in both views:
-    ``FAIL: diff_bias_amb (overall and 2 categories), acc_dis (1 category)``, passed, or not recorded."""
-    if failed is None:
-        return "not recorded (a baseline of an older biascheck)"
-    if not failed:
-        return "passed"
+def scopes_text(checks: Sequence[Mapping[str, Any]]) -> str:
+    """Checks by metric, their scopes counted: ``diff_bias_amb (overall and 2 categories), acc_dis (1 category)``."""
     scopes: dict[str, list[str]] = {}
-    for check in failed:
+    for check in checks:
         scopes.setdefault(check["metric"], []).append(check["scope"])
     parts = []
     for metric, where in scopes.items():
@@ -107,7 +111,127 @@ def failed_text(failed: Sequence[Mapping[str, str]] | None) -> str:
         named = [OVERALL] if OVERALL in where else []
         named += [f"{categories} categor{'y' if categories == 1 else 'ies'}"] if categories else []
         parts.append(f"{metric} ({' and '.join(named)})")
-    return "FAIL: " + ", ".join(parts)
+    return ", ".join(parts)
+
+
+def failed_text(failed: Sequence[Mapping[str, str]] | None) -> str:
+    """A run's (compare) or a release's (history) thresholds in words, the same in both views:
+    ``FAIL: diff_bias_amb (overall and 2 categories), acc_dis (1 category)``, passed, or not recorded."""
+    if failed is None:
+        return "not recorded (a baseline of an older biascheck)"
+    if not failed:
+        return "passed"
+    return "FAIL: " + scopes_text(failed)
+
+
+# --- against the run before -----------------------------------------------------------------------
+
+
+def run_marks(runs: Sequence[tuple[str, str, Mapping[str, Any]]], *, regression: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """What ``compare`` and ``history`` mark on each run (path, label, a results.json or a baseline
+    document), in the order given: ``failed``, the threshold checks it recorded as failed
+    (:func:`failed_checks`), and ``regression``, its paired comparison with the run before it
+    (:func:`regression_against`; None for the first). Both views mark from this alone, so they
+    cannot disagree. ``regression``: the ``[regression]`` table to test with when the run before
+    records none (the suite's, where known)."""
+    return [
+        {"failed": failed_checks(run[2]), "regression": None if k == 0 else regression_against(runs[k - 1], run, fallback=regression)}
+        for k, run in enumerate(runs)
+    ]
+
+
+def regression_against(
+    previous: tuple[str, str, Mapping[str, Any]], run: tuple[str, str, Mapping[str, Any]], *, fallback: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``run`` compared with ``previous`` (each path, label, document) as ``biascheck diff previous
+    run`` compares them: :func:`biascheck.evaluation.regression.compare` with the ``[regression]``
+    table ``previous`` records (else ``fallback``). ``{"against": previous's label, "verdict":
+    regressed | not regressed | not compared, "checks": the regressed checks (metric, scope,
+    worsening_ci, margin), "reason": why not compared, or None}``. Runs that cannot be compared are
+    marked so with the reason, never an error: a history spans suite versions and old baselines."""
+    (previous_path, label, before), (path, _, after) = previous, run
+    reason = _not_comparable(before, after)
+    table = before.get("regression") if _is_baseline(before) else before["suite"].get("regression")
+    table = table if table is not None else fallback
+    if reason is None and table is None:
+        reason = f"{label} records no regression settings (a baseline of an older biascheck)"
+    if reason is None:
+        candidate = _as_candidate(after)
+        try:
+            settings = settings_from(candidate, regression=table, where=previous_path, candidate=path)
+            comparison = compare(_as_baseline(before), candidate, settings, baseline_path=previous_path)
+        except BiascheckError as exc:  # e.g. no case in common
+            reason = exc.problem
+    if reason is not None:
+        return {"against": label, "verdict": NOT_COMPARED, "checks": [], "reason": reason}
+    # The verdict alone is read: what the gate calls a regression is a regression here.
+    checks = [
+        {"metric": c["metric"], "scope": c["scope"], "worsening_ci": c["worsening_ci"], "margin": c["margin"]}
+        for c in comparison["results"]
+        if c["verdict"] == "regressed"
+    ]
+    return {"against": label, "verdict": REGRESSED if checks else NOT_REGRESSED, "checks": checks, "reason": None}
+
+
+def _is_baseline(document: Mapping[str, Any]) -> bool:
+    return isinstance(document.get("cases"), dict)  # a baseline's cases are columns + rows
+
+
+def _not_comparable(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """Why ``after`` cannot be tested against ``before`` (each a results.json or a baseline), in the
+    words of ``biascheck diff``'s refusals; None when it can."""
+    run = before.get("run") or {}
+    if run.get("complete") is False:
+        return f"the run before is incomplete ({run.get('incomplete_reason')})"
+    if run.get("case_errors"):
+        return f"{run['case_errors']} case(s) of the run before errored"
+    changed = fingerprint_differences(before["suite"]["fingerprint"], after["suite"]["fingerprint"])
+    if changed:
+        return f"the suite changed ({', '.join(changed)})"
+    if _answer_mode(before) != _answer_mode(after):
+        return f"answered by {_answer_mode(after)}, the one before by {_answer_mode(before)}"
+    if after.get("verdicts") is None:
+        return "it records no verdicts, so not which metrics it gates (a baseline of an older biascheck)"
+    return None
+
+
+def _as_baseline(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A run's results.json as the baseline a recording of it would be (keeping when it was made)."""
+    if _is_baseline(document):
+        return document
+    return {**baselines.from_results(document), "created_at": document["created_at"]}
+
+
+def _as_candidate(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A baseline as the results.json :func:`compare` reads as its candidate: the same suite, model,
+    scoring and verdicts, a complete run, and its rows as cases."""
+    if not _is_baseline(document):
+        return document
+    cases = document["cases"]
+    return {
+        **document,
+        "run": {"estimator": document["model"].get("estimator"), "complete": True},
+        "scoring": document.get("scoring") or {},
+        "cases": [dict(zip(cases["columns"], row)) for row in cases["rows"]],
+    }
+
+
+def regression_text(mark: Mapping[str, Any] | None) -> str:
+    """A run's regression mark in a few words, the same in both views: ``regressed vs v1.1:
+    diff_bias_amb (overall), acc_dis (2 categories)``, ``not regressed vs v1.1``, ``not compared:
+    <reason>``, or ``-`` for the first run."""
+    if mark is None:
+        return "-"
+    if mark["verdict"] == NOT_COMPARED:
+        return f"not compared with {mark['against']}: {mark['reason']}"
+    if mark["verdict"] == REGRESSED:
+        return f"regressed vs {mark['against']}: {scopes_text(mark['checks'])}"
+    return f"{NOT_REGRESSED} vs {mark['against']}"
+
+
+def check_text(check: Mapping[str, Any]) -> str:
+    """A regressed check in a line: metric, scope, the worsening's interval and the margin it exceeds."""
+    return f"{check['metric']} ({check['scope']}): worsened by {fmt.signed_ci(check['worsening_ci'])}, beyond its margin {fmt.value(check['margin'])}"
 
 
 def _confidence(document: Mapping[str, Any]) -> float | None:
@@ -132,9 +256,10 @@ def headline_metrics(benchmark: str, gated_metrics: Sequence[str], reported: Seq
 
 
 def compare_runs(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """The ``biascheck.compare/1`` document of several runs (path as shown, results document) of
+    """The ``biascheck.compare/2`` document of several runs (path as shown, results document) of
     one suite: a row per metric and scope, each run's value, interval, n and threshold verdict in
-    it. Raises :class:`BiascheckError` naming the first run that cannot stand beside the first."""
+    it, and each run's marks (:func:`run_marks`): its predecessor is the run given before it.
+    Raises :class:`BiascheckError` naming the first run that cannot stand beside the first."""
     paths, documents = [p for p, _ in runs], [d for _, d in runs]
     if len(runs) < 2:
         raise BiascheckError("biascheck compare", None, f"got {len(runs)} run", "give two runs or more (results.json files or report folders)")
@@ -152,12 +277,13 @@ def compare_runs(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any
     metrics = list(dict.fromkeys(m for d in documents for m in d["metrics"]["overall"]))
     scopes = list(dict.fromkeys([OVERALL, *(c for d in documents for c in d["metrics"]["by_category"])]))
     verdicts = [verdict_index(d) for d in documents]
-    marks = [recorded_verdicts(d) or {} for d in documents]
+    recorded = [recorded_verdicts(d) or {} for d in documents]
     rows = []
     for metric in metrics:
         for scope in scopes:
             values = [
-                _cell(d, index.get((scope, metric)), mark.get((scope, metric)), scope, metric) for d, index, mark in zip(documents, verdicts, marks)
+                _cell(d, index.get((scope, metric)), mark.get((scope, metric)), scope, metric)
+                for d, index, mark in zip(documents, verdicts, recorded)
             ]
             if all(v["value"] is None and v["n"] is None for v in values):
                 continue  # no run reports it here
@@ -175,13 +301,15 @@ def compare_runs(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any
     gated_overall = [v["metric"] for d in documents for v in d["verdicts"] if v["scope"] == OVERALL]
     layout = layout_of(suite["benchmark"])
     headline = headline_metrics(suite["benchmark"], gated_overall, metrics)
+    labels = run_labels(documents, paths)
+    marks = run_marks(list(zip(paths, labels, documents)))
     return {
         "schema": COMPARE_SCHEMA,
         "tool": {"name": "biascheck", "version": VERSION},
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "suite": {k: suite[k] for k in ("name", "benchmark", "fingerprint", "language", "description") if k in suite},
         "confidence": _confidence(documents[0]),
-        "runs": [_run(label, path, d) for label, path, d in zip(run_labels(documents, paths), paths, documents)],
+        "runs": [_run(label, path, d, mark) for label, path, d, mark in zip(labels, paths, documents, marks)],
         "headline": headline,
         # The metrics of the Markdown and HTML tables (compare.json has every one).
         "shown": [m for m in dict.fromkeys([*headline, *layout.headline, *layout.category_headline, *gated_overall]) if m in metrics],
@@ -204,7 +332,7 @@ def _cell(document: Mapping[str, Any], verdict: Mapping[str, Any] | None, passed
     }
 
 
-def _run(label: str, path: str, document: Mapping[str, Any]) -> dict[str, Any]:
+def _run(label: str, path: str, document: Mapping[str, Any], mark: Mapping[str, Any]) -> dict[str, Any]:
     run, suite = document["run"], document["suite"]
     notes = []
     if not run["complete"]:
@@ -225,8 +353,9 @@ def _run(label: str, path: str, document: Mapping[str, Any]) -> dict[str, Any]:
         "created_at": document["created_at"],
         "cases": run["cases"],
         "passed": document["passed"],
-        # The recorded threshold checks that failed it (failed_checks), as history lists a release's.
-        "failed": failed_checks(document),
+        # Its marks (run_marks), as history has a release's: the recorded threshold checks that
+        # failed it, and its regression against the run before it.
+        **mark,
         "notes": notes,
     }
 
@@ -237,6 +366,24 @@ def _run(label: str, path: str, document: Mapping[str, Any]) -> dict[str, Any]:
 def _value_cell(value: Mapping[str, Any]) -> str:
     text = f"{fmt.value(value['value'])} {fmt.ci(value['ci'])}" if fmt.number(value["value"]) is not None else fmt.NA
     return strong(f"{text} FAIL") if value["passed"] is False else text
+
+
+def _regression_cell(mark: Mapping[str, Any] | None) -> str:
+    text = regression_text(mark)
+    return strong(text) if mark and mark["verdict"] == REGRESSED else text  # md_row escapes it
+
+
+def _regression_lines(items: Sequence[Mapping[str, Any]], what: str) -> list[str]:
+    """Below a runs' (releases') table: each regressed check of each run, in the order given."""
+    out = []
+    for item in items:
+        mark = item["regression"]
+        if mark and mark["verdict"] == REGRESSED:
+            out += [f"- {strong(item['label'])} " + md_text(f"regressed vs {mark['against']}:")]
+            out += [f"  - {md_text(check_text(check))}" for check in mark["checks"]]
+    if not out:
+        return []
+    return ["", f"Regressed against the {what} before (the paired test of `biascheck diff`, with the suite's [regression] settings):", "", *out]
 
 
 def _by_metric(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -256,15 +403,18 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
         "",
         md_text(f"Suite {suite['name']} ({suite['benchmark']}), fingerprint {suite['fingerprint'].get('suite')}.") + " Each cell is a run's value "
         f"with its own {level} bootstrap interval, as its results.json records it; **FAIL**: a threshold check the run failed (its recorded verdict). Intervals that "
-        "overlap do not show two runs equal, nor do separate ones a tested difference: `biascheck diff A B` tests two runs case by case.",
+        "overlap do not show two runs equal, nor do separate ones a tested difference: `biascheck diff A B` tests two runs case by case, "
+        "and each run here is tested so against the run given before it (**regressed**).",
         "",
-        md_row(["#", "run", "model", "revision", "created", "cases", "thresholds"]),
-        "|---:|---|---|---|---|---:|---|",
+        md_row(["#", "run", "model", "revision", "created", "cases", "thresholds", "vs the run before"]),
+        "|---:|---|---|---|---|---:|---|---|",
     ]
     for i, run in enumerate(runs, 1):
         status = failed_text(run["failed"]) if run["failed"] or run["passed"] else "FAILED (see its notes)"
         status = status if run["passed"] else strong(status)
-        out.append(md_row([i, run["label"], run["model"], run["revision"] or "-", run["created_at"], fmt.count(run["cases"]), status]))
+        cells = [i, run["label"], run["model"], run["revision"] or "-", run["created_at"], fmt.count(run["cases"]), status]
+        out.append(md_row([*cells, _regression_cell(run["regression"])]))
+    out += _regression_lines(runs, "run")
     notes = ["- " + md_text(f"{run['label']}: {note}") for run in runs for note in run["notes"]]
     if notes:
         out += ["", *notes]
@@ -289,11 +439,18 @@ def render_runs_markdown(document: Mapping[str, Any]) -> str:
 
 
 def history_document(
-    releases: Sequence[tuple[str, Mapping[str, Any]]], *, suite: str, thresholds: Mapping[str, Any] | None, gated_metrics: Sequence[str]
+    releases: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    suite: str,
+    thresholds: Mapping[str, Any] | None,
+    gated_metrics: Sequence[str],
+    regression: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``biascheck.history/1`` document of a suite's baselines (path as shown, loaded
+    """The ``biascheck.history/2`` document of a suite's baselines (path as shown, loaded
     baseline), in the order given (oldest first): each release's overall value of each headline
-    metric with its interval. ``thresholds``: the suite's (from its manifest), None when unknown."""
+    metric with its interval, and its marks (:func:`run_marks`), its predecessor the release before.
+    ``thresholds``: the suite's (from its manifest), None when unknown; ``regression``: its
+    ``[regression]`` table, for a release whose predecessor records none."""
     if not releases:
         raise BiascheckError(suite, None, "has no baseline", "record one with pytest's update-baseline option")
     for path, document in releases:
@@ -304,9 +461,11 @@ def history_document(
     benchmark = releases[0][1]["suite"]["benchmark"]
     reported = list(dict.fromkeys(m for _, d in releases for m in d["metrics"]["overall"]))
     headline = headline_metrics(benchmark, gated_metrics, reported)
+    labels = [document["model"].get("revision") or document["created_at"] for _, document in releases]
+    marks = run_marks([(path, label, document) for (path, document), label in zip(releases, labels)], regression=regression)
     entries = []
     previous = None
-    for path, document in releases:
+    for (path, document), label, mark in zip(releases, labels, marks):
         fingerprint = document["suite"]["fingerprint"]
         changed = [] if previous is None else fingerprint_differences(previous, fingerprint)
         previous = fingerprint
@@ -314,7 +473,7 @@ def history_document(
         recorded = recorded_verdicts(document) or {}
         entries.append(
             {
-                "label": model.get("revision") or document["created_at"],
+                "label": label,
                 "path": path,
                 "model": model["model"],
                 "revision": model.get("revision"),
@@ -324,9 +483,10 @@ def history_document(
                 # What of the suite changed since the release before: values across it measure another suite.
                 "suite_changed": changed,
                 "metrics": {m: document["metrics"]["overall"].get(m) for m in headline},
-                # The recorded threshold checks that failed it (failed_checks; None: none recorded),
-                # and each headline metric's overall verdict, as compare has a run's.
-                "failed": failed_checks(document),
+                # Its marks (run_marks), as compare has a run's: the recorded threshold checks that
+                # failed it (None: none recorded) and its regression against the release before;
+                # and each headline metric's overall verdict.
+                **mark,
                 "passed": {m: recorded.get((OVERALL, m)) for m in headline},
             }
         )
@@ -347,7 +507,8 @@ def render_history_markdown(document: Mapping[str, Any]) -> str:
         f"# biascheck history: {md_text(document['suite']['name'])} — {len(releases)} releases",
         "",
         "Each release's baseline, oldest first: the overall value of each headline metric with its 95% bootstrap interval; "
-        "**FAIL**: a threshold check the release failed when it was recorded (its verdict, not today's thresholds).",
+        "**FAIL**: a threshold check the release failed when it was recorded (its verdict, not today's thresholds); "
+        "**regressed**: the release is credibly worse than the release before it by more than a margin (the paired test of `biascheck diff`).",
         "",
         md_row(
             [
@@ -355,10 +516,11 @@ def render_history_markdown(document: Mapping[str, Any]) -> str:
                 "model",
                 "created",
                 "thresholds",
+                "vs the release before",
                 *(f"{m} ({fmt.threshold(document['thresholds'].get(m))})" if document["thresholds"].get(m) else m for m in headline),
             ]
         ),
-        "|---|---|---|---|" + "---:|" * len(headline),
+        "|---|---|---|---|---|" + "---:|" * len(headline),
     ]
     for release in releases:
         cells = [
@@ -366,7 +528,9 @@ def render_history_markdown(document: Mapping[str, Any]) -> str:
             for m, v in ((m, release["metrics"][m]) for m in headline)
         ]
         status = failed_text(release["failed"])
-        out.append(md_row([release["label"], release["model"], release["created_at"], strong(status) if release["failed"] else status, *cells]))
+        status = strong(status) if release["failed"] else status
+        out.append(md_row([release["label"], release["model"], release["created_at"], status, _regression_cell(release["regression"]), *cells]))
+    out += _regression_lines(releases, "release")
     changes = [
         "- " + md_text(f"{r['label']}: the suite changed ({', '.join(r['suite_changed'])}): values before it measure another suite")
         for r in releases

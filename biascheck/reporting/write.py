@@ -78,7 +78,13 @@ def write_compare(document: dict[str, Any], folder: Path) -> list[Path]:
     return [folder / name for name in files]
 
 
-def write_history(document: dict[str, Any], folder: Path) -> Path:
-    """``history.html`` of a ``biascheck history`` document in ``folder``, written atomically."""
-    atomic_write_text(folder / "history.html", render_history_html(document))
-    return folder / "history.html"
+def write_history(document: dict[str, Any], folder: Path) -> list[Path]:
+    """``history.json`` and ``history.html`` of a ``biascheck history`` document in ``folder``, each
+    written atomically (the Markdown is printed); other files there are left alone."""
+    files = {
+        "history.json": json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+        "history.html": render_history_html(document),
+    }
+    for name, text in files.items():
+        atomic_write_text(folder / name, text)
+    return [folder / name for name in files]
