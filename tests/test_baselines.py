@@ -175,12 +175,13 @@ def test_rule_text_round_trips(sign, margin, percent):
 # --- comparisons ----------------------------------------------------------------------------------
 
 
-def test_same_answers_compare_as_unchanged_with_no_flips(prepared, baseline_file):
+def test_same_answers_compare_as_within_margin_with_no_flips(prepared, baseline_file):
     candidate = simulated_results(prepared, "stereotyped?p=0.2")
     comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
     assert comparison["flips"]["total"] == 0 and comparison["passed"] and not comparison["regressed"]
     verdicts = {r["verdict"] for r in comparison["results"]}
-    assert verdicts <= {"unchanged", "not compared"}
+    assert verdicts <= {"within margin", "not compared"} and "within margin" in verdicts
+    assert all(" within margin: " in r["explanation"] for r in comparison["results"] if r["verdict"] == "within margin")
     assert all(r["difference"] in (0, None) for r in comparison["results"])
 
 
@@ -284,7 +285,7 @@ def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
 )
 def test_every_verdict_agrees_with_the_interval_printed_beside_it(worsening, template_se, case_se, templates, margin, family, worse, better):
     """Read back from the JSON a reader gets: regressed means worsening_ci lies beyond the margin,
-    unchanged within it, improved below minus it, inconclusive across it; the adjusted p agrees."""
+    within margin inside it, improved below minus it, inconclusive across it; the adjusted p agrees."""
     from biascheck.evaluation.regression import CompareSettings, _Check, _check_json, _decide, _spreads
     from biascheck.metrics.paired import PairedDifference, mcnemar_p_value
 
@@ -310,7 +311,7 @@ def test_every_verdict_agrees_with_the_interval_printed_beside_it(worsening, tem
     shown = _check_json(check)
     lo, hi = shown["worsening_ci"]
     assert lo <= worsening <= hi
-    expected = "regressed" if lo > margin else "improved" if hi < -margin else "unchanged" if hi <= margin else "inconclusive"
+    expected = "regressed" if lo > margin else "improved" if hi < -margin else "within margin" if hi <= margin else "inconclusive"
     assert shown["verdict"] == expected
     assert (shown["verdict"] == "regressed") == (shown["p_adjusted"] < 0.05) or abs(lo - margin) < 1e-9
     digits = re.search(r"\[[+-]?\d+\.(\d+),", shown["explanation"]).group(1)
@@ -465,13 +466,13 @@ def test_the_issue_25_comparison_prints_no_verdict_its_interval_contradicts(tmp_
     for r in comparison["results"]:
         lo, hi = r["worsening_ci"]
         margin = r["margin"]
-        expected = "regressed" if lo > margin else "improved" if hi < -margin else "unchanged" if hi <= margin else "inconclusive"
+        expected = "regressed" if lo > margin else "improved" if hi < -margin else "within margin" if hi <= margin else "inconclusive"
         assert r["verdict"] == expected, r["explanation"]
         # The numbers in the sentence a reader sees say the same.
         lo_text, hi_text, relation, margin_text = interval.search(r["explanation"]).groups()
         lo_shown, hi_shown, margin_shown = float(lo_text), float(hi_text), float(margin_text)
         assert lo_shown <= r["worsening"] <= hi_shown, r["explanation"]
-        assert {"regressed": "lies beyond", "unchanged": "lies within", "inconclusive": "straddles", "improved": "lies below"}[
+        assert {"regressed": "lies beyond", "within margin": "lies within", "inconclusive": "straddles", "improved": "lies below"}[
             r["verdict"]
         ] == relation
         holds = {

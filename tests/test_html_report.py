@@ -195,7 +195,7 @@ def make_comparison() -> dict:
     results = [
         compared("diff_bias_amb", "overall", "regressed", value(0.10, 0.095, 0.105, 400), value(0.12, 0.10, 0.14, 400)),
         compared("diff_bias_amb", "연령", "improved", value(0.30, 0.25, 0.35, 150), value(0.20, 0.15, 0.25, 150)),
-        compared("diff_bias_amb", "성별", "unchanged", value(-0.02, -0.05, 0.01, 150), value(-0.02, -0.06, 0.02, 150)),
+        compared("diff_bias_amb", "성별", "within margin", value(-0.02, -0.05, 0.01, 150), value(-0.02, -0.06, 0.02, 150)),
         compared(
             "diff_bias_amb",
             "race_ethnicity_nationality",
@@ -209,8 +209,8 @@ def make_comparison() -> dict:
             worsening=None,
             worsening_ci=[None, None],
         ),
-        compared("acc_dis", "overall", "unchanged", value(0.88, 0.86, 0.90, 400), value(0.88, 0.86, 0.90, 400)),
-        compared("acc_dis", "연령", "unchanged", value(0.90, 0.85, 0.94, 150), value(0.90, 0.85, 0.94, 150)),
+        compared("acc_dis", "overall", "within margin", value(0.88, 0.86, 0.90, 400), value(0.88, 0.86, 0.90, 400)),
+        compared("acc_dis", "연령", "within margin", value(0.90, 0.85, 0.94, 150), value(0.90, 0.85, 0.94, 150)),
         compared(
             "acc_dis",
             "성별",
@@ -401,7 +401,7 @@ def test_side_by_side_bars_with_comparison(pages):
     assert len(elements(chart, "path", "ci")) == 4
     assert chart.count(">baseline</text>") == 3 and chart.count(">candidate</text>") == 3
     assert "sw-base" in chart and "sw-bar" in chart  # legend
-    for verdict in ("improved", "unchanged", "inconclusive"):
+    for verdict in ("improved", "within-margin", "inconclusive"):
         assert f'class="verdict v-{verdict}"' in chart
     chart = charts["acc_dis"]
     # 성별 is "not compared" (baseline null) and race_ethnicity_nationality is missing from the comparison.
@@ -417,7 +417,7 @@ def test_regression_table_badges_and_nulls(pages):
     table = re.search(r"<h2>Regression tests against the baseline</h2>(.*?)</section>", page, re.S).group(1)
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>")[1], re.S)
     assert len(rows) == 7
-    for verdict in ("regressed", "improved", "unchanged", "inconclusive", "not compared"):
+    for verdict in ("regressed", "improved", "within margin", "inconclusive", "not compared"):
         cls = "v-" + verdict.replace(" ", "-")
         assert f'<span class="badge {cls}"' in table
     # Sorted: regressed first, "not compared" last.
@@ -432,10 +432,10 @@ def test_regression_table_badges_and_nulls(pages):
     assert '0.0100 <span class="muted small under">n/a</span>' in inconclusive
     not_compared = next(r for r in rows if "v-not-compared" in r)
     assert not_compared.count(">n/a<") == 4  # baseline, difference, p, MDE
-    # Badge colours: regressed red, improved green, unchanged grey, inconclusive amber.
+    # Badge colours: regressed red, improved green, within margin grey, inconclusive amber.
     assert re.search(r"\.badge\.fail, \.badge\.v-regressed \{ background: var\(--red\)", page)
     assert re.search(r"\.badge\.pass, \.badge\.v-improved \{ background: var\(--green\)", page)
-    assert ".badge.v-unchanged { background: var(--grey); }" in page
+    assert ".badge.v-within-margin { background: var(--grey); }" in page
     assert ".badge.v-inconclusive { background: var(--amber)" in page
     assert "diff_bias_amb (overall) regressed" in page
 

@@ -19,7 +19,7 @@ the one printed beside it (see :mod:`biascheck.metrics.paired` for the functions
   sqrt(T / (T - 1)) scaling apply to the whole spread, calibration part included (conservative).
 
 Verdicts: ``regressed`` (the lower bound lies beyond the margin), ``improved`` (the upper bound
-lies below minus the margin), ``unchanged`` (the upper bound lies within the margin),
+lies below minus the margin), ``within margin`` (the upper bound lies within the margin),
 ``inconclusive`` (the bounds straddle the margin: the data can neither show nor rule out a
 worsening beyond it; the minimum detectable effect says how large a worsening this subset could
 catch) and ``not compared`` (the metric is undefined on one side). ``p_adjusted`` is the
@@ -63,7 +63,7 @@ from biascheck.suite import missing_data_summary
 
 COMPARISON_SCHEMA = "biascheck.comparison/1"
 OVERALL = "overall"
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "not compared")
+VERDICTS = ("regressed", "improved", "within margin", "inconclusive", "not compared")
 ON_INCONCLUSIVE = ("pass", "warn", "fail")
 DEFAULT_ON_INCONCLUSIVE = "warn"
 # Transitions listed first in the flip report: toward the stereotype, then away from the right answer.
@@ -485,7 +485,7 @@ def _sign_test(sb: np.ndarray, sc: np.ndarray, better: str, candidate_value: flo
 
 def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
     """The verdict, read off the printed bounds: beyond the margin (regressed), below minus the
-    margin (improved), within it (unchanged), or straddling it (inconclusive)."""
+    margin (improved), within it (within margin), or straddling it (inconclusive)."""
     d = check.paired
     where = f"{check.metric} ({check.scope})"
     moved = f"{fmt.value(d.baseline)} -> {fmt.value(d.candidate)}"
@@ -524,8 +524,8 @@ def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
         check.verdict = "improved"
         check.explanation = f"{where} improved: {moved}; {shown} lies below the negative of the {tail}"
     elif hi <= margin:
-        check.verdict = "unchanged"
-        check.explanation = f"{where} unchanged within the margin: {moved}; {shown} lies within the {tail}"
+        check.verdict = "within margin"
+        check.explanation = f"{where} within margin: {moved}; {shown} lies within the {tail}"
         lo_d, hi_d = d.difference_ci
         if check.better == "zero" and (lo_d > 0 or hi_d < 0) and d.baseline * d.candidate < 0:
             # |x| did not grow, but the bias now points the other way: worth a reader's attention.

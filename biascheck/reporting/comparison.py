@@ -16,7 +16,7 @@ from biascheck.evaluation.regression import bounds_label, on_inconclusive_of, re
 MARK = {
     "regressed": strong("REGRESSED"),
     "improved": "improved",
-    "unchanged": "unchanged",
+    "within margin": "within margin",
     "inconclusive": Markdown("_inconclusive_"),
     "not compared": "not compared",
 }
@@ -26,7 +26,7 @@ def headline(comparison: Mapping[str, Any]) -> str:
     counts: dict[str, int] = {}
     for result in comparison["results"]:
         counts[result["verdict"]] = counts.get(result["verdict"], 0) + 1
-    verdicts = ", ".join(f"{counts[v]} {v}" for v in ("regressed", "inconclusive", "improved", "unchanged", "not compared") if v in counts)
+    verdicts = ", ".join(f"{counts[v]} {v}" for v in ("regressed", "inconclusive", "improved", "within margin", "not compared") if v in counts)
     base, cand = comparison["baseline"], comparison["candidate"]
     return (
         f"{comparison['suite']['name']}: {cand['model']} vs baseline {base['model']} ({base['path']}): {verdicts}; "
@@ -88,7 +88,7 @@ def render_comparison_markdown(comparison: Mapping[str, Any]) -> str:
         + (f" at commit {comparison['baseline']['git_commit'][:12]}" if comparison["baseline"]["git_commit"] else "")
         + ". "
         f"Worsening = how much worse the candidate is (positive: worse), with {bounds_label(settings['family_size'], settings['alpha'])}: "
-        f"each verdict is read off them (regressed: beyond the margin; unchanged: within it; inconclusive: across it). "
+        f"each verdict is read off them (regressed: beyond the margin; within margin: inside it; inconclusive: across it). "
         f"Spread from a paired bootstrap over templates (t, templates - 1 df) and over cases ({settings['n_boot']} resamples), "
         f"the wider; an exact sign test on the changed cases; p = Bonferroni-adjusted. "
         f"mde = the smallest worsening detected with {fmt.percent(settings['power'])} power."

@@ -49,7 +49,7 @@ from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_s
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
 
-VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3, "not compared": 4}
+VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "within margin": 3, "not compared": 4}
 
 ARROW = "\u2192"
 
@@ -632,9 +632,9 @@ def _regressions(comparison: dict) -> str:
         out += [f"<li>{_badge(r['verdict'])} <span{_lang(r['explanation'])}>{_e(r['explanation'])}</span></li>" for r in notable]
         out.append("</ul>")
     out.append(
-        '<p class="muted small">Rows sorted by verdict (regressed, inconclusive, improved, unchanged, not compared). '
+        '<p class="muted small">Rows sorted by verdict (regressed, inconclusive, improved, within margin, not compared). '
         "The worsening is how much worse the candidate is (positive: worse), with the bounds each verdict is read off: "
-        "beyond the margin, regressed; within it, unchanged; across it, inconclusive. The bounds hold for all checks "
+        "beyond the margin, regressed; inside it, within margin; across it, inconclusive. The bounds hold for all checks "
         "at once (Bonferroni); p is adjusted the same way (hover for the raw p, the paired counts and the unadjusted "
         "interval); MDE is the smallest worsening this sample could detect.</p>"
     )

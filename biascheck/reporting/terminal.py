@@ -30,7 +30,7 @@ from biascheck.reporting.results import (
     verdict_index,
 )
 
-STYLE = {"regressed": "bold red", "improved": "green", "unchanged": "", "inconclusive": "yellow", "not compared": "dim"}
+STYLE = {"regressed": "bold red", "improved": "green", "within margin": "", "inconclusive": "yellow", "not compared": "dim"}
 
 
 def _console(buffer: io.StringIO, *, color: bool, width: int):
@@ -226,7 +226,7 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
         quiet = 0
         for r, row in zip(comparison["results"], rows(comparison)):
             # Every overall check is shown; a category only when it says something.
-            if r["scope"] != "overall" and r["verdict"] == "unchanged":
+            if r["scope"] != "overall" and r["verdict"] == "within margin":
                 quiet += 1
                 continue
             verdict = row.pop()
@@ -234,7 +234,7 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             table.add_row(*map(esc, row), f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
         print_table(console, table)
         if quiet:
-            console.print(f"  {quiet} category checks unchanged (all are in comparison.md)", style="dim")
+            console.print(f"  {quiet} category checks within margin (all are in comparison.md)", style="dim")
         flips = comparison["flips"]
         if flips["by_transition"]:
             console.print("  changed cases: " + esc(", ".join(f"{t}: {n}" for t, n in flips["by_transition"].items())))
