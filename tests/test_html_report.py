@@ -228,23 +228,38 @@ def make_comparison() -> dict:
     ]
     flip = {
         "case_id": "age-001a-002-amb-bsd[p1-o0]",
+        "category": "연령",
         "context_type": "amb",
         "baseline": "unknown",
         "candidate": "biased",
-        "prompt": KOREAN_PROMPT,
+        "prompt": "1",
+        "prompt_text": KOREAN_PROMPT,
         "answer": KOREAN_ANSWER,
+        "baseline_answer": None,
     }
     hostile = {
         "case_id": "age-009<x>",
+        "category": "연령",
         "context_type": "dis",
         "baseline": "counter",
         "candidate": "biased",
-        "prompt": "지문\n" + HOSTILE,
+        "prompt": HOSTILE,
+        "prompt_text": "지문\n" + HOSTILE,
         "answer": HOSTILE,
+        "baseline_answer": "이전 " + HOSTILE,
     }
-    missing = {"case_id": "gender-1", "context_type": None, "baseline": "unknown", "candidate": "ooc", "prompt": None, "answer": None}
+    missing = {
+        "case_id": "gender-1",
+        "category": "성별",
+        "context_type": None,
+        "baseline": "unknown",
+        "candidate": "ooc",
+        "prompt": None,
+        "answer": None,
+        "baseline_answer": None,
+    }
     return {
-        "schema": "biascheck.comparison/1",
+        "schema": "biascheck.comparison/2",
         "suite": {"name": "kobbq", "benchmark": "kobbq"},
         "baseline": {
             "path": "baselines/kobbq/sim-stereotyped.json",
@@ -264,10 +279,16 @@ def make_comparison() -> dict:
         "passed": False,
         "flips": {
             "total": 5,
-            "shown": 3,
-            "limit": 3,
             "by_transition": {"unknown -> biased": 3, "counter -> biased": 1, "unknown -> ooc": 1},
-            "by_category": {"연령": [flip, hostile], "성별": [missing], "race_ethnicity_nationality": []},
+            "by_category": {
+                "race_ethnicity_nationality": {"unknown -> biased": 2},
+                "성별": {"unknown -> ooc": 1},
+                "연령": {"counter -> biased": 1, "unknown -> biased": 1},
+            },
+            "examples": [flip, hostile, missing],
+            "limit": 3,
+            "shown": 3,
+            "file": "flips.jsonl",
         },
     }
 
@@ -459,22 +480,55 @@ def test_comparison_summary_warnings_fingerprint(pages):
     assert "Suite fingerprints are equal" in page and "no regression" in page and "Warnings" not in page
 
 
-def test_flips_grouped_by_category(pages):
+def test_flips_counted_per_category_and_direction_then_shown_by_category(pages):
     page = pages["compared"]
     section = re.search(r"<h2>Flipped answers</h2>(.*?)</section>", page, re.S).group(1)
-    assert "showing 3 (limit 3)" in section
-    assert "unknown \u2192 biased" in section
-    details = re.findall(r'<details class="cat"( open)?><summary>(.*?)</summary>', section)
+    assert "3 of 5 shown (limit 3)" in section and "every flip is in flips.jsonl" in section
+    # The counts: a row per category (even one with no example shown), a column per direction.
+    counts = re.search(r'<table class="flip-counts">(.*?)</table>', section, re.S).group(1)
+    head = [re.sub("<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", counts)]
+    assert head == ["category", "changed", "unknown \u2192 biased", "counter \u2192 biased", "unknown \u2192 ooc"]
+    rows = [
+        [re.sub("<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in re.findall(r"<tr[^>]*>(.*?)</tr>", counts)[1:]
+    ]
+    assert rows == [
+        ["race_ethnicity_nationality", "2", "2", "0", "0"],
+        ["성별", "1", "0", "0", "1"],
+        ["연령", "2", "1", "1", "0"],
+        ["all", "5", "3", "1", "1"],
+    ]
+    details = re.findall(r'<details class="cat" id="([^"]+)"( open)?><summary>(.*?)</summary>', section)
     # Closed by default: 200 open flips made a page 16,000 px tall.
-    assert [(bool(o), re.sub("<[^>]+>", "", s)) for o, s in details] == [
-        (False, "연령 \u2014 2 flips shown"),
-        (False, "성별 \u2014 1 flip shown"),
-        (False, "race_ethnicity_nationality \u2014 0 flips shown"),
+    assert [(i, bool(o), re.sub("<[^>]+>", "", s)) for i, o, s in details] == [
+        ("flips-성별", False, "성별 \u2014 1 flip shown"),
+        ("flips-연령", False, "연령 \u2014 2 flips shown"),
     ]
     assert section.count('<div class="flip">') == 3
     assert '<span class="outcome o-unknown">unknown</span> \u2192 <span class="outcome o-biased">biased</span>' in section
-    assert "<code>age-001a-002-amb-bsd[p1-o0]</code>" in section
-    assert '<div class="prompt">n/a</div>' in section and '<div class="answer">n/a</div>' in section
+    assert "<code>age-001a-002-amb-bsd[p1-o0]</code>" in section and '<span class="label">prompt</span> 1</span>' in section
+    assert '<div class="answer">n/a</div>' in section  # no reply recorded
+    assert f'<div class="answer" lang="ko">이전 {ESCAPED}</div>' in section  # the baseline's reply, when it has one
+    # The regressed check links to its evidence (overall: the whole section), and the link lands.
+    ids, links = ids_and_links(page)
+    table = re.search(r"<h2>Regression tests against the baseline</h2>(.*?)</section>", page, re.S).group(1)
+    regressed_row = re.search(r'<tr class="fail">.*?</tr>', table, re.S).group(0)
+    assert 'href="#flips"' in regressed_row and all(link[1:] in ids for link in links if link.startswith("#"))
+
+
+def test_a_comparison_of_schema_1_reads_as_2():
+    """comparison.json files written before schema /2: "unchanged" reads as "within margin", and
+    the flips listed by category become the examples, counted from themselves."""
+    old = make_comparison()
+    old["schema"] = "biascheck.comparison/1"
+    for r in old["results"]:
+        r["verdict"] = "unchanged" if r["verdict"] == "within margin" else r["verdict"]
+    examples = old["flips"].pop("examples")
+    old["flips"]["by_category"] = {"연령": examples[:2], "성별": examples[2:], "race_ethnicity_nationality": []}
+    page = render_html(make_results(), old)
+    parse(page)
+    assert "v-unchanged" not in page and '<span class="badge v-within-margin"' in page
+    section = re.search(r"<h2>Flipped answers</h2>(.*?)</section>", page, re.S).group(1)
+    assert section.count('<div class="flip">') == 3 and 'id="flips-연령"' in section
 
 
 def test_nan_and_missing_optional_fields_do_not_break_rendering():
@@ -508,24 +562,36 @@ def test_no_gated_metrics_or_categories():
 def many_flips(n: int = 200) -> dict:
     """A comparison listing ``n`` flips over the three categories, each naming its options."""
     comparison = make_comparison()
-    by_category: dict[str, list] = {c: [] for c in CATEGORIES}
+    examples = []
     for k in range(n):
         category = CATEGORIES[k % len(CATEGORIES)]
-        by_category[category].append(
+        examples.append(
             {
                 "case_id": f"case-{k:03d}[p1-o0]",
+                "category": category,
                 "context_type": "amb",
                 "baseline": "unknown",
                 "candidate": "biased",
-                "prompt": KOREAN_PROMPT,
+                "prompt": "1",
+                "prompt_text": KOREAN_PROMPT,
                 "answer": KOREAN_ANSWER,
+                "baseline_answer": None,
                 "correct_option": "알 수 없음",
                 "stereotyped_option": "할머니",
                 "baseline_option": "알 수 없음",
                 "candidate_option": "할머니",
             }
         )
-    comparison["flips"] = {"total": n, "shown": n, "limit": n, "by_transition": {"unknown -> biased": n}, "by_category": by_category}
+    counts = {c: {"unknown -> biased": sum(f["category"] == c for f in examples)} for c in CATEGORIES}
+    comparison["flips"] = {
+        "total": n,
+        "by_transition": {"unknown -> biased": n},
+        "by_category": counts,
+        "examples": examples,
+        "limit": n,
+        "shown": n,
+        "file": "flips.jsonl",
+    }
     return comparison
 
 
@@ -555,8 +621,8 @@ def test_flip_list_is_one_closed_details_per_category_with_its_count():
     assert len(details) == len(CATEGORIES)
     assert all("open" not in a for a in details)
     counts = re.findall(
-        r'<details class="cat"><summary><span[^>]*>([^<]+)</span> <span class="muted">\u2014 '
-        r'<span class="flip-count">(\d+)</span> flips</span></summary>',
+        r'<details class="cat" id="[^"]+"><summary><span[^>]*>([^<]+)</span> <span class="muted">\u2014 '
+        r'<span class="flip-count">(\d+)</span> flips shown</span></summary>',
         page,
     )
     assert counts == [("연령", "67"), ("성별", "67"), ("race_ethnicity_nationality", "66")]
@@ -565,7 +631,7 @@ def test_flip_list_is_one_closed_details_per_category_with_its_count():
 
 def test_flip_shows_correct_and_stereotyped_options_escaped():
     comparison = make_comparison()
-    flip = comparison["flips"]["by_category"]["연령"][1]
+    flip = comparison["flips"]["examples"][1]
     flip.update(correct_option="알 수 없음", stereotyped_option="할머니" + HOSTILE, candidate_option="할머니" + HOSTILE)
     page = render_html(make_results(), comparison)
     parse(page)

@@ -79,7 +79,7 @@ def check(name, p_adjusted, baseline, candidate, verdict):
 
 def comparison() -> dict:
     return {
-        "schema": "biascheck.comparison/1",
+        "schema": "biascheck.comparison/2",
         "suite": {"name": "kobbq", "benchmark": "kobbq"},
         "baseline": {"path": "b.json", "model": "sim/fair", "params": {}, "created_at": "2026-11-20", "git_commit": None, "tool_version": "0.1.0"},
         "candidate": {"model": "sim/stereotyped", "params": {}},
@@ -94,7 +94,7 @@ def comparison() -> dict:
         ],
         "regressed": True,
         "passed": False,
-        "flips": {"total": 0, "shown": 0, "limit": 200, "by_transition": {}, "by_category": {}},
+        "flips": {"total": 0, "by_transition": {}, "by_category": {}, "examples": [], "limit": 200, "shown": 0, "file": None},
     }
 
 
