@@ -642,7 +642,7 @@ FLIPS_FILE = "flips.jsonl"
 # writer puts them in FLIPS_FILE beside comparison.json (:func:`split_flips`), never in it.
 _ALL_FLIPS = "all"
 
-Transition = tuple[str, str]  # (category, "<baseline> -> <candidate>")
+FlipGroup = tuple[str, str]  # (category, "<baseline> -> <candidate>")
 
 
 def _flips(
@@ -662,7 +662,7 @@ def _flips(
     rank = {o: k for k, o in enumerate(_FLIP_ORDER)}
     changed = [(i, j) for i, j in zip(bi.tolist(), ci.tolist()) if base.outcomes[i] != cand.outcomes[j]]
     changed.sort(key=lambda p: (cand.categories[p[1]], rank.get(cand.outcomes[p[1]], 99), base.outcomes[p[0]], cand.ids[p[1]]))
-    groups: dict[Transition, list[int]] = {}  # (category, transition) -> positions in ``changed``, in its order
+    groups: dict[FlipGroup, list[int]] = {}  # (category, transition) -> positions in ``changed``, in its order
     for k, (i, j) in enumerate(changed):
         groups.setdefault((cand.categories[j], f"{base.outcomes[i]} -> {cand.outcomes[j]}"), []).append(k)
     by_transition: dict[str, int] = {}
@@ -689,8 +689,8 @@ def _by_count(counts: Mapping[str, int]) -> dict[str, int]:
 
 
 def _worse_transitions(
-    checks: Sequence[_Check], base: ComparisonUnits, cand: ComparisonUnits, changed: Sequence[tuple[int, int]], groups: Mapping[Transition, list[int]]
-) -> list[Transition]:
+    checks: Sequence[_Check], base: ComparisonUnits, cand: ComparisonUnits, changed: Sequence[tuple[int, int]], groups: Mapping[FlipGroup, list[int]]
+) -> list[FlipGroup]:
     """The (category, transition) groups that hold a flip toward worse for a regressed check: one
     that moved the unit's contribution to the check's metric the way the metric calls worse (as
     the sign test counts it), in the check's category, or in every category for an overall check.
@@ -729,7 +729,7 @@ def _toward_worse(check: _Check, base: ComparisonUnits, cand: ComparisonUnits, b
     return np.zeros(len(bi), dtype=bool)
 
 
-def choose_examples(groups: Mapping[Transition, Sequence[int]], first: Sequence[Transition], limit: int) -> list[int]:
+def choose_examples(groups: Mapping[FlipGroup, Sequence[int]], first: Sequence[FlipGroup], limit: int) -> list[int]:
     """Up to ``limit`` members of ``groups`` (each a (category, transition) group's flips, in the
     order to show them), taken round-robin: one from each group of ``first`` (what regressed) in
     turn until they run out, then likewise from the others. Every group of ``first`` is shown
