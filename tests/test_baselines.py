@@ -17,7 +17,7 @@ from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
-from biascheck.evaluation.regression import compare, flip_list, resolve_rules, settings_from
+from biascheck.evaluation.regression import compare, flip_list, resolve_rules, settings_from, split_flips
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
 
@@ -580,6 +580,9 @@ def test_flip_counts_examples_and_list_agree_for_any_outcomes(rows, regressed, l
 
     changed = {uid for uid, (_, b, c) in zip(ids, rows) if b != c}
     every = flip_list({"flips": flips})
+    # comparison.json keeps counts and examples and names the file; the file gets every flip.
+    written, listed = split_flips({"flips": flips})
+    assert listed == every and written["flips"]["file"] == "flips.jsonl" and set(written["flips"]) == {*flips} - {"all"}
     assert {f["case_id"] for f in every} == changed and len(every) == len(changed) == flips["total"]
     assert sum(n for counts in flips["by_category"].values() for n in counts.values()) == flips["total"] == sum(flips["by_transition"].values())
     for transition, n in flips["by_transition"].items():
