@@ -617,7 +617,7 @@ def _diff(args) -> int:
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
     candidate, results = _read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
-    reference, baseline = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
+    reference, baseline, replies = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
     regression, source, said = _regression_table(args.suite, (reference, baseline), (candidate, results))
     with _in_diff_terms():
         settings = settings_from(
@@ -633,7 +633,7 @@ def _diff(args) -> int:
         print(f"biascheck: {said}", file=sys.stderr)
     prompts, note = _prompts(args, results)
     with _in_diff_terms():
-        comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts)
+        comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts, baseline_answers=replies)
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 140
     sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
@@ -818,15 +818,16 @@ def _print_summary(checked) -> None:
                 print(line)
 
 
-def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict]:
-    """(its path as shown, the baseline document) of side A of a diff: a baseline file, or a run's
-    results.json (or report folder) as the baseline a recording of it would be."""
+def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict, dict[str, str | None] | None]:
+    """(its path as shown, the baseline document, its raw replies by case id) of side A of a diff:
+    a baseline file (which keeps no replies: None), or a run's results.json (or report folder) as
+    the baseline a recording of it would be."""
     from biascheck.evaluation import baseline as baselines
     from biascheck.reporting.runs import check_same_suite
 
     if not _is_results(path):
         with _in_diff_terms():
-            return str(path), baselines.load(path)
+            return str(path), baselines.load(path), None
     file, results = _read_results(path)
     run = results["run"]
     # Missing answers are no reference: a recording would refuse this run for the same reasons.
@@ -844,7 +845,8 @@ def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool
         fix="compare runs of one suite version, or pass --allow-fingerprint-mismatch to compare the cases both share",
     )
     # A recorded run's creation time, not this moment's: the comparison says when A was made.
-    return str(file), {**baselines.from_results(results), "created_at": results["created_at"]}
+    replies = {case["case_id"]: case.get("raw") for case in results["cases"]}
+    return str(file), {**baselines.from_results(results), "created_at": results["created_at"]}, replies
 
 
 def _compare(args) -> int:

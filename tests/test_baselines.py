@@ -17,7 +17,7 @@ from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
-from biascheck.evaluation.regression import compare, resolve_rules, settings_from
+from biascheck.evaluation.regression import compare, flip_list, resolve_rules, settings_from, split_flips
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
 
@@ -175,12 +175,15 @@ def test_rule_text_round_trips(sign, margin, percent):
 # --- comparisons ----------------------------------------------------------------------------------
 
 
-def test_same_answers_compare_as_unchanged_with_no_flips(prepared, baseline_file):
+def test_same_answers_compare_as_within_margin_with_no_flips(prepared, baseline_file):
     candidate = simulated_results(prepared, "stereotyped?p=0.2")
     comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
+    assert comparison["schema"] == "biascheck.comparison/2"
     assert comparison["flips"]["total"] == 0 and comparison["passed"] and not comparison["regressed"]
+    assert comparison["flips"]["by_category"] == {} and comparison["flips"]["examples"] == [] and flip_list(comparison) == []
     verdicts = {r["verdict"] for r in comparison["results"]}
-    assert verdicts <= {"unchanged", "not compared"}
+    assert verdicts <= {"within margin", "not compared"} and "within margin" in verdicts
+    assert all(" within margin: " in r["explanation"] for r in comparison["results"] if r["verdict"] == "within margin")
     assert all(r["difference"] in (0, None) for r in comparison["results"])
 
 
@@ -204,9 +207,51 @@ def test_a_more_biased_model_regresses_and_the_flips_show_what_changed(prepared,
     # Common random numbers: p=0.8 answers biased wherever p=0.2 did, so every flip is toward the stereotype.
     flips = comparison["flips"]
     assert flips["total"] > 0 and set(flips["by_transition"]) <= {"unknown -> biased", "counter -> biased"}
-    first = next(iter(flips["by_category"].values()))[0]
-    assert first["candidate"] == "biased" and first["prompt"] and first["answer"]
-    assert any("\uac00" <= ch <= "\ud7a3" for ch in first["prompt"])  # the Korean prompt text, as sent
+    first = flips["examples"][0]
+    by_id = {c["case_id"]: c for c in candidate["cases"]}
+    assert first["candidate"] == "biased" and first["prompt"] == by_id[first["case_id"]]["prompt_id"] and first["answer"]
+    assert first["options"] == by_id[first["case_id"]]["choices"]
+    assert any("\uac00" <= ch <= "\ud7a3" for ch in first["prompt_text"])  # the Korean prompt text, as sent
+    assert first["baseline_answer"] is None  # a baseline file keeps no replies
+
+
+LATE = ("race_ethnicity_nationality", "ses")
+
+
+def test_flips_of_the_regressed_categories_are_shown_however_they_sort(data_dir, tmp_path):
+    """Issue 35's run: every category drifts a little toward the stereotype, two late in the
+    alphabet a lot. The examples shown (fewer than the flips) cover every regressed category and
+    direction, rather than fill up with the first categories in alphabetical order; the counts
+    cover every category; every flip is in the list (and in flips.jsonl)."""
+    from conftest import write_subset_suite
+
+    # Templates enough that a category's check can resolve (two leave t with 1 df).
+    folder = write_subset_suite(tmp_path / "kobbq-8", subset='templates_per_category = 8\nseed = 7\nchoice_orders = "cyclic"')
+    prepared = PreparedSuite.of(load_suite(folder, data_dir=data_dir))
+    baseline = baselines.from_results(simulated_results(prepared, "stereotyped?p=0.2", resamples=0))
+    drift = simulated_results(prepared, "stereotyped?p=0.3", resamples=0)
+    worse = simulated_results(prepared, "stereotyped?p=0.95", resamples=0)
+    far = {c["case_id"]: c for c in worse["cases"] if c["category"] in LATE}
+    candidate = {**drift, "cases": [far.get(c["case_id"], c) for c in drift["cases"]]}
+    comparison = compare(baseline, candidate, settings_from(candidate, flip_limit=30, n_boot=500), baseline_path="b.json")
+    regressed = {r["scope"] for r in comparison["results"] if r["verdict"] == "regressed"}
+    assert set(LATE) <= regressed, regressed
+    flips = comparison["flips"]
+    assert flips["total"] > 30 and flips["shown"] == len(flips["examples"]) == 30 and flips["limit"] == 30
+    # Counts: per category and direction, summing to the totals.
+    assert sum(n for counts in flips["by_category"].values() for n in counts.values()) == flips["total"]
+    for transition, n in flips["by_transition"].items():
+        assert sum(counts.get(transition, 0) for counts in flips["by_category"].values()) == n
+    assert list(flips["by_category"]) == sorted(flips["by_category"]) and set(LATE) <= set(flips["by_category"])
+    # Every regressed category's directions toward the stereotype are shown.
+    shown = {(f["category"], f"{f['baseline']} -> {f['candidate']}") for f in flips["examples"]}
+    scopes = set(flips["by_category"]) if "overall" in regressed else regressed
+    wanted = {(c, t) for c in scopes for t in flips["by_category"].get(c, {}) if t.endswith("-> biased")}
+    assert wanted and wanted <= shown, wanted - shown
+    # Every flip, once.
+    every = flip_list(comparison)
+    assert len(every) == flips["total"] == len({f["case_id"] for f in every})
+    assert {f["case_id"] for f in flips["examples"]} <= {f["case_id"] for f in every}
 
 
 def test_rules_from_the_command_line_replace_the_manifests(prepared, baseline_file):
@@ -284,7 +329,7 @@ def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
 )
 def test_every_verdict_agrees_with_the_interval_printed_beside_it(worsening, template_se, case_se, templates, margin, family, worse, better):
     """Read back from the JSON a reader gets: regressed means worsening_ci lies beyond the margin,
-    unchanged within it, improved below minus it, inconclusive across it; the adjusted p agrees."""
+    within margin inside it, improved below minus it, inconclusive across it; the adjusted p agrees."""
     from biascheck.evaluation.regression import CompareSettings, _Check, _check_json, _decide, _spreads
     from biascheck.metrics.paired import PairedDifference, mcnemar_p_value
 
@@ -310,7 +355,7 @@ def test_every_verdict_agrees_with_the_interval_printed_beside_it(worsening, tem
     shown = _check_json(check)
     lo, hi = shown["worsening_ci"]
     assert lo <= worsening <= hi
-    expected = "regressed" if lo > margin else "improved" if hi < -margin else "unchanged" if hi <= margin else "inconclusive"
+    expected = "regressed" if lo > margin else "improved" if hi < -margin else "within margin" if hi <= margin else "inconclusive"
     assert shown["verdict"] == expected
     assert (shown["verdict"] == "regressed") == (shown["p_adjusted"] < 0.05) or abs(lo - margin) < 1e-9
     digits = re.search(r"\[[+-]?\d+\.(\d+),", shown["explanation"]).group(1)
@@ -465,13 +510,13 @@ def test_the_issue_25_comparison_prints_no_verdict_its_interval_contradicts(tmp_
     for r in comparison["results"]:
         lo, hi = r["worsening_ci"]
         margin = r["margin"]
-        expected = "regressed" if lo > margin else "improved" if hi < -margin else "unchanged" if hi <= margin else "inconclusive"
+        expected = "regressed" if lo > margin else "improved" if hi < -margin else "within margin" if hi <= margin else "inconclusive"
         assert r["verdict"] == expected, r["explanation"]
         # The numbers in the sentence a reader sees say the same.
         lo_text, hi_text, relation, margin_text = interval.search(r["explanation"]).groups()
         lo_shown, hi_shown, margin_shown = float(lo_text), float(hi_text), float(margin_text)
         assert lo_shown <= r["worsening"] <= hi_shown, r["explanation"]
-        assert {"regressed": "lies beyond", "unchanged": "lies within", "inconclusive": "straddles", "improved": "lies below"}[
+        assert {"regressed": "lies beyond", "within margin": "lies within", "inconclusive": "straddles", "improved": "lies below"}[
             r["verdict"]
         ] == relation
         holds = {
@@ -485,3 +530,73 @@ def test_the_issue_25_comparison_prints_no_verdict_its_interval_contradicts(tmp_
     age = next(r for r in comparison["results"] if (r["metric"], r["scope"]) == ("diff_bias_dis", "age"))
     assert age["verdict"] == "inconclusive" and age["interval"]["spread"] == "templates" and age["interval"]["df"] == 2
     assert "diff_bias_amb" in printed and "worsening [bounds]" in printed
+
+
+# --- flips: counts, examples and the whole list, for any outcomes ----------------------------------
+
+OUTCOMES = ("unknown", "biased", "counter", "ooc")
+
+
+def _units(ids: list[str], categories: list[str], outcomes: list[str]):
+    import numpy as np
+
+    from biascheck.evaluation.baseline import ComparisonUnits
+
+    n = len(ids)
+    # One metric, "share of biased answers", lower is better: a unit's contribution is 1 when it answered biased.
+    scores = {"biased_share": np.array([1.0 if o == "biased" else 0.0 for o in outcomes])}
+    return ComparisonUnits(ids, categories, categories, np.zeros((n, 1)), outcomes, ["amb"] * n, scores)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.sampled_from(["a", "b", "y", "z"]), st.sampled_from(OUTCOMES), st.sampled_from(OUTCOMES)), min_size=1, max_size=80),
+    regressed=st.sets(st.sampled_from(["overall", "a", "b", "y", "z"])),
+    limit=st.integers(0, 40),
+)
+def test_flip_counts_examples_and_list_agree_for_any_outcomes(rows, regressed, limit):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from biascheck.evaluation.regression import _flips
+
+    ids = [f"case-{k}" for k in range(len(rows))]
+    categories = [r[0] for r in rows]
+    base, cand = _units(ids, categories, [r[1] for r in rows]), _units(ids, categories, [r[2] for r in rows])
+    checks = [
+        SimpleNamespace(
+            metric="biased_share",
+            scope=scope,
+            better="lower",
+            verdict="regressed" if scope in regressed else "within margin",
+            paired=SimpleNamespace(candidate=0.0),
+        )
+        for scope in ["overall", "a", "b", "y", "z"]
+    ]
+    candidate = {"cases": [{"case_id": uid, "prompt_id": "1", "raw": f"reply {uid}"} for uid in ids]}
+    index = np.arange(len(ids), dtype=np.int64)
+    flips = _flips(base, cand, index, index, checks, candidate, None, None, limit)
+
+    changed = {uid for uid, (_, b, c) in zip(ids, rows) if b != c}
+    every = flip_list({"flips": flips})
+    # comparison.json keeps counts and examples and names the file; the file gets every flip.
+    written, listed = split_flips({"flips": flips})
+    assert listed == every and written["flips"]["file"] == "flips.jsonl" and set(written["flips"]) == {*flips} - {"all"}
+    assert {f["case_id"] for f in every} == changed and len(every) == len(changed) == flips["total"]
+    assert sum(n for counts in flips["by_category"].values() for n in counts.values()) == flips["total"] == sum(flips["by_transition"].values())
+    for transition, n in flips["by_transition"].items():
+        assert sum(counts.get(transition, 0) for counts in flips["by_category"].values()) == n
+    shown = [f["case_id"] for f in flips["examples"]]
+    assert len(shown) == len(set(shown)) == flips["shown"] == min(limit, len(changed)) and set(shown) <= changed
+    # Every regressed (category, direction toward worse) with a flip is shown, when the limit allows one each.
+    wanted = {
+        (f["category"], f"{f['baseline']} -> {f['candidate']}")
+        for f in every
+        if f["candidate"] == "biased" and ("overall" in regressed or f["category"] in regressed)
+    }
+    pairs = {(f["category"], f"{f['baseline']} -> {f['candidate']}") for f in flips["examples"]}
+    if limit >= len(wanted):
+        assert wanted <= pairs
+    else:  # all shown examples are of what regressed, before anything else
+        assert pairs <= wanted

@@ -536,8 +536,20 @@ def _inject_comparison(comparison: dict, text: str) -> dict:
         result["scope"] = text if result["scope"] == "age" else result["scope"]
     flips = comparison["flips"]
     flips["by_transition"] = {text: 1, **flips["by_transition"]}
-    case = {"case_id": text, "context_type": text, "baseline": text, "candidate": text, "answer": text, "prompt": f"Q: {text}\n{text}"}
-    flips["by_category"] = {text: [case], **flips["by_category"]}
+    case = {
+        "case_id": text,
+        "category": text,
+        "context_type": text,
+        "baseline": text,
+        "candidate": text,
+        "prompt": text,
+        "prompt_text": f"Q: {text}\n{text}",
+        "answer": text,
+        "baseline_answer": text,
+        "options": [text, "b", "c"],
+    }
+    flips["by_category"] = {text: {text: 1}, **flips["by_category"]}
+    flips["examples"] = [case, *flips["examples"]]
     return comparison
 
 

@@ -84,6 +84,13 @@ def test_diff_of_two_results_files_exits_1_on_a_regression_and_0_otherwise(runs,
     # A is a run: the comparison says when it was made, not when the diff was.
     assert comparison["baseline"]["created_at"] == documents["fair"]["created_at"]
     assert "diff_bias_amb (overall) regressed" in capsys.readouterr().out
+    # Every flip in flips.jsonl beside it, once, with both sides' replies (A is a run: it has them).
+    flips = [json.loads(line) for line in (tmp_path / "d" / "flips.jsonl").read_text("utf-8").splitlines()]
+    assert comparison["flips"]["file"] == "flips.jsonl" and len(flips) == comparison["flips"]["total"] > 0
+    assert len({f["case_id"] for f in flips}) == len(flips) and "all" not in comparison["flips"]
+    replies = {name: {c["case_id"]: c["raw"] for c in documents[name]["cases"]} for name in ("fair", "most")}
+    assert all(f["answer"] == replies["most"][f["case_id"]] and f["baseline_answer"] == replies["fair"][f["case_id"]] for f in flips)
+    assert {f["case_id"] for f in comparison["flips"]["examples"]} <= {f["case_id"] for f in flips}
     # Report folders on both sides; a run compared with itself.
     assert main(["diff", str(runs["fair"]), str(runs["fair"])]) == 0
 
@@ -92,6 +99,8 @@ def test_diff_of_two_results_files_exits_1_on_a_regression_and_0_otherwise(runs,
     baselines.write(baselines.from_results(documents["fair"]), recorded)
     assert main(["diff", str(recorded), str(runs["most"]), "--report", str(tmp_path / "b")]) == 1
     against = json.loads((tmp_path / "b" / "comparison.json").read_text("utf-8"))
+    # A baseline file keeps no replies: the flips say so with null.
+    assert all(f["baseline_answer"] is None for f in map(json.loads, (tmp_path / "b" / "flips.jsonl").read_text("utf-8").splitlines()))
     assert [(r["metric"], r["scope"], r["verdict"]) for r in against["results"]] == [
         (r["metric"], r["scope"], r["verdict"]) for r in comparison["results"]
     ]

@@ -195,7 +195,7 @@ def make_comparison() -> dict:
     results = [
         compared("diff_bias_amb", "overall", "regressed", value(0.10, 0.095, 0.105, 400), value(0.12, 0.10, 0.14, 400)),
         compared("diff_bias_amb", "연령", "improved", value(0.30, 0.25, 0.35, 150), value(0.20, 0.15, 0.25, 150)),
-        compared("diff_bias_amb", "성별", "unchanged", value(-0.02, -0.05, 0.01, 150), value(-0.02, -0.06, 0.02, 150)),
+        compared("diff_bias_amb", "성별", "within margin", value(-0.02, -0.05, 0.01, 150), value(-0.02, -0.06, 0.02, 150)),
         compared(
             "diff_bias_amb",
             "race_ethnicity_nationality",
@@ -209,8 +209,8 @@ def make_comparison() -> dict:
             worsening=None,
             worsening_ci=[None, None],
         ),
-        compared("acc_dis", "overall", "unchanged", value(0.88, 0.86, 0.90, 400), value(0.88, 0.86, 0.90, 400)),
-        compared("acc_dis", "연령", "unchanged", value(0.90, 0.85, 0.94, 150), value(0.90, 0.85, 0.94, 150)),
+        compared("acc_dis", "overall", "within margin", value(0.88, 0.86, 0.90, 400), value(0.88, 0.86, 0.90, 400)),
+        compared("acc_dis", "연령", "within margin", value(0.90, 0.85, 0.94, 150), value(0.90, 0.85, 0.94, 150)),
         compared(
             "acc_dis",
             "성별",
@@ -228,23 +228,38 @@ def make_comparison() -> dict:
     ]
     flip = {
         "case_id": "age-001a-002-amb-bsd[p1-o0]",
+        "category": "연령",
         "context_type": "amb",
         "baseline": "unknown",
         "candidate": "biased",
-        "prompt": KOREAN_PROMPT,
+        "prompt": "1",
+        "prompt_text": KOREAN_PROMPT,
         "answer": KOREAN_ANSWER,
+        "baseline_answer": None,
     }
     hostile = {
         "case_id": "age-009<x>",
+        "category": "연령",
         "context_type": "dis",
         "baseline": "counter",
         "candidate": "biased",
-        "prompt": "지문\n" + HOSTILE,
+        "prompt": HOSTILE,
+        "prompt_text": "지문\n" + HOSTILE,
         "answer": HOSTILE,
+        "baseline_answer": "이전 " + HOSTILE,
     }
-    missing = {"case_id": "gender-1", "context_type": None, "baseline": "unknown", "candidate": "ooc", "prompt": None, "answer": None}
+    missing = {
+        "case_id": "gender-1",
+        "category": "성별",
+        "context_type": None,
+        "baseline": "unknown",
+        "candidate": "ooc",
+        "prompt": None,
+        "answer": None,
+        "baseline_answer": None,
+    }
     return {
-        "schema": "biascheck.comparison/1",
+        "schema": "biascheck.comparison/2",
         "suite": {"name": "kobbq", "benchmark": "kobbq"},
         "baseline": {
             "path": "baselines/kobbq/sim-stereotyped.json",
@@ -264,10 +279,16 @@ def make_comparison() -> dict:
         "passed": False,
         "flips": {
             "total": 5,
-            "shown": 3,
-            "limit": 3,
             "by_transition": {"unknown -> biased": 3, "counter -> biased": 1, "unknown -> ooc": 1},
-            "by_category": {"연령": [flip, hostile], "성별": [missing], "race_ethnicity_nationality": []},
+            "by_category": {
+                "race_ethnicity_nationality": {"unknown -> biased": 2},
+                "성별": {"unknown -> ooc": 1},
+                "연령": {"counter -> biased": 1, "unknown -> biased": 1},
+            },
+            "examples": [flip, hostile, missing],
+            "limit": 3,
+            "shown": 3,
+            "file": "flips.jsonl",
         },
     }
 
@@ -401,7 +422,7 @@ def test_side_by_side_bars_with_comparison(pages):
     assert len(elements(chart, "path", "ci")) == 4
     assert chart.count(">baseline</text>") == 3 and chart.count(">candidate</text>") == 3
     assert "sw-base" in chart and "sw-bar" in chart  # legend
-    for verdict in ("improved", "unchanged", "inconclusive"):
+    for verdict in ("improved", "within-margin", "inconclusive"):
         assert f'class="verdict v-{verdict}"' in chart
     chart = charts["acc_dis"]
     # 성별 is "not compared" (baseline null) and race_ethnicity_nationality is missing from the comparison.
@@ -417,7 +438,7 @@ def test_regression_table_badges_and_nulls(pages):
     table = re.search(r"<h2>Regression tests against the baseline</h2>(.*?)</section>", page, re.S).group(1)
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>")[1], re.S)
     assert len(rows) == 7
-    for verdict in ("regressed", "improved", "unchanged", "inconclusive", "not compared"):
+    for verdict in ("regressed", "improved", "within margin", "inconclusive", "not compared"):
         cls = "v-" + verdict.replace(" ", "-")
         assert f'<span class="badge {cls}"' in table
     # Sorted: regressed first, "not compared" last.
@@ -432,10 +453,10 @@ def test_regression_table_badges_and_nulls(pages):
     assert '0.0100 <span class="muted small under">n/a</span>' in inconclusive
     not_compared = next(r for r in rows if "v-not-compared" in r)
     assert not_compared.count(">n/a<") == 4  # baseline, difference, p, MDE
-    # Badge colours: regressed red, improved green, unchanged grey, inconclusive amber.
+    # Badge colours: regressed red, improved green, within margin grey, inconclusive amber.
     assert re.search(r"\.badge\.fail, \.badge\.v-regressed \{ background: var\(--red\)", page)
     assert re.search(r"\.badge\.pass, \.badge\.v-improved \{ background: var\(--green\)", page)
-    assert ".badge.v-unchanged { background: var(--grey); }" in page
+    assert ".badge.v-within-margin { background: var(--grey); }" in page
     assert ".badge.v-inconclusive { background: var(--amber)" in page
     assert "diff_bias_amb (overall) regressed" in page
 
@@ -459,22 +480,55 @@ def test_comparison_summary_warnings_fingerprint(pages):
     assert "Suite fingerprints are equal" in page and "no regression" in page and "Warnings" not in page
 
 
-def test_flips_grouped_by_category(pages):
+def test_flips_counted_per_category_and_direction_then_shown_by_category(pages):
     page = pages["compared"]
     section = re.search(r"<h2>Flipped answers</h2>(.*?)</section>", page, re.S).group(1)
-    assert "showing 3 (limit 3)" in section
-    assert "unknown \u2192 biased" in section
-    details = re.findall(r'<details class="cat"( open)?><summary>(.*?)</summary>', section)
+    assert "3 of 5 shown (limit 3)" in section and "every flip is in flips.jsonl" in section
+    # The counts: a row per category (even one with no example shown), a column per direction.
+    counts = re.search(r'<table class="flip-counts">(.*?)</table>', section, re.S).group(1)
+    head = [re.sub("<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", counts)]
+    assert head == ["category", "changed", "unknown \u2192 biased", "counter \u2192 biased", "unknown \u2192 ooc"]
+    rows = [
+        [re.sub("<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in re.findall(r"<tr[^>]*>(.*?)</tr>", counts)[1:]
+    ]
+    assert rows == [
+        ["race_ethnicity_nationality", "2", "2", "0", "0"],
+        ["성별", "1", "0", "0", "1"],
+        ["연령", "2", "1", "1", "0"],
+        ["all", "5", "3", "1", "1"],
+    ]
+    details = re.findall(r'<details class="cat" id="([^"]+)"( open)?><summary>(.*?)</summary>', section)
     # Closed by default: 200 open flips made a page 16,000 px tall.
-    assert [(bool(o), re.sub("<[^>]+>", "", s)) for o, s in details] == [
-        (False, "연령 \u2014 2 flips shown"),
-        (False, "성별 \u2014 1 flip shown"),
-        (False, "race_ethnicity_nationality \u2014 0 flips shown"),
+    assert [(i, bool(o), re.sub("<[^>]+>", "", s)) for i, o, s in details] == [
+        ("flips-성별", False, "성별 \u2014 1 flip shown"),
+        ("flips-연령", False, "연령 \u2014 2 flips shown"),
     ]
     assert section.count('<div class="flip">') == 3
     assert '<span class="outcome o-unknown">unknown</span> \u2192 <span class="outcome o-biased">biased</span>' in section
-    assert "<code>age-001a-002-amb-bsd[p1-o0]</code>" in section
-    assert '<div class="prompt">n/a</div>' in section and '<div class="answer">n/a</div>' in section
+    assert "<code>age-001a-002-amb-bsd[p1-o0]</code>" in section and '<span class="label">prompt</span> 1</span>' in section
+    assert '<div class="answer">n/a</div>' in section  # no reply recorded
+    assert f'<div class="answer" lang="ko">이전 {ESCAPED}</div>' in section  # the baseline's reply, when it has one
+    # The regressed check links to its evidence (overall: the whole section), and the link lands.
+    ids, links = ids_and_links(page)
+    table = re.search(r"<h2>Regression tests against the baseline</h2>(.*?)</section>", page, re.S).group(1)
+    regressed_row = re.search(r'<tr class="fail">.*?</tr>', table, re.S).group(0)
+    assert 'href="#flips"' in regressed_row and all(link[1:] in ids for link in links if link.startswith("#"))
+
+
+def test_a_comparison_of_schema_1_reads_as_2():
+    """comparison.json files written before schema /2: "unchanged" reads as "within margin", and
+    the flips listed by category become the examples, counted from themselves."""
+    old = make_comparison()
+    old["schema"] = "biascheck.comparison/1"
+    for r in old["results"]:
+        r["verdict"] = "unchanged" if r["verdict"] == "within margin" else r["verdict"]
+    examples = old["flips"].pop("examples")
+    old["flips"]["by_category"] = {"연령": examples[:2], "성별": examples[2:], "race_ethnicity_nationality": []}
+    page = render_html(make_results(), old)
+    parse(page)
+    assert "v-unchanged" not in page and '<span class="badge v-within-margin"' in page
+    section = re.search(r"<h2>Flipped answers</h2>(.*?)</section>", page, re.S).group(1)
+    assert section.count('<div class="flip">') == 3 and 'id="flips-연령"' in section
 
 
 def test_nan_and_missing_optional_fields_do_not_break_rendering():
@@ -508,24 +562,36 @@ def test_no_gated_metrics_or_categories():
 def many_flips(n: int = 200) -> dict:
     """A comparison listing ``n`` flips over the three categories, each naming its options."""
     comparison = make_comparison()
-    by_category: dict[str, list] = {c: [] for c in CATEGORIES}
+    examples = []
     for k in range(n):
         category = CATEGORIES[k % len(CATEGORIES)]
-        by_category[category].append(
+        examples.append(
             {
                 "case_id": f"case-{k:03d}[p1-o0]",
+                "category": category,
                 "context_type": "amb",
                 "baseline": "unknown",
                 "candidate": "biased",
-                "prompt": KOREAN_PROMPT,
+                "prompt": "1",
+                "prompt_text": KOREAN_PROMPT,
                 "answer": KOREAN_ANSWER,
+                "baseline_answer": None,
                 "correct_option": "알 수 없음",
                 "stereotyped_option": "할머니",
                 "baseline_option": "알 수 없음",
                 "candidate_option": "할머니",
             }
         )
-    comparison["flips"] = {"total": n, "shown": n, "limit": n, "by_transition": {"unknown -> biased": n}, "by_category": by_category}
+    counts = {c: {"unknown -> biased": sum(f["category"] == c for f in examples)} for c in CATEGORIES}
+    comparison["flips"] = {
+        "total": n,
+        "by_transition": {"unknown -> biased": n},
+        "by_category": counts,
+        "examples": examples,
+        "limit": n,
+        "shown": n,
+        "file": "flips.jsonl",
+    }
     return comparison
 
 
@@ -555,8 +621,8 @@ def test_flip_list_is_one_closed_details_per_category_with_its_count():
     assert len(details) == len(CATEGORIES)
     assert all("open" not in a for a in details)
     counts = re.findall(
-        r'<details class="cat"><summary><span[^>]*>([^<]+)</span> <span class="muted">\u2014 '
-        r'<span class="flip-count">(\d+)</span> flips</span></summary>',
+        r'<details class="cat" id="[^"]+"><summary><span[^>]*>([^<]+)</span> <span class="muted">\u2014 '
+        r'<span class="flip-count">(\d+)</span> flips shown</span></summary>',
         page,
     )
     assert counts == [("연령", "67"), ("성별", "67"), ("race_ethnicity_nationality", "66")]
@@ -565,7 +631,7 @@ def test_flip_list_is_one_closed_details_per_category_with_its_count():
 
 def test_flip_shows_correct_and_stereotyped_options_escaped():
     comparison = make_comparison()
-    flip = comparison["flips"]["by_category"]["연령"][1]
+    flip = comparison["flips"]["examples"][1]
     flip.update(correct_option="알 수 없음", stereotyped_option="할머니" + HOSTILE, candidate_option="할머니" + HOSTILE)
     page = render_html(make_results(), comparison)
     parse(page)

@@ -372,7 +372,7 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
     gated = run_biascheck(suite, "sim/stereotyped?p=0.3", *calibrated, "--biascheck-compare-fail", "bias_gen_corrected:+0.02", report="r5")
     assert "regression::overall::bias_gen_corrected" in gated.output or "bias_gen_corrected" in (tmp_path / "r5" / "comparison.md").read_text()
     checks = {(r["metric"], r["scope"]): r for r in json.loads((tmp_path / "r5" / "comparison.json").read_text())["results"]}
-    assert checks[("bias_gen_corrected", "overall")]["verdict"] == "unchanged"  # the same stories, the same matrix
+    assert checks[("bias_gen_corrected", "overall")]["verdict"] == "within margin"  # the same stories, the same matrix
     refused = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", judge, "--biascheck-baseline", str(baseline), report="r6")
     assert refused.ret != 0 and "scoring calibration=" in refused.output
 

@@ -91,9 +91,13 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
     assert "# biascheck diff: kobbq — REGRESSED" in text and "unknown -> biased" in text
     # The flip list quotes the Korean prompt as sent, byte for byte, in every format.
     comparison = json.loads((worse.report_dir / "comparison.json").read_text("utf-8"))
-    flip = next(iter(comparison["flips"]["by_category"].values()))[0]
+    flip = comparison["flips"]["examples"][0]
     sent = next(c.messages[-1].content for c in load_suite(gate_suite, data_dir=data_dir).cases if c.case_id == flip["case_id"])
-    assert flip["prompt"] == sent and any("\uac00" <= ch <= "\ud7a3" for ch in sent)
+    assert flip["prompt_text"] == sent and any("\uac00" <= ch <= "\ud7a3" for ch in sent)
+    # The gate writes every flip beside comparison.json, one per line.
+    every = [json.loads(line) for line in (worse.report_dir / "flips.jsonl").read_text("utf-8").splitlines()]
+    assert comparison["flips"]["file"] == "flips.jsonl" and len(every) == comparison["flips"]["total"] >= comparison["flips"]["shown"] >= 1
+    assert flip in every
     for name in ("comparison.md", "report.html"):
         page = (worse.report_dir / name).read_text("utf-8")
         assert sent.splitlines()[1] in page or html.escape(sent.splitlines()[1]) in page, name

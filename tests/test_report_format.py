@@ -79,7 +79,7 @@ def check(name, p_adjusted, baseline, candidate, verdict):
 
 def comparison() -> dict:
     return {
-        "schema": "biascheck.comparison/1",
+        "schema": "biascheck.comparison/2",
         "suite": {"name": "kobbq", "benchmark": "kobbq"},
         "baseline": {"path": "b.json", "model": "sim/fair", "params": {}, "created_at": "2026-11-20", "git_commit": None, "tool_version": "0.1.0"},
         "candidate": {"model": "sim/stereotyped", "params": {}},
@@ -89,12 +89,12 @@ def comparison() -> dict:
         "settings": {"alpha": 0.05, "power": 0.8, "n_boot": 2000, "seed": 0, "family_size": 3, "fail_inconclusive": False},
         "results": [
             check("diff_bias_amb", 5e-8, metric(0.1, 0.09, 0.11, 400), metric(0.1234, 0.1, 0.15, 400), "regressed"),
-            check("acc_dis", 0.01234, metric(0.9, 0.85, 0.95, 400), metric(0.9, 0.85, 0.95, 400), "unchanged"),
+            check("acc_dis", 0.01234, metric(0.9, 0.85, 0.95, 400), metric(0.9, 0.85, 0.95, 400), "within margin"),
             check("ooc_ratio", NAN, metric(NAN, NAN, None, 0), {"value": NAN, "ci": [NAN, NAN], "n": 0}, "inconclusive"),
         ],
         "regressed": True,
         "passed": False,
-        "flips": {"total": 0, "shown": 0, "limit": 200, "by_transition": {}, "by_category": {}},
+        "flips": {"total": 0, "by_transition": {}, "by_category": {}, "examples": [], "limit": 200, "shown": 0, "file": None},
     }
 
 
@@ -181,3 +181,34 @@ def test_formatters():
     assert fmt.p_value(0.5) == "0.500" and fmt.p_value(NAN) == "n/a" and fmt.p_value(None) == "n/a"
     assert fmt.count(1234) == "1,234" and fmt.count(None) == "n/a" and fmt.usd(0.0123) == "$0.0123" and fmt.percent(0.8) == "80%"
     assert fmt.md_text("|x| <= 0.05") == "\\|x\\| <= 0.05"
+
+
+def test_flips_read_as_counts_then_examples_by_category_with_links_from_the_regressed_checks():
+    """comparison.md and the terminal: a table of changed cases per category and direction, then
+    the examples grouped by category; a regressed check points to its category's flips."""
+    compared = comparison()
+    compared["results"].append(check("diff_bias_amb", 1e-6, metric(0.1, 0.09, 0.11, 100), metric(0.5, 0.4, 0.6, 100), "regressed"))
+    compared["results"][-1]["scope"] = "ses"
+    flip = {"case_id": "ses-1", "category": "ses", "context_type": "amb", "baseline": "unknown", "candidate": "biased", "prompt": "1"}
+    compared["flips"] = {
+        "total": 5,
+        "by_transition": {"unknown -> biased": 4, "counter -> biased": 1},
+        "by_category": {"age": {"unknown -> biased": 1}, "ses": {"unknown -> biased": 3, "counter -> biased": 1}},
+        "examples": [{**flip, "answer": "B", "baseline_answer": "C", "options": ["x", "y", "모름"], "prompt_text": "질문: ?"}],
+        "limit": 1,
+        "shown": 1,
+        "file": "flips.jsonl",
+    }
+    markdown = render_comparison_markdown(compared)
+    assert "| category | changed | unknown -> biased | counter -> biased |" in markdown
+    assert "| age | 1 | 1 | 0 |" in markdown and "| ses (**regressed**) | 4 | 3 | 1 |" in markdown and "| _all_ | 5 | 4 | 1 |" in markdown
+    assert "1 of 5 shown (limit 1)" in markdown and "every flip is in flips.jsonl" in markdown
+    # The overall regression points to all flips, the category's to its own examples, which are there.
+    assert "**REGRESSED** ([flips](#flips))" in markdown and "**REGRESSED** ([flips](#flips-ses))" in markdown
+    assert '<a id="flips"></a>' in markdown and '<a id="flips-ses"></a>' in markdown and "ses: 1 shown of 4" in markdown
+    assert "baseline's answer: C" in markdown and "options: x / y / 모름" in markdown and "질문: ?" in markdown
+    terminal = render_comparison_terminal([compared], color=False, width=250)
+    rows = [re.sub(r"\s+", " ", line.strip("│ ")) for line in terminal.splitlines() if line.startswith("│")]
+    assert "age │ 1 │ 1 │ 0" in rows and "ses (regressed) │ 4 │ 3 │ 1" in rows and "all │ 5 │ 4 │ 1" in rows
+    assert "ses: ses-1 unknown -> biased" in terminal
+    assert "diff_bias_amb regressed; changed cases in ses: unknown -> biased 3, counter -> biased 1" in terminal

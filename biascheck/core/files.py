@@ -32,7 +32,9 @@ from biascheck.core.version import VERSION
 
 RUN_MARKER = "biascheck-run.json"
 # What biascheck writes into a report folder, at its top or in a suite's subfolder.
-REPORT_FILES = frozenset({"results.json", "report.md", "report.html", "comparison.json", "comparison.md", "summary.md", "index.html", RUN_MARKER})
+REPORT_FILES = frozenset(
+    {"results.json", "report.md", "report.html", "comparison.json", "flips.jsonl", "comparison.md", "summary.md", "index.html", RUN_MARKER}
+)
 _TEMP = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")  # tempfile's 8 random characters
 # Where the file system has no locks (some network mounts), a leftover is told by its age instead.
 _STALE_WITHOUT_LOCKS_S = 3600.0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -171,3 +172,14 @@ def md_fence(text: Any, info: str = "text") -> list[str]:
     longest = max((len(run) for run in re.findall(r"`+", "\n".join(lines))), default=0)
     fence = "`" * max(3, longest + 1)
     return [fence + info, *lines, fence]
+
+
+def flips_anchor(category: Any) -> str:
+    """The anchor of a category's flips in comparison.md and report.html (``flips-<category>``),
+    which a regressed check links to: letters, digits, ``_`` and ``-`` of any script; a name with
+    other characters gets its CRC-32 added, so that two names never share one."""
+    name = str(category)
+    slug = re.sub(r"[^\w-]+", "-", name).strip("-")
+    if slug != name:
+        slug += f"-{zlib.crc32(name.encode('utf-8')):08x}"
+    return f"flips-{slug}"

@@ -19,7 +19,7 @@ the one printed beside it (see :mod:`biascheck.metrics.paired` for the functions
   sqrt(T / (T - 1)) scaling apply to the whole spread, calibration part included (conservative).
 
 Verdicts: ``regressed`` (the lower bound lies beyond the margin), ``improved`` (the upper bound
-lies below minus the margin), ``unchanged`` (the upper bound lies within the margin),
+lies below minus the margin), ``within margin`` (the upper bound lies within the margin),
 ``inconclusive`` (the bounds straddle the margin: the data can neither show nor rule out a
 worsening beyond it; the minimum detectable effect says how large a worsening this subset could
 catch) and ``not compared`` (the metric is undefined on one side). ``p_adjusted`` is the
@@ -61,9 +61,9 @@ from biascheck.metrics.paired import (
 )
 from biascheck.suite import missing_data_summary
 
-COMPARISON_SCHEMA = "biascheck.comparison/1"
+COMPARISON_SCHEMA = "biascheck.comparison/2"
 OVERALL = "overall"
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive", "not compared")
+VERDICTS = ("regressed", "improved", "within margin", "inconclusive", "not compared")
 ON_INCONCLUSIVE = ("pass", "warn", "fail")
 DEFAULT_ON_INCONCLUSIVE = "warn"
 # Transitions listed first in the flip report: toward the stereotype, then away from the right answer.
@@ -300,9 +300,14 @@ def compare(
     *,
     baseline_path: str,
     prompts: Mapping[str, str] | None = None,
+    baseline_answers: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """The comparison document (``biascheck.comparison/1``) of a candidate ``results.json`` document
-    with a loaded baseline. Raises :class:`BiascheckError` when they are not comparable."""
+    """The comparison document (``biascheck.comparison/2``) of a candidate ``results.json`` document
+    with a loaded baseline. Raises :class:`BiascheckError` when they are not comparable.
+    ``prompts``: case id -> the prompt's text; ``baseline_answers``: case id -> the baseline's raw
+    reply (a baseline file keeps none; a run's results.json does): both for the flips only. Every
+    flip is in the document (:func:`flip_list`); comparison.json keeps its counts and examples,
+    and the file beside it every flip (:func:`split_flips`)."""
     c_suite = candidate["suite"]
     differences = check_comparable(baseline, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
     check_same_answer_mode(baseline, candidate, path=baseline_path)
@@ -393,7 +398,7 @@ def compare(
     for check in checks:
         _decide(check, settings, family_size)
 
-    flips = _flips(base, cand, bi, ci, candidate, prompts, settings.flip_limit)
+    flips = _flips(base, cand, bi, ci, checks, candidate, prompts, baseline_answers, settings.flip_limit)
     regressed = any(c.verdict == "regressed" for c in checks)
     unresolved = any(c.verdict in ("inconclusive", "not compared") for c in checks)
     return {
@@ -485,7 +490,7 @@ def _sign_test(sb: np.ndarray, sc: np.ndarray, better: str, candidate_value: flo
 
 def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
     """The verdict, read off the printed bounds: beyond the margin (regressed), below minus the
-    margin (improved), within it (unchanged), or straddling it (inconclusive)."""
+    margin (improved), within it (within margin), or straddling it (inconclusive)."""
     d = check.paired
     where = f"{check.metric} ({check.scope})"
     moved = f"{fmt.value(d.baseline)} -> {fmt.value(d.candidate)}"
@@ -524,8 +529,8 @@ def _decide(check: _Check, settings: CompareSettings, family_size: int) -> None:
         check.verdict = "improved"
         check.explanation = f"{where} improved: {moved}; {shown} lies below the negative of the {tail}"
     elif hi <= margin:
-        check.verdict = "unchanged"
-        check.explanation = f"{where} unchanged within the margin: {moved}; {shown} lies within the {tail}"
+        check.verdict = "within margin"
+        check.explanation = f"{where} within margin: {moved}; {shown} lies within the {tail}"
         lo_d, hi_d = d.difference_ci
         if check.better == "zero" and (lo_d > 0 or hi_d < 0) and d.baseline * d.candidate < 0:
             # |x| did not grow, but the bias now points the other way: worth a reader's attention.
@@ -632,46 +637,201 @@ def _check_json(check: _Check) -> dict[str, Any]:
     }
 
 
+FLIPS_FILE = "flips.jsonl"
+# Where a comparison document keeps every flip while it is in memory (:func:`flip_list`); the report
+# writer puts them in FLIPS_FILE beside comparison.json (:func:`split_flips`), never in it.
+_ALL_FLIPS = "all"
+
+FlipGroup = tuple[str, str]  # (category, "<baseline> -> <candidate>")
+
+
 def _flips(
     base: ComparisonUnits,
     cand: ComparisonUnits,
     bi: np.ndarray,
     ci: np.ndarray,
+    checks: Sequence[_Check],
     candidate: Mapping[str, Any],
     prompts: Mapping[str, str] | None,
+    baseline_answers: Mapping[str, str | None] | None,
     limit: int,
 ) -> dict[str, Any]:
-    """Units whose outcome changed, grouped by category; the most telling ones listed first."""
-    answers = {c["case_id"]: c.get("raw") for c in candidate["cases"]}
-    options = _qa_options(candidate["cases"])
-    changed = [(i, j) for i, j in zip(bi.tolist(), ci.tolist()) if base.outcomes[i] != cand.outcomes[j]]
-    by_transition: dict[str, int] = {}
-    for i, j in changed:
-        key = f"{base.outcomes[i]} -> {cand.outcomes[j]}"
-        by_transition[key] = by_transition.get(key, 0) + 1
+    """Units whose outcome changed: counted by category and direction, every one of them kept
+    (:func:`flip_list`), and up to ``limit`` examples chosen across what regressed first
+    (:func:`choose_examples`)."""
     rank = {o: k for k, o in enumerate(_FLIP_ORDER)}
-    changed.sort(key=lambda p: (rank.get(cand.outcomes[p[1]], 99), cand.categories[p[1]], cand.ids[p[1]]))
-    shown: dict[str, list[dict[str, Any]]] = {}
-    for i, j in changed[:limit]:
-        uid = cand.ids[j]
-        shown.setdefault(cand.categories[j], []).append(
-            {
-                "case_id": uid,
-                "context_type": cand.kinds[j],
-                "baseline": base.outcomes[i],
-                "candidate": cand.outcomes[j],
-                "prompt": prompts.get(uid) if prompts else None,
-                "answer": answers.get(uid),
-                **_flip_options(options.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
-            }
-        )
+    changed = [(i, j) for i, j in zip(bi.tolist(), ci.tolist()) if base.outcomes[i] != cand.outcomes[j]]
+    changed.sort(key=lambda p: (cand.categories[p[1]], rank.get(cand.outcomes[p[1]], 99), base.outcomes[p[0]], cand.ids[p[1]]))
+    groups: dict[FlipGroup, list[int]] = {}  # (category, transition) -> positions in ``changed``, in its order
+    for k, (i, j) in enumerate(changed):
+        groups.setdefault((cand.categories[j], f"{base.outcomes[i]} -> {cand.outcomes[j]}"), []).append(k)
+    by_transition: dict[str, int] = {}
+    by_category: dict[str, dict[str, int]] = {}
+    for (category, transition), members in groups.items():
+        by_transition[transition] = by_transition.get(transition, 0) + len(members)
+        by_category.setdefault(category, {})[transition] = len(members)
+    picked = choose_examples(groups, _worse_transitions(checks, base, cand, changed, groups), limit)
+    every = _flip_records(changed, base, cand, candidate, prompts, baseline_answers)
     return {
         "total": len(changed),
-        "shown": min(len(changed), limit),
+        "by_transition": _by_count(by_transition),
+        "by_category": {category: _by_count(counts) for category, counts in sorted(by_category.items())},
+        "examples": [every[k] for k in sorted(picked)],
         "limit": limit,
-        "by_transition": dict(sorted(by_transition.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "by_category": dict(sorted(shown.items())),
+        "shown": len(picked),
+        "file": None,  # set by the report writer, which puts every flip in FLIPS_FILE
+        _ALL_FLIPS: every,
     }
+
+
+def _by_count(counts: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _worse_transitions(
+    checks: Sequence[_Check], base: ComparisonUnits, cand: ComparisonUnits, changed: Sequence[tuple[int, int]], groups: Mapping[FlipGroup, list[int]]
+) -> list[FlipGroup]:
+    """The (category, transition) groups that hold a flip toward worse for a regressed check: one
+    that moved the unit's contribution to the check's metric the way the metric calls worse (as
+    the sign test counts it), in the check's category, or in every category for an overall check.
+    A metric without per-unit contributions counts every flip of its scope. In ``groups``' order
+    (categories, then as the flip report ranks transitions). One pass over the flips per check."""
+    keys = list(groups)
+    code = np.empty(len(changed), dtype=np.int64)
+    for k, key in enumerate(keys):
+        code[groups[key]] = k
+    categories = np.array([key[0] for key in keys], dtype=object)
+    bi = np.fromiter((i for i, _ in changed), dtype=np.int64, count=len(changed))
+    ci = np.fromiter((j for _, j in changed), dtype=np.int64, count=len(changed))
+    wanted = np.zeros(len(keys), dtype=bool)
+    for check in checks:
+        if check.verdict != "regressed":
+            continue
+        worse = _toward_worse(check, base, cand, bi, ci)
+        if check.scope != OVERALL:
+            worse &= categories[code] == check.scope
+        wanted[code[worse]] = True
+    return [key for key, hit in zip(keys, wanted.tolist()) if hit]
+
+
+def _toward_worse(check: _Check, base: ComparisonUnits, cand: ComparisonUnits, bi: np.ndarray, ci: np.ndarray) -> np.ndarray:
+    """Which of the flips (baseline rows ``bi``, candidate rows ``ci``) moved the check's metric the
+    way it calls worse, as :func:`_sign_test` counts them."""
+    before_scores, after_scores = base.scores.get(check.metric), cand.scores.get(check.metric)
+    if before_scores is None or after_scores is None:
+        return np.ones(len(bi), dtype=bool)
+    before, after = before_scores[bi], after_scores[ci]
+    with np.errstate(invalid="ignore"):  # NaN (not in the metric's denominator) compares False
+        if check.better == "higher" or (check.better == "zero" and check.paired.candidate < 0):
+            return np.asarray(after < before)
+        if check.better == "lower" or check.paired.candidate > 0:
+            return np.asarray(after > before)
+    return np.zeros(len(bi), dtype=bool)
+
+
+def choose_examples(groups: Mapping[FlipGroup, Sequence[int]], first: Sequence[FlipGroup], limit: int) -> list[int]:
+    """Up to ``limit`` members of ``groups`` (each a (category, transition) group's flips, in the
+    order to show them), taken round-robin: one from each group of ``first`` (what regressed) in
+    turn until they run out, then likewise from the others. Every group of ``first`` is shown
+    when ``limit`` allows one each, whatever its category is called; linear in what is taken."""
+    picked: list[int] = []
+    chosen = set(first)
+    for keys in (list(first), [key for key in groups if key not in chosen]):
+        depth = 0
+        while keys and len(picked) < limit:
+            keys = [key for key in keys if depth < len(groups[key])]
+            for key in keys:
+                if len(picked) == limit:
+                    break
+                picked.append(groups[key][depth])
+            depth += 1
+    return picked
+
+
+def _flip_records(
+    changed: Sequence[tuple[int, int]],
+    base: ComparisonUnits,
+    cand: ComparisonUnits,
+    candidate: Mapping[str, Any],
+    prompts: Mapping[str, str] | None,
+    baseline_answers: Mapping[str, str | None] | None,
+) -> list[dict[str, Any]]:
+    """Every flip as the report shows it: outcomes, the prompt (id, and its text when the run has
+    it), the options shown, the candidate's reply and the baseline's (a baseline file keeps none)."""
+    ids = {cand.ids[j] for _, j in changed}
+    cases = {c["case_id"]: c for c in candidate["cases"] if c["case_id"] in ids}
+    roles = _qa_options(candidate["cases"]) if ids else {}
+    out = []
+    for i, j in changed:
+        uid = cand.ids[j]
+        case = cases.get(uid, {})
+        flip = {
+            "case_id": uid,
+            "category": cand.categories[j],
+            "context_type": cand.kinds[j],
+            "baseline": base.outcomes[i],
+            "candidate": cand.outcomes[j],
+            "prompt": case.get("prompt_id"),
+            "answer": case.get("raw"),
+            "baseline_answer": baseline_answers.get(uid) if baseline_answers else None,
+            **_flip_options(roles.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
+        }
+        if isinstance(case.get("choices"), list):
+            flip["options"] = list(case["choices"])
+        if prompts and prompts.get(uid) is not None:
+            flip["prompt_text"] = prompts[uid]
+        out.append(flip)
+    return out
+
+
+def flip_list(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every flip of a comparison document as :func:`compare` returned it (a comparison.json read
+    back has its examples only: the rest are in its ``flips.file``)."""
+    flips = comparison["flips"]
+    return list(flips.get(_ALL_FLIPS, flips["examples"]))
+
+
+def split_flips(comparison: Mapping[str, Any], file: str = FLIPS_FILE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(comparison.json's document, every flip for ``file`` beside it): the document names the
+    file and keeps the counts and examples."""
+    flips = {key: value for key, value in comparison["flips"].items() if key != _ALL_FLIPS}
+    return {**comparison, "flips": {**flips, "file": file}}, flip_list(comparison)
+
+
+def upgrade_comparison(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A comparison document of any schema biascheck wrote, as ``biascheck.comparison/2``. A /1
+    file said "unchanged" for "within margin", and listed its shown flips by category: they
+    become the examples, and the counts are those of the examples alone (``flips.partial``: the
+    other flips were never written)."""
+    if document.get("schema") != "biascheck.comparison/1":
+        return dict(document)
+    results = [
+        {**r, "verdict": "within margin", "explanation": str(r.get("explanation", "")).replace(" unchanged within the margin: ", " within margin: ")}
+        if r.get("verdict") == "unchanged"
+        else dict(r)
+        for r in document.get("results") or []
+        if isinstance(r, dict)
+    ]
+    old: Mapping[str, Any] = document["flips"] if isinstance(document.get("flips"), dict) else {}
+    listed: Mapping[str, Any] = old["by_category"] if isinstance(old.get("by_category"), dict) else {}
+    examples = [
+        {**flip, "category": category} for category, shown in listed.items() if isinstance(shown, list) for flip in shown if isinstance(flip, dict)
+    ]
+    counts: dict[str, dict[str, int]] = {}
+    for flip in examples:
+        transition = f"{flip.get('baseline')} -> {flip.get('candidate')}"
+        counts.setdefault(flip["category"], {})[transition] = counts.get(flip["category"], {}).get(transition, 0) + 1
+    flips = {
+        "total": old.get("total", len(examples)),
+        "by_transition": dict(old.get("by_transition") or {}),
+        "by_category": {category: _by_count(c) for category, c in sorted(counts.items())},
+        "examples": examples,
+        "limit": old.get("limit", len(examples)),
+        "shown": len(examples),
+        "file": None,
+        "partial": True,
+    }
+    return {**document, "schema": COMPARISON_SCHEMA, "results": results, "flips": flips}
 
 
 _QA_CLASSES = ("unknown", "biased", "counter")

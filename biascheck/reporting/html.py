@@ -1,5 +1,5 @@
 """A single-file HTML report: one suite's results document and, optionally, its comparison with a
-stored baseline (``biascheck.comparison/1``).
+stored baseline (``biascheck.comparison/2``).
 
 The page is meant to be opened from disk and read by a person: one file, inline CSS and SVG, no
 external assets or fonts, light and dark colour schemes. It uses only the standard library;
@@ -18,10 +18,10 @@ from typing import Any
 
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
-from biascheck.evaluation.regression import on_inconclusive_of
+from biascheck.evaluation.regression import on_inconclusive_of, upgrade_comparison
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.charts import Point, Side, bar_svg, correction_svg, point_svg
-from biascheck.reporting.comparison import unresolved_heading, unresolved_lines
+from biascheck.reporting.comparison import evidence_anchor, examples_note, unresolved_heading, unresolved_lines
 from biascheck.reporting.markup import esc as _e
 from biascheck.reporting.markup import fmt_int as _fmt_int
 from biascheck.reporting.markup import lang as _lang
@@ -49,7 +49,7 @@ from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_s
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
 
-VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3, "not compared": 4}
+VERDICT_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "within margin": 3, "not compared": 4}
 
 ARROW = "\u2192"
 
@@ -131,10 +131,12 @@ def _get(mapping: Any, *keys: str) -> Any:
 
 def render_html(results: dict, comparison: dict | None = None, *, prompts: dict | None = None) -> str:
     """One self-contained HTML page for a results document (``biascheck.results/1``) and,
-    optionally, its comparison with a baseline (``biascheck.comparison/1``). ``prompts``: case id
+    optionally, its comparison with a baseline (``biascheck.comparison/2``). ``prompts``: case id
     -> its messages as [role, content] pairs, for the sampled cases (see
     :mod:`biascheck.reporting.samples`); without them the samples show options and replies."""
     prompts = prompts or {}
+    if isinstance(comparison, dict):
+        comparison = upgrade_comparison(comparison)  # a file of an older schema reads as the current one
     suite = results.get("suite") or {}
     model = results.get("model") or {}
     status = "PASSED" if results.get("passed") else "FAILED"
@@ -652,9 +654,9 @@ def _regressions(comparison: dict) -> str:
         out += [f"<li>{_badge(r['verdict'])} <span{_lang(r['explanation'])}>{_e(r['explanation'])}</span></li>" for r in notable]
         out.append("</ul>")
     out.append(
-        '<p class="muted small">Rows sorted by verdict (regressed, inconclusive, improved, unchanged, not compared). '
+        '<p class="muted small">Rows sorted by verdict (regressed, inconclusive, improved, within margin, not compared). '
         "The worsening is how much worse the candidate is (positive: worse), with the bounds each verdict is read off: "
-        "beyond the margin, regressed; within it, unchanged; across it, inconclusive. The bounds hold for all checks "
+        "beyond the margin, regressed; inside it, within margin; across it, inconclusive. The bounds hold for all checks "
         "at once (Bonferroni); p is adjusted the same way (hover for the raw p, the paired counts and the unadjusted "
         "interval); MDE is the smallest worsening this sample could detect.</p>"
     )
@@ -681,13 +683,14 @@ def _regressions(comparison: dict) -> str:
         row_class = ' class="fail"' if verdict == "regressed" else ""
         rule = str(r.get("rule") or "")
         margin = rule.removeprefix(f"{r.get('metric')}:")  # the metric is the row's first cell already
+        evidence = f' <a class="small" href="#{_e(evidence_anchor(comparison, str(r.get("scope"))))}">flips</a>' if verdict == "regressed" else ""
         out.append(
             f"<tr{row_class}><td{better}><code>{_e(r.get('metric'))}</code></td>"
             f'<td class="scope"{_lang(r.get("scope"))}>{_e(r.get("scope"))}</td>'
             f"{_side_cell(r.get('baseline'))}{_side_cell(r.get('candidate'))}"
             f'<td class="num">{diff_text}</td>'
             f'<td class="num" title="{_e(p_tip)}">{fmt.p_value(r.get("p_adjusted"))}</td>'
-            f"<td>{_badge(verdict, r.get('explanation'))}</td>"
+            f"<td>{_badge(verdict, r.get('explanation'))}{evidence}</td>"
             f'<td class="num">{fmt.value(r.get("mde"))}</td>'
             f'<td class="rule" title="rule {_e(rule)}"><code>{_e(margin)}</code></td></tr>'
         )
@@ -701,54 +704,73 @@ def _outcome(name: Any) -> str:
 
 
 def _flips(comparison: dict) -> str:
+    """Counts per category and direction, then the examples by category, each category's under
+    its anchor (``flips-<category>``), which a regressed check's row links to."""
     flips = comparison.get("flips")
     out = ['<section id="flips">\n<h2>Flipped answers</h2>']
     if not isinstance(flips, dict):
         out.append('<p class="muted">No per-case flip data in this comparison.</p></section>')
         return "\n".join(out)
-    total, shown, limit = flips.get("total"), flips.get("shown"), flips.get("limit")
-    line = f"{_fmt_int(total)} cases changed outcome between the baseline and the candidate"
-    if isinstance(total, int) and isinstance(shown, int) and shown < total:
-        line += f"; showing {_fmt_int(shown)} (limit {_fmt_int(limit)})"
-    out.append(f"<p>{line}.</p>")
-    transitions = flips.get("by_transition") or {}
+    total = flips.get("total")
+    out.append(f"<p>{_fmt_int(total)} cases changed outcome between the baseline and the candidate.</p>")
+    transitions = [str(t) for t in flips.get("by_transition") or {}]
+    by_category: dict = flips["by_category"] if isinstance(flips.get("by_category"), dict) else {}
     if transitions:
-        out.append('<div class="scroll"><table><thead><tr><th>baseline \u2192 candidate</th><th class="num">cases</th></tr></thead><tbody>')
-        out += [f'<tr><td>{_e(str(t)).replace("-&gt;", ARROW)}</td><td class="num">{_fmt_int(n)}</td></tr>' for t, n in transitions.items()]
-        out.append("</tbody></table></div>")
-    truncated = isinstance(total, int) and isinstance(shown, int) and shown < total
-    for category, items in (flips.get("by_category") or {}).items():
-        out.append(_flip_category(category, items or [], truncated))
+        evidence = {r.get("scope") for r in comparison.get("results") or [] if isinstance(r, dict) and r.get("verdict") == "regressed"}
+        head = "".join(f'<th class="num">{_e(t).replace("-&gt;", ARROW)}</th>' for t in transitions)
+        out.append(
+            f'<div class="scroll"><table class="flip-counts"><thead><tr><th>category</th><th class="num">changed</th>{head}</tr></thead><tbody>'
+        )
+        for category, counts in by_category.items():
+            counts = counts if isinstance(counts, dict) else {}
+            mark = f" {_badge('regressed')}" if category in evidence else ""
+            cells = "".join(f'<td class="num">{_fmt_int(counts.get(t, 0))}</td>' for t in transitions)
+            out.append(f'<tr><td{_lang(category)}>{_e(category)}{mark}</td><td class="num">{_fmt_int(sum(counts.values()))}</td>{cells}</tr>')
+        cells = "".join(f'<td class="num">{_fmt_int(n)}</td>' for n in (flips.get("by_transition") or {}).values())
+        out.append(f'<tr class="total"><td>all</td><td class="num">{_fmt_int(total)}</td>{cells}</tr></tbody></table></div>')
+    examples = [f for f in flips.get("examples") or [] if isinstance(f, dict)]
+    if isinstance(total, int) and total:
+        out.append(f'<p class="muted small">{_e(examples_note({**flips, "shown": len(examples), "limit": flips.get("limit")}))}</p>')
+    grouped: dict[str, list[dict]] = {str(c): [] for c in by_category}
+    for flip in examples:
+        grouped.setdefault(str(flip.get("category")), []).append(flip)
+    for category, items in grouped.items():
+        if items:
+            counted = by_category.get(category)
+            out.append(_flip_category(category, items, sum(counted.values()) if isinstance(counted, dict) else None))
     out.append("</section>")
     return "\n".join(out)
 
 
-def _flip_category(category: Any, items: list, truncated: bool) -> str:
-    """One category's flips, closed: with 200 flips the open list was a page 16,000 px tall."""
+def _flip_category(category: str, items: list, counted: int | None) -> str:
+    """One category's examples, closed (with 200 flips the open list was a page 16,000 px tall),
+    under the anchor its regressed checks link to."""
     noun = "flip" if len(items) == 1 else "flips"
+    of = f" of {_fmt_int(counted)}" if counted is not None and counted > len(items) else ""
     out = [
-        f'<details class="cat"><summary><span{_lang(category)}>{_e(category)}</span> '
-        f'<span class="muted">\u2014 <span class="flip-count">{len(items)}</span> {noun}{" shown" if truncated else ""}</span></summary>'
+        f'<details class="cat" id="{_e(fmt.flips_anchor(category))}"><summary><span{_lang(category)}>{_e(category)}</span> '
+        f'<span class="muted">\u2014 <span class="flip-count">{len(items)}</span> {noun} shown{of}</span></summary>'
     ]
-    if not items:
-        out.append('<p class="muted">No flips in this category.</p>')
-    out += [_flip(flip or {}) for flip in items]
+    out += [_flip(flip) for flip in items]
     out.append("</details>")
     return "\n".join(out)
 
 
 def _flip(flip: dict) -> str:
-    prompt, answer = flip.get("prompt"), flip.get("answer")
+    prompt, answer, before = flip.get("prompt_text"), flip.get("answer"), flip.get("baseline_answer")
+    prompt_id = f'<span><span class="label">prompt</span> {_e(flip.get("prompt"))}</span>' if flip.get("prompt") is not None else ""
     out = [
         '<div class="flip">',
         f'<div class="flip-head"><code>{_e(flip.get("case_id"))}</code>'
-        f'<span><span class="label">context</span> {_e(flip.get("context_type") or "n/a")}</span>'
+        f'<span><span class="label">context</span> {_e(flip.get("context_type") or "n/a")}</span>{prompt_id}'
         f"<span>{_outcome(flip.get('baseline'))} \u2192 {_outcome(flip.get('candidate'))}</span></div>",
         _flip_options(flip),
-        '<div class="label">prompt</div>',
-        f'<div class="prompt"{_lang(prompt)}>{_e(prompt) if prompt is not None else "n/a"}</div>',
+        '<div class="label">prompt</div>' if prompt is not None else "",
+        f'<div class="prompt"{_lang(prompt)}>{_e(prompt)}</div>' if prompt is not None else "",
         '<div class="label">candidate answer</div>',
         f'<div class="answer"{_lang(answer)}>{_e(answer) if answer is not None else "n/a"}</div>',
+        '<div class="label">baseline answer</div>' if before is not None else "",
+        f'<div class="answer"{_lang(before)}>{_e(before)}</div>' if before is not None else "",
         "</div>",
     ]
     return "\n".join(part for part in out if part)
@@ -764,9 +786,11 @@ def _flip_options(flip: dict) -> str:
     """Which option was right, which the stereotype's, and what each side chose (optional fields of
     the flip record: older comparisons, and cases the run cannot name options for, lack them)."""
     keys = ("correct_option", "stereotyped_option", "baseline_option", "candidate_option")
+    shown = flip.get("options")
+    listed = [("options shown", " / ".join(_option(text) for text in shown))] if isinstance(shown, list) and shown else []
     if not any(flip.get(k) is not None for k in keys):
-        return ""
-    rows = [
+        return '<dl class="options">' + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in listed) + "</dl>" if listed else ""
+    rows = listed + [
         ("correct option", _option(flip.get("correct_option"))),
         ("stereotyped option", _option(flip.get("stereotyped_option"))),
         ("baseline chose", _option(flip.get("baseline_option"), flip.get("baseline"))),

@@ -12,7 +12,16 @@ from typing import Any
 from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.evaluation.regression import on_inconclusive_of
-from biascheck.reporting.comparison import headline, rows, unresolved_heading, unresolved_lines
+from biascheck.reporting.comparison import (
+    examples_by_category,
+    examples_note,
+    flip_table,
+    headline,
+    regressed_categories,
+    rows,
+    unresolved_heading,
+    unresolved_lines,
+)
 from biascheck.reporting.results import (
     NOT_GATED,
     SUMMARY_HEADERS,
@@ -30,7 +39,7 @@ from biascheck.reporting.results import (
     verdict_index,
 )
 
-STYLE = {"regressed": "bold red", "improved": "green", "unchanged": "", "inconclusive": "yellow", "not compared": "dim"}
+STYLE = {"regressed": "bold red", "improved": "green", "within margin": "", "inconclusive": "yellow", "not compared": "dim"}
 
 
 def _console(buffer: io.StringIO, *, color: bool, width: int):
@@ -226,7 +235,7 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
         quiet = 0
         for r, row in zip(comparison["results"], rows(comparison)):
             # Every overall check is shown; a category only when it says something.
-            if r["scope"] != "overall" and r["verdict"] == "unchanged":
+            if r["scope"] != "overall" and r["verdict"] == "within margin":
                 quiet += 1
                 continue
             verdict = row.pop()
@@ -234,13 +243,11 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             table.add_row(*map(esc, row), f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
         print_table(console, table)
         if quiet:
-            console.print(f"  {quiet} category checks unchanged (all are in comparison.md)", style="dim")
-        flips = comparison["flips"]
-        if flips["by_transition"]:
-            console.print("  changed cases: " + esc(", ".join(f"{t}: {n}" for t, n in flips["by_transition"].items())))
+            console.print(f"  {quiet} category checks within margin (all are in comparison.md)", style="dim")
+        _print_flips(console, comparison)
         for r in comparison["results"]:
             if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall"):
-                console.print(f"  {esc(r['explanation'])}", style=STYLE[r["verdict"]])
+                console.print(f"  {esc(r['explanation'] + _evidence(comparison, r))}", style=STYLE[r["verdict"]])
         heading = unresolved_heading(comparison)
         if heading:
             style = {"warn": "bold yellow", "fail": "bold red"}.get(on_inconclusive_of(comparison), "yellow")
@@ -249,3 +256,50 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
                 console.print(f"    {esc(line)}", style="yellow")
             console.print("    (suite sizes are estimates, as 1/sqrt(cases) with the same spread per case; details in comparison.md)", style="dim")
     return buffer.getvalue()
+
+
+# Examples the terminal names per category: the rest are in comparison.md and the flips file.
+TERMINAL_EXAMPLES = 3
+
+
+def _print_flips(console: Any, comparison: Mapping[str, Any]) -> None:
+    """The changed cases per category and direction (a compact table), then a few examples of each
+    category, as comparison.md lists them."""
+    from rich.markup import escape as esc
+    from rich.table import Table
+
+    flips = comparison["flips"]
+    if not flips["total"]:
+        return
+    transitions, counts = flip_table(flips)
+    evidence = regressed_categories(comparison)
+    table = Table(title=f"{esc(comparison['suite']['name'])}: changed cases by category", title_justify="left")
+    table.add_column("category", no_wrap=True)
+    table.add_column("changed", justify="right")
+    for transition in transitions:
+        table.add_column(esc(transition), justify="right")
+    for category, total, row in counts:
+        name = esc(category) + (" [bold red](regressed)[/]" if category in evidence else "")
+        table.add_row(name, fmt.count(total), *map(fmt.count, row))
+    table.add_row("all", fmt.count(flips["total"]), *map(fmt.count, flips["by_transition"].values()), style="bold")
+    print_table(console, table)
+    for category, shown in examples_by_category(flips).items():
+        named = "; ".join(f"{f['case_id']} {f['baseline']} -> {f['candidate']}" for f in shown[:TERMINAL_EXAMPLES])
+        more = f" (+{len(shown) - TERMINAL_EXAMPLES} more shown in comparison.md)" if len(shown) > TERMINAL_EXAMPLES else ""
+        console.print(f"  {esc(category)}: {esc(named)}{more}", style="dim")
+    console.print(f"  {esc(examples_note(flips))}", style="dim")
+
+
+def _evidence(comparison: Mapping[str, Any], check: Mapping[str, Any]) -> str:
+    """Where a regressed check's flips are: its category's counts by direction."""
+    if check["verdict"] != "regressed":
+        return ""
+    by_category = comparison["flips"]["by_category"]
+    if check["scope"] == "overall":
+        counts: Mapping[str, int] = comparison["flips"]["by_transition"]
+    else:
+        counts = by_category.get(check["scope"], {})
+    if not counts:
+        return "; no case of it changed outcome"
+    where = "" if check["scope"] == "overall" else f" in {check['scope']}"
+    return f"; changed cases{where}: " + ", ".join(f"{t} {fmt.count(n)}" for t, n in counts.items())

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.core.files import atomic_write_text, replace_folder
+from biascheck.evaluation.regression import FLIPS_FILE, split_flips
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
@@ -37,9 +38,9 @@ def default_report_dir(documents: list[dict]) -> Path:
 
 
 def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
-    """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``
-    and ``comparison.md`` for a suite compared with a baseline; with several suites, one subfolder
-    each and ``summary.md`` and ``index.html`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.core.files.replace_folder`)."""
+    """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``,
+    ``comparison.md`` and ``flips.jsonl`` (every flip) for a suite compared with a baseline; with
+    several suites, one subfolder each and ``summary.md`` and ``index.html`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.core.files.replace_folder`)."""
 
     comparisons = comparisons or {}
 
@@ -53,10 +54,15 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
             comparison = comparisons.get(document["suite"]["name"])
             files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
             files[prefix + "report.md"] = render_markdown(document)
+            flips: list[dict[str, Any]] = []
+            if comparison is not None:
+                # Every flip in flips.jsonl, one per line; comparison.json names it and keeps counts and examples.
+                comparison, flips = split_flips(comparison, FLIPS_FILE)
             files[prefix + "report.html"] = render_html(document, comparison, prompts=prompts)
             if comparison is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
                 files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
+                files[prefix + FLIPS_FILE] = "".join(json.dumps(flip, ensure_ascii=False, allow_nan=False) + "\n" for flip in flips)
         if len(documents) > 1:
             files["summary.md"] = render_summary_markdown(documents)
             files["index.html"] = render_index(documents, comparisons)
