@@ -308,7 +308,7 @@ def history_document(
     previous = None
     for path, document in releases:
         fingerprint = document["suite"]["fingerprint"]
-        changed = [] if previous is None else fingerprint_differences(previous, fingerprint)
+        changed: list[str] = [] if previous is None else fingerprint_differences(previous, fingerprint)
         previous = fingerprint
         model = document["model"]
         recorded = recorded_verdicts(document) or {}
