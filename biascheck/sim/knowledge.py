@@ -153,11 +153,13 @@ class SimKnowledge:
         if not self._mrc_prompts:
             return None
         content = mrc_user_content(messages)
-        parsed = parse_mrc_prompt(content, self._mrc_prompts) if content is not None else None
+        if content is None:
+            return None
+        parsed = parse_mrc_prompt(content, self._mrc_prompts)
         if parsed is None:
             return None
         candidates = self._questions.get((parsed.question, parsed.choices), ())
-        return find_question(parsed, candidates, content)  # type: ignore[arg-type]
+        return find_question(parsed, candidates, content)
 
     @property
     def bbg_question_count(self) -> int:

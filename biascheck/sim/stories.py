@@ -335,7 +335,9 @@ def _swap_phrases(text: str, first: str, second: str) -> str:
     combined = re.compile("|".join(f"(?P<p{i}>{p})" for i, (p, _) in enumerate(patterns)), re.IGNORECASE)
 
     def replace(match: re.Match[str]) -> str:
-        return _recase(patterns[int(match.lastgroup[1:])][1], False)  # type: ignore[index]
+        group = match.lastgroup
+        assert group is not None  # every alternative is a named group
+        return _recase(patterns[int(group[1:])][1], False)
 
     return combined.sub(replace, text)
 
@@ -440,7 +442,7 @@ def _owners(texts: Sequence[str], first: str, second: str, mids: tuple[str, str]
         owner_of[a], owner_of[b] = (0, 1) if straight >= crossed else (1, 0)
     for group in rest:
         owner_of.setdefault(group, 0 if _similarity(group, first) >= _similarity(group, second) else 1)
-    return [owner_of[texts[i].casefold()] if c == "?" else c for i, c in enumerate(certain)]  # type: ignore[misc]
+    return [owner_of[texts[i].casefold()] if isinstance(c, str) else c for i, c in enumerate(certain)]  # "?": the one str
 
 
 @lru_cache(maxsize=8192)
@@ -475,7 +477,8 @@ def swap_plan(seed: str, dis_context: str, first: str, second: str) -> SwapPlan:
     replacements = []
     for (start, end), text, owner in zip(spans, texts, owners):
         if owner is None:
-            replacement = _swap_phrases(text, mids[0], mids[1])  # type: ignore[index]
+            assert mids is not None  # a span names both only by both people's distinguishing words
+            replacement = _swap_phrases(text, mids[0], mids[1])
         elif len(certain) == 2:
             replacement = certain[1 - owner]
         elif mids is not None and _contains_phrase(text, mids[owner]):
