@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 class _Invoked(Protocol):
+    """pytest's InvocationParams as the settings read it: the folder the run was started in."""
+
     @property
     def dir(self) -> Path: ...
 
@@ -646,9 +648,9 @@ class _Invocation:
 
 
 class CommandSettings:
-    """``biascheck run``'s parsed arguments, read through the calls :func:`run_config`,
-    :func:`baseline_options` and :func:`report_dir` make of a pytest config: one option table,
-    one reading of it. There is no ini file: every ini key reads as not set."""
+    """``biascheck run``'s parsed arguments as an :class:`OptionSource`, read through the calls
+    :func:`run_config`, :func:`baseline_options` and :func:`report_dir` make of a pytest config:
+    one option table, one reading of it. There is no ini file: every ini key reads as not set."""
 
     inipath = None
 
