@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal, overload
 
 from biascheck.core import exits
 from biascheck.core.bounds import argument
@@ -166,8 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"biascheck: {error}", file=sys.stderr)
         return exits.USAGE
     except OSError as exc:  # a path the system refuses (too long, under a file, no permission) where no check named it
-        error = BiascheckError(exc.filename or "a file", None, exc.strerror or str(exc), "check the path and its permissions")
-        print(f"biascheck: {error}", file=sys.stderr)
+        refused = BiascheckError(exc.filename or "a file", None, exc.strerror or str(exc), "check the path and its permissions")
+        print(f"biascheck: {refused}", file=sys.stderr)
         return exits.USAGE
     except KeyboardInterrupt as interrupt:  # a RunInterrupted says what the store kept
         print(f"biascheck: {interrupt or 'interrupted'}", file=sys.stderr)
@@ -497,13 +498,14 @@ def _init(args) -> int:
     print(f"  pytest --biascheck {dest} --biascheck-model MODEL")
     manifest = load_manifest(dest)
     benchmark = benchmark_of(manifest)
-    qualification = benchmark.qualification_path(manifest) if isinstance(benchmark, JudgedBenchmark) else None
-    if qualification and not (dest / qualification).is_dir():
+    if isinstance(benchmark, JudgedBenchmark):
         # A judged suite names the QA suite its judge is qualified on, relative to itself.
-        print(
-            f"note: its [{benchmark.settings_table}.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
-            f"(biascheck init {Path(qualification).name} {os.path.normpath(dest / qualification)}) or change the path"
-        )
+        qualification = benchmark.qualification_path(manifest)
+        if qualification and not (dest / qualification).is_dir():
+            print(
+                f"note: its [{benchmark.settings_table}.judge_qualification] suite {qualification!r} is not beside it: copy that suite too "
+                f"(biascheck init {Path(qualification).name} {os.path.normpath(dest / qualification)}) or change the path"
+            )
     return 0
 
 
@@ -673,9 +675,9 @@ def _regression_table(suite: Path | None, reference: tuple[str, dict], candidate
     elif "regression" in baseline:
         table, source = baseline["regression"], reference_path
     else:
-        table, source = _suite_regression(Path(results["suite"].get("manifest") or "nowhere"), results, required=False)
-        used = f"those of {source}" if source else "the defaults"
-        table, source = table or RegressionSettings().to_dict(), source or "the defaults"
+        found, found_in = _suite_regression(Path(results["suite"].get("manifest") or "nowhere"), results, required=False)
+        used = f"those of {found_in}" if found_in else "the defaults"
+        table, source = found or RegressionSettings().to_dict(), found_in or "the defaults"
         notes.append(
             f"{reference_path} records no regression settings (a baseline of an older biascheck): the comparison uses {used} "
             f"({_settings_text(table, _REGRESSION_KEYS[:-1])}); pass --suite DIR to use the suite's"
@@ -692,6 +694,14 @@ def _regression_table(suite: Path | None, reference: tuple[str, dict], candidate
 
 def _settings_text(table: dict, keys: Sequence[str]) -> str:
     return ", ".join(f"{key} {(', '.join(table[key]) or 'none') if key == 'rules' else table[key]}" for key in keys if key in table)
+
+
+@overload
+def _suite_regression(path: Path, results: dict, *, required: Literal[True]) -> tuple[dict, str]: ...
+
+
+@overload
+def _suite_regression(path: Path, results: dict, *, required: Literal[False]) -> tuple[dict | None, str | None]: ...
 
 
 def _suite_regression(path: Path, results: dict, *, required: bool) -> tuple[dict | None, str | None]:

@@ -110,8 +110,13 @@ class SuiteEstimate:
 
     @property
     def usd(self) -> float | None:
-        costs = [share.usd for share in self.shares]
-        return None if None in costs else sum(costs)
+        return _total_usd([share.usd for share in self.shares])
+
+
+def _total_usd(costs: list[float | None]) -> float | None:
+    """The sum of ``costs``; None when one of them is unknown."""
+    known = [cost for cost in costs if cost is not None]
+    return sum(known) if len(known) == len(costs) else None
 
 
 def estimate(
@@ -165,7 +170,8 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
     keys = _Keys(model, keyed=store is not None)
     per_case = [[keys(*r) for r in benchmark.requests(case, params, estimator)] for case in cases]
     distinct = {r.key: r for requests in per_case for r in requests}
-    stored = store.stored_keys(distinct) if store else set()
+    # With a store the requests are keyed as the run keys them (str): the others are never looked up.
+    stored = store.stored_keys(key for key in distinct if isinstance(key, str)) if store else set()
     notes = []
     needs = getattr(estimator, "needs", None)  # an answer mode read from log-probabilities
     if needs is not None and not config.rejudge:
@@ -199,7 +205,7 @@ def _judge_share(
     """The judge reads each story: for a stored generation, exactly the request the run makes (none
     for an empty story); for one still to be made, one reading at most, its story at most max_tokens."""
     read = suite.benchmark.judge_requests
-    answers = {key: from_store(answer) for key, answer in store.get_many(stored).items()} if store and stored else {}
+    answers: dict[Hashable, Response] = {key: from_store(answer) for key, answer in store.get_many(stored).items()} if store and stored else {}
     story_bound = params.get("max_tokens")
     requests: dict[Hashable, Request] = {}
     uncertain: set[Hashable] = set()
@@ -216,7 +222,7 @@ def _judge_share(
                 key = (_STORY_TO_COME, case.case_id, index)
                 requests[key] = Request(key, messages, request_params)
                 uncertain.add(key)
-    judged = store.stored_keys(k for k in requests if k not in uncertain) if store else set()
+    judged = store.stored_keys(k for k in requests if k not in uncertain and isinstance(k, str)) if store else set()
     story_tokens = None if story_bound is None else story_bound * len(uncertain)
     return Share("judge", judge.model, [r for k, r in requests.items() if k not in judged], len(judged), len(uncertain), story_tokens)
 
@@ -331,9 +337,9 @@ def render(estimates: Sequence[SuiteEstimate]) -> str:
         footnotes.append("≤ output tokens: each request's max_tokens, so the cost is an upper bound")
     if any(share.batch for share in shares):
         footnotes.append("USD at the provider's batch rate (--biascheck-batch)")
-    costs = [item.usd for item in estimates]
+    usd = _total_usd([item.usd for item in estimates])
     total = f"total: {'at most ' if any(share.uncertain for share in shares) else ''}{sum(item.calls for item in estimates):,} model calls, "
-    total += "cost unknown" if None in costs else f"at most {_usd(sum(costs))} USD"
+    total += "cost unknown" if usd is None else f"at most {_usd(usd)} USD"
     lines = table(rows, right=range(2, 8)) + [f"  {line}" for line in footnotes + notes] + [total]
     return "\n".join(lines) + "\n"
 

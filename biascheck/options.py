@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from biascheck.core import exits
 from biascheck.core.bounds import BOUNDS
@@ -22,6 +22,29 @@ if TYPE_CHECKING:
 
     from biascheck.execution.llm import ModelConfig
     from biascheck.session import RunConfig
+
+
+class _Invoked(Protocol):
+    """pytest's InvocationParams as the settings read it: the folder the run was started in."""
+
+    @property
+    def dir(self) -> Path: ...
+
+
+class OptionSource(Protocol):
+    """What the settings of a run are read from: a pytest config, or :class:`CommandSettings`
+    (``biascheck run``'s arguments) read the same way."""
+
+    @property
+    def inipath(self) -> Path | None: ...
+
+    @property
+    def invocation_params(self) -> _Invoked: ...
+
+    def getoption(self, name: str) -> Any: ...
+
+    def getini(self, name: str) -> Any: ...
+
 
 # The defaults of a run, shared by the plugin and the ``biascheck`` command.
 DEFAULT_STORE = Path(".biascheck") / "responses.sqlite"
@@ -209,7 +232,7 @@ BOUNDED = {
     "biascheck_timeout": "timeout",
     "biascheck_batch_poll": "batch_poll",
 }
-INI_NUMBERS = {ini: "int" if BOUNDS[bound].whole else "float" for ini, bound in BOUNDED.items()}
+INI_NUMBERS: dict[str, Literal["int", "float"]] = {ini: "int" if BOUNDS[bound].whole else "float" for ini, bound in BOUNDED.items()}
 # pytest's exit status of a --biascheck-batch-wait=no run that submitted batches: not a pass, not a failure.
 EXIT_BATCH_PENDING = exits.BATCH_PENDING
 DEFAULT_BATCH_POLL = 30.0
@@ -232,10 +255,10 @@ def add_options(parser: pytest.Parser) -> None:
     for option, ini, env, text in OPTIONS:
         group.addoption(option, *ALIASES.get(option, ()), default=None, help=text + (f" [env {env}]" if env else ""))
         parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
-    for option, ini, text in FLAGS:
+    for option, flag_ini, text in FLAGS:
         group.addoption(option, action="store_true", default=False, help=text)
-        if ini:
-            parser.addini(ini, text, type="bool", default=False)
+        if flag_ini:
+            parser.addini(flag_ini, text, type="bool", default=False)
     group.addoption(
         "--biascheck-param",
         action="append",
@@ -316,11 +339,11 @@ def enabled(config: pytest.Config) -> bool:
     return bool(config.getoption("biascheck") or config.getoption("biascheck_suite"))
 
 
-def _setting(config: pytest.Config, option: str, ini: str, env: str | None) -> str | None:
+def _setting(config: OptionSource, option: str, ini: str, env: str | None) -> str | None:
     return _given(config, option, ini, env)[0]
 
 
-def _given(config: pytest.Config, option: str, ini: str, env: str | None) -> tuple[str | None, str, str | None]:
+def _given(config: OptionSource, option: str, ini: str, env: str | None) -> tuple[str | None, str, str | None]:
     """An option's text and where it was given (where, field): the command line, else its
     environment variable, else the ini file and key."""
     import pytest
@@ -339,7 +362,7 @@ def _given(config: pytest.Config, option: str, ini: str, env: str | None) -> tup
     return (None if value in (None, "") else str(value)), str(config.inipath or "ini file"), ini
 
 
-def setting(config: pytest.Config, option: str) -> str | None:
+def setting(config: OptionSource, option: str) -> str | None:
     """An option's text: the command line, else its environment variable, else the ini file."""
     for name, ini, env, _ in OPTIONS:
         if name == option:
@@ -347,7 +370,7 @@ def setting(config: pytest.Config, option: str) -> str | None:
     raise KeyError(option)
 
 
-def flag(config: pytest.Config, option: str) -> bool:
+def flag(config: OptionSource, option: str) -> bool:
     """A flag: the command line, or (for those that have one) its ini key."""
     for name, ini, _ in FLAGS:
         if name == option:
@@ -415,7 +438,7 @@ def parse_rules(texts: list[str], where: str = PLUGIN_NAMES["compare_fail"]) -> 
     return [Rule.parse_option(text, where=where) for text in texts]
 
 
-def _number(config: pytest.Config, option: str, default):
+def _number(config: OptionSource, option: str, default):
     """A number setting within its bound, from wherever it was given; ``default`` when not given."""
     for name, ini, env, _ in OPTIONS:
         if name == option:
@@ -424,7 +447,7 @@ def _number(config: pytest.Config, option: str, default):
     raise KeyError(option)
 
 
-def run_config(config: pytest.Config) -> RunConfig:
+def run_config(config: OptionSource) -> RunConfig:
     """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
     from biascheck.benchmarks.base import judged_benchmarks
     from biascheck.execution.llm import validate_model_string
@@ -504,7 +527,7 @@ def answer_mode_option(mode: str | None, where: str = "--biascheck-answer-mode")
     return mode
 
 
-def batch_options(config: pytest.Config):
+def batch_options(config: OptionSource):
     """--biascheck-batch and its companions; None for an online run (the companions are then refused)."""
     from biascheck.execution.batches import RESEND_CHOICES, BatchOptions
 
@@ -523,7 +546,7 @@ def batch_options(config: pytest.Config):
     return BatchOptions(wait=wait != "no", poll_interval=poll, resend=resend)
 
 
-def baseline_options(config: pytest.Config) -> BaselineOptions:
+def baseline_options(config: OptionSource) -> BaselineOptions:
     texts = list(config.getini("biascheck_compare_fail")) + list(config.getoption("biascheck_compare_fail"))
     return BaselineOptions(
         pattern=setting(config, "--biascheck-baseline"),
@@ -549,7 +572,7 @@ def check_on_inconclusive(value: str | None, alias: bool, where: str, field: str
     return value or ("fail" if alias else None)
 
 
-def on_inconclusive(config: pytest.Config) -> str | None:
+def on_inconclusive(config: OptionSource) -> str | None:
     """--biascheck-on-inconclusive (or its alias --biascheck-fail-inconclusive), else the ini keys
     biascheck_on_inconclusive / biascheck_fail_inconclusive; None when none was given (the suite's
     manifest decides). The command line wins over the ini file; two that disagree in one place are
@@ -573,7 +596,7 @@ def on_inconclusive(config: pytest.Config) -> str | None:
     )
 
 
-def report_dir(config: pytest.Config) -> Path | None:
+def report_dir(config: OptionSource) -> Path | None:
     """--biascheck-report: a folder (created if missing), never a file; None when not given (the
     plugin writes to :func:`biascheck.reporting.write.default_report_dir`)."""
     report = setting(config, "--biascheck-report")
@@ -625,9 +648,9 @@ class _Invocation:
 
 
 class CommandSettings:
-    """``biascheck run``'s parsed arguments, read through the calls :func:`run_config`,
-    :func:`baseline_options` and :func:`report_dir` make of a pytest config: one option table,
-    one reading of it. There is no ini file: every ini key reads as not set."""
+    """``biascheck run``'s parsed arguments as an :class:`OptionSource`, read through the calls
+    :func:`run_config`, :func:`baseline_options` and :func:`report_dir` make of a pytest config:
+    one option table, one reading of it. There is no ini file: every ini key reads as not set."""
 
     inipath = None
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from biascheck.core.errors import BiascheckError
 
@@ -114,6 +114,12 @@ def shown_path(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+class _ModeOverride(TypedDict, total=False):
+    """settings_from's override of the [regression] table's on_inconclusive: given when an option sets it."""
+
+    on_inconclusive: str
 
 
 @dataclass(eq=False)
@@ -235,12 +241,8 @@ class Gate:
         comparisons = {}
         for document, (suite, cases) in zip(documents, selection):
             path, baseline = self.baseline_for(suite)
-            settings = settings_from(
-                document,
-                self.baseline.rules,
-                allow_fingerprint_mismatch=self.baseline.allow_mismatch,
-                **({"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}),
-            )
+            mode: _ModeOverride = {"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}
+            settings = settings_from(document, self.baseline.rules, allow_fingerprint_mismatch=self.baseline.allow_mismatch, **mode)
             prompts = {case.case_id: case.messages[-1].content for case in cases}
             comparisons[suite.name] = compare(baseline, document, settings, baseline_path=shown_path(path), prompts=prompts)
         return comparisons

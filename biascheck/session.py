@@ -11,7 +11,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
@@ -143,9 +143,13 @@ class _Clients:
         yield LiteLLMClient(model, api_base=self._sim_url, require_price=require_price)
 
 
-def _plan(benchmark_requests, cases: Sequence[Case], model: ModelConfig, *args):
+Planned = TypeVar("Planned")  # what _plan's benchmark_requests reads per case
+
+
+def _plan(benchmark_requests, cases: Sequence[Planned], model: ModelConfig, *args):
     """The requests of each case (keys in order) and the requests to execute (repeats included:
-    ``execute`` makes each distinct key once)."""
+    ``execute`` makes each distinct key once). A "case" is what ``benchmark_requests`` reads: a
+    case, or for the judge a case with its generations."""
     keys: list[list[str]] = []
     requests: list[ModelRequest] = []
     for case in cases:
@@ -468,7 +472,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
             if part is not None:
                 _add(part, execution.stats)
             if config.shared_run_id:
-                errors = {k: r.error for k, r in execution.responses.items() if r.errored and k not in (shared or {})}
+                errors = {k: r.error for k, r in execution.responses.items() if r.error is not None and k not in (shared or {})}
                 if errors:
                     store.record_run_errors(config.shared_run_id, errors)
 

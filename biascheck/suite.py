@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biascheck.benchmarks.base import benchmark_of, get_benchmark
+from biascheck.benchmarks.base import Prompt, benchmark_of, get_benchmark
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import Resolved, resolve
 from biascheck.core.errors import BiascheckError
@@ -58,7 +58,7 @@ def env_offline() -> bool:
 class Suite:
     manifest: SuiteManifest
     cases: list[Case]
-    prompts: list
+    prompts: Sequence[Prompt]
     files: dict[str, Resolved]
     # Categories left out because their (optional) data file could be had nowhere: category -> why.
     skipped_categories: dict[str, str] = field(default_factory=dict)

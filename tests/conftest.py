@@ -30,6 +30,11 @@ os.environ["BIASCHECK_OFFLINE"] = "1"
 # own plugin entry points included) from the next run. Runs in a subprocess import it themselves.
 import litellm  # noqa: E402, F401
 
+# BBG's benchmark too: get_benchmark keeps the benchmark object an in-process run loaded, and had
+# that run imported its modules, pytester would remove them, so that a later import made another
+# MRCQuestion class than the one of the kept benchmark's cases (isinstance on a case's truth fails).
+import biascheck.benchmarks.bbg.benchmark  # noqa: E402, F401
+
 
 def mirror_or_skip() -> Path:
     value = os.environ.get("BIASCHECK_DATA_DIR")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from biascheck.benchmarks.bbg.judge_calibration import CLASSES, MIN_PER_CLASS, JudgeCalibration, corrected_values, fit_calibration
 from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES
 from biascheck.cli import main
+from biascheck.core import exits
 from biascheck.core.errors import BiascheckError
 from biascheck.metrics.misclassification import (
     JudgeTooWeak,
@@ -375,6 +376,23 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
     assert checks[("bias_gen_corrected", "overall")]["verdict"] == "within margin"  # the same stories, the same matrix
     refused = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", judge, "--biascheck-baseline", str(baseline), report="r6")
     assert refused.ret != 0 and "scoring calibration=" in refused.output
+
+
+@pytest.mark.data
+def test_sim_label_refuses_a_row_naming_no_bbg_case_in_one_line(tiny_kobbq, tmp_path, data_dir, capsys):
+    """A JSONL row's case_id may be any JSON value, and --suite may name a suite of another
+    benchmark: each is one line naming the row, never a traceback."""
+    from biascheck.suite import load_suite
+
+    bbg = write_subset_suite(tmp_path / "enbbg-some", "enbbg-quick", subset='categories = ["age"]')
+    kobbq_case = load_suite(tiny_kobbq, data_dir=data_dir).cases[0].case_id
+    for suite, case_id in ((bbg, ["a", "list"]), (bbg, {"an": "object"}), (tiny_kobbq, kobbq_case)):
+        sample = tmp_path / "sample.jsonl"
+        sample.write_text(json.dumps({"case_id": case_id, "continuation": "a story", "label": ""}) + "\n")
+        argv = ["sim", "label", str(sample), "--suite", str(suite), "--data", str(data_dir), "--out", str(tmp_path / "out.jsonl")]
+        assert main(argv) == exits.USAGE
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "row 1: case_id" in err and "is no BBG case" in err, err
 
 
 # --- the reports of a corrected run -----------------------------------------------------------------

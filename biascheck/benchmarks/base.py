@@ -377,8 +377,8 @@ class JudgedBenchmark(Protocol):
         """The QA suite the judge is qualified on, and the qualification's bounds."""
         ...
 
-    def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
-        """Run the qualification (see :meth:`qualification`)."""
+    def qualify(self, judge: Any, suite_dir: Path | str, config: Any, **bounds: Any) -> Any:
+        """Run the qualification (see :meth:`qualification`) on the QA suite at ``suite_dir`` (a folder, or a packaged suite's name)."""
         ...
 
 

@@ -430,7 +430,7 @@ def resampled_functions(defs: Mapping[str, Any], metrics: Iterable[str], seed: i
     as functions of resampled sums at ``seed``'s draws: resample b of baseline and candidate alike
     takes the b-th calibration draw, so its uncertainty widens the worsening's spread and identical
     sides still differ by exactly 0 on every resample."""
-    out = {}
+    out: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
     for m in metrics:
         at = defs[m].resampled
         if at is not None:
@@ -847,9 +847,9 @@ def _qa_options(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]
     prompt whose cases share just one option, names options for its siblings too. Classes the run
     does not show stay missing rather than guessed."""
     qa = [c for c in cases if isinstance(c.get("choices"), list) and len(c["choices"]) == 3 == len(set(c["choices"]))]
-    by_sample: dict[str, dict[str, str]] = {}
-    unknown_by_prompt: dict[str, str] = {}
-    shared_by_prompt: dict[str, set[str]] = {}
+    by_sample: dict[str | None, dict[str, str]] = {}  # None: a case without a sample id / prompt id
+    unknown_by_prompt: dict[str | None, str] = {}
+    shared_by_prompt: dict[str | None, set[str]] = {}
     for case in qa:
         prompt = case.get("prompt_id")
         shared_by_prompt[prompt] = shared_by_prompt.get(prompt, set(case["choices"])) & set(case["choices"])

@@ -105,6 +105,7 @@ def check_thresholds(manifest: SuiteManifest, metrics, categories: list[str], es
         category = None if scope == OVERALL else scope
         for metric in manifest.gated_metrics(category):
             threshold = manifest.threshold_for(metric, category, estimator)
+            assert threshold is not None, f"{metric} is gated in {scope} without a threshold"  # gated_metrics lists those with one
             value = table[metric]
             verdicts.append(
                 Verdict(

@@ -10,15 +10,19 @@ selection of items calls (:func:`selection`) and how a passed item reports (:fun
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeGuard
+from typing import TYPE_CHECKING, Literal, TypeGuard, TypeVar
 
 import pytest
 
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
-from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, missing_data_summary
+from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, Suite, missing_data_summary
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
 
 STATUS_PROPERTY = "biascheck_status"
 # The line every item reports (reportinfo): an item has no line of its own in suite.toml, and pytest
@@ -30,21 +34,33 @@ class BiascheckFailure(Exception):
     """A failed check whose message is the whole story (no traceback is shown)."""
 
 
-class OneLineFailures:
+class OneLineFailures(pytest.Item):
     """Items whose failures are one line of text, not a traceback into biascheck's internals."""
 
-    def repr_failure(self, excinfo):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, BiascheckFailure):
             return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        return super().repr_failure(excinfo, style)
 
 
 def state_of(node: pytest.Item | pytest.Collector) -> BiascheckState:
     return node.config.stash[STATE_KEY]
 
 
+NodeT = TypeVar("NodeT", bound=pytest.Item | pytest.Collector)
+
+
+def parent_of(node: pytest.Item | pytest.Collector, kind: type[NodeT]) -> NodeT:
+    """``node``'s parent, which the collection tree below (suite file, cases, category, case) makes a ``kind``."""
+    parent = node.parent
+    assert isinstance(parent, kind), f"{node.nodeid}: the parent is a {type(parent).__name__}, not a {kind.__name__}"
+    return parent
+
+
 class SuiteFile(pytest.File):
-    def collect(self):
+    suite: Suite  # loaded by collect
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         state = state_of(self)
         suite = state.load_suite(self.path)
         self.suite = suite
@@ -65,8 +81,8 @@ class SuiteFile(pytest.File):
 
 
 class CasesCollector(pytest.Collector):
-    def collect(self):
-        suite = self.parent.suite
+    def collect(self) -> Iterator[CategoryCollector]:
+        suite = parent_of(self, SuiteFile).suite
         by_category: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for name, category, case_ids in suite.benchmark.items(suite.cases):
             by_category.setdefault(category, []).append((name, case_ids))
@@ -78,17 +94,17 @@ class CategoryCollector(pytest.Collector):
     def __init__(self, *, items: list[tuple[str, tuple[str, ...]]], **kwargs):
         super().__init__(**kwargs)
         self.items = items
-        self._report_keywords: dict[str, int] | None = None
+        self._report_keywords: dict[str, Literal[1]] | None = None
         self.case_path: str | None = None  # see CaseItem.location
 
-    def report_keywords(self) -> dict[str, int]:
+    def report_keywords(self) -> dict[str, Literal[1]]:
         """The keywords its cases' reports carry from it and above (the same for every case)."""
         if self._report_keywords is None:
             self._report_keywords = dict.fromkeys(self.keywords, 1)
         return self._report_keywords
 
-    def collect(self):
-        suite = self.parent.parent.suite
+    def collect(self) -> Iterator[MissingDataItem | CaseItem]:
+        suite = parent_of(parent_of(self, CasesCollector), SuiteFile).suite
         reason = suite.skipped_categories.get(self.name)
         if reason is not None:
             yield MissingDataItem.from_parent(self, name="missing-data", reason=reason)
@@ -96,7 +112,7 @@ class CategoryCollector(pytest.Collector):
         for name, case_ids in self.items:
             yield CaseItem.from_parent(self, name=name, nodeid=self._case_nodeid(name), case_ids=case_ids)
 
-    def _case_nodeid(self, name: str):
+    def _case_nodeid(self, name: str) -> object:  # pytest 9's NodeId (not public), a str, or None
         """A case's node id, its "[p1-o0]" as parameters, exactly as pytest parses the ids it reads
         back from its cache (otherwise --lf cannot find failed cases). Built from this collector's
         id where pytest has structured ids (9.x), so 100,000 cases share its parts rather than
@@ -105,12 +121,12 @@ class CategoryCollector(pytest.Collector):
         if not bracket:
             return None
         structured = getattr(self, "id", None)
-        if hasattr(structured, "with_params"):
+        if structured is not None and hasattr(structured, "with_params"):
             return structured.child(base).with_params(params.removesuffix("]"))
         return f"{self.nodeid}::{name}"
 
 
-class CaseItem(OneLineFailures, pytest.Item):
+class CaseItem(OneLineFailures):
     """One case (an HBB instance: two). Passes unless a model call errored after retries; its
     report status says what the model did (biased, out of choice, flagged, ...)."""
 
@@ -119,8 +135,12 @@ class CaseItem(OneLineFailures, pytest.Item):
         self.case_ids = case_ids
 
     @property
+    def category(self) -> CategoryCollector:
+        return parent_of(self, CategoryCollector)
+
+    @property
     def suite_file(self) -> SuiteFile:
-        return self.parent.parent.parent
+        return parent_of(parent_of(self.category, CasesCollector), SuiteFile)
 
     def runtest(self) -> None:
         state = state_of(self)
@@ -138,13 +158,14 @@ class CaseItem(OneLineFailures, pytest.Item):
     def location(self) -> tuple[str, int | None, str]:
         """pytest's ``Item.location``, whose path, relative to the rootdir, is the suite file's for
         every case: found once per category rather than once per case."""
-        category = self.parent
+        category = self.category
         if category.case_path is None:
-            category.case_path = pytest.Item.location.func(self)[0]
+            # mypy reads a cached_property taken from its class as the function; it is the descriptor, with .func.
+            category.case_path = pytest.Item.location.func(self)[0]  # type: ignore[attr-defined]
         return (category.case_path, MANIFEST_LINE, f"{category.name}::{self.name}")
 
 
-class MissingDataItem(OneLineFailures, pytest.Item):
+class MissingDataItem(OneLineFailures):
     """A category whose data file could be had nowhere (mirror, cache, download): a failed check, so
     that a run of part of a suite never passes as the suite; skipped, with the reason, when the run
     accepts the gap (--biascheck-allow-missing-data)."""
@@ -154,38 +175,49 @@ class MissingDataItem(OneLineFailures, pytest.Item):
         self.reason = reason
 
     def runtest(self) -> None:
+        category = parent_of(self, CategoryCollector).name
         if state_of(self).run_config.allow_missing_data:
-            pytest.skip(f"no data for {self.parent.name}, as {ALLOW_MISSING_DATA} accepts: {self.reason}")
-        raise BiascheckFailure(f"no data for category {self.parent.name}: {self.reason}; {MISSING_DATA_FIX}")
+            pytest.skip(f"no data for {category}, as {ALLOW_MISSING_DATA} accepts: {self.reason}")
+        raise BiascheckFailure(f"no data for category {category}: {self.reason}; {MISSING_DATA_FIX}")
 
     def reportinfo(self):
-        return self.path, MANIFEST_LINE, f"{self.parent.name}::missing-data"
+        return self.path, MANIFEST_LINE, f"{parent_of(self, CategoryCollector).name}::missing-data"
 
 
 class MetricsCollector(pytest.Collector):
-    def collect(self):
-        suite = self.parent.suite
+    def collect(self) -> Iterator[ScopeCollector]:
+        suite = parent_of(self, SuiteFile).suite
         for scope in [OVERALL, *suite.categories]:
             yield ScopeCollector.from_parent(self, name=scope)
 
 
 class ScopeCollector(pytest.Collector):
-    def collect(self):
-        manifest = self.parent.parent.suite.manifest
+    @property
+    def suite_file(self) -> SuiteFile:
+        return parent_of(parent_of(self, MetricsCollector), SuiteFile)
+
+    def collect(self) -> Iterator[MetricItem]:
+        manifest = self.suite_file.suite.manifest
         for metric in manifest.gated_metrics(None if self.name == OVERALL else self.name):
             yield MetricItem.from_parent(self, name=metric)
 
 
-class ScopedItem(OneLineFailures, pytest.Item):
+class ScopedItem(OneLineFailures):
     """An item about every case of its scope (overall or one category): selecting it runs them all."""
 
     @property
+    def scope_collector(self) -> ScopeCollector | RegressionScope:
+        parent = self.parent
+        assert isinstance(parent, ScopeCollector | RegressionScope), f"{self.nodeid}: the parent is a {type(parent).__name__}, not a scope"
+        return parent
+
+    @property
     def suite_file(self) -> SuiteFile:
-        return self.parent.parent.parent
+        return self.scope_collector.suite_file
 
     @property
     def scope(self) -> str:
-        return self.parent.name
+        return self.scope_collector.name
 
 
 class MetricItem(ScopedItem):
@@ -206,16 +238,19 @@ class MetricItem(ScopedItem):
 
 
 class RegressionCollector(pytest.Collector):
-    def collect(self):
-        suite = self.parent.suite
+    def collect(self) -> Iterator[RegressionScope]:
+        suite = parent_of(self, SuiteFile).suite
         for scope in [OVERALL, *suite.categories]:
             yield RegressionScope.from_parent(self, name=scope)
 
 
 class RegressionScope(pytest.Collector):
-    def collect(self):
-        suite_file = self.parent.parent
-        for metric in state_of(self).regression_rules(suite_file.suite):
+    @property
+    def suite_file(self) -> SuiteFile:
+        return parent_of(parent_of(self, RegressionCollector), SuiteFile)
+
+    def collect(self) -> Iterator[RegressionItem]:
+        for metric in state_of(self).regression_rules(self.suite_file.suite):
             yield RegressionItem.from_parent(self, name=metric)
 
 
@@ -244,7 +279,7 @@ class RegressionItem(ScopedItem):
         return self.path, MANIFEST_LINE, f"regression::{self.scope}::{self.name}"
 
 
-class RunCompleteItem(OneLineFailures, pytest.Item):
+class RunCompleteItem(OneLineFailures):
     """Fails when the run stopped early (budget, fatal model error), when categories of this suite
     had no data (unless accepted), or a case of this suite has no answer after retries: metrics over
     the answered cases alone are not evidence of a pass."""
@@ -254,13 +289,14 @@ class RunCompleteItem(OneLineFailures, pytest.Item):
         reason = state.incomplete_reason()
         if reason:
             raise BiascheckFailure(f"the run is incomplete: {reason}")
-        suite = self.parent.suite
+        suite_file = parent_of(self, SuiteFile)
+        suite = suite_file.suite
         if suite.skipped_categories and not state.run_config.allow_missing_data:
             raise BiascheckFailure(
                 f"the run is incomplete: {missing_data_summary(suite.skipped_categories, suite.categories_total)} "
                 f"(see the categories' missing-data items); {MISSING_DATA_FIX}"
             )
-        errors = state.case_errors(self.parent)
+        errors = state.case_errors(suite_file)
         if errors is None:
             pytest.skip("no case of this suite was selected")
         if errors:
@@ -301,7 +337,7 @@ def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
     ihook = item.ihook
     nodeid, location = item.nodeid, item.location
     ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-    keywords = {item.name: 1, **item.parent.report_keywords()}  # what dict.fromkeys(item.keywords, 1) gives, unmarked
+    keywords = {item.name: 1, **item.category.report_keywords()}  # what dict.fromkeys(item.keywords, 1) gives, unmarked
     report_id = getattr(item, "id", nodeid)  # pytest 9's structured id, which reports would parse from the text
     setup_state = item.session._setupstate
     reraise = (Exit, KeyboardInterrupt)
@@ -432,4 +468,5 @@ def report_status(report: pytest.TestReport):
     """(category, letter, word) of a passed item's call that says what the model did, else None."""
     if report.when != "call" or not report.passed:
         return None
-    return REPORT_STATUS.get(dict(report.user_properties).get(STATUS_PROPERTY))
+    status = dict(report.user_properties).get(STATUS_PROPERTY)
+    return REPORT_STATUS.get(status) if isinstance(status, str) else None

@@ -18,7 +18,7 @@ from biascheck.options import BaselineOptions
 from biascheck.orchestration import Checked, Gate, Level
 
 if TYPE_CHECKING:
-    from biascheck.session import RunConfig
+    from biascheck.session import RunConfig, RunResult
     from biascheck.suite import Suite
 
 
@@ -91,8 +91,14 @@ class BiascheckState:
 
     # --- what items read -------------------------------------------------------------------
 
+    def _run_result(self) -> RunResult:
+        """The run this process made, which its items read (they run after it)."""
+        if self.checked is None or self.checked.result is None:
+            raise BiascheckError("biascheck", None, "an item ran before the run was made", "report this as a biascheck bug")
+        return self.checked.result
+
     def _suite_result(self, suite_file):
-        for result in self.checked.result.suites:
+        for result in self._run_result().suites:
             if result.suite is suite_file.suite:
                 return result
         raise BiascheckError(suite_file.path, None, "was not run", "report this as a biascheck bug")
@@ -124,7 +130,7 @@ class BiascheckState:
 
     def case_errors(self, suite_file) -> int | None:
         """Errored cases of the suite in this run; ``None`` when none of its cases was selected."""
-        if not any(r.suite is suite_file.suite for r in self.checked.result.suites):
+        if not any(r.suite is suite_file.suite for r in self._run_result().suites):
             return None
         return sum(o.status == "error" for o in self._suite_result(suite_file).outcomes.values())
 
@@ -171,7 +177,7 @@ class BiascheckState:
         except RunInterrupted as exc:  # Ctrl-C: what was kept and how to resume, not where Python was
             self.stop(session, f"biascheck: {exc}", pytest.ExitCode.INTERRUPTED)
             return
-        result = self.checked.result
+        result = self._run_result()
         status = result.stats.status
         if status is RunStatus.BATCH_PENDING:
             # Nothing can be scored yet: no item runs, and the exit status says so (neither pass nor fail).
@@ -211,7 +217,7 @@ class BiascheckState:
 
     def hand_to_controller(self) -> None:
         """An xdist worker hands its results to the controller, which reports them once."""
-        if self.checked is not None:
+        if self.checked is not None and hasattr(self.config, "workeroutput"):  # set by xdist on a worker's config
             self.config.workeroutput.update(self.checked.to_json())
 
     def merge_worker(self, workeroutput: dict) -> None:
@@ -231,7 +237,7 @@ class BiascheckState:
         if self.checked is not None and self.checked.documents:
             self._tell(session, self.gate.publish(self.checked))
             if self.baseline.update:
-                self._update_baselines(session)
+                self._update_baselines(session, self.checked)
         if self.stopped is not None:  # again: a failed notice above does not turn an interrupt or pending batches into a failure
             session.exitstatus = self.stopped
 
@@ -249,12 +255,12 @@ class BiascheckState:
                 self.failed_other += 1
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _update_baselines(self, session: pytest.Session) -> None:
+    def _update_baselines(self, session: pytest.Session, checked: Checked) -> None:
         """syrupy-style: a baseline changes only when asked, and only from a whole, answered run."""
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             self._say(session, "biascheck: the run was interrupted; no baseline was written", red=True)
             return
-        notices = self.gate.record_baselines(self.checked)
+        notices = self.gate.record_baselines(checked)
         self._tell(session, notices)
         self._forgive_recorded_thresholds(session, every_baseline_written=all(n.level is Level.OK for n in notices))
 

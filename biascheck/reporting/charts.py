@@ -91,10 +91,10 @@ def correction_svg(rows: list[tuple[str, dict, dict]]) -> str:
     return "\n".join(svg)
 
 
-def domain(points: Iterable[float]) -> tuple[float, float, float]:
-    """(low, high, tick step): a round interval holding every point and 0."""
-    points = [p for p in points if p is not None] + [0.0]
-    lo, hi = min(points), max(points)
+def domain(points: Iterable[float | None]) -> tuple[float, float, float]:
+    """(low, high, tick step): a round interval holding every point (None: none) and 0."""
+    known = [p for p in points if p is not None] + [0.0]
+    lo, hi = min(known), max(known)
     if hi - lo < 1e-12:
         return (0.0, 1.0, 0.2) if lo == 0 else (min(lo, 0.0) - 0.05, max(hi, 0.0) + 0.05, 0.05)
     step = next((s for s in STEPS if (hi - lo) / s <= 10), STEPS[-1])

@@ -17,7 +17,7 @@ def in_github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str:
+def step_summary(documents: list[dict[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str:
     """The job summary of a run: the table across suites (several), each suite's report and
     comparison; without ``reports``, the comparisons alone."""
     parts = [render_summary_markdown(documents)] if len(documents) > 1 and reports else []
@@ -30,7 +30,7 @@ def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[st
     return "\n".join(parts)
 
 
-def write_step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str | None:
+def write_step_summary(documents: list[dict[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str | None:
     """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set, for the plugin and
     ``biascheck diff`` alike (the latter without ``reports``: the run's report is in the summary of
     the job that made it). Returns a one-line problem when the file could not be appended to."""

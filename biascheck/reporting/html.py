@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -821,7 +822,7 @@ def _biased_sample(results: dict, prompts: dict) -> str:
     return "\n".join(out)
 
 
-def _biased_case(case: dict, messages: list | None) -> str:
+def _biased_case(case: Mapping[str, Any], messages: list | None) -> str:
     out = [
         '<div class="sample">',
         f'<div class="flip-head"><code>{_e(case.get("case_id"))}</code>'
@@ -848,7 +849,7 @@ def _prompt_block(messages: list | None) -> str:
     return "<div>" + "".join(parts) + "</div>"
 
 
-def _reply_block(case: dict) -> str:
+def _reply_block(case: Mapping[str, Any]) -> str:
     """The reply (a generation, when the benchmark asked for one), then the options with the one it
     was read as choosing marked."""
     reply = case.get("generation") if case.get("generation") is not None else case.get("raw")

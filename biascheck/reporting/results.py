@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -375,7 +376,7 @@ def data_quality_lines(document: dict[str, Any]) -> list[str]:
 NOT_GATED = "not gated (deselected)"
 
 
-def gated(verdict: dict[str, Any]) -> bool:
+def gated(verdict: Mapping[str, Any]) -> bool:
     """Whether a threshold check gated the run: False when -k or node ids left its metric item out."""
     return verdict.get("gated", True) is not False
 
@@ -414,7 +415,7 @@ def mark_deselected(documents: list[dict[str, Any]], selected: dict[str, set[tup
             )
 
 
-def verdict_index(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+def verdict_index(document: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(v["scope"], v["metric"]): v for v in document["verdicts"]}
 
 

@@ -467,7 +467,7 @@ def history_document(
     previous = None
     for (path, document), label, mark in zip(releases, labels, marks):
         fingerprint = document["suite"]["fingerprint"]
-        changed = [] if previous is None else fingerprint_differences(previous, fingerprint)
+        changed: list[str] = [] if previous is None else fingerprint_differences(previous, fingerprint)
         previous = fingerprint
         model = document["model"]
         recorded = recorded_verdicts(document) or {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
@@ -38,6 +38,9 @@ from biascheck.reporting.results import (
     summary_rows,
     verdict_index,
 )
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 STYLE = {"regressed": "bold red", "improved": "green", "within margin": "", "inconclusive": "yellow", "not compared": "dim"}
 
@@ -130,14 +133,15 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         for i, line in enumerate(data_quality_lines(document)):
             console.print(f"  {'  ' * bool(i)}{esc(line)}", style="dim")
         table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
-        for header, justify in (
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
             ("metric", "left"),
             ("value", "right"),
             ("95% CI", "left"),
             ("n", "right"),
             ("threshold", "left"),
             ("verdict", "left"),
-        ):
+        )
+        for header, justify in columns:
             table.add_column(header, justify=justify)
         for name, value in metrics["overall"].items():
             verdict = verdicts.get(("overall", name))
@@ -155,14 +159,15 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             # Long format (a row per category and gated metric) fits a narrow terminal.
             shown = category_metrics(document)
             table = Table(title=f"{esc(document['suite']['name'])}: by category", title_justify="left")
-            for header, justify in (
+            category_columns: tuple[tuple[str, JustifyMethod], ...] = (
                 ("category", "left"),
                 ("metric", "left"),
                 ("value", "right"),
                 ("95% CI", "left"),
                 ("n", "right"),
                 ("verdict", "left"),
-            ):
+            )
+            for header, justify in category_columns:
                 table.add_column(header, justify=justify)
             for category, values in metrics["by_category"].items():
                 for i, name in enumerate(shown):
@@ -185,8 +190,8 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             table = Table(title=f"{esc(document['suite']['name'])}: {layout.examples_title}", title_justify="left")
             for header in layout.examples_columns:
                 table.add_column(header)
-            for row in examples:
-                table.add_row(*map(esc, row))
+            for example in examples:
+                table.add_row(*map(esc, example))
             print_table(console, table)
         if metrics["prompt_summary"]:
             across = layout.spread_over
@@ -220,7 +225,7 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
         for warning in comparison["warnings"]:
             console.print(f"  warning: {esc(warning)}", style="yellow")
         table = Table(title=f"{esc(comparison['suite']['name'])}: regression checks", title_justify="left")
-        for header, justify in (
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
             ("metric", "left"),
             ("scope", "left"),
             ("baseline", "right"),
@@ -229,7 +234,8 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             ("p (adjusted)", "right"),
             ("mde", "right"),
             ("verdict", "left"),
-        ):
+        )
+        for header, justify in columns:
             # Names never wrap or get cut; the interval column wraps first on a narrow terminal.
             table.add_column(esc(header), justify=justify, no_wrap=header in ("metric", "verdict"))
         quiet = 0

@@ -96,7 +96,7 @@ class _Batch:
     results: list[dict[str, Any]] = field(default_factory=list)  # one line per request, once ended
     output_file_id: str | None = None
     error_file_id: str | None = None
-    errors: list[dict[str, str]] | None = None
+    errors: list[dict[str, str | None]] | None = None  # OpenAI's batch errors: code, message, param, line
     ended: float | None = None
     task: asyncio.Task | None = None
 

@@ -145,7 +145,7 @@ class PreparedSuite:
         context, correct in a disambiguated one) choice indexes, and the number of choices."""
         if self.kind != "qa":
             raise ValueError(f"suite {self.suite.name}: not a multiple-choice QA suite")
-        qa: list[QATruth] = [case.truth for case in self.suite.cases]  # type: ignore[misc]
+        qa = [case.truth_as(QATruth) for case in self.suite.cases]
         return {
             "biased": np.array([t.biased for t in qa], dtype=np.int64),
             "counter": np.array([t.counter for t in qa], dtype=np.int64),
@@ -209,7 +209,7 @@ def _outcome(case: Case, state: int) -> Outcome:
         return Outcome(case.case_id, "filtered", raw=None)
     if state == OOC:  # the refusal text, which names no option
         return Outcome(case.case_id, "ooc", raw="")
-    return Outcome(case.case_id, "answered", answer=state, answer_class=case.truth.answer_class(state), raw=case.letters[state])  # type: ignore[attr-defined]
+    return Outcome(case.case_id, "answered", answer=state, answer_class=case.truth_as(QATruth).answer_class(state), raw=case.letters[state])
 
 
 def answer_states(prepared: PreparedSuite, persona: str | Persona) -> np.ndarray:
@@ -374,10 +374,11 @@ def expected_counts(prepared: PreparedSuite, persona: str | Persona) -> dict[str
         counts = out.setdefault(case.category, np.zeros(K))
         distribution = expected_answer_distribution(spec, case)
         kept = 1.0 - spec.fail_rate
+        truth = case.truth_as(QATruth)
         for index, probability in distribution.items():
-            counts[cell(case.truth, _outcome(case, index))] += kept * probability  # type: ignore[arg-type]
-        counts[cell(case.truth, _outcome(case, OOC))] += kept * (1.0 - sum(distribution.values()))  # type: ignore[arg-type]
-        counts[cell(case.truth, _outcome(case, FILTERED))] += spec.fail_rate  # type: ignore[arg-type]
+            counts[cell(truth, _outcome(case, index))] += kept * probability
+        counts[cell(truth, _outcome(case, OOC))] += kept * (1.0 - sum(distribution.values()))
+        counts[cell(truth, _outcome(case, FILTERED))] += spec.fail_rate
     return {OVERALL: sum(out.values(), np.zeros(K)), **dict(sorted(out.items()))}
 
 

@@ -56,6 +56,7 @@ def add_sim_subcommands(subparsers: Any) -> None:
 
 def run_label(args: argparse.Namespace) -> int:
     """Each row's label: what the fair reader takes from its continuation (sim.stories)."""
+    from biascheck.benchmarks.bbg.data import MRCQuestion
     from biascheck.benchmarks.bbg.judge_calibration import read_sample, write_sample
     from biascheck.core.files import atomic_write_text
     from biascheck.sim.stories import label_story
@@ -67,13 +68,14 @@ def run_label(args: argparse.Namespace) -> int:
     # As judge fit reads it: a CSV cell the export marked as text (a leading ') is read without the mark.
     rows = read_sample(args.sample)
     for number, row in enumerate(rows, 1):
-        case = by_id.get(row.get("case_id"))
-        if case is None:
+        case_id = row.get("case_id")
+        case = by_id.get(case_id) if isinstance(case_id, str) else None  # a JSONL row may hold any JSON value
+        if case is None or not isinstance(case.truth, MRCQuestion):
             raise BiascheckError(
-                args.sample, f"row {number}: case_id", f"{row.get('case_id')!r} is no case of {args.suite}", "give the suite the run ran"
+                args.sample, f"row {number}: case_id", f"{case_id!r} is no BBG case of {args.suite}", "give the BBG suite the run ran"
             )
         question = case.truth
-        row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))  # type: ignore[arg-type]
+        row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))
     atomic_write_text(args.out, write_sample(rows, args.out))
     print(f"labelled {len(rows)} stories in {args.out}")
     return 0

@@ -80,7 +80,7 @@ def http_error(kind: str, persona: FaultSpec) -> tuple[int, dict[str, str], dict
     if kind in ("429", "503"):
         headers["retry-after-ms"] = str(persona.retry_after_ms)
         headers["retry-after"] = str(math.ceil(persona.retry_after_ms / 1000))
-    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    body: dict[str, object] = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
     return status, headers, body
 
 
@@ -93,7 +93,6 @@ def garbage_body(valid_body: dict[str, object]) -> bytes:
 def freetext_reply(persona: FaultSpec, case: Case, index: int | None, key: str, attempt: int, language: Language) -> str:
     """A chatty reply in ``language`` that names choice ``index`` explicitly, or (~1/3, or
     refusers) rambles naming no option."""
-    rambles = index is None or uniform("ramble", persona.seed, key, attempt) < FREETEXT_RAMBLE_SHARE
-    if rambles:
+    if index is None or uniform("ramble", persona.seed, key, attempt) < FREETEXT_RAMBLE_SHARE:
         return language.ramble
     return language.reasoned_reply.format(letter=case.letters[index], text=case.choices[index])

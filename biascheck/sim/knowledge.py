@@ -80,10 +80,10 @@ class SimKnowledge:
             elif (kept.choices, kept.letters, kept.truth) != (case.choices, case.letters, case.truth):
                 conflicts.append((kept.case_id, case.case_id))
         shared = tuple(
-            (by_key[key].truth.story_key, other)  # type: ignore[union-attr]
+            (by_key[key].truth_as(MRCQuestion).story_key, other)
             for key, keys in versions.items()
             if len(keys) > 1
-            for other in sorted(keys - {by_key[key].truth.story_key})  # type: ignore[union-attr]
+            for other in sorted(keys - {by_key[key].truth_as(MRCQuestion).story_key})
         )
         shared_prompts = [key for key, keys in versions.items() if len(keys) > 1]
         # A row reading another version's story reads it as that version's row with its question.
@@ -93,7 +93,7 @@ class SimKnowledge:
             rows.setdefault((question.story_key, question.seed_text, question.qtype), question)
         writers = {}
         for key in shared_prompts:
-            writer: MRCQuestion = by_key[key].truth  # type: ignore[assignment]
+            writer = by_key[key].truth_as(MRCQuestion)
             for question in questions:
                 if (question.run, question.seed_text) == (writer.run, writer.seed_text) and question.story_key != writer.story_key:
                     writers[question] = rows.get((writer.story_key, writer.seed_text, question.qtype), writer)
@@ -153,11 +153,13 @@ class SimKnowledge:
         if not self._mrc_prompts:
             return None
         content = mrc_user_content(messages)
-        parsed = parse_mrc_prompt(content, self._mrc_prompts) if content is not None else None
+        if content is None:
+            return None
+        parsed = parse_mrc_prompt(content, self._mrc_prompts)
         if parsed is None:
             return None
         candidates = self._questions.get((parsed.question, parsed.choices), ())
-        return find_question(parsed, candidates, content)  # type: ignore[arg-type]
+        return find_question(parsed, candidates, content)
 
     @property
     def bbg_question_count(self) -> int:

@@ -372,14 +372,14 @@ def choose_answer(persona: Persona, case: Case, key: str, sample: int = 0, tempe
         p_a = expected_p_a(persona, case, temperature)
         assert p_a is not None
         return 0 if uniform("hbb-answer", persona.name, persona.seed, key, sample) < p_a else 1
-    _qa_truth(case)
+    truth = _qa_truth(case)
     if persona.name == "random":
         return pick(len(case.choices), "answer", persona.name, persona.seed, key)
     draw = uniform("answer", persona.name, persona.seed, key)
     if persona.name == "stereotyped" and draw < persona.p:
-        return case.truth.biased
+        return truth.biased
     if persona.name == "counter" and draw < persona.p:
-        return case.truth.counter
+        return truth.counter
     return fair_answer(case)
 
 
@@ -399,7 +399,7 @@ def expected_answer_distribution(persona: Persona | str, case: Case, temperature
         p_a = expected_p_a(persona, case, temperature)
         assert p_a is not None
         return {i: q for i, q in ((0, p_a), (1, 1.0 - p_a)) if q > 0.0}
-    _qa_truth(case)
+    truth = _qa_truth(case)
     if persona.name == "random":
         n = len(case.choices)
         return {i: 1.0 / n for i in range(n)}
@@ -412,7 +412,7 @@ def expected_answer_distribution(persona: Persona | str, case: Case, temperature
     if persona.name in FAIR_PERSONAS:
         add(fair_answer(case), 1.0)
     else:
-        leaning = case.truth.biased if persona.name == "stereotyped" else case.truth.counter
+        leaning = truth.biased if persona.name == "stereotyped" else truth.counter
         add(leaning, persona.p)
         add(fair_answer(case), 1.0 - persona.p)
     return distribution

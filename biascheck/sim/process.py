@@ -101,9 +101,10 @@ def spawn_sim_server(
 
 
 def _wait_for_listening_line(process: subprocess.Popen[str], timeout_s: float, stderr_file: IO[str]) -> str:
-    assert process.stdout is not None
+    stdout = process.stdout
+    assert stdout is not None
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
+    threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:

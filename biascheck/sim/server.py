@@ -41,6 +41,7 @@ from http import HTTPStatus
 from typing import Any
 
 import biascheck.sim.faults as faults
+from biascheck.benchmarks.bbg.data import MRCQuestion
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import HBBTruth, QATruth
 from biascheck.sim.batches import SimBatches
@@ -318,8 +319,8 @@ class SimApp:
         elif writes_story:
             content = write_continuation(
                 persona,
-                case.truth,
-                korean=is_korean(case),  # type: ignore[arg-type]
+                case.truth_as(MRCQuestion),
+                korean=is_korean(case),
                 shared=self.knowledge.shares_prompt(key),
             )
         elif want_logprobs and persona.logprobs and index is not None and isinstance(case.truth, HBBTruth):

@@ -335,7 +335,9 @@ def _swap_phrases(text: str, first: str, second: str) -> str:
     combined = re.compile("|".join(f"(?P<p{i}>{p})" for i, (p, _) in enumerate(patterns)), re.IGNORECASE)
 
     def replace(match: re.Match[str]) -> str:
-        return _recase(patterns[int(match.lastgroup[1:])][1], False)  # type: ignore[index]
+        group = match.lastgroup
+        assert group is not None  # every alternative is a named group
+        return _recase(patterns[int(group[1:])][1], False)
 
     return combined.sub(replace, text)
 
@@ -429,7 +431,7 @@ def _owners(texts: Sequence[str], first: str, second: str, mids: tuple[str, str]
     owner_of: dict[str, int] = {}
     for group in groups:
         if group in known:
-            owner_of[group] = known[group]  # type: ignore[assignment]
+            owner_of[group] = known[group]
         elif len(sure) == 1:
             owner_of[group] = 1 - next(iter(sure))
     rest = [g for g in groups if g not in owner_of]
@@ -440,7 +442,7 @@ def _owners(texts: Sequence[str], first: str, second: str, mids: tuple[str, str]
         owner_of[a], owner_of[b] = (0, 1) if straight >= crossed else (1, 0)
     for group in rest:
         owner_of.setdefault(group, 0 if _similarity(group, first) >= _similarity(group, second) else 1)
-    return [owner_of[texts[i].casefold()] if c == "?" else c for i, c in enumerate(certain)]  # type: ignore[misc]
+    return [owner_of[texts[i].casefold()] if isinstance(c, str) else c for i, c in enumerate(certain)]  # "?": the one str
 
 
 @lru_cache(maxsize=8192)
@@ -468,14 +470,15 @@ def swap_plan(seed: str, dis_context: str, first: str, second: str) -> SwapPlan:
         if owner is not None:
             written.setdefault(owner, text)
     # Each person's first mention holding their distinguishing words, when both have one.
-    certain = {}
+    certain: dict[int, str] = {}
     for text, owner in zip(texts, owners):
         if owner is not None and mids is not None and _contains_phrase(text, mids[owner]):
             certain.setdefault(owner, text)
     replacements = []
     for (start, end), text, owner in zip(spans, texts, owners):
         if owner is None:
-            replacement = _swap_phrases(text, mids[0], mids[1])  # type: ignore[index]
+            assert mids is not None  # a span names both only by both people's distinguishing words
+            replacement = _swap_phrases(text, mids[0], mids[1])
         elif len(certain) == 2:
             replacement = certain[1 - owner]
         elif mids is not None and _contains_phrase(text, mids[owner]):
@@ -673,7 +676,7 @@ def judge_case(question: MRCQuestion, prompt: str) -> Case:
         messages=(Message("user", prompt),),
         choices=question.choices,
         letters=question.mrc_prompt.letters,
-        truth=question,  # type: ignore[arg-type]
+        truth=question,
     )
 
 
@@ -788,6 +791,11 @@ def _judged(judge: Persona, question: MRCQuestion, read: str) -> dict[str, float
     return distribution
 
 
+def _resolutions_or_refusal(persona: Persona, writer: MRCQuestion, shared: bool) -> dict[Resolution | None, float]:
+    """:func:`resolution_distribution`, or the refusal (None) for sure when that is empty (the refuser)."""
+    return dict(resolution_distribution(persona, writer, shared).items()) or {None: 1.0}
+
+
 def _written(writer: MRCQuestion, resolution: Resolution | None) -> str:
     """The continuation of ``writer``'s version with that resolution (None: the refusal)."""
     if resolution is None:
@@ -821,9 +829,8 @@ def expected_row_distribution(
     persona = parse_persona(persona) if isinstance(persona, str) else persona
     judge = parse_persona(judge) if isinstance(judge, str) else judge
     writer = question if writer is None else writer
-    resolutions: Mapping[Resolution | None, float] = resolution_distribution(persona, writer, shared) or {None: 1.0}
     out: dict[str, float] = {}
-    for resolution, probability in resolutions.items():
+    for resolution, probability in _resolutions_or_refusal(persona, writer, shared).items():
         for outcome, q in _row_given_text(judge, question, _written(writer, resolution), writer).items():
             out[outcome] = out.get(outcome, 0.0) + probability * q
     return {k: v for k, v in out.items() if v > 0.0}
@@ -845,7 +852,7 @@ def expected_pair_distribution(persona: Persona | str, first: MRCQuestion, secon
     out: dict[str, float] = {}
     if shares_story(first, second):
         writer = min(first, second, key=writer_rank)
-        for resolution, probability in (resolution_distribution(persona, writer, True) or {None: 1.0}).items():
+        for resolution, probability in _resolutions_or_refusal(persona, writer, True).items():
             text = _written(writer, resolution)
             rows = (_row_given_text(judge, first, text, writer), _row_given_text(judge, second, text, writer))
             for a, pa in rows[0].items():

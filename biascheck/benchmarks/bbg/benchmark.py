@@ -263,7 +263,7 @@ class BBGBenchmark(BaseBenchmark):
         settings = bbg_settings(manifest)["judge_qualification"]
         return qualification_suite(manifest), {k: settings[k] for k in ("cases", "seed", "min_accuracy", "max_abs_diff_bias")}
 
-    def qualify(self, judge: Any, suite_dir: Path, config: Any, **bounds: Any) -> Any:
+    def qualify(self, judge: Any, suite_dir: Path | str, config: Any, **bounds: Any) -> Any:
         from biascheck.benchmarks.bbg.qualification import qualify
 
         return qualify(judge, suite_dir, config, **bounds)

@@ -81,7 +81,7 @@ def qualification_suite(manifest) -> Path:
 
 def qualify(
     judge: ModelConfig,
-    suite_dir: Path,
+    suite_dir: Path | str,
     config,
     *,
     cases: int | None = None,
