@@ -381,7 +381,7 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     assert {v["scope"] for v in age["verdicts"]} == {"overall", "age"}
     markdown = render_markdown(age)
     assert "## Selection (8 of 96 cases)" in markdown and "## Overall" not in markdown
-    assert "- diff_bias_amb (selection (8 of 96 cases)) = " in markdown
+    assert "| threshold | diff_bias_amb | selection (8 of 96 cases) | " in markdown  # the decision's failing check
     terminal = render_terminal([age], color=False, width=100)
     assert "kobbq: selection (8 of 96 cases)" in terminal and "kobbq: overall" not in terminal
     # The whole suite is still "overall".

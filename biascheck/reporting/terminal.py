@@ -13,6 +13,7 @@ from biascheck.benchmarks.base import examples_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.reporting.comparison import headline, rows, unresolved_heading, unresolved_lines
+from biascheck.reporting.decision import FLIPS_FILES, Decision
 from biascheck.reporting.results import (
     NOT_GATED,
     SUMMARY_HEADERS,
@@ -248,4 +249,29 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             for line in unresolved_lines(comparison):
                 console.print(f"    {esc(line)}", style="yellow")
             console.print("    (suite sizes are estimates, as 1/sqrt(cases) with the same spread per case; details in comparison.md)", style="dim")
+    return buffer.getvalue()
+
+
+def render_decision_terminal(decisions: Sequence[Decision], *, color: bool, width: int = 100) -> str:
+    """The terminal's last block: each suite's decision and its reasons, every failing check on a
+    line of its own (regressions first, with the flips that are their evidence), then the
+    inconclusive checks one line each; after the tables, so that it is what a reader sees last."""
+    from rich.markup import escape as esc
+
+    buffer = io.StringIO()
+    console = _console(buffer, color=color, width=width)
+    for decision in decisions:
+        console.print(f"biascheck decision: {esc(decision.suite)}: {esc(decision.headline())}", style="bold green" if decision.passed else "bold red")
+        for check in decision.failed:
+            # A line of its own, never wrapped: CI logs and grep read it whole.
+            console.print(f"  FAIL {esc(check.text())}", style="red", soft_wrap=True)
+            if check.flips is not None:
+                console.print(
+                    f"    flips ({esc(check.flips.scope)}): {esc(check.flips.text())}; every flip: {FLIPS_FILES}", style="dim", soft_wrap=True
+                )
+        if decision.inconclusive:
+            mode = f" (on_inconclusive = {decision.on_inconclusive}: they pass)" if decision.on_inconclusive else ""
+            console.print(f"  inconclusive ({len(decision.inconclusive)}){esc(mode)}:", style="yellow")
+            for check in decision.inconclusive:
+                console.print(f"    {esc(check.metric)} ({esc(check.scope)}): {esc(check.text)}", style="yellow", soft_wrap=True)
     return buffer.getvalue()
