@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -233,3 +234,94 @@ def test_report_html_shows_the_decision_in_the_first_screen(gate):
     assert box["table_right"] <= box["width"], box  # read whole, evidence included, without scrolling sideways
     # A picture of that first screen, to look at (tmp folder; the test reads the DOM, not pixels).
     subprocess.run([*common, f"--screenshot={folder / 'first-screen.png'}", (folder / "report.html").as_uri()], capture_output=True, timeout=120)
+
+
+# --- the run's last line names every file it wrote ------------------------------------------------------
+
+
+def named_files(line: str, folder: Path) -> set[str]:
+    """The files a last line names in ``folder`` (``wrote <folder>: a, b, c; ...``)."""
+    found = re.search(r"wrote (\S+): ([^;]+)", line)
+    assert found and Path(found.group(1)).resolve() == folder.resolve(), line
+    return set(found.group(2).split(", "))
+
+
+def files_in(folder: Path) -> set[str]:
+    """Every file of a report folder but its marker (which says the folder is biascheck's)."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != "biascheck-run.json"}
+
+
+def test_the_last_line_of_a_gate_names_every_file_it_wrote(run_biascheck, tiny_kobbq, data_dir, tmp_path, capsys, monkeypatch):
+    from biascheck.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    pattern = str(tmp_path / "baselines" / "{suite}.json")
+    recorded = run_biascheck(tiny_kobbq, BASELINE_MODEL, "--biascheck-update-baseline", "--biascheck-baseline", pattern, report="record")
+    tail = recorded.output.split("biascheck summary", 1)[1].splitlines()
+    last = next(line for line in reversed(tail) if line.startswith("biascheck: wrote"))
+    assert named_files(last, tmp_path / "record") == files_in(tmp_path / "record") >= {"results.json", "report.md", "report.html"}
+    assert f"baseline {tmp_path / 'baselines' / 'kobbq.json'}" in last or "baseline baselines/kobbq.json" in last, last
+
+    gated = run_biascheck(tiny_kobbq, "sim/stereotyped?p=0.9", "--biascheck-baseline", pattern, report="gate")
+    assert gated.ret == 1
+    summary = gated.output.split("biascheck summary", 1)[1].split("short test summary info", 1)[0]
+    lines = [line for line in summary.splitlines() if line.strip() and not line.startswith("=")]
+    # The decision is the last block, then the line that names the files.
+    assert lines[-1].startswith("biascheck: wrote"), lines[-3:]
+    decision_at = max(i for i, line in enumerate(lines) if line.startswith("biascheck decision: kobbq: FAILED"))
+    assert not any(line.startswith(("biascheck", "kobbq")) for line in lines[decision_at + 1 : -1]), lines[decision_at:]
+    assert named_files(lines[-1], tmp_path / "gate") == files_in(tmp_path / "gate") >= {"comparison.json", "comparison.md"}
+    assert "compared with baseline" in lines[-1] and "kobbq.json" in lines[-1]
+
+    # biascheck run and biascheck diff: the same last line, on stdout.
+    common = [str(tiny_kobbq), "--model", "sim/stereotyped?p=0.9", "--data", str(data_dir), "--cache", str(tmp_path / "store.sqlite")]
+    capsys.readouterr()
+    assert main(["run", *common, "--report", str(tmp_path / "cli"), "--baseline", pattern]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert named_files(last, tmp_path / "cli") == files_in(tmp_path / "cli") and "compared with baseline" in last
+    assert main(["diff", str(tmp_path / "record"), str(tmp_path / "cli"), "--report", str(tmp_path / "diff")]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert named_files(out[-1], tmp_path / "diff") == files_in(tmp_path / "diff") >= {"comparison.json", "report.md"}
+    assert any(line.startswith("biascheck decision: kobbq: FAILED") for line in out)
+
+
+# --- a regressed check's evidence, from either comparison schema -----------------------------------------
+
+
+def test_a_checks_flips_are_counted_by_direction_from_either_schema():
+    from biascheck.reporting.decision import flip_counts
+
+    flip = {"case_id": "x", "category": "ses", "context_type": "amb", "prompt": None, "answer": None}
+    # biascheck.comparison/2: counts per category and direction.
+    second = {
+        "total": 4,
+        "by_transition": {"unknown -> biased": 3, "counter -> biased": 1},
+        "by_category": {"ses": {"counter -> biased": 1, "unknown -> biased": 2}, "age": {"unknown -> biased": 1}},
+        "examples": [],
+        "limit": 0,
+        "shown": 0,
+    }
+    assert flip_counts(second, "ses").counts == (("unknown -> biased", 2), ("counter -> biased", 1))
+    assert flip_counts(second, "overall").text("\u2192") == "unknown \u2192 biased 3, counter \u2192 biased 1"
+    assert flip_counts(second, "religion").text() == "no flipped case"
+    # biascheck.comparison/1: the shown flips listed per category; counted from them, said to be partial.
+    first = {
+        "total": 5,
+        "shown": 3,
+        "by_transition": {"unknown -> biased": 5},
+        "by_category": {
+            "ses": [{**flip, "baseline": "unknown", "candidate": "biased"}] * 2 + [{**flip, "baseline": "counter", "candidate": "biased"}]
+        },
+    }
+    counted = flip_counts(first, "ses")
+    assert counted.counts == (("unknown -> biased", 2), ("counter -> biased", 1)) and counted.partial
+    assert counted.text().endswith("(of the flips listed)")
+
+
+def test_every_evidence_link_of_the_decision_reaches_its_flips(gate):
+    page = written(gate, "links")["report.html"]
+    block = re.search(r'<div id="decision".*?<header>', page, re.S).group(0)
+    targets = re.findall(r'<a href="#([^"]+)"', block)
+    assert len(targets) == sum(r["verdict"] == "regressed" for r in gate["comparison"]["results"])
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    assert all(target in ids for target in targets), (targets, ids)

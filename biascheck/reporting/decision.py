@@ -195,10 +195,8 @@ def decide(document: Mapping[str, Any], comparison: Mapping[str, Any] | None = N
     ``thresholds=False``: the comparison's alone (``biascheck diff`` gates on it, not on the run's
     thresholds or missing data, which the run that made the results gated)."""
     suite = str(document["suite"]["name"])
-    failed = [
-        *(_regression(document, comparison, r) for r in (comparison or {}).get("results", []) if r["verdict"] == "regressed"),
-        *(_threshold(document, v) for v in document["verdicts"] if thresholds and failing(v)),
-    ]
+    failed = [_regression(document, comparison, r) for r in comparison["results"] if r["verdict"] == "regressed"] if comparison is not None else []
+    failed += [_threshold(document, v) for v in document["verdicts"] if thresholds and failing(v)]
     mode = on_inconclusive_of(comparison) if comparison is not None else None
     if comparison is not None and mode == "fail":
         failed += [_regression(document, comparison, r, kind=INCONCLUSIVE) for r in comparison["results"] if r["verdict"] in _UNRESOLVED]

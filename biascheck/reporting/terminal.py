@@ -263,8 +263,7 @@ def render_decision_terminal(decisions: Sequence[Decision], *, color: bool, widt
     for decision in decisions:
         console.print(f"biascheck decision: {esc(decision.suite)}: {esc(decision.headline())}", style="bold green" if decision.passed else "bold red")
         for check in decision.failed:
-            # A line of its own, never wrapped: CI logs and grep read it whole.
-            console.print(f"  FAIL {esc(check.text())}", style="red", soft_wrap=True)
+            console.print(f"  FAIL {esc(check.text())}", style="red")
             if check.flips is not None:
                 console.print(
                     f"    flips ({esc(check.flips.scope)}): {esc(check.flips.text())}; every flip: {FLIPS_FILES}", style="dim", soft_wrap=True
@@ -272,6 +271,6 @@ def render_decision_terminal(decisions: Sequence[Decision], *, color: bool, widt
         if decision.inconclusive:
             mode = f" (on_inconclusive = {decision.on_inconclusive}: they pass)" if decision.on_inconclusive else ""
             console.print(f"  inconclusive ({len(decision.inconclusive)}){esc(mode)}:", style="yellow")
-            for check in decision.inconclusive:
-                console.print(f"    {esc(check.metric)} ({esc(check.scope)}): {esc(check.text)}", style="yellow", soft_wrap=True)
+            for unresolved in decision.inconclusive:
+                console.print(f"    {esc(unresolved.metric)} ({esc(unresolved.scope)}): {esc(unresolved.text)}", style="yellow")
     return buffer.getvalue()
