@@ -325,3 +325,26 @@ def test_every_evidence_link_of_the_decision_reaches_its_flips(gate):
     assert len(targets) == sum(r["verdict"] == "regressed" for r in gate["comparison"]["results"])
     ids = set(re.findall(r' id="([^"]+)"', page))
     assert all(target in ids for target in targets), (targets, ids)
+
+
+def test_a_run_that_failed_as_a_whole_says_why_in_its_decision(gate):
+    """Missing data, errored cases and an incomplete run fail the gate with no check over its
+    limit: each is a reason of its own, first in report.md and the page, as a check is."""
+    from biascheck.reporting.decision import decide
+    from biascheck.reporting.html import render_html
+    from biascheck.reporting.results import render_markdown
+
+    document = copy.deepcopy(gate["candidate"])
+    for v in document["verdicts"]:
+        v["passed"] = True
+    document["suite"].update(skipped_categories={"religion": "no data file"}, missing_data_allowed=False)
+    document["run"].update(case_errors=3, complete=False, incomplete_reason="stopped at --biascheck-max-cost")
+    document["passed"] = False
+    decision = decide(document)
+    assert [c.kind for c in decision.failed] == ["missing data", "errored cases", "incomplete run"] and not decision.passed
+    markdown = render_markdown(document)
+    for reason in ("religion", "3 cases without an answer", "stopped at --biascheck-max-cost"):
+        assert markdown.index(reason) < markdown.index("suite fingerprint"), reason
+    page = render_html(document)
+    block = re.search(r'<div id="decision".*?<header>', page, re.S).group(0)
+    assert "stopped at --biascheck-max-cost" in block and 'data-kind="missing data"' in block

@@ -239,7 +239,10 @@ def _threshold(document: Mapping[str, Any], verdict: Mapping[str, Any]) -> Faile
         candidate=verdict["value"],
         interval=fmt.bounds(verdict["ci"]),
         interval_label="95% CI",
-        rule=f"threshold {fmt.threshold(verdict['threshold'])}" + (f" ({mode})" if mode != "point" else ""),
+        # With its note: why a value is n/a ("no answered ambiguous cases"), which fails the check too.
+        rule=f"threshold {fmt.threshold(verdict['threshold'])}"
+        + (f" ({mode})" if mode != "point" else "")
+        + (f"; {verdict['note']}" if verdict.get("note") else ""),
     )
 
 
