@@ -316,6 +316,8 @@ def test_a_checks_flips_are_counted_by_direction_from_either_schema():
     counted = flip_counts(first, "ses")
     assert counted.counts == (("unknown -> biased", 2), ("counter -> biased", 1)) and counted.partial
     assert counted.text().endswith("(of the flips listed)")
+    # A category whose flips were all left out of the list had flips: it does not say it had none.
+    assert flip_counts(first, "religion").text() == "none among the flips listed"
 
 
 def test_every_evidence_link_of_the_decision_reaches_its_flips(gate):

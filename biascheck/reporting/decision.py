@@ -47,7 +47,7 @@ class Flips:
 
     def text(self, arrow: str = "->") -> str:
         if not self.counts:
-            return "no flipped case"
+            return "none among the flips listed" if self.partial else "no flipped case"
         shown = ", ".join(f"{transition.replace('->', arrow)} {n:,}" for transition, n in self.counts)
         return shown + (" (of the flips listed)" if self.partial else "")
 
@@ -177,11 +177,11 @@ def flip_counts(flips: Mapping[str, Any] | None, scope: str) -> Flips:
         counts: Mapping[str, Any] = flips.get("by_transition") or {}
         partial = False
     else:
-        entry = (flips.get("by_category") or {}).get(scope) or {}
-        if isinstance(entry, Mapping):
-            counts, partial = entry, False
-        else:  # /1: the shown flips themselves
-            counts = Counter(f"{flip.get('baseline')} -> {flip.get('candidate')}" for flip in entry if isinstance(flip, Mapping))
+        entry = (flips.get("by_category") or {}).get(scope)
+        if "examples" in flips:  # /2
+            counts, partial = entry or {}, False
+        else:  # /1: the shown flips themselves; a category may have flips none of which was shown
+            counts = Counter(f"{flip.get('baseline')} -> {flip.get('candidate')}" for flip in entry or [] if isinstance(flip, Mapping))
             partial = (flips.get("shown") or 0) < (flips.get("total") or 0)
     ordered = sorted(((str(t), int(n)) for t, n in counts.items()), key=lambda item: (-item[1], item[0]))
     return Flips(scope, tuple(ordered), partial)
