@@ -313,7 +313,9 @@ def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
     before = snapshot(folder)
     assert {"kobbq/results.json", "bbq/report.md"} <= set(before)
     real = report.render_markdown
-    monkeypatch.setattr(writer, "render_markdown", lambda document, comparison: 1 / 0 if document["suite"]["name"] == "bbq" else real(document, comparison))
+    monkeypatch.setattr(
+        writer, "render_markdown", lambda document, comparison: 1 / 0 if document["suite"]["name"] == "bbq" else real(document, comparison)
+    )
 
     with pytest.raises(ZeroDivisionError):
         write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)
