@@ -125,7 +125,8 @@ class Decision:
     def headline(self) -> str:
         """``FAILED: 3 regressions, 31 thresholds`` (the failing checks by kind)."""
         if not self.failed:
-            return f"{self.status}: every check passed" + ("" if self.compared else " (thresholds; no baseline)")
+            unresolved = f"; {len(self.inconclusive)} inconclusive" if self.inconclusive else ""
+            return f"{self.status}: no check failed{unresolved}" + ("" if self.compared else " (thresholds only: no baseline)")
         counts = Counter(check.kind for check in self.failed)
         return f"{self.status}: " + ", ".join(f"{counts[kind]} {_plural(kind, counts[kind])}" for kind in KINDS if counts[kind])
 
