@@ -611,9 +611,10 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 def _diff(args) -> int:
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
-    from biascheck.orchestration import Checked, github_summary, write_report_folder
+    from biascheck.orchestration import Checked, github_summary, write_report_folder, written_line
     from biascheck.reporting import github
-    from biascheck.reporting.terminal import render_comparison_terminal
+    from biascheck.reporting.decision import decide
+    from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal
 
     # The options first: a usage error needs no file read.
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
@@ -639,15 +640,19 @@ def _diff(args) -> int:
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 140
     sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
+    # Last, the decision: the comparison's alone, which is what the exit status says.
+    sys.stdout.write(render_decision_terminal([decide(results, comparison, thresholds=False)], color=color, width=width))
     if note:
         print(note, file=sys.stderr)
     checked = Checked([results], {results["suite"]["name"]: comparison})
     if args.report:
         # The run's whole report with this comparison, replacing the folder at once like the plugin's:
         # never a comparison next to another run's results.json.
-        for notice in write_report_folder(checked, args.report, option="--report"):
+        files, problems = write_report_folder(checked, args.report, option="--report")
+        for notice in problems:
             print(f"biascheck: {notice.text}", file=sys.stderr)
             return exits.USAGE
+        print(written_line(args.report, files, compared=[comparison["baseline"]["path"]]))
     if github.in_github_actions():
         for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
@@ -790,6 +795,9 @@ def _run(args) -> int:
         notices += gate.record_baselines(checked)
     for notice in notices:
         print(f"biascheck: {notice.text}", file=sys.stderr)
+    last = gate.last_line(checked)
+    if last:
+        print(last)
     if status is RunStatus.BATCH_PENDING:
         print(f"biascheck: {result.incomplete}", file=sys.stderr)
         return exits.BATCH_PENDING
@@ -815,7 +823,8 @@ def _run_gate(gate, selection):
 
 def _print_summary(checked) -> None:
     from biascheck.reporting import github
-    from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
+    from biascheck.reporting.decision import decisions
+    from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 160
@@ -826,6 +835,8 @@ def _print_summary(checked) -> None:
         if github.in_github_actions():
             for line in github.github_annotations(comparisons) + github.unresolved_annotations(comparisons):
                 print(line)
+    # Last, the decision and its reasons.
+    sys.stdout.write(render_decision_terminal(decisions(checked.documents, checked.comparisons), color=color, width=width))
 
 
 def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict, dict[str, str | None] | None]:

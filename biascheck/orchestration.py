@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from biascheck.core.errors import BiascheckError
+from biascheck.core.files import RUN_MARKER
 
 if TYPE_CHECKING:
     from biascheck.execution.progress import Progress
@@ -134,6 +135,8 @@ class Gate:
     # Without a report_dir, write to reporting.write.default_report_dir (the plugin) or not at all.
     default_report: bool = False
     written: Path | None = None  # the report folder, once written
+    written_files: list[Path] = field(default_factory=list)  # its files
+    recorded: list[Path] = field(default_factory=list)  # the baselines this run wrote
     # suite name -> (path, the loaded and checked baseline)
     baselines: dict[str, tuple[Path, dict[str, Any]]] = field(default_factory=dict)
 
@@ -257,10 +260,16 @@ class Gate:
         notices = github_summary(checked)
         folder = self.report_dir if self.report_dir is not None or not self.default_report else default_report_dir(checked.documents)
         if folder is not None:
-            problems = write_report_folder(checked, folder, option=option)
-            self.written = None if problems else folder
+            files, problems = write_report_folder(checked, folder, option=option)
+            self.written, self.written_files = (None, []) if problems else (folder, files)
             notices += problems
         return notices
+
+    def last_line(self, checked: Checked) -> str | None:
+        """The run's last line: every file it wrote (report folder, baselines) and the baselines it
+        was compared with; None when it wrote and compared nothing."""
+        compared = [str(c["baseline"]["path"]) for c in checked.comparisons.values()]
+        return written_line(self.written, self.written_files, recorded=self.recorded, compared=compared)
 
     def record_baselines(self, checked: Checked) -> list[Notice]:
         """syrupy-style: a baseline changes only when asked, and only from a whole, answered run.
@@ -285,6 +294,7 @@ class Gate:
             except OSError as exc:
                 notices.append(Notice(f"{path}: could not write the baseline ({exc.strerror or exc})", Level.ERROR))
                 continue
+            self.recorded.append(path)
             history = f" (the one it replaced is kept as {shown_path(kept)})" if kept else ""
             notices.append(Notice(f"{name}: baseline {'replaced' if kept else 'written'}: {shown_path(path)}{history}", Level.OK))
         return notices
@@ -302,15 +312,29 @@ def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
     return [Notice(problem, Level.WARNING)] if problem else []
 
 
-def write_report_folder(checked: Checked, folder: Path, *, option: str = "--biascheck-report") -> list[Notice]:
-    """The report folder (:func:`biascheck.reporting.write.write_reports`); an ERROR notice when it
-    could not be written: a gate whose evidence was not written must not pass."""
+def write_report_folder(checked: Checked, folder: Path, *, option: str = "--biascheck-report") -> tuple[list[Path], list[Notice]]:
+    """The report folder (:func:`biascheck.reporting.write.write_reports`): its files, or an ERROR
+    notice when it could not be written: a gate whose evidence was not written must not pass."""
     from biascheck.reporting.write import write_reports
 
     try:
-        write_reports(checked.documents, folder, checked.comparisons)
+        return write_reports(checked.documents, folder, checked.comparisons), []
     except BiascheckError as exc:  # a folder that is not biascheck's to replace
-        return [Notice(str(exc), Level.ERROR)]
+        return [], [Notice(str(exc), Level.ERROR)]
     except OSError as exc:
-        return [Notice(f"{folder}: could not write the report ({exc.strerror or exc}); point {option} at a writable folder", Level.ERROR)]
-    return []
+        return [], [Notice(f"{folder}: could not write the report ({exc.strerror or exc}); point {option} at a writable folder", Level.ERROR)]
+
+
+def written_line(folder: Path | None, files: Sequence[Path], *, recorded: Sequence[Path] = (), compared: Sequence[str] = ()) -> str | None:
+    """``biascheck: wrote <folder>: results.json, report.md, ...; baseline <path>; compared with
+    baseline <path>``: every file a run or diff wrote, by name (the folder's marker aside: it only
+    says the folder is biascheck's to replace), so that none is left to be found."""
+    parts = []
+    if folder is not None and files:
+        names = [p.relative_to(folder).as_posix() for p in files if p.name != RUN_MARKER]
+        parts.append(f"wrote {shown_path(folder)}: {', '.join(names)}")
+    if recorded:
+        parts.append(f"baseline {', '.join(map(shown_path, recorded))}")
+    if compared:
+        parts.append(f"compared with baseline {', '.join(dict.fromkeys(compared))}")
+    return "biascheck: " + "; ".join(parts) if parts else None

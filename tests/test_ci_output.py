@@ -144,8 +144,8 @@ def test_comparison_md_cells_survive_a_gfm_renderer(runs):
 def summary_section(output: str) -> str:
     """The biascheck summary of a pytest run's output, without GitHub annotation lines."""
     section = output.split("biascheck summary", 1)[1].split("short test summary", 1)[0]
-    # Nor the line naming the report folder: a path, which no width can wrap.
-    return "\n".join(line for line in section.splitlines() if not line.startswith(("::", "biascheck: reports in ")))
+    # Nor the line naming the report folder and its files: a path, which no width can wrap.
+    return "\n".join(line for line in section.splitlines() if not line.startswith(("::", "biascheck: wrote ")))
 
 
 def test_the_step_summary_and_the_terminal_summary_of_a_partial_run(run_biascheck, tiny_kobbq, tmp_path, monkeypatch):
@@ -381,7 +381,7 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     assert {v["scope"] for v in age["verdicts"]} == {"overall", "age"}
     markdown = render_markdown(age)
     assert "## Selection (8 of 96 cases)" in markdown and "## Overall" not in markdown
-    assert "- diff_bias_amb (selection (8 of 96 cases)) = " in markdown
+    assert "| threshold | diff_bias_amb | selection (8 of 96 cases) | " in markdown  # the decision's failing check
     terminal = render_terminal([age], color=False, width=100)
     assert "kobbq: selection (8 of 96 cases)" in terminal and "kobbq: overall" not in terminal
     # The whole suite is still "overall".

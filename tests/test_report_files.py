@@ -223,7 +223,7 @@ def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monke
     write_reports([results_document(cases=3, marker="old")], folder)
     before = snapshot(folder)
 
-    def broken(document):
+    def broken(document, comparison):
         raise RuntimeError("killed while rendering")
 
     monkeypatch.setattr(writer, "render_markdown", broken)
@@ -294,7 +294,7 @@ def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_
     # Wholly the old run, or no folder at all (the old set moved aside), never a mix.
     assert not folder.exists() or snapshot(folder) == before
     # The next start puts the old set back, even when its own write then fails.
-    monkeypatch.setattr(writer, "render_markdown", lambda document: 1 / 0)
+    monkeypatch.setattr(writer, "render_markdown", lambda document, comparison: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         write_reports([results_document(cases=7, marker="failed")], folder)
     assert snapshot(folder) == before
@@ -313,7 +313,9 @@ def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
     before = snapshot(folder)
     assert {"kobbq/results.json", "bbq/report.md"} <= set(before)
     real = report.render_markdown
-    monkeypatch.setattr(writer, "render_markdown", lambda document: 1 / 0 if document["suite"]["name"] == "bbq" else real(document))
+    monkeypatch.setattr(
+        writer, "render_markdown", lambda document, comparison: 1 / 0 if document["suite"]["name"] == "bbq" else real(document, comparison)
+    )
 
     with pytest.raises(ZeroDivisionError):
         write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)

@@ -73,7 +73,7 @@ def test_a_run_without_the_option_writes_its_reports_to_the_default_folder_and_s
     assert sorted(p.name for p in folder.iterdir()) == ["biascheck-run.json", "report.html", "report.md", "results.json"]
     # The last lines of the run name the folder, after the summary.
     tail = result.stdout.str().split("biascheck summary", 1)[1]
-    assert "biascheck: reports in .biascheck/reports/kobbq (report.html, report.md, results.json)" in tail
+    assert "biascheck: wrote .biascheck/reports/kobbq: results.json, report.md, report.html" in tail
 
 
 # --- a failing check printed once --------------------------------------------------------------------

@@ -291,7 +291,8 @@ class BiascheckState:
         import os
 
         from biascheck.reporting import github
-        from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
+        from biascheck.reporting.decision import decisions
+        from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
         # A CI log has no edge: unless it says its width (COLUMNS, which pytest reads), it gets a wide
         # summary rather than pytest's fallback of 80 columns, which wraps every table.
@@ -304,8 +305,6 @@ class BiascheckState:
         if comparisons:
             terminalreporter.write_sep("=", "biascheck comparison with the baseline")
             terminalreporter.write(render_comparison_terminal(comparisons, color=terminalreporter.hasmarkup, width=width))
-        if self.gate.written is not None:
-            terminalreporter.write_line(f"biascheck: reports in {self.gate.written} (report.html, report.md, results.json)", bold=True)
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
             for line in github.failed_check_annotations(failed, documents, Path(self.config.rootpath)):
@@ -320,6 +319,12 @@ class BiascheckState:
             ]
             for line in github.unresolved_annotations(selected):
                 terminalreporter.write_line(line)
+        # Last, the decision and its reasons, then every file the run wrote.
+        terminalreporter.write_sep("=", "biascheck decision")
+        terminalreporter.write(render_decision_terminal(decisions(documents, self.comparisons), color=terminalreporter.hasmarkup, width=width))
+        last = self.gate.last_line(self.checked) if self.checked else None
+        if last:
+            terminalreporter.write_line(last, bold=True)
 
 
 COLORS = {Level.OK: "green", Level.WARNING: "yellow", Level.ERROR: "red"}

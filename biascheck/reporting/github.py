@@ -10,27 +10,34 @@ from typing import Any
 
 from biascheck.evaluation.regression import on_inconclusive_of, resolve_text, unresolved_checks
 from biascheck.reporting.comparison import render_comparison_markdown
-from biascheck.reporting.results import render_markdown, render_summary_markdown
+from biascheck.reporting.decision import decide
+from biascheck.reporting.results import decision_markdown, render_markdown, render_summary_markdown
 
 
 def in_github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def step_summary(documents: list[dict[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str:
-    """The job summary of a run: the table across suites (several), each suite's report and
-    comparison; without ``reports``, the comparisons alone."""
+def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str:
+    """The job summary of a run: the table across suites (several), each suite's report (its
+    decision first) and comparison; without ``reports``, each comparison after its decision (the
+    comparison's alone: ``biascheck diff`` gates on nothing else)."""
     parts = [render_summary_markdown(documents)] if len(documents) > 1 and reports else []
     for document in documents:
-        if reports:
-            parts.append(render_markdown(document))
         comparison = comparisons.get(document["suite"]["name"])
-        if comparison is not None:
-            parts.append(render_comparison_markdown(comparison))
+        if reports:
+            parts.append(render_markdown(dict(document), comparison))
+        if comparison is None:
+            continue
+        markdown = render_comparison_markdown(comparison)
+        if not reports:  # under the comparison's title, its decision first
+            title, _, rest = markdown.partition("\n")
+            markdown = "\n".join([title, "", *decision_markdown(decide(document, comparison, thresholds=False))]) + rest
+        parts.append(markdown)
     return "\n".join(parts)
 
 
-def write_step_summary(documents: list[dict[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str | None:
+def write_step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str | None:
     """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set, for the plugin and
     ``biascheck diff`` alike (the latter without ``reports``: the run's report is in the summary of
     the job that made it). Returns a one-line problem when the file could not be appended to."""

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
@@ -23,6 +24,7 @@ from biascheck.evaluation.regression import on_inconclusive_of, upgrade_comparis
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.charts import Point, Side, bar_svg, correction_svg, point_svg
 from biascheck.reporting.comparison import evidence_anchor, examples_note, unresolved_heading, unresolved_lines
+from biascheck.reporting.decision import Decision, FailedCheck, decide
 from biascheck.reporting.markup import esc as _e
 from biascheck.reporting.markup import fmt_int as _fmt_int
 from biascheck.reporting.markup import lang as _lang
@@ -140,7 +142,8 @@ def render_html(results: dict, comparison: dict | None = None, *, prompts: dict 
         comparison = upgrade_comparison(comparison)  # a file of an older schema reads as the current one
     suite = results.get("suite") or {}
     model = results.get("model") or {}
-    status = "PASSED" if results.get("passed") else "FAILED"
+    decision = decide(results, comparison)
+    status = decision.status
     title = f"biascheck: {suite.get('name', '?')} \u2014 {status}"
     if comparison is not None:
         title += " \u2014 " + ("REGRESSED" if comparison.get("regressed") else "no regression")
@@ -156,6 +159,9 @@ def render_html(results: dict, comparison: dict | None = None, *, prompts: dict 
         _extra_tables(results),
     ]
     body = [
+        # The decision and its reasons on the first screen, before the run's details and warnings.
+        f"<h1><span{_lang(suite.get('name'))}>biascheck: {_e(suite.get('name'))}</span> {_pass_badge(decision.passed)}</h1>",
+        _decision(decision, comparison),
         _header(results),
         _toc(sections),
         *sections,
@@ -338,7 +344,7 @@ def _header(results: dict) -> str:
     run = results.get("run") or {}
     fingerprint = suite.get("fingerprint") or {}
     out = [
-        f"<header>\n<h1><span{_lang(suite.get('name'))}>biascheck: {_e(suite.get('name'))}</span> {_pass_badge(bool(results.get('passed')))}</h1>",
+        "<header>",
         '<dl class="meta">',
         f"<dt>benchmark</dt><dd>{_e(suite.get('benchmark'))}</dd>",
     ]
@@ -404,6 +410,46 @@ def _header(results: dict) -> str:
         out += [f"<li>{_e(line)}</li>" for line in data_notes[1:]]
         out.append("</ul></div>")
     out.append("</header>")
+    return "\n".join(out)
+
+
+def _evidence(check: FailedCheck, comparison: dict | None) -> str:
+    """A regressed check's flips counted by direction, linked to where the page lists them."""
+    if check.flips is None:
+        return ""
+    target = evidence_anchor(comparison or {}, check.flips.scope)
+    return f'<a href="#{_e(quote(target, safe=""))}">{_e(check.flips.text(ARROW))}</a>'
+
+
+def _decision(decision: Decision, comparison: dict | None) -> str:
+    """The decision and its reasons: every failing check (regressions, thresholds, the run's own
+    failures) in one table, then the inconclusive checks one line each, closed when many."""
+    # A block, not a <section>: the table of contents lists the report's sections, under it.
+    out = [f'<div id="decision" class="decision">\n<p class="decision-head"><strong>{_e(decision.headline())}</strong></p>']
+    if decision.failed:
+        out.append(
+            '<div class="scroll"><table class="failed-checks"><thead><tr><th>kind</th><th>check</th>'
+            '<th class="num">baseline \u2192 candidate</th><th>interval</th><th>rule broken</th><th>evidence: flips</th></tr></thead><tbody>'
+        )
+        for check in decision.failed:
+            scope = f" (<span{_lang(check.scope_label)}>{_e(check.scope_label)}</span>)" if check.scope_label else ""
+            interval = f'{_e(check.interval_text().removeprefix(check.interval_label).strip())}<br><span class="muted small">{_e(check.interval_label)}</span>'
+            out.append(
+                f'<tr class="failed-check" data-kind="{_e(check.kind)}" data-metric="{_e(check.metric or "")}" data-scope="{_e(check.scope or "")}">'
+                f"<td>{_e(check.kind)}</td><td><code>{_e(check.metric or '')}</code>{scope}</td>"
+                f'<td class="num">{_e(check.values_text())}</td><td class="ci">{interval if check.interval else ""}</td>'
+                f"<td{_lang(check.reason)}>{_e(check.rule or check.reason)}</td><td>{_evidence(check, comparison)}</td></tr>"
+            )
+        out.append("</tbody></table></div>")
+    if decision.inconclusive:
+        mode = f" (on_inconclusive = {decision.on_inconclusive}: they pass)" if decision.on_inconclusive else ""
+        opened = " open" if len(decision.inconclusive) <= 8 else ""
+        out.append(
+            f'<details class="inconclusive"{opened}><summary>Inconclusive checks ({len(decision.inconclusive)}){_e(mode)}</summary><ul class="small">'
+        )
+        out += [f"<li><code>{_e(c.metric)}</code> (<span{_lang(c.scope)}>{_e(c.scope)}</span>): {_e(c.text)}</li>" for c in decision.inconclusive]
+        out.append("</ul></details>")
+    out.append("</div>")
     return "\n".join(out)
 
 
@@ -506,17 +552,6 @@ def _overall(results: dict) -> str:
     deselected = deselected_line(results) if "verdicts" in results else None
     if deselected:
         out.append(f'<p class="alert">{_e(deselected)}</p>')
-    failures = [v for v in results.get("verdicts") or [] if check_failing(v)]
-    if failures:
-        out.append(f"<details{' open' if len(failures) <= 12 else ''}><summary><strong>Failed checks ({len(failures)})</strong></summary><ul>")
-        for v in failures:
-            note = f"; {_e(v['note'])}" if v.get("note") else ""
-            out.append(
-                f"<li><code>{_e(v.get('metric'))}</code> (<span{_lang(v.get('scope'))}>{_e(v.get('scope'))}</span>) = "
-                f"{fmt.value(v.get('value'))}, threshold {_e(fmt.threshold(v.get('threshold')))}, 95% CI {fmt.ci(v.get('ci'))}, "
-                f"n = {_fmt_int(v.get('n'))}{note}</li>"
-            )
-        out.append("</ul></details>")
     out.append("</section>")
     return "\n".join(out)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -21,6 +21,7 @@ from biascheck.core.errors import BiascheckError
 from biascheck.core.format import Markdown, md_row, md_text, strong
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.reporting.decision import FLIPS_FILES, Decision, decide, failing, gated, missing_data_failed, scope_label
 from biascheck.reporting.samples import REPORT_PROMPTS, sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
@@ -199,15 +200,6 @@ def _check_unique_cases(document: dict[str, Any], where: str) -> None:
 # --- formatting ---------------------------------------------------------------------------------
 
 
-def scope_label(document: dict[str, Any], scope: str) -> str:
-    """How reports name a scope. "overall" of a run that covers part of the suite (``-k``, node ids)
-    is the selection's: its verdicts are not the suite's. results.json keeps the key "overall"."""
-    run_cases, total = document["run"]["cases"], document["suite"].get("cases_total")
-    if scope != "overall" or total is None or run_cases >= total:
-        return scope
-    return f"selection ({fmt.count(run_cases)} of {fmt.count(total)} cases)"
-
-
 def mode_text(verdict: dict[str, Any]) -> str:
     """How a gate was judged, when not on the point estimate (``[thresholds] mode``)."""
     return f" ({verdict['mode']})" if verdict.get("mode", "point") != "point" else ""
@@ -338,13 +330,6 @@ def correction_markdown(document: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def missing_data_failed(document: dict[str, Any]) -> bool:
-    """Whether categories had no data and the run did not accept it. (A document written before
-    missing data failed a run has no ``missing_data_allowed``: its gap was accepted silently.)"""
-    suite = document["suite"]
-    return bool(suite.get("skipped_categories")) and suite.get("missing_data_allowed") is False
-
-
 def missing_data_line(document: dict[str, Any]) -> str | None:
     """What every report says about the categories the run went without; None when it had them all.
     Each category's reason follows it, in each report's own layout."""
@@ -374,16 +359,6 @@ def data_quality_lines(document: dict[str, Any]) -> list[str]:
 
 
 NOT_GATED = "not gated (deselected)"
-
-
-def gated(verdict: Mapping[str, Any]) -> bool:
-    """Whether a threshold check gated the run: False when -k or node ids left its metric item out."""
-    return verdict.get("gated", True) is not False
-
-
-def failing(verdict: dict[str, Any]) -> bool:
-    """A check that failed the run: over its threshold, and its item selected."""
-    return not verdict.get("passed") and gated(verdict)
 
 
 def deselected_line(document: dict[str, Any]) -> str | None:
@@ -455,7 +430,7 @@ def run_line(document: dict[str, Any]) -> str:
 SUMMARY_HEADERS = ("suite", "benchmark", "model", "cases", "checks passed", "overall", "verdict")
 
 
-def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
+def summary_rows(documents: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """One row per suite of a run: what a reader of several suites wants first."""
     rows = []
     for document in documents:
@@ -478,19 +453,43 @@ def summary_rows(documents: list[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def render_summary_markdown(documents: list[dict[str, Any]]) -> str:
+def render_summary_markdown(documents: Sequence[Mapping[str, Any]]) -> str:
     """The table across suites (a run of several), for the job summary and summary.md."""
     out = ["# biascheck: every suite", "", md_row(SUMMARY_HEADERS), "|---|---|---|---:|---:|---|---|"]
     out += [md_row([*row[:-1], row[-1] if row[-1] == "passed" else strong(row[-1])]) for row in summary_rows(documents)]
     return "\n".join(out) + "\n"
 
 
-def render_markdown(document: dict[str, Any]) -> str:
+DECISION_HEADERS = ("kind", "metric", "scope", "baseline \u2192 candidate", "interval", "rule broken", "evidence")
+
+
+def decision_markdown(decision: Decision) -> list[str]:
+    """The decision and its reasons, first in report.md and the job summary: every failing check
+    as a table row (regressions, then thresholds, then the run's own failures), then the
+    inconclusive checks one line each."""
+    out = [strong(decision.headline()), ""]
+    if decision.failed:
+        out += [md_row(DECISION_HEADERS), "|---" * len(DECISION_HEADERS) + "|"]
+        for check in decision.failed:
+            evidence = f"{check.flips.text()} (every flip: {FLIPS_FILES})" if check.flips is not None else ""
+            rule = check.rule or check.reason
+            out.append(md_row([check.kind, check.metric or "", check.scope_label or "", check.values_text(), check.interval_text(), rule, evidence]))
+        out.append("")
+    if decision.inconclusive:
+        mode = f" (on_inconclusive = {decision.on_inconclusive}: they pass)" if decision.on_inconclusive else ""
+        out += [md_text(f"Inconclusive ({len(decision.inconclusive)}){mode}:"), ""]
+        out += [f"- {md_text(f'{c.metric} ({c.scope}): {c.text}')}" for c in decision.inconclusive]
+        out.append("")
+    return out
+
+
+def render_markdown(document: dict[str, Any], comparison: Mapping[str, Any] | None = None) -> str:
+    """report.md: the decision of the run and its ``comparison`` with a baseline first, then the run."""
     metrics = document["metrics"]
     verdicts = verdict_index(document)
-    # "passed" is about thresholds and completeness; a comparison with a baseline has its own verdict.
-    status = "thresholds passed" if document["passed"] else "FAILED"
-    out = [f"# biascheck: {md_text(document['suite']['name'])} — {status}", "", md_text(run_line(document)), ""]
+    decision = decide(document, comparison)
+    status = decision.status if not decision.passed or decision.compared else "thresholds passed"
+    out = [f"# biascheck: {md_text(document['suite']['name'])} — {status}", "", *decision_markdown(decision), md_text(run_line(document)), ""]
     deselected = deselected_line(document)
     if deselected:
         out += [md_text(deselected), ""]
@@ -558,19 +557,4 @@ def render_markdown(document: dict[str, Any]) -> str:
         out += ["", f"## {md_text(title)}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
         for label, table in metrics["by_label"].items():
             out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))
-    failures = [v for v in document["verdicts"] if failing(v)]
-    if failures or missing_data_failed(document):
-        out += ["", "## Failed checks", ""]
-        if missing_data_failed(document):
-            out.append(
-                "- " + md_text(f"data: {missing_data_summary(document['suite']['skipped_categories'], document['suite'].get('categories_total'))}")
-            )
-        out += [
-            "- "
-            + md_text(
-                f"{v['metric']} ({scope_label(document, v['scope'])}) = {fmt.value(v['value'])}, threshold {fmt.threshold(v['threshold'])}, "
-                f"95% CI {fmt.ci(v['ci'])}, n = {fmt.count(v['n'])}"
-            )
-            for v in failures
-        ]
     return "\n".join(out) + "\n"

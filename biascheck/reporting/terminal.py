@@ -22,6 +22,7 @@ from biascheck.reporting.comparison import (
     unresolved_heading,
     unresolved_lines,
 )
+from biascheck.reporting.decision import FLIPS_FILES, Decision
 from biascheck.reporting.results import (
     NOT_GATED,
     SUMMARY_HEADERS,
@@ -309,3 +310,27 @@ def _evidence(comparison: Mapping[str, Any], check: Mapping[str, Any]) -> str:
         return "; no case of it changed outcome"
     where = "" if check["scope"] == "overall" else f" in {check['scope']}"
     return f"; changed cases{where}: " + ", ".join(f"{t} {fmt.count(n)}" for t, n in counts.items())
+
+
+def render_decision_terminal(decisions: Sequence[Decision], *, color: bool, width: int = 100) -> str:
+    """The terminal's last block: each suite's decision and its reasons, every failing check on a
+    line of its own (regressions first, with the flips that are their evidence), then the
+    inconclusive checks one line each; after the tables, so that it is what a reader sees last."""
+    from rich.markup import escape as esc
+
+    buffer = io.StringIO()
+    console = _console(buffer, color=color, width=width)
+    for decision in decisions:
+        console.print(f"biascheck decision: {esc(decision.suite)}: {esc(decision.headline())}", style="bold green" if decision.passed else "bold red")
+        for check in decision.failed:
+            console.print(f"  FAIL {esc(check.text())}", style="red")
+            if check.flips is not None:
+                console.print(
+                    f"    flips ({esc(check.flips.scope)}): {esc(check.flips.text())}; every flip: {FLIPS_FILES}", style="dim", soft_wrap=True
+                )
+        if decision.inconclusive:
+            mode = f" (on_inconclusive = {decision.on_inconclusive}: they pass)" if decision.on_inconclusive else ""
+            console.print(f"  inconclusive ({len(decision.inconclusive)}){esc(mode)}:", style="yellow")
+            for unresolved in decision.inconclusive:
+                console.print(f"    {esc(unresolved.metric)} ({esc(unresolved.scope)}): {esc(unresolved.text)}", style="yellow")
+    return buffer.getvalue()

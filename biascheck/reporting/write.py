@@ -53,11 +53,11 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
             validate_results(document, str(folder / prefix / "results.json"))
             comparison = comparisons.get(document["suite"]["name"])
             files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-            files[prefix + "report.md"] = render_markdown(document)
             flips: list[dict[str, Any]] = []
             if comparison is not None:
                 # Every flip in flips.jsonl, one per line; comparison.json names it and keeps counts and examples.
                 comparison, flips = split_flips(comparison, FLIPS_FILE)
+            files[prefix + "report.md"] = render_markdown(document, comparison)  # its regressions with its thresholds
             files[prefix + "report.html"] = render_html(document, comparison, prompts=prompts)
             if comparison is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
