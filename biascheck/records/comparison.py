@@ -324,9 +324,11 @@ class Comparison:
         return tuple(c for c in self.checks if c.inconclusive)
 
     @classmethod
-    def from_json(cls, document: Any, where: str = "comparison.json", every_flip: Iterable[Any] | None = None) -> Comparison:
+    def from_json(
+        cls, document: Any, where: str = "comparison.json", every_flip: Iterable[Any] | None = None, flips_where: str = FLIPS_FILE
+    ) -> Comparison:
         """The record of a comparison.json document, /2 or /1; ``every_flip``: the objects of the
-        flips.jsonl beside it, when read (``Flips.every``)."""
+        flips.jsonl beside it (read from ``flips_where``), when read (``Flips.every``)."""
         f = Fields(document, where)
         schema = f.req("schema", "a string")
         if schema not in (COMPARISON_SCHEMA, COMPARISON_SCHEMA_1):
@@ -335,7 +337,7 @@ class Comparison:
         flips_f = f.obj("flips")
         flips = Flips.from_json_1(flips_f) if first else Flips.from_json(flips_f)
         if every_flip is not None:
-            every = tuple(Flip.from_json_line(x, line=i + 1) for i, x in enumerate(every_flip))
+            every = tuple(Flip.from_json_line(x, flips_where, i + 1) for i, x in enumerate(every_flip))
             flips = _with_every(flips, every)
         verdicts = _VERDICTS_1 if first else EMPTY
         return cls(
