@@ -215,3 +215,55 @@ def test_the_documented_gate_runs_as_written(tmp_path, data_dir, monkeypatch, ca
     exec(compile(blocks[2], "docs/api.md", "exec"), namespace)
     # As printed, but for the padding pandas gives a header line.
     assert [line.rstrip() for line in capsys.readouterr().out.splitlines()] == shown[1].splitlines()
+
+
+def test_the_gate_names_import_neither_pandas_nor_litellm():
+    """Reading the records and the gate's functions is cheap, as `import biascheck` is: pandas is
+    imported by a DataFrame call, litellm by a run."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = (
+        "import sys, biascheck\n"
+        "[getattr(biascheck, n) for n in ('RunRecord', 'Comparison', 'load_run', 'load_baseline', 'load_comparison', 'compare', 'runs_df')]\n"
+        "print(sorted(m for m in ('pandas', 'litellm', 'biascheck.session') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_run_of_two_suites_gives_the_record_of_the_one_asked_for(two_runs, tmp_path, data_dir):
+    from biascheck import compare, load_run
+
+    tmp, suite, before, _ = two_runs
+    named = tmp_path / "kobbq-p3"
+    write_subset_suite(named, subset=TINY)
+    (named / "suite.toml").write_text((named / "suite.toml").read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
+    second = load_suite(named, data_dir=data_dir)
+    both = run([(suite, suite.cases), (second, second.cases)], RunConfig(model=ModelConfig("sim/stereotyped?p=0.3"), store_path=tmp / "store.sqlite"))
+    with pytest.raises(BiascheckError, match=r"^RunResult: ran 2 suites \(kobbq, kobbq-p3\); pass load_run\(result, suite=NAME\)"):
+        load_run(both)
+    assert load_run(both, suite="kobbq-p3").suite.name == "kobbq-p3"
+    # compare() takes the suite of the baseline's name from a run of several.
+    assert compare(load_run(before), both).suite["name"] == "kobbq"
+    assert second.data_dir == suite.data_dir == data_dir
+
+
+def test_runs_df_of_a_suites_baseline_folder_is_its_history(two_runs, tmp_path):
+    from biascheck import load_run, runs_df
+    from biascheck.evaluation import baseline as baselines
+
+    _, _, before, after = two_runs
+    folder = tmp_path / "baselines" / "kobbq"
+    for name, result in (("old", before), ("new", after)):
+        baselines.write(baselines.from_results(load_run(result).to_json(), git=name), folder / f"{name}.json")
+    frame = runs_df([folder])
+    assert set(frame["kind"]) == {"baseline"} and set(frame["git_commit"]) == {"old", "new"}
+    overall = frame[(frame["scope"] == "overall") & (frame["metric"] == "diff_bias_amb")]
+    assert list(overall["model"]) == ["sim/stereotyped?p=0.01", "sim/stereotyped?p=0.3"] or list(overall["model"]) == [
+        "sim/stereotyped?p=0.3",
+        "sim/stereotyped?p=0.01",
+    ]
+    assert overall["threshold"].iloc[0] == "|x| <= 0.05" and overall["passed"].notna().all()
