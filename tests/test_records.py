@@ -279,6 +279,59 @@ def test_every_results_document_reads_and_writes_back_unchanged(document):
     assert len(record.failed_checks) == sum(not v["passed"] and v.get("gated", True) for v in document["verdicts"])
 
 
+baseline_documents = objects(
+    {
+        "schema": st.just("biascheck.baseline/1"),
+        "tool": objects({"name": st.just("biascheck"), "version": text}),
+        "created_at": text,
+        "git_commit": maybe_null,
+        "suite": objects(
+            {
+                "name": names,
+                "benchmark": names,
+                "fingerprint": st.dictionaries(names, text, max_size=3),
+                "skipped_categories": st.dictionaries(names, text, max_size=2),
+            },
+            {"missing_data_allowed": st.booleans(), "categories_total": counts},
+            extra=False,
+        ),
+        "model": objects(
+            {"model": text, "params": st.dictionaries(names, json_values, max_size=2)},
+            {"revision": maybe_null, "judge": st.none() | st.dictionaries(names, json_values, max_size=2), "estimator": maybe_null},
+            extra=False,
+        ),
+        "bootstrap": st.fixed_dictionaries({"n_boot": counts, "seed": counts, "confidence": numbers}),
+        "metrics": objects({"overall": table, "by_category": tables}, extra=False),
+        "cases": st.fixed_dictionaries(
+            {"columns": st.lists(names, max_size=3), "rows": st.lists(st.lists(scalars, max_size=3), min_size=1, max_size=3)}
+        ),
+        "digest": st.just("0" * 64),
+    },
+    {
+        "regression": st.fixed_dictionaries({"rules": st.lists(text, max_size=2), "alpha": numbers}),
+        "scoring": st.dictionaries(names, text, max_size=1),
+        "verdicts": st.lists(
+            objects(
+                {"metric": names, "scope": names, "threshold": st.dictionaries(names, numbers, max_size=2), "passed": st.booleans()},
+                {"gated": st.just(False)},
+                extra=False,
+            ),
+            max_size=3,
+        ),
+    },
+    extra=False,
+)
+
+
+@FAST
+@given(baseline_documents)
+def test_every_baseline_document_reads_and_writes_back_unchanged(document):
+    record = BaselineRecord.from_json(document)
+    assert results_text(record.to_json()) == results_text(document)
+    expected = None if "verdicts" not in document else all(v["passed"] or v.get("gated") is False for v in document["verdicts"])
+    assert record.passed is expected
+
+
 flip = objects(
     {
         "case_id": text,
@@ -383,11 +436,21 @@ def _paths(value: Any, path: tuple = ()) -> list[tuple]:
     return out
 
 
+READERS = {
+    "results.json": (RunRecord.from_json, results_documents),
+    "baseline": (BaselineRecord.from_json, baseline_documents),
+    "comparison.json": (Comparison.from_json, comparison_documents),
+}
+
+
 @FAST
 @given(st.data())
 def test_a_damaged_document_is_a_one_line_error_naming_the_field_never_a_traceback(data):
-    kind = data.draw(st.sampled_from(["results", "comparison"]))
-    document = data.draw(results_documents if kind == "results" else comparison_documents)
+    """Any field of a document removed or replaced by any JSON value: the record is read, or the
+    error is one line naming the file (the reader's default name) and the field."""
+    where = data.draw(st.sampled_from(list(READERS)))
+    read, documents = READERS[where]
+    document = data.draw(documents)
     path = data.draw(st.sampled_from(_paths(document)[1:]))
     parent = document
     for step in path[:-1]:
@@ -396,8 +459,7 @@ def test_a_damaged_document_is_a_one_line_error_naming_the_field_never_a_traceba
         del parent[path[-1]]
     else:
         parent[path[-1]] = data.draw(json_values)
-    read = RunRecord.from_json if kind == "results" else Comparison.from_json
     try:
         read(document)
     except BiascheckError as error:
-        assert "\n" not in str(error) and str(error).startswith(f"{kind}.json: ") or str(error).startswith("flips")
+        assert "\n" not in str(error) and str(error).startswith(f"{where}: ") and error.field, str(error)

@@ -73,6 +73,7 @@ class BaselineRecord:
     schema: str = BASELINE_SCHEMA
     rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    cases_order: tuple[str, ...] = field(default=(), repr=False, compare=False)  # of the keys of "cases"
 
     _KEYS = (
         "schema", "tool", "created_at", "git_commit", "suite", "model", "bootstrap", "regression", "scoring", "metrics",
@@ -132,10 +133,11 @@ class BaselineRecord:
             schema=schema,
             rest=f.rest(cls._KEYS),
             key_order=f.order(),
+            cases_order=cases.order(),
         )
 
     def to_json(self) -> dict[str, Any]:
-        cases = {"columns": list(self.columns), "rows": [thaw(row) for row in self.rows]}
+        cases = emit([("columns", list(self.columns)), ("rows", [thaw(row) for row in self.rows])], [], EMPTY, self.cases_order)
         required = [
             ("schema", self.schema),
             ("tool", thaw(self.tool)),
