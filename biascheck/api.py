@@ -296,7 +296,8 @@ def compare(
     from biascheck.options import check_on_inconclusive, parse_rules
 
     mode = check_on_inconclusive(on_inconclusive, False, "compare", "on_inconclusive", "")
-    parsed = parse_rules(list(rules), where="compare(rules=...)")
+    rules_where = "compare(rules=...)"
+    parsed = parse_rules(list(rules), where=rules_where)
     wanted = baseline.suite_name if isinstance(baseline, BaselineRecord) else baseline.suite.name
     record = run if isinstance(run, RunRecord) else _record_of(run, wanted, "a baseline of one of them")
     results = record.to_json()
@@ -321,6 +322,7 @@ def compare(
         regression=table,
         where=source,
         candidate="run",
+        rules_where=rules_where,
         allow_fingerprint_mismatch=allow_fingerprint_mismatch,
         **({"on_inconclusive": mode} if mode else {}),
     )

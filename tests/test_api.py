@@ -105,8 +105,10 @@ def test_compare_from_python_decides_as_biascheck_diff(two_runs, capsys):
     # A command-line rule and on_inconclusive, as --compare-fail and --on-inconclusive.
     loose = compare(load_run(before), after, rules=["diff_bias_amb:10"], on_inconclusive="pass")
     assert next(c for c in loose.checks if c.metric == "diff_bias_amb" and c.scope == "overall").rule.startswith("diff_bias_amb")
-    with pytest.raises(BiascheckError, match=r"^compare\(rules=\.\.\.\)"):
-        compare(load_run(before), after, rules=["no such rule"])
+    for rule in ("no such rule", "no_metric:0.1", "diff_bias_amb:-1"):  # unreadable, no such metric, the wrong way
+        with pytest.raises(BiascheckError, match=r"^compare\(rules=\.\.\.\): ") as error:
+            compare(load_run(before), after, rules=[rule])
+        assert "--biascheck" not in str(error.value)
 
 
 def test_a_run_compared_with_a_baseline_file_and_the_records_frames(two_runs, tmp_path):
