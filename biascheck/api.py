@@ -219,11 +219,11 @@ def load_run(source: Path | str | RunResult, *, suite: str | None = None) -> Run
     if isinstance(source, Path | str):
         path, document = read_results(Path(source), "read it with load_baseline", suite=suite, suite_option="load_run(..., suite=NAME)")
         return RunRecord.from_json(document, str(path))
-    return _record_of(source, suite, "load_run(result, suite=NAME)")
+    return _record_of(source, suite, "pass load_run(result, suite=NAME), one of them")
 
 
-def _record_of(result: RunResult, suite: str | None, option: str) -> RunRecord:
-    """The record of one suite of a run made in this process."""
+def _record_of(result: RunResult, suite: str | None, fix: str) -> RunRecord:
+    """The record of one suite (``suite``; may be None when it ran one) of a run made in this process."""
     from biascheck.reporting.results import build_results
     from biascheck.reporting.samples import REPORT_PROMPTS
 
@@ -236,7 +236,7 @@ def _record_of(result: RunResult, suite: str | None, option: str) -> RunRecord:
         problem = (
             f"ran {len(documents)} suites ({', '.join(documents)})" if suite is None else f"ran no suite {suite!r} (it ran {', '.join(documents)})"
         )
-        raise BiascheckError("RunResult", None, problem, f"pass {option} (one of them)")
+        raise BiascheckError("RunResult", None, problem, fix)
     return RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS}, "RunResult")
 
 
@@ -299,7 +299,7 @@ def compare(
     rules_where = "compare(rules=...)"
     parsed = parse_rules(list(rules), where=rules_where)
     wanted = baseline.suite_name if isinstance(baseline, BaselineRecord) else baseline.suite.name
-    record = run if isinstance(run, RunRecord) else _record_of(run, wanted, "a baseline of one of them")
+    record = run if isinstance(run, RunRecord) else _record_of(run, wanted, "compare it with a baseline of one of them")
     results = record.to_json()
     if isinstance(baseline, BaselineRecord):
         reference, document = "baseline", baseline.to_json()

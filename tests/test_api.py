@@ -237,6 +237,8 @@ def test_the_gate_names_import_neither_pandas_nor_litellm():
 
 
 def test_a_run_of_two_suites_gives_the_record_of_the_one_asked_for(two_runs, tmp_path, data_dir):
+    from dataclasses import replace
+
     from biascheck import compare, load_run
 
     tmp, suite, before, _ = two_runs
@@ -245,11 +247,15 @@ def test_a_run_of_two_suites_gives_the_record_of_the_one_asked_for(two_runs, tmp
     (named / "suite.toml").write_text((named / "suite.toml").read_text("utf-8").replace('name = "kobbq"', 'name = "kobbq-p3"', 1), "utf-8")
     second = load_suite(named, data_dir=data_dir)
     both = run([(suite, suite.cases), (second, second.cases)], RunConfig(model=ModelConfig("sim/stereotyped?p=0.3"), store_path=tmp / "store.sqlite"))
-    with pytest.raises(BiascheckError, match=r"^RunResult: ran 2 suites \(kobbq, kobbq-p3\); pass load_run\(result, suite=NAME\)"):
+    with pytest.raises(BiascheckError, match=r"^RunResult: ran 2 suites \(kobbq, kobbq-p3\); pass load_run\(result, suite=NAME\), one of them$"):
         load_run(both)
     assert load_run(both, suite="kobbq-p3").suite.name == "kobbq-p3"
     # compare() takes the suite of the baseline's name from a run of several.
     assert compare(load_run(before), both).suite["name"] == "kobbq"
+    with pytest.raises(
+        BiascheckError, match=r"^RunResult: ran no suite 'elsewhere' \(it ran kobbq, kobbq-p3\); compare it with a baseline of one of them$"
+    ):
+        compare(replace(load_run(before), suite=replace(load_run(before).suite, name="elsewhere")), both)
     assert second.data_dir == suite.data_dir == data_dir
 
 
