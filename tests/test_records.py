@@ -117,6 +117,9 @@ def test_a_comparison_of_schema_1_reads_as_2(real_runs):
     # The counts by category are those of the shown flips, and said to be partial.
     assert {c: sum(t.values()) for c, t in flips.by_category.items()} == {c: len(x) for c, x in document["flips"]["by_category"].items()}
     assert flips.partial and flips.total > 7
+    shown_frame = record.flips_df()
+    assert len(shown_frame) == 7 and not shown_frame.attrs["complete"]  # the examples only, and said so
+    assert list(record.checks_df()["verdict"]) == [c.verdict for c in record.checks]
     with pytest.raises(BiascheckError, match="partial"):
         record.to_json()
 
