@@ -173,6 +173,7 @@ def test_load_comparison_reads_every_flip_from_flips_jsonl(two_runs, tmp_path):
 
     tmp = two_runs[0]
     assert main(["diff", str(tmp / "0.01"), str(tmp / "0.3"), "--report", str(tmp_path / "r")]) == 1
+    (tmp_path / "r" / "flips.jsonl").unlink(missing_ok=True)  # the one a biascheck that writes it wrote: this test writes its own
     comparison = load_comparison(tmp_path / "r")
     assert comparison.flips.every is None and comparison.regressions
     lines = [{**flip.to_json(), "baseline_answer": "(the baseline's reply)"} for flip in comparison.flips.examples]

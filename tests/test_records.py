@@ -91,24 +91,23 @@ def test_a_baseline_reads_into_its_record_and_writes_back_to_the_same_bytes(real
     assert record.passed is (not [v for v in results["verdicts"] if not v["passed"]])
 
 
-def comparison_1(real_runs, limit: int) -> dict[str, Any]:
-    """The comparison.json of today's compare() (schema /1): the worse kobbq run against the other."""
-    from biascheck.evaluation import baseline as baselines
-    from biascheck.evaluation.regression import compare, settings_from
-
-    base = json.loads((real_runs["kobbq"] / "results.json").read_text("utf-8"))
-    candidate = json.loads((real_runs["kobbq-worse"] / "results.json").read_text("utf-8"))
-    settings = settings_from(candidate, flip_limit=limit)
-    return json.loads(json.dumps(compare(baselines.from_results(base), candidate, settings, baseline_path="base.json")))
+COMPARISON_1 = Path(__file__).parent / "data" / "comparison-1-shown-7.json"
 
 
-def test_a_comparison_of_schema_1_reads_as_2(real_runs):
-    document = comparison_1(real_runs, limit=7)
+def comparison_1() -> dict[str, Any]:
+    """A comparison.json of schema /1, as compare() wrote it before /2: a run of kobbq-quick's first
+    150 cases by sim/stereotyped?p=0.6 against a baseline of p=0.1 (3 checks regressed, 17
+    unchanged), 7 of its 36 flips shown (flip_limit 7)."""
+    return json.loads(COMPARISON_1.read_text("utf-8"))
+
+
+def test_a_comparison_of_schema_1_reads_as_2():
+    document = comparison_1()
     assert document["schema"] == "biascheck.comparison/1"
     record = Comparison.from_json(document)
     words = {"unchanged": "within margin"}
     assert [c.verdict for c in record.checks] == [words.get(c["verdict"], c["verdict"]) for c in document["results"]]
-    assert all(c.verdict in VERDICTS for c in record.checks) and record.regressions  # p 0.1 -> 0.6 regresses
+    assert [c.verdict for c in record.checks].count("within margin") == 17 and len(record.regressions) == 3
     assert record.regressions == tuple(c for c in record.checks if c.verdict == "regressed")
     assert record.passed is document["passed"] is False
     flips = record.flips
@@ -116,7 +115,7 @@ def test_a_comparison_of_schema_1_reads_as_2(real_runs):
     assert [(f.category, f.case_id) for f in flips.examples] == shown and len(shown) == 7
     # The counts by category are those of the shown flips, and said to be partial.
     assert {c: sum(t.values()) for c, t in flips.by_category.items()} == {c: len(x) for c, x in document["flips"]["by_category"].items()}
-    assert flips.partial and flips.total > 7
+    assert flips.partial and flips.total == 36
     shown_frame = record.flips_df()
     assert len(shown_frame) == 7 and not shown_frame.attrs["complete"]  # the examples only, and said so
     assert list(record.checks_df()["verdict"]) == [c.verdict for c in record.checks]
@@ -124,15 +123,37 @@ def test_a_comparison_of_schema_1_reads_as_2(real_runs):
         record.to_json()
 
 
-def test_a_comparison_of_schema_1_that_shows_every_flip_writes_as_2(real_runs):
-    document = comparison_1(real_runs, limit=100000)
+def test_a_comparison_of_schema_1_that_shows_every_flip_writes_as_2():
+    document = comparison_1()
+    listed = [f for flips in document["flips"]["by_category"].values() for f in flips]
+    counts: dict[str, int] = {}
+    for flip in listed:
+        counts[f"{flip['baseline']} -> {flip['candidate']}"] = counts.get(f"{flip['baseline']} -> {flip['candidate']}", 0) + 1
+    document["flips"] |= {"total": len(listed), "by_transition": counts}  # a /1 file of a run with these 7 flips
     record = Comparison.from_json(document)
-    assert not record.flips.partial and len(record.flips.examples) == record.flips.total > 0
+    assert not record.flips.partial and len(record.flips.examples) == record.flips.total == 7
     written = record.to_json()
     assert written["schema"] == "biascheck.comparison/2"
     assert [c["verdict"] for c in written["results"]] == [c.verdict for c in record.checks]
     assert sum(sum(t.values()) for t in written["flips"]["by_category"].values()) == written["flips"]["total"]
     assert Comparison.from_json(written).to_json() == written
+
+
+def test_the_comparison_compare_writes_today_reads(real_runs):
+    """The comparison.json compare() writes (schema /1 before another change of this session, /2
+    after it): its record has its verdicts, and a /2 one writes back unchanged."""
+    from biascheck.evaluation import baseline as baselines
+    from biascheck.evaluation.regression import compare, settings_from
+
+    base = json.loads((real_runs["kobbq"] / "results.json").read_text("utf-8"))
+    candidate = json.loads((real_runs["kobbq-worse"] / "results.json").read_text("utf-8"))
+    document = json.loads(json.dumps(compare(baselines.from_results(base), candidate, settings_from(candidate), baseline_path="base.json")))
+    record = Comparison.from_json(document)
+    words = {"unchanged": "within margin"}
+    assert [c.verdict for c in record.checks] == [words.get(c["verdict"], c["verdict"]) for c in document["results"]]
+    assert record.regressions and record.passed is document["passed"] is False
+    if document["schema"] == "biascheck.comparison/2":
+        assert results_text(record.to_json()) == results_text(document)
 
 
 # --- generated documents -----------------------------------------------------------------------
