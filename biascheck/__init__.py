@@ -19,27 +19,37 @@ from biascheck.core.lazy import lazy_exports
 from biascheck.core.version import VERSION as __version__
 
 if TYPE_CHECKING:
+    from biascheck.api import compare, load_baseline, load_comparison, load_run, load_suite, runs_df
     from biascheck.core.errors import BiascheckError
     from biascheck.execution.batches import BatchOptions
     from biascheck.execution.llm import ModelConfig
+    from biascheck.records.comparison import Comparison
+    from biascheck.records.run import RunRecord
     from biascheck.reporting.results import build_results
     from biascheck.reporting.write import write_reports
     from biascheck.session import RunConfig, RunResult, SuiteResult, run
-    from biascheck.suite import Shard, Suite, load_suite
+    from biascheck.suite import Shard, Suite
 
 __all__ = [
     "BatchOptions",
     "BiascheckError",
+    "Comparison",
     "ModelConfig",
     "RunConfig",
+    "RunRecord",
     "RunResult",
     "Shard",
     "Suite",
     "SuiteResult",
     "__version__",
     "build_results",
+    "compare",
+    "load_baseline",
+    "load_comparison",
+    "load_run",
     "load_suite",
     "run",
+    "runs_df",
     "write_reports",
 ]
 
@@ -50,14 +60,21 @@ __getattr__, __dir__ = lazy_exports(
     {
         "BatchOptions": "biascheck.execution.batches",
         "BiascheckError": "biascheck.core.errors",
+        "Comparison": "biascheck.records.comparison",
         "ModelConfig": "biascheck.execution.llm",
         "RunConfig": "biascheck.session",
+        "RunRecord": "biascheck.records.run",
         "RunResult": "biascheck.session",
         "Shard": "biascheck.suite",
         "Suite": "biascheck.suite",
         "SuiteResult": "biascheck.session",
         "build_results": "biascheck.reporting.results",
-        "load_suite": "biascheck.suite",
+        "compare": "biascheck.api",
+        "load_baseline": "biascheck.api",
+        "load_comparison": "biascheck.api",
+        "load_run": "biascheck.api",
+        "load_suite": "biascheck.api",
+        "runs_df": "biascheck.api",
         "run": "biascheck.session",
         "write_reports": "biascheck.reporting.write",
     },

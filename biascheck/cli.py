@@ -29,8 +29,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, overload
 
+from biascheck.api import RESULTS_FIX, read_results, regression_table, run_as_baseline
 from biascheck.core import exits
 from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
@@ -56,7 +56,6 @@ DIFF_FIXES = {
     "cases": "give as A a baseline or a results.json of B's suite",
 }
 DIFF_FIX = "give as A a valid baseline file, or the results.json of the run to compare with (or the report folder holding it)"
-RESULTS_FIX = "give the results.json a run wrote, or the report folder holding it"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -262,7 +261,7 @@ def _judge_export(args) -> int:
 
     benchmark = judged_benchmark(args.benchmark, where="biascheck judge export --benchmark")
     _in_a_folder("--out", args.out)
-    run, results = _read_results(args.run, RESULTS_FIX)
+    run, results = read_results(args.run, RESULTS_FIX)
     readme = args.out.with_name(args.out.name + ".README.txt")
     for target in (args.out, readme):
         _not_a_file_of_the_run(target, run)
@@ -509,53 +508,6 @@ def _init(args) -> int:
     return 0
 
 
-def _read_json(path: Path, fix: str) -> dict:
-    """A JSON document the command reads; every problem one line naming the file."""
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise BiascheckError(path, None, "no such file", fix) from None
-    except IsADirectoryError:
-        raise BiascheckError(path, None, "is a folder", fix) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BiascheckError(path, None, f"is not a results.json ({exc})", fix) from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise BiascheckError(
-            path, None, f"is not a results.json (it holds a number of more than {sys.get_int_max_str_digits()} digits)", fix
-        ) from None
-    except RecursionError:
-        raise BiascheckError(path, None, "is not a results.json (it is nested too deeply)", fix) from None
-
-
-def _results_file(path: Path) -> Path:
-    """The results.json a path names: itself, or the one in the report folder it names."""
-    if not path.is_dir():
-        return path
-    if not (path / "results.json").exists():
-        suites = sorted(p.parent.name for p in path.glob("*/results.json"))
-        if suites:  # a report of several suites has a folder per suite
-            raise BiascheckError(
-                path,
-                None,
-                f"holds no results.json, and its subfolders hold one each ({', '.join(suites)})",
-                f"give one of them, e.g. {path / suites[0]}",
-            )
-    return path / "results.json"
-
-
-def _read_results(path: Path, baseline_fix: str = "give a run's results.json (or its report folder) here") -> tuple[Path, dict]:
-    """(the file, its checked ``results.json`` document) of a path naming a run."""
-    from biascheck.evaluation.baseline import BASELINE_SCHEMA
-    from biascheck.reporting.results import validate_results
-
-    path = _results_file(path)
-    document = _read_json(path, RESULTS_FIX)
-    if isinstance(document, dict) and document.get("schema") == BASELINE_SCHEMA:
-        raise BiascheckError(path, "schema", "is a baseline, not the results.json of a run", baseline_fix)
-    validate_results(document, str(path))
-    return path, document
-
-
 def _is_results(path: Path) -> bool:
     """Whether side A of a diff is a run (a report folder, or a file whose schema says so) rather
     than a baseline; a file that cannot be read is a baseline's to refuse."""
@@ -619,9 +571,9 @@ def _diff(args) -> int:
     # The options first: a usage error needs no file read.
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
-    candidate, results = _read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
+    candidate, results = read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
     reference, baseline, replies = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
-    regression, source, said = _regression_table(args.suite, (reference, baseline), (candidate, results))
+    regression, source, said = regression_table(args.suite, (reference, baseline), (candidate, results))
     with _in_diff_terms():
         settings = settings_from(
             results,
@@ -660,72 +612,6 @@ def _diff(args) -> int:
         for notice in github_summary(checked, reports=False):
             print(f"biascheck: {notice.text}", file=sys.stderr)
     return exits.PASSED if comparison["passed"] else exits.FAILED
-
-
-# The [regression] settings, in the order a note lists them.
-_REGRESSION_KEYS = ("alpha", "power", "resamples", "seed", "flip_limit", "on_inconclusive", "rules")
-
-
-def _regression_table(suite: Path | None, reference: tuple[str, dict], candidate: tuple[Path, dict]) -> tuple[dict, str, str | None]:
-    """(the [regression] table ``biascheck diff`` tests with, the file it is from, what to say of
-    it): that of ``--suite``; else the one A records (a run's results, or a baseline recorded by
-    this biascheck); else that of the suite B's results name; else the defaults. Never B's own: a
-    candidate does not choose how it is tested, and when it asks for other settings that is said."""
-    from biascheck.config.manifest import RegressionSettings
-
-    (reference_path, baseline), (_, results) = reference, candidate
-    notes = []
-    if suite is not None:
-        table, source = _suite_regression(suite, results, required=True)
-    elif "regression" in baseline:
-        table, source = baseline["regression"], reference_path
-    else:
-        found, found_in = _suite_regression(Path(results["suite"].get("manifest") or "nowhere"), results, required=False)
-        used = f"those of {found_in}" if found_in else "the defaults"
-        table, source = found or RegressionSettings().to_dict(), found_in or "the defaults"
-        notes.append(
-            f"{reference_path} records no regression settings (a baseline of an older biascheck): the comparison uses {used} "
-            f"({_settings_text(table, _REGRESSION_KEYS[:-1])}); pass --suite DIR to use the suite's"
-        )
-    recorded = results["suite"]["regression"]
-    asked = [key for key in _REGRESSION_KEYS if key in recorded and recorded[key] != table.get(key)]
-    if asked:
-        notes.append(
-            f"B's results.json asks for {_settings_text(recorded, asked)}; the comparison uses the regression settings of {source} "
-            f"({_settings_text(table, asked)})"
-        )
-    return table, source, ". ".join(notes) or None
-
-
-def _settings_text(table: dict, keys: Sequence[str]) -> str:
-    return ", ".join(f"{key} {(', '.join(table[key]) or 'none') if key == 'rules' else table[key]}" for key in keys if key in table)
-
-
-@overload
-def _suite_regression(path: Path, results: dict, *, required: Literal[True]) -> tuple[dict, str]: ...
-
-
-@overload
-def _suite_regression(path: Path, results: dict, *, required: Literal[False]) -> tuple[dict | None, str | None]: ...
-
-
-def _suite_regression(path: Path, results: dict, *, required: bool) -> tuple[dict | None, str | None]:
-    """(the [regression] table, the suite.toml) of the suite at ``path`` (a folder or its
-    suite.toml) when it is B's suite; else an error (``required``: --suite named it) or Nones."""
-    from biascheck.config.manifest import load_manifest
-
-    try:
-        manifest = load_manifest(path)
-    except BiascheckError as exc:
-        if required:
-            raise BiascheckError("--suite", None, str(exc), "give the folder of the suite B ran") from None
-        return None, None
-    if manifest.name != results["suite"]["name"]:
-        if required:
-            problem = f"{manifest.path} is suite {manifest.name!r}, and B a run of {results['suite']['name']!r}"
-            raise BiascheckError("--suite", None, problem, "give the folder of the suite B ran")
-        return None, None
-    return manifest.regression.to_dict(), str(manifest.path)
 
 
 @contextmanager
@@ -844,30 +730,14 @@ def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool
     a baseline file (which keeps no replies: None), or a run's results.json (or report folder) as
     the baseline a recording of it would be."""
     from biascheck.evaluation import baseline as baselines
-    from biascheck.reporting.runs import check_same_suite
 
     if not _is_results(path):
         with _in_diff_terms():
             return str(path), baselines.load(path), None
-    file, results = _read_results(path)
-    run = results["run"]
-    # Missing answers are no reference: a recording would refuse this run for the same reasons.
-    if not run["complete"]:
-        raise BiascheckError(file, "run.complete", f"the run is incomplete ({run['incomplete_reason']})", "give as A a run that completed")
-    if run["case_errors"]:
-        raise BiascheckError(
-            file, "run.case_errors", f"{run['case_errors']} case(s) errored after retries", "give as A a run whose every case was answered"
-        )
-    # In words for two runs (compare() would speak of a baseline); compare() then checks the rest.
-    check_same_suite(
-        (str(file), results),
-        (str(candidate[0]), candidate[1]),
-        allow_fingerprint_mismatch=allow_mismatch,
-        fix="compare runs of one suite version, or pass --allow-fingerprint-mismatch to compare the cases both share",
-    )
-    # A recorded run's creation time, not this moment's: the comparison says when A was made.
-    replies = {case["case_id"]: case.get("raw") for case in results["cases"]}
-    return str(file), {**baselines.from_results(results), "created_at": results["created_at"]}, replies
+    file, results = read_results(path)
+    fix = "compare runs of one suite version, or pass --allow-fingerprint-mismatch to compare the cases both share"
+    baseline = run_as_baseline((str(file), results), (str(candidate[0]), candidate[1]), allow_mismatch=allow_mismatch, fix=fix, side="A")
+    return str(file), baseline, {case["case_id"]: case.get("raw") for case in results["cases"]}
 
 
 def _compare(args) -> int:
@@ -875,7 +745,7 @@ def _compare(args) -> int:
     from biascheck.reporting.write import write_compare
 
     fix = "give runs: results.json files or report folders (a suite's baselines across releases: biascheck history SUITE)"
-    runs = [_read_results(path, fix) for path in args.runs]
+    runs = [read_results(path, fix) for path in args.runs]
     document = compare_runs([(str(file), results) for file, results in runs])
     try:
         written = write_compare(document, args.out)

@@ -116,6 +116,29 @@ class RunResult:
         return not self.incomplete and not missing and all(s.passed for s in self.suites)
 
 
+def data_folder(suites: Sequence[Suite], config: RunConfig) -> Path | None:
+    """The data mirror of the run (the simulator's): the one its suites were loaded from, which
+    ``RunConfig.data_dir``, when given, must be. A suite loaded from another folder than the run
+    names would be answered by a simulator that cannot read it, or reads other files."""
+    loaded = {s.data_dir.resolve(): s.data_dir for s in suites if s.data_dir is not None}
+    if config.data_dir is not None:
+        other = sorted(str(folder) for key, folder in loaded.items() if key != config.data_dir.resolve())
+        if other:
+            raise BiascheckError(
+                "RunConfig",
+                "data_dir",
+                f"is {config.data_dir}, but the suites were loaded from {', '.join(other)}",
+                "give load_suite(data_dir=...) the same folder, or leave RunConfig.data_dir unset",
+            )
+        return config.data_dir
+    if len(loaded) > 1:
+        raise BiascheckError(
+            "run", "selection", f"its suites were loaded from different data folders ({', '.join(sorted(map(str, loaded.values())))})",
+            "load every suite of one run with the same load_suite(data_dir=...)",
+        )  # fmt: skip
+    return next(iter(loaded.values()), None)
+
+
 def effective_params(suite: Suite, model: ModelConfig) -> dict[str, Any]:
     """The manifest's sampling parameters, overridden by the command line; sorted, as in store keys."""
     return dict(sorted({**suite.manifest.sampling, **model.params}.items()))
@@ -426,7 +449,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
     with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive(), _kept_on_interrupt(store, plans):
-        clients = _Clients(suites, config.data_dir, stack)
+        clients = _Clients(suites, data_folder(suites, config), stack)
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
         _check_ready(plans, config, store)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from biascheck.benchmarks.base import Prompt, benchmark_of, get_benchmark
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
-from biascheck.config.sources import Resolved, resolve
+from biascheck.config.sources import MIRROR_OPTION, Resolved, resolve
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Case
@@ -64,6 +64,9 @@ class Suite:
     skipped_categories: dict[str, str] = field(default_factory=dict)
     # What the data says against itself: category -> finding -> records (BuiltCases.data_quality).
     data_quality: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The mirror its files were looked for in (load_suite's data_dir, else BIASCHECK_DATA_DIR): a
+    # run's simulator reads the suite from the same one.
+    data_dir: Path | None = None
     _by_id: dict[str, Case] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -166,10 +169,12 @@ def load_suite(
     data_dir: Path | None = None,
     cache_dir: Path | None = None,
     offline: bool | None = None,
+    data_option: str = MIRROR_OPTION,
 ) -> Suite:
     """The suite in ``suite_dir`` (a folder, its suite.toml, or a packaged suite's name) with its
     data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; then the cache; then a
-    download unless ``offline``) and its cases built."""
+    download unless ``offline``) and its cases built. ``data_option``: how the caller names the
+    mirror in an error (the plugin's option by default; the Python API's argument in ``biascheck.load_suite``)."""
     manifest = load_manifest(_suite_folder(suite_dir))
     benchmark = benchmark_of(manifest)
     mirror = data_dir if data_dir is not None else env_data_dir()
@@ -181,6 +186,7 @@ def load_suite(
             mirror=mirror,
             cache_dir=cache,
             offline=env_offline() if offline is None else offline,
+            mirror_option=data_option,
         )
         for key, file in manifest.data.items()
     }
@@ -193,4 +199,5 @@ def load_suite(
         files=files,
         skipped_categories=built.skipped_categories,
         data_quality=built.data_quality,
+        data_dir=Path(mirror) if mirror is not None else None,
     )

@@ -68,7 +68,13 @@ FIX_PIN = (
     "as sources.json in the data mirror lists them"
 )
 _FIX_PATH = "give a relative path inside the mirror folder, e.g. <benchmark>/<file>, as the packaged suites do"
-_FIX_MIRROR = 'point --biascheck-data at a mirror folder (see docs/suites.md, "Data")'
+# Where a mirror folder is named: the plugin's option (the command speaks of its --data), or the
+# Python API's argument (biascheck.load_suite passes it), so that each error names what its caller can change.
+MIRROR_OPTION = "--biascheck-data"
+
+
+def _fix_mirror(option: str) -> str:
+    return f'point {option} at a mirror folder (see docs/suites.md, "Data")'
 
 
 def _is_loopback(host: str) -> bool:
@@ -342,7 +348,7 @@ def _opener(url: str) -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(proxies, _SafeRedirect)
 
 
-def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: float) -> None:
+def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: float, mirror_option: str = MIRROR_OPTION) -> None:
     """Download ``file.url`` to ``final`` atomically; raise _DownloadFailed on network failure.
 
     A checksum mismatch or a cache that cannot be written is a BiascheckError. Either way no file
@@ -408,7 +414,7 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
                 manifest_path,
                 f"data.{file.key}.{field_name}",
                 f"downloaded {file.url} ({received} bytes) has {field_name} {got}, expected {expected}; nothing was saved",
-                f"fix {field_name} if the upstream file is right, or {_FIX_MIRROR}",
+                f"fix {field_name} if the upstream file is right, or {_fix_mirror(mirror_option)}",
             )
         os.chmod(tmp, 0o644)
         os.replace(tmp, final)
@@ -441,8 +447,10 @@ def resolve(
     cache_dir: Path | str,
     offline: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
+    mirror_option: str = MIRROR_OPTION,
 ) -> Resolved:
-    """Find ``file`` in the mirror, then the cache, then download it (unless ``offline``).
+    """Find ``file`` in the mirror, then the cache, then download it (unless ``offline``);
+    ``mirror_option``: how the caller names the mirror, for the fix of an error.
 
     Returns a verified local path, or (optional files only) ``origin == "missing"`` with the reason:
     the same words a required file's error gives. Raises :class:`BiascheckError` for a checksum
@@ -458,7 +466,7 @@ def resolve(
                 mirror,
                 None,
                 "data mirror folder does not exist",
-                'point --biascheck-data / BIASCHECK_DATA_DIR at the folder holding sources.json (see docs/suites.md, "Data")',
+                f'point {mirror_option} / BIASCHECK_DATA_DIR at the folder holding sources.json (see docs/suites.md, "Data")',
             )
         candidate = mirror / PurePosixPath(file.path)
         if candidate.is_file():
@@ -480,10 +488,10 @@ def resolve(
         problem = f"{file.path} was not found: {'; '.join(tried)}; downloads are disabled (offline)"
         if file.optional:
             return Resolved(file, None, "missing", problem)
-        raise BiascheckError(manifest_path, f"data.{file.key}", problem, f"{_FIX_MIRROR} or allow downloads (unset BIASCHECK_OFFLINE)")
+        raise BiascheckError(manifest_path, f"data.{file.key}", problem, f"{_fix_mirror(mirror_option)} or allow downloads (unset BIASCHECK_OFFLINE)")
 
     try:
-        _fetch(file, manifest_path, cached, timeout)
+        _fetch(file, manifest_path, cached, timeout, mirror_option)
     except _DownloadFailed as exc:
         tried.append(f"download of {file.url} failed: {exc}")
         problem = f"{file.path} was not found: {'; '.join(tried)}"
@@ -493,6 +501,6 @@ def resolve(
             manifest_path,
             f"data.{file.key}",
             problem,
-            f"{_FIX_MIRROR} or check network access to {urllib.parse.urlsplit(file.url).hostname}",
+            f"{_fix_mirror(mirror_option)} or check network access to {urllib.parse.urlsplit(file.url).hostname}",
         ) from None
     return Resolved(file, cached, "download")

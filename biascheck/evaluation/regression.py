@@ -123,19 +123,24 @@ def resolve_text(result: Mapping[str, Any]) -> str:
     return f"about {needed:,} cases would resolve it{now}"
 
 
-def resolve_rules(benchmark_name: str, gated: Sequence[str], manifest_rules: Mapping[str, Rule], command_line: Sequence[Rule]) -> dict[str, Rule]:
+def resolve_rules(
+    benchmark_name: str,
+    gated: Sequence[str],
+    manifest_rules: Mapping[str, Rule],
+    command_line: Sequence[Rule],
+    where: str = "--biascheck-compare-fail",
+) -> dict[str, Rule]:
     """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
-    replaces the manifest's; a gated metric without one gets margin 0 (any credible worsening)."""
+    (given as ``where`` names it) replaces the manifest's; a gated metric without one gets margin 0
+    (any credible worsening)."""
     benchmark = get_benchmark(benchmark_name)
     defs = {**benchmark.metric_defs, **benchmark.extra_metric_defs}  # BBG's judge-corrected metrics
     rules: dict[str, Rule] = {m: Rule(m, 0.0) for m in gated}
     rules.update(manifest_rules)
     for rule in command_line:
         if rule.metric not in defs:
-            raise BiascheckError(
-                "--biascheck-compare-fail", rule.describe(), f"{benchmark_name} has no metric {rule.metric!r}", f"use one of: {', '.join(defs)}"
-            )
-        rule.check_direction(defs[rule.metric].better, where="--biascheck-compare-fail", field=rule.describe())
+            raise BiascheckError(where, rule.describe(), f"{benchmark_name} has no metric {rule.metric!r}", f"use one of: {', '.join(defs)}")
+        rule.check_direction(defs[rule.metric].better, where=where, field=rule.describe())
         rules[rule.metric] = rule
     return rules
 
@@ -147,6 +152,7 @@ def settings_from(
     regression: Mapping[str, Any] | None = None,
     where: str | None = None,
     candidate: str = "results.json",
+    rules_where: str = "--biascheck-compare-fail",
     **overrides: Any,
 ) -> CompareSettings:
     """The comparison settings of a candidate's ``results`` (read from ``candidate``): the rules of
@@ -155,7 +161,8 @@ def settings_from(
     ``where`` (a baseline, a suite.toml); by default the results' own, which is right only for the
     document of the run just made (its suite's): a file given as the candidate must not choose how
     it is tested (``biascheck diff`` passes its baseline's or suite's). The table's values were
-    held to suite.toml's bounds when its file was read."""
+    held to suite.toml's bounds when its file was read. ``rules_where``: how the caller names the
+    command-line rules, for an error about one."""
     suite = results["suite"]
     if regression is None:
         regression, where = suite["regression"], suite.get("manifest") or candidate  # manifest: optional
@@ -173,7 +180,7 @@ def settings_from(
     for metric in gated:
         if metric not in defs:
             raise BiascheckError(candidate, "verdicts", f"{benchmark} has no metric {metric!r}", "regenerate the file with biascheck")
-    rules = resolve_rules(benchmark, gated, manifest_rules, command_line)
+    rules = resolve_rules(benchmark, gated, manifest_rules, command_line, rules_where)
     keys = ("alpha", "power", "seed", "flip_limit", "on_inconclusive")
     values = {k: regression[k] for k in keys if k in regression}
     if "resamples" in regression:
