@@ -624,8 +624,9 @@ def _injecting(handler: BaseHTTPRequestHandler, n: int, body: dict) -> None:
 
 def forged_parts(markdown: str) -> dict[str, list[str]]:
     """What a hostile reply could have added to a Markdown report, as a GFM renderer reads it:
-    headings that are not biascheck's, raw HTML that is not its folding of changed cases, links and
-    images; and tags left in the text itself."""
+    headings that are not biascheck's, raw HTML that is not its folding of changed cases or the
+    anchors of its flips, links and images other than to those anchors; and tags left in the text
+    itself."""
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(markdown)
@@ -636,9 +637,9 @@ def forged_parts(markdown: str) -> dict[str, list[str]]:
         if token.type == "html_block" and not re.fullmatch(r"<details><summary>[^<]*</summary>\n|</details>\n?", token.content):
             found["html"].append(token.content)
         for child in token.children or []:
-            if child.type == "html_inline":
+            if child.type == "html_inline" and not re.fullmatch(r'<a id="flips(-[\w-]+)?">|</a>', child.content):
                 found["html"].append(child.content)
-            if child.type in ("link_open", "image"):
+            if child.type in ("link_open", "image") and not re.fullmatch(r"#flips(-[\w%-]+)?", str(child.attrs.get("href", ""))):
                 found["links"].append(str(child.attrs))
     return found
 
