@@ -637,6 +637,49 @@ def test_history_and_compare_mark_a_release_that_regressed_against_the_one_befor
             assert html.escape(check_text(check), quote=True) in view["html"], check
 
 
+def test_compare_and_history_read_records_and_mark_each_run_from_its_decisions(documents, loose_documents, suite_dir, tmp_path):
+    """The views take records (issue 35): compare_runs of the runs' records (load_run) and
+    history_document of the baselines' (load_baseline) give what the commands write, byte for byte;
+    a run's FAIL is its record's failed_checks, and its regression the regressions of the
+    Comparison record that biascheck.compare (the Python gate, as biascheck diff) makes of the pair."""
+    from biascheck.api import compare, load_baseline
+    from biascheck.config.manifest import load_manifest
+    from biascheck.reporting.html import render_history_html, render_runs_html
+    from biascheck.reporting.runs import history_document, render_history_markdown, render_runs_markdown
+
+    chosen = [loose_documents["some"], documents["some"], loose_documents["most"]]
+    views = _both_views(chosen, tmp_path, suite_dir)
+    written = views["compare"]["json"]
+    runs = compare_runs([(run["path"], load_run(run["path"])) for run in written["runs"]])
+    assert {**runs.to_json(), "created_at": None} == {**written, "created_at": None}
+    assert render_runs_markdown(runs) == views["compare"]["md"]
+    when = re.compile(r"<dt>created</dt><dd>[^<]*</dd>")
+    assert when.sub("", render_runs_html(runs)) == when.sub("", views["compare"]["html"])
+    manifest = load_manifest(suite_dir)
+    releases = [(release["path"], load_baseline(release["path"])) for release in views["history"]["json"]["releases"]]
+    history = history_document(
+        releases,
+        suite=manifest.name,
+        thresholds={metric: threshold.to_dict() for metric, threshold in manifest.thresholds.items()},
+        gated_metrics=manifest.gated_metrics(None),
+        regression=manifest.regression.to_dict(),
+    )
+    assert history.to_json() == views["history"]["json"]
+    assert render_history_markdown(history) == views["history"]["md"] and render_history_html(history) == views["history"]["html"]
+
+    def worse(checks) -> list[tuple[str, str, Any]]:
+        return [(check.metric, check.scope, check.worsening_ci) for check in checks]
+
+    for entries in (runs.runs, history.releases):
+        assert [entry.marks.failed for entry in entries] == [entry.record.failed_checks for entry in entries]
+        assert [bool(entry.marks.failed) for entry in entries] == [False, True, False]
+        assert [entry.marks.regression and entry.marks.regression.verdict for entry in entries] == [None, "not regressed", "regressed"]
+    for before, run, release in zip(runs.runs, runs.runs[1:], history.releases[1:]):
+        regressions = worse(compare(before.record, run.record).regressions)
+        assert run.marks.regression and release.marks.regression
+        assert worse(run.marks.regression.checks) == worse(release.marks.regression.checks) == regressions
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(sorted(PERSONAS)), st.booleans()), min_size=2, max_size=4))
 def test_history_and_compare_mark_the_same_runs_for_any_sequence_of_releases(documents, loose_documents, suite_dir, steps):
