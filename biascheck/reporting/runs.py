@@ -1,7 +1,7 @@
 """Several runs of one suite side by side (``biascheck compare``), and a suite's baselines across
-releases (``biascheck history``): the documents (``compare.json``, ``history.json``) and their
-Markdown. The HTML pages are :func:`biascheck.reporting.html.render_runs_html` and
-``render_history_html``.
+releases (``biascheck history``): their views (:class:`RunsView`, :class:`HistoryView`), whose
+``to_json`` is ``compare.json`` / ``history.json``, and their Markdown. The HTML pages are
+:func:`biascheck.reporting.html.render_runs_html` and ``render_history_html``.
 
 Each run shows its own metric values with the intervals its ``results.json`` records. Both views
 read typed records (:class:`~biascheck.records.run.RunRecord` of a results.json,
@@ -28,7 +28,7 @@ from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.baseline import fingerprint_differences
 from biascheck.evaluation.regression import compare, settings_from, split_flips
 from biascheck.records._json import json_interval, thaw
-from biascheck.records.baseline import BaselineRecord
+from biascheck.records.baseline import BaselineRecord, BaselineVerdict
 from biascheck.records.comparison import Check, Comparison
 from biascheck.records.run import MetricValue, RunRecord, SuiteInfo, ThresholdVerdict
 from biascheck.suite import missing_data_summary
@@ -86,11 +86,9 @@ class Marks:
         return {"failed": failed, "regression": None if self.regression is None else self.regression.to_json()}
 
 
-def _suite_of(record: Record) -> tuple[str, str, Mapping[str, Any]]:
-    """(name, benchmark, fingerprint) of the suite a run or a baseline is of."""
-    if isinstance(record, BaselineRecord):
-        return record.suite_name, record.benchmark, record.suite["fingerprint"]
-    return record.suite.name, record.suite.benchmark, record.suite.fingerprint
+def _fingerprint(record: Record) -> Mapping[str, Any]:
+    """The fingerprint of the suite a run or a baseline is of (a baseline's suite is not typed)."""
+    return record.suite["fingerprint"] if isinstance(record, BaselineRecord) else record.suite.fingerprint
 
 
 def _answer_mode(record: Record) -> str:
@@ -144,7 +142,12 @@ def recorded_verdicts(record: Record) -> dict[tuple[str, str], bool | None] | No
     record alone: neither judges a value against a threshold again."""
     if record.verdicts is None:
         return None
-    return {(v.scope, v.metric): (v.passed if v.gated else None) for v in record.verdicts}
+    return {(v.scope, v.metric): _recorded(v) for v in record.verdicts}
+
+
+def _recorded(verdict: ThresholdVerdict | BaselineVerdict) -> bool | None:
+    """A threshold check as it decided the run: passed, failed, or None when it did not gate it."""
+    return verdict.passed if verdict.gated else None
 
 
 def failed_checks(record: Record) -> tuple[Scoped, ...] | None:
@@ -236,7 +239,7 @@ def _not_comparable(before: Record, after: Record) -> str | None:
             return f"the run before is incomplete ({before.run.incomplete_reason})"
         if before.run.case_errors:
             return f"{before.run.case_errors} case(s) of the run before errored"
-    changed = fingerprint_differences(_suite_of(before)[2], _suite_of(after)[2])
+    changed = fingerprint_differences(_fingerprint(before), _fingerprint(after))
     if changed:
         return f"the suite changed ({', '.join(changed)})"
     if _answer_mode(before) != _answer_mode(after):
@@ -466,8 +469,7 @@ def _cell(record: RunRecord, verdict: ThresholdVerdict | None, metric: str, scop
     value = record.metrics.table("overall" if scope == OVERALL else "category", scope).get(metric)
     if verdict is None:
         return Cell(value, None, None)
-    # None: not gated here (-k deselected it), as recorded_verdicts reads it.
-    return Cell(value, thaw(verdict.threshold), verdict.passed if verdict.gated else None)
+    return Cell(value, thaw(verdict.threshold), _recorded(verdict))
 
 
 def _notes(record: RunRecord) -> tuple[str, ...]:
@@ -579,7 +581,7 @@ class Release:
     @property
     def fingerprint(self) -> str | None:
         """The suite's fingerprint it was recorded under."""
-        return _suite_of(self.record)[2].get("suite")
+        return _fingerprint(self.record).get("suite")
 
     def value(self, metric: str) -> MetricValue | None:
         """Its overall value of ``metric``."""
@@ -662,7 +664,7 @@ def history_document(
     entries = []
     previous: Mapping[str, Any] | None = None
     for (path, record), label, mark in zip(releases, labels, marks):
-        fingerprint = _suite_of(record)[2]
+        fingerprint = _fingerprint(record)
         changed = () if previous is None else tuple(fingerprint_differences(previous, fingerprint))
         previous = fingerprint
         entries.append(Release(label, path, record, changed, mark, headline))
