@@ -1176,7 +1176,7 @@ def render_history_html(view: HistoryView) -> str:
             value, passed = r.value(metric), r.passed(metric)
             # The verdict recorded with the release (runs.recorded_verdicts), as compare.html marks a run;
             # the date beside a revision (a release without one is labelled by its time already).
-            note = r.record.created_at[:10] if r.record.model.get("revision") else ""
+            note = r.record.created_at[:10] if r.revision else ""
             points.append(Point(r.label, value.to_json() if value else {}, view.thresholds.get(metric), None if passed is None else not passed, note))
         charts.append(_point_figure(metric, points, level="95%", connect=True, what="the release's overall value"))
     if len(charts) == 1:

@@ -310,6 +310,10 @@ def headline_metrics(benchmark: str, gated_metrics: Sequence[str], reported: Seq
     return [m for m in dict.fromkeys([*gated_metrics, *layout_of(benchmark).bias_metrics]) if m in reported]
 
 
+def _revision(record: BaselineRecord) -> str | None:
+    return record.model.get("revision")  # a baseline's model is not typed
+
+
 def _overall(record: Record) -> dict[str, MetricValue]:
     return record.metrics.table("overall", OVERALL)
 
@@ -579,6 +583,11 @@ class Release:
     headline: tuple[str, ...]
 
     @property
+    def revision(self) -> str | None:
+        """The model's revision it was recorded as (None: it is labelled by its creation time)."""
+        return _revision(self.record)
+
+    @property
     def fingerprint(self) -> str | None:
         """The suite's fingerprint it was recorded under."""
         return _fingerprint(self.record).get("suite")
@@ -597,7 +606,7 @@ class Release:
             "label": self.label,
             "path": self.path,
             "model": record.model_name,
-            "revision": record.model.get("revision"),
+            "revision": self.revision,
             "created_at": record.created_at,
             "git_commit": record.git_commit,
             "fingerprint": self.fingerprint,
@@ -659,7 +668,7 @@ def history_document(
     benchmark = releases[0][1].benchmark
     reported = list(dict.fromkeys(m for _, record in releases for m in _overall(record)))
     headline = tuple(headline_metrics(benchmark, gated_metrics, reported))
-    labels = [record.model.get("revision") or record.created_at for _, record in releases]
+    labels = [_revision(record) or record.created_at for _, record in releases]
     marks = run_marks([(path, label, record) for (path, record), label in zip(releases, labels)], regression=regression)
     entries = []
     previous: Mapping[str, Any] | None = None
