@@ -741,17 +741,19 @@ def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool
 
 
 def _compare(args) -> int:
+    from biascheck.records.run import RunRecord
     from biascheck.reporting.runs import compare_runs, render_runs_markdown
     from biascheck.reporting.write import write_compare
 
     fix = "give runs: results.json files or report folders (a suite's baselines across releases: biascheck history SUITE)"
-    runs = [read_results(path, fix) for path in args.runs]
-    document = compare_runs([(str(file), results) for file, results in runs])
+    # Each run read once, as its record.
+    runs = [(str(file), RunRecord.from_json(results, str(file))) for file, results in (read_results(path, fix) for path in args.runs)]
+    view = compare_runs(runs)
     try:
-        written = write_compare(document, args.out)
+        written = write_compare(view, args.out)
     except OSError as exc:
         raise BiascheckError(args.out, None, f"could not write the comparison ({exc.strerror or exc})", "point --out at a writable folder") from None
-    sys.stdout.write(render_runs_markdown(document))
+    sys.stdout.write(render_runs_markdown(view))
     print(f"wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
     return 0
 
@@ -782,6 +784,7 @@ def _history_suite(text: str, folder: Path):
 
 def _history(args) -> int:
     from biascheck.evaluation import baseline as baselines
+    from biascheck.records.baseline import BaselineRecord
     from biascheck.reporting.runs import history_document, render_history_markdown
     from biascheck.reporting.write import write_history
 
@@ -794,9 +797,10 @@ def _history(args) -> int:
             "no such folder: the suite has no baseline there",
             "record one (pytest's update-baseline option), or point --baselines at the folder holding it",
         )
-    releases = baselines.releases(folder)
-    document = history_document(
-        [(str(path), document) for path, document in releases],
+    # Each baseline read once, as its record.
+    releases = [(str(path), BaselineRecord.from_json(document, str(path))) for path, document in baselines.releases(folder)]
+    view = history_document(
+        releases,
         suite=name,
         thresholds={metric: threshold.to_dict() for metric, threshold in manifest.thresholds.items()} if manifest else None,
         gated_metrics=manifest.gated_metrics(None) if manifest else [],
@@ -804,10 +808,10 @@ def _history(args) -> int:
         regression=manifest.regression.to_dict() if manifest else None,
     )
     try:
-        written = write_history(document, args.out)
+        written = write_history(view, args.out)
     except OSError as exc:
         raise BiascheckError(args.out, None, f"could not write the history ({exc.strerror or exc})", "point --out at a writable folder") from None
-    sys.stdout.write(render_history_markdown(document))
+    sys.stdout.write(render_history_markdown(view))
     print(f"wrote {', '.join(str(path) for path in written)}", file=sys.stderr)
     return 0
 

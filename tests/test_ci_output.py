@@ -554,20 +554,25 @@ def _inject_comparison(comparison: dict, text: str) -> dict:
 
 
 def _markdown_of_every_kind(runs: dict, text: str) -> dict[str, str]:
+    import json
+
     from biascheck.evaluation import baseline as baselines
+    from biascheck.records.baseline import BaselineRecord
+    from biascheck.records.run import RunRecord
     from biascheck.reporting.github import step_summary
     from biascheck.reporting.results import render_summary_markdown
     from biascheck.reporting.runs import compare_runs, history_document, render_history_markdown, render_runs_markdown
 
     document, fair = _inject(runs["stereotyped"], text), _inject(runs["fair"], text)
     comparison = _inject_comparison(_comparison(runs), text)
-    compared = compare_runs([(text, document), (text + "2", fair)])
+    compared = compare_runs([(text, RunRecord.from_json(document)), (text + "2", RunRecord.from_json(fair))])
     releases = [(text, baselines.from_results(d)) for d in (runs["fair"], runs["stereotyped"])]
     for _, release in releases:
         release["model"]["model"] = text
         release["created_at"] = text
         release["suite"]["fingerprint"]["data"] = text
-    history = history_document(releases, suite="kobbq", thresholds=None, gated_metrics=["diff_bias_amb"])
+    recorded = [(path, BaselineRecord.from_json(json.loads(baselines.dumps(release)))) for path, release in releases]
+    history = history_document(recorded, suite="kobbq", thresholds=None, gated_metrics=["diff_bias_amb"])
     return {
         "report.md": render_markdown(document),
         "comparison.md": render_comparison_markdown(comparison),

@@ -15,16 +15,18 @@ import re
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from biascheck.api import load_run
 from biascheck.cli import main
 from biascheck.core.format import md_text
 from biascheck.evaluation import baseline as baselines
-from biascheck.reporting.runs import check_text, regression_text
+from biascheck.reporting.runs import RegressionMark, check_text, compare_runs, regression_text
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
 
@@ -624,10 +626,58 @@ def test_history_and_compare_mark_a_release_that_regressed_against_the_one_befor
     assert checks == runs[2]["regression"]["checks"]
     assert {(c["metric"], c["scope"]) for c in checks} >= {("diff_bias_amb", "overall"), ("diff_bias_dis", "overall")}
     assert all(c["worsening_ci"][0] > c["margin"] for c in checks), checks
+    # They are the regressions of the Comparison record of the pair, the same read from the runs' records.
+    records = [(run["path"], load_run(run["path"])) for run in runs]
+    mark = compare_runs(records).runs[2].marks.regression
+    assert mark is not None and [check.verdict for check in mark.checks] == ["regressed"] * len(checks)
+    assert mark.to_json()["checks"] == checks
     for view in views.values():
-        for check in checks:
+        for check in mark.checks:
             assert md_text(check_text(check)) in view["md"], check
             assert html.escape(check_text(check), quote=True) in view["html"], check
+
+
+def test_compare_and_history_read_records_and_mark_each_run_from_its_decisions(documents, loose_documents, suite_dir, tmp_path):
+    """The views take records (issue 35): compare_runs of the runs' records (load_run) and
+    history_document of the baselines' (load_baseline) give what the commands write, byte for byte;
+    a run's FAIL is its record's failed_checks, and its regression the regressions of the
+    Comparison record that biascheck.compare (the Python gate, as biascheck diff) makes of the pair."""
+    from biascheck.api import compare, load_baseline
+    from biascheck.config.manifest import load_manifest
+    from biascheck.reporting.html import render_history_html, render_runs_html
+    from biascheck.reporting.runs import history_document, render_history_markdown, render_runs_markdown
+
+    chosen = [loose_documents["some"], documents["some"], loose_documents["most"]]
+    views = _both_views(chosen, tmp_path, suite_dir)
+    written = views["compare"]["json"]
+    runs = compare_runs([(run["path"], load_run(run["path"])) for run in written["runs"]])
+    assert {**runs.to_json(), "created_at": None} == {**written, "created_at": None}
+    assert render_runs_markdown(runs) == views["compare"]["md"]
+    when = re.compile(r"<dt>created</dt><dd>[^<]*</dd>")
+    assert when.sub("", render_runs_html(runs)) == when.sub("", views["compare"]["html"])
+    manifest = load_manifest(suite_dir)
+    releases = [(release["path"], load_baseline(release["path"])) for release in views["history"]["json"]["releases"]]
+    history = history_document(
+        releases,
+        suite=manifest.name,
+        thresholds={metric: threshold.to_dict() for metric, threshold in manifest.thresholds.items()},
+        gated_metrics=manifest.gated_metrics(None),
+        regression=manifest.regression.to_dict(),
+    )
+    assert history.to_json() == views["history"]["json"]
+    assert render_history_markdown(history) == views["history"]["md"] and render_history_html(history) == views["history"]["html"]
+
+    def worse(checks) -> list[tuple[str, str, Any]]:
+        return [(check.metric, check.scope, check.worsening_ci) for check in checks]
+
+    for entries in (runs.runs, history.releases):
+        assert [entry.marks.failed for entry in entries] == [entry.record.failed_checks for entry in entries]
+        assert [bool(entry.marks.failed) for entry in entries] == [False, True, False]
+        assert [entry.marks.regression and entry.marks.regression.verdict for entry in entries] == [None, "not regressed", "regressed"]
+    for before, run, release in zip(runs.runs, runs.runs[1:], history.releases[1:]):
+        regressions = worse(compare(before.record, run.record).regressions)
+        assert run.marks.regression and release.marks.regression
+        assert worse(run.marks.regression.checks) == worse(release.marks.regression.checks) == regressions
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -646,6 +696,14 @@ def test_history_and_compare_mark_the_same_runs_for_any_sequence_of_releases(doc
     assert [regression for _, regression in marks] == expected
 
 
+def _mark(mark: dict | None) -> RegressionMark | None:
+    """The typed mark of a view's JSON (a check read by its metric, scope, interval and margin)."""
+    if mark is None:
+        return None
+    checks = tuple(SimpleNamespace(**check) for check in mark["checks"])
+    return RegressionMark(mark["against"], mark["verdict"], checks, mark["reason"])
+
+
 def test_a_release_that_cannot_be_tested_against_the_one_before_is_marked_not_compared(documents, suite_dir, tmp_path, capsys, monkeypatch):
     """A history spans suite versions and older baselines, a sweep may hold a stopped run: such a
     pair is marked "not compared" with the reason, and the command still shows everything (exit 0)."""
@@ -659,7 +717,7 @@ def test_a_release_that_cannot_be_tested_against_the_one_before_is_marked_not_co
         printed = capsys.readouterr().out
         marks = [r["regression"] for r in json.loads((tmp_path / name / "history.json").read_text("utf-8"))["releases"]]
         for row, mark in zip(_md_rows(printed, "release"), marks):
-            assert md_text(regression_text(mark)) in row, (row, mark)
+            assert md_text(regression_text(_mark(mark))) in row, (row, mark)
         return marks
 
     def prompts(d: dict) -> dict:
@@ -692,4 +750,4 @@ def test_a_release_that_cannot_be_tested_against_the_one_before_is_marked_not_co
     row = _md_rows(capsys.readouterr().out, r"\#")[1]
     mark = json.loads((tmp_path / "c" / "compare.json").read_text("utf-8"))["runs"][1]["regression"]
     assert mark["verdict"] == "not compared" and mark["reason"] == "the run before is incomplete (interrupted by the user)"
-    assert md_text(regression_text(mark)) in row
+    assert md_text(regression_text(_mark(mark))) in row

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
+from biascheck.core.version import VERSION
 from biascheck.evaluation.regression import on_inconclusive_of, upgrade_comparison
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.reporting.charts import Point, Side, bar_svg, correction_svg, point_svg
@@ -47,7 +48,19 @@ from biascheck.reporting.results import (
     summary_rows,
 )
 from biascheck.reporting.results import failing as check_failing
-from biascheck.reporting.runs import NOT_COMPARED, REGRESSED, check_text, failed_text, regression_text, scopes_text
+from biascheck.reporting.runs import (
+    NOT_COMPARED,
+    REGRESSED,
+    HistoryView,
+    RegressionMark,
+    RunsView,
+    Scoped,
+    check_text,
+    failed_text,
+    regression_text,
+    rows_by_metric,
+    scopes_text,
+)
 from biascheck.reporting.samples import BIASED_PER_CATEGORY, PER_GROUP, biased_sample, browser_sample
 
 __all__ = ["render_html", "render_index", "render_runs_html", "render_history_html"]
@@ -91,7 +104,7 @@ def _pass_badge(passed: bool) -> str:
     return '<span class="badge pass">PASSED</span>' if passed else '<span class="badge fail">FAILED</span>'
 
 
-def _thresholds_badge(failed: list[dict[str, str]] | None, passed: bool = True) -> str:
+def _thresholds_badge(failed: Sequence[Scoped] | None, passed: bool = True) -> str:
     """A run's (compare) or a release's (history) thresholds: FAIL and the checks it failed
     (:func:`biascheck.reporting.runs.failed_checks`), PASSED, or not recorded; both pages alike."""
     if failed:
@@ -101,22 +114,22 @@ def _thresholds_badge(failed: list[dict[str, str]] | None, passed: bool = True) 
     return _pass_badge(passed) + ("" if passed else ' <span class="muted small">(see its notes)</span>')
 
 
-def _regression_badge(mark: dict | None) -> str:
+def _regression_badge(mark: RegressionMark | None) -> str:
     """A run's (compare) or a release's (history) regression against the one before it
     (:func:`biascheck.reporting.runs.regression_against`): REGRESSED and its checks, not regressed,
     not compared and why, or a dash for the first; both pages alike."""
     if not mark:
         return '<span class="muted">-</span>'
-    against = f'<span class="small">vs <strong{_lang(mark.get("against"))}>{_e(mark.get("against"))}</strong></span>'
-    if mark.get("verdict") == REGRESSED:
-        checks = mark.get("checks") or []
+    against = f'<span class="small">vs <strong{_lang(mark.against)}>{_e(mark.against)}</strong></span>'
+    if mark.verdict == REGRESSED:
+        checks = mark.checks
         items = "".join(f"<li>{_e(check_text(check))}</li>" for check in checks)
         n = f"{len(checks)} check{'' if len(checks) == 1 else 's'}: {scopes_text(checks)}"
         return (
             f'<span class="badge v-regressed">REGRESSED</span> {against}'
             f'<details{" open" if len(checks) <= 4 else ""}><summary class="small">{n}</summary><ul class="small">{items}</ul></details>'
         )
-    if mark.get("verdict") == NOT_COMPARED:
+    if mark.verdict == NOT_COMPARED:
         return f'<span class="badge v-not-compared">not compared</span> <span class="muted small">{_e(regression_text(mark).removeprefix("not compared "))}</span>'
     return f'<span class="muted small">{_e(regression_text(mark))}</span>'
 
@@ -1030,26 +1043,25 @@ def _point_figure(metric: str, points: list[Point], *, level: str, connect: bool
     )
 
 
-def _level(document: dict) -> str:
-    confidence = fmt.number(document.get("confidence"))
+def _level(confidence: float | None) -> str:
+    confidence = fmt.number(confidence)
     return fmt.percent(confidence) if confidence is not None else "95%"
 
 
-def render_runs_html(document: dict) -> str:
-    """``compare.html`` of a ``biascheck.compare/2`` document: the runs, a chart per headline metric
-    (a row per run: its overall value with its interval, and the threshold) and the tables of every
+def render_runs_html(view: RunsView) -> str:
+    """``compare.html`` of ``biascheck compare``'s view: the runs, a chart per headline metric (a
+    row per run: its overall value with its interval, and the threshold) and the tables of every
     shown metric by scope."""
-    suite, runs = document.get("suite") or {}, document.get("runs") or []
-    level = _level(document)
-    rows = {(r.get("metric"), r.get("scope")): r for r in document.get("rows") or []}
+    suite, runs = view.suite, view.runs
+    level = _level(view.confidence)
+    rows = {(r.metric, r.scope): r for r in view.rows}
     head = [
-        f"<header>\n<h1><span{_lang(suite.get('name'))}>biascheck compare: {_e(suite.get('name'))}</span> "
-        f'<span class="muted">\u2014 {len(runs)} runs</span></h1>',
+        f'<header>\n<h1><span{_lang(suite.name)}>biascheck compare: {_e(suite.name)}</span> <span class="muted">\u2014 {len(runs)} runs</span></h1>',
         '<dl class="meta">',
-        f"<dt>benchmark</dt><dd>{_e(suite.get('benchmark'))}</dd>",
-        *([f"<dt>description</dt><dd{_lang(suite['description'])}>{_e(suite['description'])}</dd>"] if suite.get("description") else []),
-        f"<dt>suite fingerprint</dt><dd><code>{_e((suite.get('fingerprint') or {}).get('suite'))}</code> (the same for every run)</dd>",
-        f"<dt>created</dt><dd>{_e(document.get('created_at'))}</dd>",
+        f"<dt>benchmark</dt><dd>{_e(suite.benchmark)}</dd>",
+        *([f"<dt>description</dt><dd{_lang(suite.description)}>{_e(suite.description)}</dd>"] if suite.description else []),
+        f"<dt>suite fingerprint</dt><dd><code>{_e(suite.fingerprint.get('suite'))}</code> (the same for every run)</dd>",
+        f"<dt>created</dt><dd>{_e(view.created_at)}</dd>",
         "</dl>",
         f'<p class="muted small">Each run\'s values with its own {_e(level)} bootstrap interval, as its results.json records them. '
         "Intervals that overlap do not show two runs equal, nor do separate ones a tested difference: "
@@ -1064,70 +1076,73 @@ def render_runs_html(document: dict) -> str:
         "<th>file</th></tr></thead><tbody>"
     ]
     for i, run in enumerate(runs, 1):
-        revision = f' <span class="muted small">revision {_e(run["revision"])}</span>' if run.get("revision") else ""
+        model = run.record.model
+        revision = f' <span class="muted small">revision {_e(model.revision)}</span>' if model.revision else ""
         table.append(
-            f'<tr><td class="num">{i}</td><td><strong{_lang(run.get("label"))}>{_e(run.get("label"))}</strong></td>'
-            f"<td>{_thresholds_badge(run.get('failed'), bool(run.get('passed')))}</td><td>{_regression_badge(run.get('regression'))}</td>"
-            f"<td><code>{_e(run.get('model'))}</code>{revision}</td>"
-            f"<td><code>{_e(_params(run.get('params')))}</code></td><td>{_e(run.get('estimator') or 'generation')}</td>"
-            f'<td class="nowrap">{_e(run.get("created_at"))}</td><td class="num">{_fmt_int(run.get("cases"))}</td>'
-            f'<td class="muted small"><code>{_e(run.get("path"))}</code></td></tr>'
+            f'<tr><td class="num">{i}</td><td><strong{_lang(run.label)}>{_e(run.label)}</strong></td>'
+            f"<td>{_thresholds_badge(run.marks.failed, run.record.passed)}</td><td>{_regression_badge(run.marks.regression)}</td>"
+            f"<td><code>{_e(model.model)}</code>{revision}</td>"
+            f"<td><code>{_e(_params(run.params))}</code></td><td>{_e(run.record.run.estimator or 'generation')}</td>"
+            f'<td class="nowrap">{_e(run.record.created_at)}</td><td class="num">{_fmt_int(run.record.run.cases)}</td>'
+            f'<td class="muted small"><code>{_e(run.path)}</code></td></tr>'
         )
     table.append("</tbody></table></div>")
-    notes = [f"{run.get('label')}: {note}" for run in runs for note in run.get("notes") or []]
+    notes = [f"{run.label}: {note}" for run in runs for note in run.notes]
     if notes:
         table.append('<div class="alert"><ul>' + "".join(f"<li{_lang(n)}>{_e(n)}</li>" for n in notes) + "</ul></div>")
     table.append("</section>")
     charts = ['<section id="headline">\n<h2>Headline metrics, run by run</h2>']
-    for metric in document.get("headline") or []:
+    for metric in view.headline:
         row = rows.get((metric, "overall"))
         if row is None:
             continue
         points = [
-            Point(str(run.get("label")), value, value.get("threshold"), None if value.get("passed") is None else not value["passed"])
-            for run, value in zip(runs, row.get("values") or [])
+            Point(run.label, value.to_json(), value.threshold, None if value.passed is None else not value.passed)
+            for run, value in zip(runs, row.values)
         ]
         charts.append(_point_figure(metric, points, level=level, connect=False, what="the run's overall value"))
     if len(charts) == 1:
         charts.append('<p class="muted">No headline metric is reported by these runs.</p>')
     charts.append("</section>")
     tables = ['<section id="scopes">\n<h2>Every scope</h2>']
-    for metric in document.get("shown") or []:
-        scoped = [r for r in document.get("rows") or [] if r.get("metric") == metric]
+    grouped = rows_by_metric(view.rows)
+    for metric in view.shown:
+        scoped = grouped.get(metric, [])
         if not scoped:
             continue
-        threshold = fmt.threshold(scoped[0].get("threshold"))
-        better = scoped[0].get("better")
+        threshold = fmt.threshold(scoped[0].threshold)
+        better = scoped[0].better
         extra = "; ".join(p for p in (f"threshold {threshold}" if threshold else "", f"better: {better}" if better else "") if p)
         tables.append(f'<h3><code>{_e(metric)}</code> <span class="muted small">{_e(extra)}</span></h3>')
         tables.append(
             '<div class="scroll"><table><thead><tr><th>scope</th>'
-            + "".join(f'<th class="num"{_lang(run.get("label"))}>{_e(run.get("label"))}</th>' for run in runs)
+            + "".join(f'<th class="num"{_lang(run.label)}>{_e(run.label)}</th>' for run in runs)
             + "</tr></thead><tbody>"
         )
         for row in scoped:
             cells = []
-            for value in row.get("values") or []:
-                fail = ' <span class="badge fail">FAIL</span>' if value.get("passed") is False else ""
-                tip = f' title="n = {_fmt_int(value.get("n"))}"' if value.get("n") is not None else ""
-                cells.append(
-                    f'<td class="num"{tip}>{fmt.value(value.get("value"))}{fail} <span class="muted small under">{fmt.ci(value.get("ci"))}</span></td>'
+            for cell in row.values:
+                value = cell.value
+                fail = ' <span class="badge fail">FAIL</span>' if cell.passed is False else ""
+                tip = f' title="n = {_fmt_int(value.n)}"' if value else ""
+                shown = (
+                    f'{fmt.value(value.value if value else None)}{fail} <span class="muted small under">{fmt.ci(value.ci if value else None)}</span>'
                 )
-            tables.append(f'<tr><td class="scope"{_lang(row.get("scope"))}>{_e(row.get("scope"))}</td>{"".join(cells)}</tr>')
+                cells.append(f'<td class="num"{tip}>{shown}</td>')
+            tables.append(f'<tr><td class="scope"{_lang(row.scope)}>{_e(row.scope)}</td>{"".join(cells)}</tr>')
         tables.append("</tbody></table></div>")
     tables.append("</section>")
     sections = ["\n".join(table), "\n".join(charts), "\n".join(tables)]
-    footer = f"<footer>Generated by biascheck {_e(_get(document, 'tool', 'version') or '?')} from {len(runs)} results documents.</footer>"
-    return _page(f"biascheck compare: {suite.get('name', '?')} \u2014 {len(runs)} runs", ["\n".join(head), _toc(sections), *sections, footer])
+    footer = f"<footer>Generated by biascheck {_e(VERSION)} from {len(runs)} results documents.</footer>"
+    return _page(f"biascheck compare: {suite.name} \u2014 {len(runs)} runs", ["\n".join(head), _toc(sections), *sections, footer])
 
 
-def render_history_html(document: dict) -> str:
-    """``history.html`` of a ``biascheck.history/2`` document: the releases, oldest first, and a
-    chart per headline metric with a row per release and the suite's threshold."""
-    suite, releases = document.get("suite") or {}, document.get("releases") or []
-    thresholds = document.get("thresholds") or {}
+def render_history_html(view: HistoryView) -> str:
+    """``history.html`` of ``biascheck history``'s view: the releases, oldest first, and a chart per
+    headline metric with a row per release and the suite's threshold."""
+    releases = view.releases
     head = (
-        f"<header>\n<h1><span{_lang(suite.get('name'))}>biascheck history: {_e(suite.get('name'))}</span> "
+        f"<header>\n<h1><span{_lang(view.suite)}>biascheck history: {_e(view.suite)}</span> "
         f'<span class="muted">\u2014 {len(releases)} releases</span></h1>\n'
         f'<p class="muted small">Each release\'s baseline, oldest first (by the time it was recorded): the overall value of each '
         "headline metric with its 95% bootstrap interval, and the suite's threshold as its suite.toml has it now. FAIL: a threshold check "
@@ -1139,39 +1154,34 @@ def render_history_html(document: dict) -> str:
         "<th>thresholds</th><th>vs the release before</th><th>commit</th><th>suite fingerprint</th><th>file</th></tr></thead><tbody>"
     ]
     for release in releases:
-        changed = release.get("suite_changed") or []
+        record, changed = release.record, release.suite_changed
         note = f' <span class="badge v-inconclusive" title="changed: {_e(", ".join(changed))}">suite changed</span>' if changed else ""
         table.append(
-            f"<tr><td><strong>{_e(release.get('label'))}</strong></td><td><code>{_e(release.get('model'))}</code></td>"
-            f'<td class="nowrap">{_e(release.get("created_at"))}</td><td>{_thresholds_badge(release.get("failed"))}</td>'
-            f"<td>{_regression_badge(release.get('regression'))}</td>"
-            f"<td><code>{_e((release.get('git_commit') or '')[:12])}</code></td>"
-            f'<td><code>{_e(release.get("fingerprint"))}</code>{note}</td><td class="muted small"><code>{_e(release.get("path"))}</code></td></tr>'
+            f"<tr><td><strong>{_e(release.label)}</strong></td><td><code>{_e(record.model_name)}</code></td>"
+            f'<td class="nowrap">{_e(record.created_at)}</td><td>{_thresholds_badge(release.marks.failed)}</td>'
+            f"<td>{_regression_badge(release.marks.regression)}</td>"
+            f"<td><code>{_e((record.git_commit or '')[:12])}</code></td>"
+            f'<td><code>{_e(release.fingerprint)}</code>{note}</td><td class="muted small"><code>{_e(release.path)}</code></td></tr>'
         )
     table.append("</tbody></table></div>")
-    if any(r.get("suite_changed") for r in releases):
+    if any(r.suite_changed for r in releases):
         table.append(
             '<p class="alert">Where the suite changed (data, prompts, subset, ...), the releases before it were measured on another suite.</p>'
         )
     table.append("</section>")
     charts = ['<section id="headline">\n<h2>Headline metrics across releases</h2>']
-    for metric in document.get("headline") or []:
-        points = [
-            # The date beside a revision; a release without one is labelled by its time already.
-            Point(
-                str(r.get("label")),
-                (r.get("metrics") or {}).get(metric) or {},
-                thresholds.get(metric),
-                # The verdict recorded with the release (runs.recorded_verdicts), as compare.html marks a run.
-                None if (r.get("passed") or {}).get(metric) is None else not r["passed"][metric],
-                str(r["created_at"])[:10] if r.get("revision") else "",
-            )
-            for r in releases
-        ]
+    for metric in view.headline:
+        points = []
+        for r in releases:
+            value, passed = r.value(metric), r.passed(metric)
+            # The verdict recorded with the release (runs.recorded_verdicts), as compare.html marks a run;
+            # the date beside a revision (a release without one is labelled by its time already).
+            note = r.record.created_at[:10] if r.revision else ""
+            points.append(Point(r.label, value.to_json() if value else {}, view.thresholds.get(metric), None if passed is None else not passed, note))
         charts.append(_point_figure(metric, points, level="95%", connect=True, what="the release's overall value"))
     if len(charts) == 1:
         charts.append('<p class="muted">No headline metric is kept in these baselines.</p>')
     charts.append("</section>")
     sections = ["\n".join(table), "\n".join(charts)]
-    footer = f"<footer>Generated by biascheck {_e(_get(document, 'tool', 'version') or '?')} from {len(releases)} baselines.</footer>"
-    return _page(f"biascheck history: {suite.get('name', '?')}", [head, _toc(sections), *sections, footer])
+    footer = f"<footer>Generated by biascheck {_e(VERSION)} from {len(releases)} baselines.</footer>"
+    return _page(f"biascheck history: {view.suite}", [head, _toc(sections), *sections, footer])

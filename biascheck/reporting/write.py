@@ -13,7 +13,7 @@ from biascheck.evaluation.regression import FLIPS_FILE, split_flips
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
-from biascheck.reporting.runs import render_runs_markdown
+from biascheck.reporting.runs import HistoryView, RunsView, render_runs_markdown
 from biascheck.reporting.samples import REPORT_PROMPTS
 
 # Where a pytest run without --biascheck-report writes its reports (beside the default store, which
@@ -71,25 +71,25 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
     return replace_folder(folder, render) if documents else []
 
 
-def write_compare(document: dict[str, Any], folder: Path) -> list[Path]:
-    """``compare.md``, ``compare.json`` and ``compare.html`` of a ``biascheck compare`` document in
+def write_compare(view: RunsView, folder: Path) -> list[Path]:
+    """``compare.md``, ``compare.json`` and ``compare.html`` of ``biascheck compare``'s view in
     ``folder`` (created if need be), each written atomically; other files there are left alone."""
     files = {
-        "compare.md": render_runs_markdown(document),
-        "compare.json": json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n",
-        "compare.html": render_runs_html(document),
+        "compare.md": render_runs_markdown(view),
+        "compare.json": json.dumps(view.to_json(), ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+        "compare.html": render_runs_html(view),
     }
     for name, text in files.items():
         atomic_write_text(folder / name, text)
     return [folder / name for name in files]
 
 
-def write_history(document: dict[str, Any], folder: Path) -> list[Path]:
-    """``history.json`` and ``history.html`` of a ``biascheck history`` document in ``folder``, each
+def write_history(view: HistoryView, folder: Path) -> list[Path]:
+    """``history.json`` and ``history.html`` of ``biascheck history``'s view in ``folder``, each
     written atomically (the Markdown is printed); other files there are left alone."""
     files = {
-        "history.json": json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n",
-        "history.html": render_history_html(document),
+        "history.json": json.dumps(view.to_json(), ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+        "history.html": render_history_html(view),
     }
     for name, text in files.items():
         atomic_write_text(folder / name, text)
