@@ -91,7 +91,7 @@ def _params(params: Any) -> str:
     return ", ".join(f"{k}={_value_text(v)}" for k, v in params.items())
 
 
-def _badge(verdict: Any, title: str | None = None) -> str:
+def _badge(verdict: str, title: str | None = None) -> str:
     tip = f' title="{_e(title)}"' if title else ""
     return f'<span class="badge {_verdict_class(verdict)}"{tip}>{_e(verdict)}</span>'
 
@@ -748,9 +748,9 @@ def _regressions(comparison: Comparison) -> str:
     return "\n".join(out)
 
 
-def _outcome(name: Any) -> str:
-    cls = re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
-    return f'<span class="outcome o-{cls}">{_e(name if name is not None else "n/a")}</span>'
+def _outcome(name: str) -> str:
+    cls = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return f'<span class="outcome o-{cls}">{_e(name)}</span>'
 
 
 def _flips(comparison: Comparison) -> str:
@@ -820,7 +820,7 @@ def _flip(flip: Flip) -> str:
     return "\n".join(part for part in out if part)
 
 
-def _option(text: Any, outcome: Any = None) -> str:
+def _option(text: str | None, outcome: str | None = None) -> str:
     """An answer option's text (or n/a), with the outcome class it was read as."""
     shown = f'<span class="option"{_lang(text)}>{_e(text)}</span>' if text is not None else '<span class="muted">n/a</span>'
     return shown + (f" {_outcome(outcome)}" if outcome is not None else "")
