@@ -387,9 +387,11 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     # The whole suite is still "overall".
     assert "## Overall" in render_markdown(whole)
     assert "kobbq: overall" in render_terminal([whole], color=False, width=100)
+    from biascheck.records.run import RunRecord
     from biascheck.reporting.html import render_html
 
-    assert "<h2>Selection (8 of 96 cases) metrics</h2>" in render_html(age) and "<h2>Overall metrics</h2>" in render_html(whole)
+    page = render_html(RunRecord.from_json(age))
+    assert "<h2>Selection (8 of 96 cases) metrics</h2>" in page and "<h2>Overall metrics</h2>" in render_html(RunRecord.from_json(whole))
 
 
 # --- 6. A summary across suites ---------------------------------------------------------------------

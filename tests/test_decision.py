@@ -159,6 +159,8 @@ def randomized(draw, gate: dict) -> tuple[dict, dict]:
 
 
 def test_every_view_names_the_same_failing_checks(gate):
+    from biascheck.records.comparison import Comparison
+    from biascheck.records.run import RunRecord
     from biascheck.reporting.decision import decide
     from biascheck.reporting.github import step_summary
     from biascheck.reporting.html import render_html
@@ -175,7 +177,7 @@ def test_every_view_names_the_same_failing_checks(gate):
             "decision": {check.key for check in decide(document, reread).failed},
             "terminal": terminal_failures(render_decision_terminal([decide(document, comparison)], color=False, width=300)),
             "report.md": markdown_failures(render_markdown(document, comparison)),
-            "report.html": html_failures(render_html(document, comparison)),
+            "report.html": html_failures(render_html(RunRecord.from_json(document), Comparison.from_json(reread))),
             "job summary": markdown_failures(step_summary([document], {"kobbq": comparison})),
         }
         for view, found in views.items():
@@ -332,6 +334,7 @@ def test_every_evidence_link_of_the_decision_reaches_its_flips(gate):
 def test_a_run_that_failed_as_a_whole_says_why_in_its_decision(gate):
     """Missing data, errored cases and an incomplete run fail the gate with no check over its
     limit: each is a reason of its own, first in report.md and the page, as a check is."""
+    from biascheck.records.run import RunRecord
     from biascheck.reporting.decision import decide
     from biascheck.reporting.html import render_html
     from biascheck.reporting.results import render_markdown
@@ -347,6 +350,6 @@ def test_a_run_that_failed_as_a_whole_says_why_in_its_decision(gate):
     markdown = render_markdown(document)
     for reason in ("religion", "3 cases without an answer", "stopped at --biascheck-max-cost"):
         assert markdown.index(reason) < markdown.index("suite fingerprint"), reason
-    page = render_html(document)
+    page = render_html(RunRecord.from_json(document))
     block = re.search(r'<div id="decision".*?<header>', page, re.S).group(0)
     assert "stopped at --biascheck-max-cost" in block and 'data-kind="missing data"' in block

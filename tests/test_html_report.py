@@ -9,7 +9,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from biascheck.reporting.html import SAMPLE_SCRIPT, render_html
+from biascheck.core.errors import BiascheckError
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import RunRecord
+from biascheck.reporting.html import SAMPLE_SCRIPT, render_html, render_index
 from biascheck.reporting.results import validate_results
 
 HOSTILE = "<script>alert(1)</script>"
@@ -173,17 +176,22 @@ def compared(metric, scope, verdict, base, cand, **extra):
         "scope": scope,
         "better": "zero" if metric.startswith("diff") else "higher",
         "rule": f"{metric}:+0.01",
+        "rule_source": "manifest",
         "margin": 0.01,
-        "baseline": base,
+        # A side without data (a metric the baseline lacks) is written as one without a value.
+        "baseline": base if base is not None else value(None, None, None, 0),
         "candidate": cand,
         "difference": None if base is None or cand["value"] is None else cand["value"] - base["value"],
         "difference_ci_unadjusted": [0.01, 0.05],
         "worsening": 0.02,
         "worsening_ci": [0.01, 0.05],
+        "worsening_ci_unadjusted": [0.012, 0.048],
+        "interval": None,
         "p_value": 1e-9,
         "p_adjusted": 5e-8,
         "mcnemar": {"worse": 60, "better": 9, "p_value": 1e-8},
         "mde": 0.012,
+        "cases_to_resolve": None,
         "verdict": verdict,
         "explanation": f"{metric} ({scope}) {verdict}",
     }
@@ -276,6 +284,7 @@ def make_comparison() -> dict:
         "settings": {"alpha": 0.05, "power": 0.8, "n_boot": 2000, "seed": 0, "family_size": 8, "fail_inconclusive": False},
         "results": results,
         "regressed": True,
+        "candidate_errors": 0,
         "passed": False,
         "flips": {
             "total": 5,
@@ -293,6 +302,11 @@ def make_comparison() -> dict:
     }
 
 
+def page_of(results: dict, comparison: dict | None = None, **kwargs) -> str:
+    """report.html of the documents a test makes, read as the records a run hands the page."""
+    return render_html(RunRecord.from_json(results), None if comparison is None else Comparison.from_json(comparison), **kwargs)
+
+
 def svg_blocks(page: str) -> dict[str, str]:
     """metric -> the HTML of its chart figure."""
     return dict(re.findall(r'<figure class="chart" id="chart-([^"]+)">(.*?)</figure>', page, re.S))
@@ -307,7 +321,7 @@ def elements(fragment: str, tag: str, cls: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def pages():
     results = make_results()
-    return {"single": render_html(results), "compared": render_html(results, make_comparison())}
+    return {"single": page_of(results), "compared": page_of(results, make_comparison())}
 
 
 def test_page_is_standalone_and_balanced(pages):
@@ -364,7 +378,7 @@ def test_header_shows_status_run_and_problems(pages):
     assert "데이터 없음 &lt;b&gt;bold&lt;/b&gt;" in page
     passed = make_results()
     passed["passed"], passed["run"]["complete"], passed["run"]["incomplete_reason"] = True, True, None
-    page = render_html(passed)
+    page = page_of(passed)
     assert '<span class="badge pass">PASSED</span>' in page and "Incomplete run" not in page
 
 
@@ -471,11 +485,11 @@ def test_comparison_summary_warnings_fingerprint(pages):
     assert "fail_inconclusive = false" in page and "temperature=0.7" in page
     inconclusive_gate = make_comparison()
     inconclusive_gate["regressed"], inconclusive_gate["passed"] = False, False
-    assert 'Comparison with the baseline <span class="badge fail">FAILED</span></h2>' in render_html(make_results(), inconclusive_gate)
+    assert 'Comparison with the baseline <span class="badge fail">FAILED</span></h2>' in page_of(make_results(), inconclusive_gate)
     clean = make_comparison()
     clean["fingerprint"] = {"equal": True, "differences": [], "allowed": False}
     clean["regressed"], clean["passed"], clean["warnings"] = False, True, []
-    page = render_html(make_results(), clean)
+    page = page_of(make_results(), clean)
     parse(page)
     assert "Suite fingerprints are equal" in page and "no regression" in page and "Warnings" not in page
 
@@ -524,7 +538,7 @@ def test_a_comparison_of_schema_1_reads_as_2():
         r["verdict"] = "unchanged" if r["verdict"] == "within margin" else r["verdict"]
     examples = old["flips"].pop("examples")
     old["flips"]["by_category"] = {"연령": examples[:2], "성별": examples[2:], "race_ethnicity_nationality": []}
-    page = render_html(make_results(), old)
+    page = page_of(make_results(), old)
     parse(page)
     assert "v-unchanged" not in page and '<span class="badge v-within-margin"' in page
     section = re.search(r"<h2>Flipped answers</h2>(.*?)</section>", page, re.S).group(1)
@@ -535,13 +549,15 @@ def test_nan_and_missing_optional_fields_do_not_break_rendering():
     results = make_results()
     results["metrics"]["by_category"]["연령"]["acc_dis"] = {"value": float("nan"), "ci": [float("nan"), float("inf")], "n": 0}
     comparison = copy.deepcopy(make_comparison())
-    comparison["flips"] = None
-    del comparison["settings"], comparison["cases"]
     for entry in comparison["results"]:
         entry["mcnemar"] = None
-    page = render_html(results, comparison)
+    # A file without its flips, settings or case counts never reaches the page: reading it names the field.
+    for key in ("flips", "settings", "cases"):
+        with pytest.raises(BiascheckError, match=f"comparison.json: {key}: is (null|missing)"):
+            Comparison.from_json({**comparison, key: None} if key == "flips" else {k: v for k, v in comparison.items() if k != key})
+    page = page_of(results, comparison)
     parse(page)
-    assert "No per-case flip data" in page
+    assert 'title="raw p = 1e-09; unadjusted 95% interval' in page  # no paired counts without McNemar
     chart = svg_blocks(page)["acc_dis"]
     assert len(elements(chart, "rect", "bar")) == 3  # 연령 candidate gone, its baseline stays
     assert not re.search(r"\b(nan|inf|infinity)\b", page, re.I)
@@ -551,7 +567,7 @@ def test_no_gated_metrics_or_categories():
     results = make_results()
     results["verdicts"], results["metrics"]["by_category"] = [], {}
     validate_results(results)
-    page = render_html(results)
+    page = page_of(results)
     parse(page)
     assert "No metric is gated" in page and "<svg" not in page
 
@@ -615,7 +631,7 @@ def test_table_of_contents_links_every_section(pages):
 
 
 def test_flip_list_is_one_closed_details_per_category_with_its_count():
-    page = render_html(make_results(), many_flips(200))
+    page = page_of(make_results(), many_flips(200))
     checker = parse(page)
     details = [a for t, a in checker.starts if t == "details" and "cat" in (a.get("class") or "").split()]
     assert len(details) == len(CATEGORIES)
@@ -633,7 +649,7 @@ def test_flip_shows_correct_and_stereotyped_options_escaped():
     comparison = make_comparison()
     flip = comparison["flips"]["examples"][1]
     flip.update(correct_option="알 수 없음", stereotyped_option="할머니" + HOSTILE, candidate_option="할머니" + HOSTILE)
-    page = render_html(make_results(), comparison)
+    page = page_of(make_results(), comparison)
     parse(page)
     assert only_our_script(page)
     block = re.search(r'<div class="flip">\s*<div class="flip-head"><code>age-009&lt;x&gt;</code>.*?</dl>', page, re.S).group(0)
@@ -691,8 +707,8 @@ def biased_results(order_seed: int) -> dict:
 
 
 def test_biased_answer_sample_only_without_baseline_and_deterministic():
-    page = render_html(biased_results(1))
-    assert page == render_html(biased_results(2))  # case order in results.json does not matter
+    page = page_of(biased_results(1))
+    assert page == page_of(biased_results(2))  # case order in results.json does not matter
     parse(page)
     section = re.search(r'<section id="biased-sample">\n<h2>Sample of biased answers</h2>(.*?)</section>', page, re.S).group(1)
     shown = re.findall(r"<code>([^<]+)</code>", section)
@@ -703,7 +719,7 @@ def test_biased_answer_sample_only_without_baseline_and_deterministic():
     assert f'<span class="option" lang="ko">할머니{ESCAPED}</span>' in section  # the stereotyped option
     assert f'<div class="answer" lang="ko">답: A {ESCAPED}</div>' in section  # the answer given
     assert 'href="#biased-sample"' in page
-    compared = render_html(biased_results(1), make_comparison())
+    compared = page_of(biased_results(1), make_comparison())
     assert "Sample of biased answers" not in compared and "biased-sample" not in compared
 
 
@@ -763,7 +779,7 @@ def test_report_with_200_flips_prints_short_in_a_browser(tmp_path):
     if browser is None:
         pytest.skip(f"no headless browser ({', '.join(BROWSERS)}) on PATH to measure the page height")
     page = tmp_path / "report.html"
-    page.write_text(render_html(make_results(), many_flips(200)), "utf-8")
+    page.write_text(page_of(make_results(), many_flips(200)), "utf-8")
     pdf = tmp_path / "report.pdf"
     subprocess.run(
         [browser, "--headless", "--disable-gpu", "--no-sandbox", f"--print-to-pdf={pdf}", page.as_uri()], capture_output=True, timeout=60, check=True
@@ -801,8 +817,6 @@ def across_rows(page: str, metric: str) -> dict[str, list[str]]:
 def test_index_shows_the_same_metric_by_shared_category_across_suites():
     """Categories that map to one shared name are one row, a bar per suite; a category in one suite
     only, a category without a shared name and a suite whose benchmark maps none are notes."""
-    from biascheck.reporting.html import render_index
-
     korean = suite_document(
         "kobbq-quick",
         "kobbq",
@@ -828,7 +842,7 @@ def test_index_shows_the_same_metric_by_shared_category_across_suites():
     other = suite_document("hbb", "hbb", "en", {"age": {"diff_bias_amb": value(0.9, 0.8, 1.0, 5)}}, {})
     stories = suite_document("kobbg", "bbg", "ko", {"age": {"bias_gen": value(0.1, 0.0, 0.2, 40)}}, {"age": "age"})
     stories["metrics"]["metrics"].append("bias_gen")
-    page = render_index([korean, english, other, stories])
+    page = render_index([RunRecord.from_json(d) for d in (korean, english, other, stories)])
     parse(page)
     assert '<section id="across-suites">' in page and "<script" not in page.lower()
     for metric in ("diff_bias_amb", "diff_bias_dis"):
@@ -850,7 +864,7 @@ def test_index_shows_the_same_metric_by_shared_category_across_suites():
     assert HOSTILE not in page
 
     # Two suites with nothing to compare: the section says why instead of drawing nothing.
-    alone = render_index([korean, other])
+    alone = render_index([RunRecord.from_json(d) for d in (korean, other)])
     assert "No metric to compare" in alone and '<figure class="chart" id="across-' not in alone
 
 
@@ -943,7 +957,7 @@ def test_the_sample_browser_filters_and_shows_prompt_beside_reply_escaped():
     from biascheck.reporting.samples import PER_GROUP
 
     results, prompts = browser_results(7)
-    page = render_html(results, prompts=prompts)
+    page = page_of(results, prompts=prompts)
     parse(page)
     browser = Browser()
     browser.feed(page)
@@ -962,7 +976,7 @@ def test_the_sample_browser_filters_and_shows_prompt_beside_reply_escaped():
     assert f"{2 * 3 * PER_GROUP} of 42 cases: at most {PER_GROUP} for each category, outcome and context" in page
     assert '<option value="谁更" lang="zh">谁更</option>' in page
     # Rendered from results.json alone (biascheck diff --report), the same cases show without prompts.
-    alone = render_html(results)
+    alone = page_of(results)
     assert alone.count('class="sample-row"') == len(browser.rows) and "not kept: this page was rendered from results.json alone" in alone
 
 
@@ -971,18 +985,18 @@ def test_the_sample_browser_stays_small_for_a_huge_suite():
 
     results, prompts = browser_results(10_000, validate=False)  # 60,000 cases
     start = time.perf_counter()
-    page = render_html(results, prompts=prompts)
+    page = page_of(results, prompts=prompts)
     elapsed = time.perf_counter() - start
     # The page holds a bounded sample whatever the suite's size: the size of a 42-case one, give or take.
     few, few_prompts = browser_results(7)
-    small = render_html(few, prompts=few_prompts)
+    small = page_of(few, prompts=few_prompts)
     assert len(page) < len(small) + 20_000, (len(page), len(small))
     assert elapsed < 5, elapsed
 
 
 def test_a_biased_answer_shows_its_prompt_options_and_reply():
     results, prompts = browser_results(3)
-    page = render_html(results, prompts=prompts)
+    page = page_of(results, prompts=prompts)
     section = re.search(r'<section id="biased-sample">(.*?)</section>', page, re.S).group(1)
     text = re.sub(r"\s*(<[^>]+>\s*)+", "|", section)
     # Context and question (the prompt), the options with the chosen one marked, and the reply; not "B" alone.

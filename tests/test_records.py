@@ -110,6 +110,11 @@ def test_a_comparison_of_schema_1_reads_as_2():
     assert [c.verdict for c in record.checks].count("within margin") == 17 and len(record.regressions) == 3
     assert record.regressions == tuple(c for c in record.checks if c.verdict == "regressed")
     assert record.passed is document["passed"] is False
+    # Its explanations say so too, as every view of a /1 file read them before the record.
+    unchanged = [c["explanation"] for c in document["results"] if c["verdict"] == "unchanged"]
+    assert unchanged and all(" unchanged within the margin: " in text for text in unchanged)
+    explained = [c.explanation for c in record.checks if c.verdict == "within margin"]
+    assert explained == [text.replace(" unchanged within the margin: ", " within margin: ") for text in unchanged]
     flips = record.flips
     shown = [(category, f["case_id"]) for category, listed in document["flips"]["by_category"].items() for f in listed]
     assert [(f.category, f.case_id) for f in flips.examples] == shown and len(shown) == 7

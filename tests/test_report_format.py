@@ -9,6 +9,8 @@ import re
 import pytest
 
 from biascheck.core import format as fmt
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_html
 from biascheck.reporting.results import render_markdown
@@ -61,17 +63,23 @@ def check(name, p_adjusted, baseline, candidate, verdict):
     return {
         "metric": name,
         "scope": "overall",
+        "better": "zero",
         "rule": f"{name}:+0.01",
+        "rule_source": "manifest",
+        "margin": 0.01,
         "baseline": baseline,
         "candidate": candidate,
         "difference": None if baseline["value"] is None or candidate["value"] is None else candidate["value"] - baseline["value"],
         "difference_ci_unadjusted": [0.01, 0.05],
         "worsening": 0.02,
         "worsening_ci": [0.01, 0.05],
+        "worsening_ci_unadjusted": [0.012, 0.048],
+        "interval": None,
         "p_value": p_adjusted,
         "p_adjusted": p_adjusted,
         "mcnemar": None,
         "mde": 0.012,
+        "cases_to_resolve": None,
         "verdict": verdict,
         "explanation": f"{name} {verdict}",
     }
@@ -93,6 +101,7 @@ def comparison() -> dict:
             check("ooc_ratio", NAN, metric(NAN, NAN, None, 0), {"value": NAN, "ci": [NAN, NAN], "n": 0}, "inconclusive"),
         ],
         "regressed": True,
+        "candidate_errors": 0,
         "passed": False,
         "flips": {"total": 0, "by_transition": {}, "by_category": {}, "examples": [], "limit": 200, "shown": 0, "file": None},
     }
@@ -109,7 +118,7 @@ def renderings() -> dict[str, str]:
     return {
         "terminal": render_terminal([results], color=False, width=250) + render_comparison_terminal([compared], color=False, width=250),
         "markdown": html.unescape(as_text.sub(" ", MarkdownIt("commonmark").enable("table").render(markdown))),
-        "html": html.unescape(as_text.sub(" ", render_html(results, compared))),
+        "html": html.unescape(as_text.sub(" ", render_html(RunRecord.from_json(results), Comparison.from_json(compared)))),
     }
 
 
@@ -160,7 +169,7 @@ def test_missing_data_reads_the_same_everywhere(kind, allowed):
     text = {
         "terminal": lambda: render_terminal([results], color=False, width=400),
         "markdown": lambda: html.unescape(re.sub(r"<[^>]+>", " ", MarkdownIt("commonmark").render(render_markdown(results)))),
-        "html": lambda: html.unescape(re.sub(r"<[^>]+>", " ", render_html(results))),
+        "html": lambda: html.unescape(re.sub(r"<[^>]+>", " ", render_html(RunRecord.from_json(results)))),
     }[kind]()
     text = re.sub(r" :", ":", " ".join(text.split()))  # a tag between a category and its colon
     assert "2 of 11 categories have no data (Race_x_SES, SES)" in text

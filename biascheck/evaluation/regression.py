@@ -805,42 +805,6 @@ def split_flips(comparison: Mapping[str, Any], file: str = FLIPS_FILE) -> tuple[
     return {**comparison, "flips": {**flips, "file": file}}, flip_list(comparison)
 
 
-def upgrade_comparison(document: Mapping[str, Any]) -> dict[str, Any]:
-    """A comparison document of any schema biascheck wrote, as ``biascheck.comparison/2``. A /1
-    file said "unchanged" for "within margin", and listed its shown flips by category: they
-    become the examples, and the counts are those of the examples alone (``flips.partial``: the
-    other flips were never written)."""
-    if document.get("schema") != "biascheck.comparison/1":
-        return dict(document)
-    results = [
-        {**r, "verdict": "within margin", "explanation": str(r.get("explanation", "")).replace(" unchanged within the margin: ", " within margin: ")}
-        if r.get("verdict") == "unchanged"
-        else dict(r)
-        for r in document.get("results") or []
-        if isinstance(r, dict)
-    ]
-    old: Mapping[str, Any] = document["flips"] if isinstance(document.get("flips"), dict) else {}
-    listed: Mapping[str, Any] = old["by_category"] if isinstance(old.get("by_category"), dict) else {}
-    examples = [
-        {**flip, "category": category} for category, shown in listed.items() if isinstance(shown, list) for flip in shown if isinstance(flip, dict)
-    ]
-    counts: dict[str, dict[str, int]] = {}
-    for flip in examples:
-        transition = f"{flip.get('baseline')} -> {flip.get('candidate')}"
-        counts.setdefault(flip["category"], {})[transition] = counts.get(flip["category"], {}).get(transition, 0) + 1
-    flips = {
-        "total": old.get("total", len(examples)),
-        "by_transition": dict(old.get("by_transition") or {}),
-        "by_category": {category: _by_count(c) for category, c in sorted(counts.items())},
-        "examples": examples,
-        "limit": old.get("limit", len(examples)),
-        "shown": len(examples),
-        "file": None,
-        "partial": True,
-    }
-    return {**document, "schema": COMPARISON_SCHEMA, "results": results, "flips": flips}
-
-
 _QA_CLASSES = ("unknown", "biased", "counter")
 _CORRECT_CLASS = {"amb": "unknown", "dis-biased": "biased", "dis-counter": "counter"}
 

@@ -24,6 +24,8 @@ COMPARISON_SCHEMA_1 = "biascheck.comparison/1"
 VERDICTS = ("regressed", "improved", "within margin", "inconclusive", "not compared")
 # /1's words for /2's verdicts.
 _VERDICTS_1 = {"unchanged": "within margin"}
+# How /1's explanation of such a check said it, and how /2 says it.
+_EXPLAINED_1 = (" unchanged within the margin: ", " within margin: ")
 FLIPS_FILE = "flips.jsonl"
 Interval = tuple[float | None, float | None]
 
@@ -97,8 +99,8 @@ class Check:
 
     @classmethod
     def from_json(cls, f: Fields, verdicts: Mapping[str, str] = EMPTY) -> Check:
-        verdict = f.req("verdict", "a string")
-        verdict = verdicts.get(verdict, verdict)
+        written = f.req("verdict", "a string")
+        verdict = verdicts.get(written, written)
         if verdict not in VERDICTS:
             raise BiascheckError(f.where, f.path + ".verdict", f"{verdict!r} is not a verdict ({', '.join(VERDICTS)})", FIX)
         sides = {key: CheckSide.from_json(f.obj(key)) for key in ("baseline", "candidate")}
@@ -116,7 +118,7 @@ class Check:
             mcnemar=f.frozen("mcnemar", nullable=True),
             cases_to_resolve=f.req("cases_to_resolve", "an integer", nullable=True),
             verdict=verdict,
-            explanation=f.req("explanation", "a string"),
+            explanation=_explanation(f.req("explanation", "a string"), renamed=verdict != written),
             templates=f.opt("templates", "an integer"),
             cases=f.opt("cases", "an integer"),
             rest=f.rest(cls._KEYS),
@@ -390,6 +392,11 @@ class Comparison:
         from biascheck.records.frames import flips_frame
 
         return flips_frame(self)
+
+
+def _explanation(text: str, *, renamed: bool) -> str:
+    """A check's explanation, in /2's words when its verdict was renamed from /1's."""
+    return text.replace(*_EXPLAINED_1) if renamed else text
 
 
 def _with_every(flips: Flips, every: tuple[Flip, ...]) -> Flips:

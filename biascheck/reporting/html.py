@@ -1,9 +1,10 @@
-"""A single-file HTML report: one suite's results document and, optionally, its comparison with a
-stored baseline (``biascheck.comparison/2``).
+"""A single-file HTML report: one suite's run (a :class:`~biascheck.records.run.RunRecord`, what
+results.json holds) and, optionally, its comparison with a stored baseline (a
+:class:`~biascheck.records.comparison.Comparison`); and the index of a run of several suites.
 
 The page is meant to be opened from disk and read by a person: one file, inline CSS and SVG, no
 external assets or fonts, light and dark colour schemes. It uses only the standard library;
-every piece of text from the documents (model output, prompts, category names, ...) goes through
+every piece of text from the records (model output, prompts, category names, ...) goes through
 :func:`html.escape`. The style sheet is package data (``report.css``, inlined into each page); the
 charts are drawn by :mod:`biascheck.reporting.charts`.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -21,8 +23,10 @@ from urllib.parse import quote
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.core.version import VERSION
-from biascheck.evaluation.regression import on_inconclusive_of, upgrade_comparison
+from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.execution.llm import MAX_REPLY_CHARS
+from biascheck.records.comparison import Check, CheckSide, Comparison, Flip
+from biascheck.records.run import CaseRecord, MetricValue, RunRecord
 from biascheck.reporting.charts import Point, Side, bar_svg, correction_svg, point_svg
 from biascheck.reporting.comparison import evidence_anchor, examples_note, unresolved_heading, unresolved_lines
 from biascheck.reporting.decision import Decision, FailedCheck, decide
@@ -40,14 +44,12 @@ from biascheck.reporting.results import (
     correction_rows,
     data_quality_lines,
     deselected_line,
-    gated,
     judge_lines,
     missing_data_line,
     scope_label,
     served_warning,
     summary_rows,
 )
-from biascheck.reporting.results import failing as check_failing
 from biascheck.reporting.runs import (
     NOT_COMPARED,
     REGRESSED,
@@ -84,18 +86,25 @@ def _value_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=True)
+        return json.dumps(value, ensure_ascii=False, allow_nan=True, default=_json_default)
     except (TypeError, ValueError):
         return str(value)
 
 
+def _json_default(value: Any) -> Any:
+    """A record's read-only mapping, written as the JSON object it was read from."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def _params(params: Any) -> str:
-    if not isinstance(params, dict) or not params:
+    if not isinstance(params, Mapping) or not params:
         return "(defaults)"
     return ", ".join(f"{k}={_value_text(v)}" for k, v in params.items())
 
 
-def _badge(verdict: Any, title: str | None = None) -> str:
+def _badge(verdict: str, title: str | None = None) -> str:
     tip = f' title="{_e(title)}"' if title else ""
     return f'<span class="badge {_verdict_class(verdict)}"{tip}>{_e(verdict)}</span>'
 
@@ -134,6 +143,16 @@ def _regression_badge(mark: RegressionMark | None) -> str:
     return f'<span class="muted small">{_e(regression_text(mark))}</span>'
 
 
+def _scopes(run: RunRecord, group: str) -> list[str]:
+    """The scopes of one of the run's metric groups ("category", "label", "prompt"), in results.json's order."""
+    return list(dict.fromkeys(v.scope for v in run.metrics.values if v.group == group))
+
+
+def _bar(value: MetricValue | CheckSide | None) -> dict[str, Any]:
+    """A chart's value dict (value, ci, n, note: the JSON of the value); empty where there is none."""
+    return {} if value is None else value.to_json()
+
+
 def _get(mapping: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(mapping, dict):
@@ -142,47 +161,63 @@ def _get(mapping: Any, *keys: str) -> Any:
     return mapping
 
 
+# --- documents, until the helpers this page shares read records ---------------------------------
+
+
+def _document(run: RunRecord) -> dict[str, Any]:
+    """The run's results.json document without its cases, for the helpers of
+    :mod:`biascheck.reporting.results` that read documents still."""
+    return replace(run, cases=()).to_json()  # until the results helpers take RunRecord
+
+
+def _comparison_document(comparison: Comparison) -> dict[str, Any]:
+    """The comparison.json document, for the helpers of :mod:`biascheck.reporting.comparison` and
+    :func:`decide` that read documents still (a /1 file's partial counts marked, as they read them)."""
+    # until decide and the comparison helpers take Comparison
+    if not comparison.flips.partial:
+        return comparison.to_json()
+    document = replace(comparison, flips=replace(comparison.flips, partial=False)).to_json()
+    return {**document, "flips": {**document["flips"], "shown": len(comparison.flips.examples), "partial": True}}
+
+
 # --- page ----------------------------------------------------------------------------------------
 
 
-def render_html(results: dict, comparison: dict | None = None, *, prompts: dict | None = None) -> str:
-    """One self-contained HTML page for a results document (``biascheck.results/1``) and,
-    optionally, its comparison with a baseline (``biascheck.comparison/2``). ``prompts``: case id
-    -> its messages as [role, content] pairs, for the sampled cases (see
-    :mod:`biascheck.reporting.samples`); without them the samples show options and replies."""
+def render_html(run: RunRecord, comparison: Comparison | None = None, *, prompts: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> str:
+    """One self-contained HTML page for a run's record (``results.json``) and, optionally, its
+    comparison with a baseline (``comparison.json``). ``prompts``: case id -> its messages as
+    (role, content) pairs, for the sampled cases (see :mod:`biascheck.reporting.samples`); without
+    them the samples show options and replies."""
     prompts = prompts or {}
-    if isinstance(comparison, dict):
-        comparison = upgrade_comparison(comparison)  # a file of an older schema reads as the current one
-    suite = results.get("suite") or {}
-    model = results.get("model") or {}
-    decision = decide(results, comparison)
+    suite, model = run.suite, run.model
+    decision = decide(_document(run), None if comparison is None else _comparison_document(comparison))  # until decide takes records
     status = decision.status
-    title = f"biascheck: {suite.get('name', '?')} \u2014 {status}"
+    title = f"biascheck: {suite.name} \u2014 {status}"
     if comparison is not None:
-        title += " \u2014 " + ("REGRESSED" if comparison.get("regressed") else "no regression")
+        title += " \u2014 " + ("REGRESSED" if comparison.regressed else "no regression")
     sections = [
         _comparison_summary(comparison) if comparison is not None else "",
-        _overall(results),
-        _correction(results),
-        _charts(results, comparison),
+        _overall(run),
+        _correction(run),
+        _charts(run, comparison),
         _regressions(comparison) if comparison is not None else "",
         _flips(comparison) if comparison is not None else "",
-        _biased_sample(results, prompts) if comparison is None else "",  # with a baseline, the flips say more
-        _sample_browser(results, prompts),
-        _extra_tables(results),
+        _biased_sample(run, prompts) if comparison is None else "",  # with a baseline, the flips say more
+        _sample_browser(run, prompts),
+        _extra_tables(run),
     ]
     body = [
         # The decision and its reasons on the first screen, before the run's details and warnings.
-        f"<h1><span{_lang(suite.get('name'))}>biascheck: {_e(suite.get('name'))}</span> {_pass_badge(decision.passed)}</h1>",
+        f"<h1><span{_lang(suite.name)}>biascheck: {_e(suite.name)}</span> {_pass_badge(decision.passed)}</h1>",
         _decision(decision, comparison),
-        _header(results),
+        _header(run),
         _toc(sections),
         *sections,
         "<footer>Generated by biascheck {} from a results document created {}{}. Model: {}.</footer>".format(
-            _e(_get(results, "tool", "version") or "?"),
-            _e(results.get("created_at") or "?"),
+            _e(run.tool.get("version") or "?"),
+            _e(run.created_at or "?"),
             " and a comparison with a stored baseline" if comparison is not None else "",
-            _e(model.get("model") or "?"),
+            _e(model.model or "?"),
         ),
     ]
     return _page(title, body)
@@ -226,33 +261,29 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
-def render_index(documents: list[dict], comparisons: dict[str, dict] | None = None) -> str:
+def render_index(runs: Sequence[RunRecord], comparisons: Mapping[str, Comparison] | None = None) -> str:
     """``index.html`` of a run of several suites: each suite's page (``<name>/report.html``, as
     :func:`biascheck.reporting.write.write_reports` lays them out) with its verdict."""
-    from urllib.parse import quote
-
     comparisons = comparisons or {}
     rows = []
-    for document, row in zip(documents, summary_rows(documents)):
+    for run, row in zip(runs, summary_rows([_document(r) for r in runs])):  # until summary_rows takes records
         name, benchmark, model, cases, checks, _, status = row
-        badge = _pass_badge(bool(document.get("passed"))) + (
-            ' <span class="badge v-inconclusive">INCOMPLETE</span>' if status == "INCOMPLETE" else ""
-        )
+        badge = _pass_badge(run.passed) + (' <span class="badge v-inconclusive">INCOMPLETE</span>' if status == "INCOMPLETE" else "")
         comparison = comparisons.get(name)
         against = (
             ""
             if comparison is None
-            else ('<span class="badge fail">REGRESSED</span>' if comparison.get("regressed") else '<span class="badge pass">no regression</span>')
+            else ('<span class="badge fail">REGRESSED</span>' if comparison.regressed else '<span class="badge pass">no regression</span>')
         )
         rows.append(
             f'<tr><td class="nowrap"><a href="{_e(quote(name))}/report.html">{_e(name)}</a></td><td>{_e(benchmark)}</td>'
             f'<td><code>{_e(model)}</code></td><td class="num">{_e(cases)}</td><td class="num">{_e(checks)}</td>'
             f"<td>{badge}</td><td>{against}</td></tr>"
         )
-    failed = sum(not d.get("passed") for d in documents)
+    failed = sum(not run.passed for run in runs)
     head = (
-        f"<h1>biascheck: {len(documents)} suites {_pass_badge(not failed)}</h1>"
-        f"<p>{len(documents) - failed} passed, {failed} failed. Each suite's page has its metrics, charts and answers.</p>"
+        f"<h1>biascheck: {len(runs)} suites {_pass_badge(not failed)}</h1>"
+        f"<p>{len(runs) - failed} passed, {failed} failed. Each suite's page has its metrics, charts and answers.</p>"
     )
     table = (
         '<div class="scroll"><table><thead><tr><th>suite</th><th>benchmark</th><th>model</th><th class="num">cases</th>'
@@ -260,26 +291,29 @@ def render_index(documents: list[dict], comparisons: dict[str, dict] | None = No
         + "\n".join(rows)
         + "\n</tbody></table></div>"
     )
-    return _page(f"biascheck: {len(documents) - failed} of {len(documents)} suites passed", [head, table, _across_suites(documents)])
+    return _page(f"biascheck: {len(runs) - failed} of {len(runs)} suites passed", [head, table, _across_suites(runs)])
 
 
-def _across_suites(documents: list[dict]) -> str:
+# A suite on the chart across suites: its label, run, category -> shared name, and metrics drawn.
+_Across = tuple[str, RunRecord, dict[str, str], tuple[str, ...]]
+
+
+def _across_suites(runs: Sequence[RunRecord]) -> str:
     """The same metric, category by category, across the run's suites: a row per shared category
     name (``common_categories``, which each benchmark declares) that two or more suites have, a
     bar per suite and category with its 95% interval. The metrics are the benchmarks' own headline
     bias metrics (``report_layout.bias_metrics``) that two or more of the suites report."""
-    suites: list[tuple[str, dict, dict[str, str], tuple[str, ...]]] = []  # (label, document, mapping, metrics)
+    suites: list[_Across] = []
     notes: list[str] = []
-    for document in documents:
-        suite = document.get("suite") or {}
-        name, benchmark = str(suite.get("name")), str(suite.get("benchmark"))
-        mapping = common_categories_of(document)
+    for run in runs:
+        name, benchmark = run.suite.name, run.suite.benchmark
+        mapping = common_categories_of(_document(run))  # until common_categories_of takes records
         if not mapping:
             notes.append(f"{name} is left out: its benchmark ({benchmark}) maps none of its categories to shared names")
             continue
-        label = f"{name} ({suite['language']})" if suite.get("language") else name
-        reported = set(_get(document, "metrics", "metrics") or [])
-        suites.append((label, document, mapping, tuple(m for m in layout_of(benchmark).bias_metrics if m in reported)))
+        label = f"{name} ({run.suite.language})" if run.suite.language else name
+        reported = set(run.metrics.rest.get("metrics") or ())
+        suites.append((label, run, mapping, tuple(m for m in layout_of(benchmark).bias_metrics if m in reported)))
     metrics = list(dict.fromkeys(m for *_, names in suites for m in names))
     charts, drawn = [], []
     for metric in metrics:
@@ -313,19 +347,19 @@ def _across_suites(documents: list[dict]) -> str:
     return "\n".join(out)
 
 
-def _across_chart(metric: str, suites: list[tuple[str, dict, dict[str, str], tuple[str, ...]]]) -> tuple[str, list[str]]:
+def _across_chart(metric: str, suites: list[_Across]) -> tuple[str, list[str]]:
     """One metric's chart across suites, and notes on the categories it cannot show."""
     by_name: dict[str, list[Side]] = {}
     having: dict[str, set[str]] = {}
     unmapped: list[str] = []
-    for label, document, mapping, _ in suites:
-        for category, values in (_get(document, "metrics", "by_category") or {}).items():
+    for label, run, mapping, _ in suites:
+        for category in _scopes(run, "category"):
             shared = mapping.get(category)
             if shared is None:
                 unmapped.append(f"{label}: {category}")
                 continue
             side_label = label if category == shared else f"{label} \u00b7 {category}"
-            by_name.setdefault(shared, []).append(Side("suite", (values or {}).get(metric) or {}, None, side_label))
+            by_name.setdefault(shared, []).append(Side("suite", _bar(run.metrics.table("category", category).get(metric)), None, side_label))
             having.setdefault(shared, set()).add(label)
     order = {name: i for i, name in enumerate(COMMON_CATEGORIES)}
     names = sorted(by_name, key=lambda name: (order.get(name, len(order)), name))
@@ -351,73 +385,67 @@ def _across_chart(metric: str, suites: list[tuple[str, dict, dict[str, str], tup
     )
 
 
-def _header(results: dict) -> str:
-    suite = results.get("suite") or {}
-    model = results.get("model") or {}
-    run = results.get("run") or {}
-    fingerprint = suite.get("fingerprint") or {}
+def _header(run: RunRecord) -> str:
+    suite, model, info = run.suite, run.model, run.run
+    fingerprint = suite.fingerprint
     out = [
         "<header>",
         '<dl class="meta">',
-        f"<dt>benchmark</dt><dd>{_e(suite.get('benchmark'))}</dd>",
+        f"<dt>benchmark</dt><dd>{_e(suite.benchmark)}</dd>",
     ]
-    if suite.get("description"):
-        out.append(f"<dt>description</dt><dd{_lang(suite['description'])}>{_e(suite['description'])}</dd>")
-    out.append(f"<dt>model</dt><dd><code>{_e(model.get('model'))}</code></dd>")
-    out.append(f"<dt>parameters</dt><dd><code>{_e(_params(model.get('params')))}</code></dd>")
-    if model.get("api_base"):
-        out.append(f"<dt>API base</dt><dd><code>{_e(model['api_base'])}</code></dd>")
-    if suite.get("prompts"):
-        out.append(f"<dt>prompts</dt><dd>{_e(', '.join(map(str, suite['prompts'])))}</dd>")
-    out.append(f"<dt>created</dt><dd>{_e(results.get('created_at'))}</dd>")
+    if suite.description:
+        out.append(f"<dt>description</dt><dd{_lang(suite.description)}>{_e(suite.description)}</dd>")
+    out.append(f"<dt>model</dt><dd><code>{_e(model.model)}</code></dd>")
+    out.append(f"<dt>parameters</dt><dd><code>{_e(_params(model.params))}</code></dd>")
+    if model.api_base:
+        out.append(f"<dt>API base</dt><dd><code>{_e(model.api_base)}</code></dd>")
+    if suite.prompts:
+        out.append(f"<dt>prompts</dt><dd>{_e(', '.join(suite.prompts))}</dd>")
+    out.append(f"<dt>created</dt><dd>{_e(run.created_at)}</dd>")
     out.append("</dl>")
 
-    cost = fmt.number(run.get("cost_usd"))
+    cost = fmt.number(info.cost_usd)
     pieces = [
-        f"{_fmt_int(run.get('cases'))} cases"
-        + (
-            f" (of {_fmt_int(suite['cases_total'])} in the suite)"
-            if isinstance(suite.get("cases_total"), int) and suite["cases_total"] != run.get("cases")
-            else ""
-        ),
-        f"{_fmt_int(run.get('calls'))} calls",
-        f"{_fmt_int(run.get('cache_hits'))} cache hits",
-        f"{_fmt_int(run.get('retries'))} retries",
-        f"{_fmt_int(run.get('errors'))} errors",
+        f"{_fmt_int(info.cases)} cases" + (f" (of {_fmt_int(suite.cases_total)} in the suite)" if suite.cases_total != info.cases else ""),
+        f"{_fmt_int(info.calls)} calls",
+        f"{_fmt_int(info.cache_hits)} cache hits",
+        f"{_fmt_int(info.retries)} retries",
+        f"{_fmt_int(info.errors)} errors",
     ]
-    if run.get("case_errors"):
-        pieces.append(f"{_fmt_int(run['case_errors'])} cases without an answer")
-    if run.get("truncated"):
-        pieces.append(f"{_fmt_int(run['truncated'])} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters")
+    if info.case_errors:
+        pieces.append(f"{_fmt_int(info.case_errors)} cases without an answer")
+    if info.truncated:
+        pieces.append(f"{_fmt_int(info.truncated)} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters")
     pieces.append("cost n/a" if cost is None else fmt.usd(cost))
-    if run.get("estimator"):
-        pieces.append(f"answered by {_e(run['estimator'])}")
+    if info.estimator:
+        pieces.append(f"answered by {_e(info.estimator)}")
     pieces.append(f"suite fingerprint <code>{_e(fingerprint.get('suite'))}</code>")
     out.append('<p class="run">Run: ' + ", ".join(pieces) + "</p>")
     if fingerprint:
         details = ", ".join(f"{_e(k)} <code>{_e(v)}</code>" for k, v in fingerprint.items() if k != "suite")
         out.append(f'<p class="muted small">Fingerprint parts: {details}</p>')
-    if run.get("estimator_note"):
-        out.append(f'<p class="alert">{_e(run["estimator_note"])}</p>')
+    if info.estimator_note:
+        out.append(f'<p class="alert">{_e(info.estimator_note)}</p>')
 
-    served = served_warning(results)
-    for line in judge_lines(results, correction=False) + ([f"WARNING: {served}"] if served else []):
+    document = _document(run)  # until the results helpers take RunRecord
+    served = served_warning(document)
+    for line in judge_lines(document, correction=False) + ([f"WARNING: {served}"] if served else []):
         css = "alert" if line.startswith("WARNING") else "muted small"
         out.append(f'<p class="{css}">{_e(line)}</p>')
-    if run.get("unpriced_calls"):
-        out.append(f'<p class="muted small">Cost unknown for {_fmt_int(run["unpriced_calls"])} calls (no price: pass --biascheck-price).</p>')
-    if run.get("complete") is False or run.get("incomplete_reason"):
+    if info.unpriced_calls:
+        out.append(f'<p class="muted small">Cost unknown for {_fmt_int(info.unpriced_calls)} calls (no price: pass --biascheck-price).</p>')
+    if not info.complete or info.incomplete_reason:
         out.append(
-            f'<p class="alert"><strong>Incomplete run:</strong> <span{_lang(run.get("incomplete_reason"))}>'
-            f"{_e(run.get('incomplete_reason') or 'reason not recorded')}</span></p>"
+            f'<p class="alert"><strong>Incomplete run:</strong> <span{_lang(info.incomplete_reason)}>'
+            f"{_e(info.incomplete_reason or 'reason not recorded')}</span></p>"
         )
-    missing = missing_data_line(results)
+    missing = missing_data_line(document)
     if missing:
         # Accepted or not, a run without some categories is not the suite: it is never shown small.
         out.append(f'<div class="alert"><strong>{_e(missing)}</strong><ul>')
-        out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in suite["skipped_categories"].items()]
+        out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in suite.skipped_categories.items()]
         out.append("</ul></div>")
-    data_notes = data_quality_lines(results)
+    data_notes = data_quality_lines(document)
     if data_notes:
         out.append(f'<div class="muted small">{_e(data_notes[0])}<ul>')
         out += [f"<li>{_e(line)}</li>" for line in data_notes[1:]]
@@ -426,15 +454,15 @@ def _header(results: dict) -> str:
     return "\n".join(out)
 
 
-def _evidence(check: FailedCheck, comparison: dict | None) -> str:
+def _evidence(check: FailedCheck, comparison: Comparison | None) -> str:
     """A regressed check's flips counted by direction, linked to where the page lists them."""
-    if check.flips is None:
+    if check.flips is None or comparison is None:
         return ""
-    target = evidence_anchor(comparison or {}, check.flips.scope)
+    target = evidence_anchor(_comparison_document(comparison), check.flips.scope)  # until evidence_anchor takes Comparison
     return f'<a href="#{_e(quote(target, safe=""))}">{_e(check.flips.text(ARROW))}</a>'
 
 
-def _decision(decision: Decision, comparison: dict | None) -> str:
+def _decision(decision: Decision, comparison: Comparison | None) -> str:
     """The decision and its reasons: every failing check (regressions, thresholds, the run's own
     failures) in one table, then the inconclusive checks one line each, closed when many."""
     # A block, not a <section>: the table of contents lists the report's sections, under it.
@@ -466,13 +494,11 @@ def _decision(decision: Decision, comparison: dict | None) -> str:
     return "\n".join(out)
 
 
-def _comparison_summary(comparison: dict) -> str:
-    baseline = comparison.get("baseline") or {}
-    candidate = comparison.get("candidate") or {}
-    regressed = bool(comparison.get("regressed"))
-    if regressed:
+def _comparison_summary(comparison: Comparison) -> str:
+    baseline, candidate = comparison.baseline, comparison.candidate
+    if comparison.regressed:
         badge = '<span class="badge fail">REGRESSED</span>'
-    elif comparison.get("passed") is False:  # e.g. inconclusive results with fail_inconclusive
+    elif not comparison.passed:  # e.g. inconclusive results with fail_inconclusive
         badge = '<span class="badge fail">FAILED</span>'
     else:
         badge = '<span class="badge pass">no regression</span>'
@@ -486,28 +512,27 @@ def _comparison_summary(comparison: dict) -> str:
     out.append(
         f'<dt>candidate</dt><dd><code>{_e(candidate.get("model"))}</code> <span class="muted">({_e(_params(candidate.get("params")))})</span></dd>'
     )
-    cases = comparison.get("cases") or {}
-    if cases:
-        out.append("<dt>cases</dt><dd>" + ", ".join(f"{_e(k)} {_fmt_int(v)}" for k, v in cases.items()) + "</dd>")
-    settings = comparison.get("settings") or {}
-    if settings:
-        out.append('<dt>settings</dt><dd class="small">' + ", ".join(f"{_e(k)} = {_e(_value_text(v))}" for k, v in settings.items()) + "</dd>")
+    if comparison.cases:
+        out.append("<dt>cases</dt><dd>" + ", ".join(f"{_e(k)} {_fmt_int(v)}" for k, v in comparison.cases.items()) + "</dd>")
+    if comparison.settings:
+        out.append(
+            '<dt>settings</dt><dd class="small">' + ", ".join(f"{_e(k)} = {_e(_value_text(v))}" for k, v in comparison.settings.items()) + "</dd>"
+        )
     out.append("</dl>")
 
     counts: dict[str, int] = {}
-    for entry in comparison.get("results") or []:
-        counts[str(entry.get("verdict"))] = counts.get(str(entry.get("verdict")), 0) + 1
+    for check in comparison.checks:
+        counts[check.verdict] = counts.get(check.verdict, 0) + 1
     if counts:
         ordered = sorted(counts.items(), key=lambda kv: VERDICT_ORDER.get(kv[0], 9))
         out.append('<p class="counts">' + " ".join(f"{_badge(v)}&nbsp;{n}" for v, n in ordered) + "</p>")
 
-    warnings = comparison.get("warnings") or []
-    if warnings:
+    if comparison.warnings:
         out.append('<div class="alert"><strong>Warnings</strong><ul>')
-        out += [f"<li{_lang(w)}>{_e(w)}</li>" for w in warnings]
+        out += [f"<li{_lang(w)}>{_e(w)}</li>" for w in comparison.warnings]
         out.append("</ul></div>")
 
-    fingerprint = comparison.get("fingerprint") or {}
+    fingerprint = comparison.fingerprint
     differences = fingerprint.get("differences") or []
     if fingerprint.get("equal", True) and not differences:
         out.append('<p class="muted small">Suite fingerprints are equal: both runs used the same data, prompts and subset.</p>')
@@ -521,48 +546,46 @@ def _comparison_summary(comparison: dict) -> str:
 
 
 def _difference(item: Any) -> str:
-    if isinstance(item, dict):
+    if isinstance(item, Mapping):
         return "; ".join(f"{_e(k)}: <code>{_e(v)}</code>" for k, v in item.items())
     if isinstance(item, (list, tuple)):
         return " \u2192 ".join(f"<code>{_e(v)}</code>" for v in item)
     return _e(item)
 
 
-def _overall(results: dict) -> str:
-    metrics = _get(results, "metrics", "overall") or {}
-    verdicts = {(v.get("scope"), v.get("metric")): v for v in results.get("verdicts") or []}
-
+def _overall(run: RunRecord) -> str:
+    verdicts = {(v.scope, v.metric): v for v in run.verdicts}
+    document = _document(run)  # until the results helpers take RunRecord
     # A -k run's "overall" is its selection's, as in the terminal and Markdown reports.
-    scope = scope_label(results, "overall") if "run" in results and "suite" in results else "overall"
+    scope = scope_label(document, "overall")
     out = [
         f'<section id="overall">\n<h2>{_e(scope.capitalize())} metrics</h2>',
         '<div class="scroll"><table>',
         '<thead><tr><th>metric</th><th class="num">value</th><th>95% CI</th><th class="num">n</th><th>threshold</th><th>verdict</th></tr></thead>',
         "<tbody>",
     ]
-    for name, value in metrics.items():
-        value = value or {}
+    for name, value in run.metrics.table("overall", "overall").items():
         verdict = verdicts.get(("overall", name))
-        note = value.get("note") or (verdict or {}).get("note")
+        note = value.note or (verdict.note if verdict is not None else None)
         note_html = f'<br><span class="muted small"{_lang(note)}>{_e(note)}</span>' if note else ""
         mark = (
             ""
             if verdict is None
             else '<span class="badge pass">pass</span>'
-            if verdict.get("passed")
+            if verdict.passed
             else '<span class="badge fail">FAIL</span>'
-            if gated(verdict)
+            if verdict.gated
             else f'<span class="muted">{NOT_GATED}</span>'
         )
-        mark += ' <span class="badge v-inconclusive">inconclusive</span>' if verdict is not None and verdict.get("status") == "inconclusive" else ""
-        row_class = ' class="fail"' if verdict is not None and check_failing(verdict) else ""
+        mark += ' <span class="badge v-inconclusive">inconclusive</span>' if verdict is not None and verdict.inconclusive else ""
+        row_class = ' class="fail"' if verdict is not None and verdict.failed else ""
         out.append(
-            f'<tr{row_class}><td><code>{_e(name)}</code></td><td class="num">{fmt.value(value.get("value"))}{note_html}</td>'
-            f'<td class="ci">{fmt.ci(value.get("ci"))}</td><td class="num">{_fmt_int(value.get("n"))}</td>'
-            f"<td>{_e(fmt.threshold(verdict['threshold'])) if verdict else ''}</td><td>{mark}</td></tr>"
+            f'<tr{row_class}><td><code>{_e(name)}</code></td><td class="num">{fmt.value(value.value)}{note_html}</td>'
+            f'<td class="ci">{fmt.ci(value.ci)}</td><td class="num">{_fmt_int(value.n)}</td>'
+            f"<td>{_e(fmt.threshold(verdict.threshold)) if verdict else ''}</td><td>{mark}</td></tr>"
         )
     out.append("</tbody></table></div>")
-    deselected = deselected_line(results) if "verdicts" in results else None
+    deselected = deselected_line(document)
     if deselected:
         out.append(f'<p class="alert">{_e(deselected)}</p>')
     out.append("</section>")
@@ -572,11 +595,12 @@ def _overall(results: dict) -> str:
 # --- the judge correction ----------------------------------------------------------------------
 
 
-def _correction(results: dict) -> str:
+def _correction(run: RunRecord) -> str:
     """A judge-corrected run: the calibration (id, date, size), its confusion matrix as a table (a
     row per true class with its labelled count) and, per corrected metric, an arrow on a number
     line from the raw value to the corrected one, each with its 95% interval as a bar."""
-    calibration = calibration_of(results) if isinstance(results.get("metrics"), dict) and "overall" in results["metrics"] else None
+    document = _document(run)  # until the results helpers take RunRecord
+    calibration = calibration_of(document)
     if calibration is None:
         return ""
     out = [
@@ -592,7 +616,7 @@ def _correction(results: dict) -> str:
         cells = "".join(f'<td class="num">{x:.3f}</td>' for x in row)
         out.append(f'<tr><th scope="row">{_e(c)}</th><td class="num">{_fmt_int(sum(calibration["counts"][c]))}</td>{cells}</tr>')
     out.append("</tbody></table></div>")
-    rows = correction_rows(results)
+    rows = correction_rows(document)
     if rows:
         legend = (
             '<span><span class="sw sw-raw"></span>raw: the judge\'s readings</span>'
@@ -608,14 +632,13 @@ def _correction(results: dict) -> str:
 # --- charts --------------------------------------------------------------------------------------
 
 
-def _charts(results: dict, comparison: dict | None) -> str:
-    by_category = _get(results, "metrics", "by_category") or {}
-    gated = list(dict.fromkeys(v.get("metric") for v in results.get("verdicts") or []))
+def _charts(run: RunRecord, comparison: Comparison | None) -> str:
+    gated = list(dict.fromkeys(v.metric for v in run.verdicts))
     out = ['<section id="charts">\n<h2>Gated metrics by category</h2>']
     if not gated:
         out.append('<p class="muted">No metric is gated in this suite.</p></section>')
         return "\n".join(out)
-    if not by_category:
+    if not _scopes(run, "category"):
         out.append('<p class="muted">No per-category metrics in this run.</p></section>')
         return "\n".join(out)
     if comparison is not None:
@@ -631,29 +654,28 @@ def _charts(results: dict, comparison: dict | None) -> str:
         "<span>hover a bar for exact numbers</span>"
     )
     for metric in gated:
-        out.append(_chart(results, comparison, metric, legend))
+        out.append(_chart(run, comparison, metric, legend))
     out.append("</section>")
     return "\n".join(out)
 
 
-def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> str:
-    by_category = _get(results, "metrics", "by_category") or {}
-    verdicts = {(v.get("scope"), v.get("metric")): v for v in results.get("verdicts") or []}
-    compared = {(r.get("metric"), r.get("scope")): r for r in (comparison or {}).get("results") or []}
-    default_threshold = _get(results, "suite", "thresholds", metric)
+def _chart(run: RunRecord, comparison: Comparison | None, metric: str, legend: str) -> str:
+    verdicts = {(v.scope, v.metric): v for v in run.verdicts}
+    compared: dict[tuple[str, str], Check] = {(c.metric, c.scope): c for c in comparison.checks} if comparison is not None else {}
+    default_threshold = run.suite.thresholds.get(metric)
 
     # rows: (category, threshold, comparison verdict, sides)
     rows: list[tuple[str, Any, Any, list[Side]]] = []
-    for category in by_category:
+    for category in _scopes(run, "category"):
         verdict = verdicts.get((category, metric))
-        threshold = verdict.get("threshold") if verdict else default_threshold
-        candidate = (by_category.get(category) or {}).get(metric) or {}
-        failing = verdict is not None and not verdict.get("passed") and gated(verdict)
+        threshold = verdict.threshold if verdict else default_threshold
+        candidate = _bar(run.metrics.table("category", category).get(metric))
+        failing = verdict is not None and verdict.failed
         if comparison is not None:
-            entry = compared.get((metric, category)) or {}
-            cmp_verdict = entry.get("verdict") if entry else "not compared"
+            entry = compared.get((metric, category))
+            cmp_verdict = entry.verdict if entry else "not compared"
             sides = [
-                Side("baseline", entry.get("baseline") or {}, None, "baseline"),
+                Side("baseline", _bar(entry.baseline if entry else None), None, "baseline"),
                 Side("candidate", candidate, failing if verdict else None, "candidate", f"; compared with the baseline: {cmp_verdict}"),
             ]
             rows.append((category, threshold, cmp_verdict, sides))
@@ -672,35 +694,31 @@ def _chart(results: dict, comparison: dict | None, metric: str, legend: str) -> 
 # --- comparison ----------------------------------------------------------------------------------
 
 
-def _side_cell(side: Any) -> str:
-    if not isinstance(side, dict) or fmt.number(side.get("value")) is None:
+def _side_cell(side: CheckSide) -> str:
+    if fmt.number(side.value) is None:
         return '<td class="num">n/a</td>'
-    n = side.get("n")
-    tip = f' title="n = {_fmt_int(n)}"' if n is not None else ""
-    return f'<td class="num"{tip}>{fmt.value(side.get("value"))} <span class="muted small under">{fmt.ci(side.get("ci"))}</span></td>'
+    return f'<td class="num" title="n = {_fmt_int(side.n)}">{fmt.value(side.value)} <span class="muted small under">{fmt.ci(side.ci)}</span></td>'
 
 
-def _regressions(comparison: dict) -> str:
-    entries = list(comparison.get("results") or [])
+def _regressions(comparison: Comparison) -> str:
     out = ['<section id="regressions">\n<h2>Regression tests against the baseline</h2>']
-    if not entries:
+    if not comparison.checks:
         out.append('<p class="muted">No metric was compared.</p></section>')
         return "\n".join(out)
-    notable = sorted(
-        (r for r in entries if r.get("verdict") in ("regressed", "inconclusive") and r.get("explanation")), key=lambda r: VERDICT_ORDER[r["verdict"]]
-    )
-    heading = unresolved_heading(comparison) if "results" in comparison else None
+    notable = sorted((c for c in comparison.checks if (c.regressed or c.inconclusive) and c.explanation), key=lambda c: VERDICT_ORDER[c.verdict])
+    document = _comparison_document(comparison)  # until the comparison helpers take Comparison
+    heading = unresolved_heading(document)
     if heading:
-        warn = on_inconclusive_of(comparison) in ("warn", "fail")
+        warn = on_inconclusive_of(document) in ("warn", "fail")
         out.append(f'<div class="{"alert" if warn else "muted"}" id="unresolved"><p>{_e(heading)}</p><ul>')
-        out += [f"<li{_lang(line)}>{_e(line)}</li>" for line in unresolved_lines(comparison)]
+        out += [f"<li{_lang(line)}>{_e(line)}</li>" for line in unresolved_lines(document)]
         out.append(
             '</ul><p class="muted small">Suite sizes are estimates: the detectable worsening shrinks as 1/sqrt(cases), '
             "assuming the same spread per case.</p></div>"
         )
     if notable:
         out.append("<ul>")
-        out += [f"<li>{_badge(r['verdict'])} <span{_lang(r['explanation'])}>{_e(r['explanation'])}</span></li>" for r in notable]
+        out += [f"<li>{_badge(c.verdict)} <span{_lang(c.explanation)}>{_e(c.explanation)}</span></li>" for c in notable]
         out.append("</ul>")
     out.append(
         '<p class="muted small">Rows sorted by verdict (regressed, inconclusive, improved, within margin, not compared). '
@@ -715,83 +733,73 @@ def _regressions(comparison: dict) -> str:
         '<th class="num">worsening [bounds]</th><th class="num">p (adjusted)</th><th>verdict</th>'
         '<th class="num">MDE</th><th>margin</th></tr></thead>\n<tbody>'
     )
-    ordered = sorted(entries, key=lambda r: VERDICT_ORDER.get(str(r.get("verdict")), 9))
-    for r in ordered:
-        verdict = r.get("verdict") or "n/a"
-        p_tip = f"raw p = {fmt.p_value(r.get('p_value'))}"
-        mcnemar = r.get("mcnemar")
-        if isinstance(mcnemar, dict):
+    for c in sorted(comparison.checks, key=lambda c: VERDICT_ORDER.get(c.verdict, 9)):
+        p_tip = f"raw p = {fmt.p_value(c.p_value)}"
+        if c.mcnemar is not None:
             p_tip += (
-                f"; paired cases: {_fmt_int(mcnemar.get('worse'))} worse, {_fmt_int(mcnemar.get('better'))} better, "
-                f"McNemar p = {fmt.p_value(mcnemar.get('p_value'))}"
+                f"; paired cases: {_fmt_int(c.mcnemar.get('worse'))} worse, {_fmt_int(c.mcnemar.get('better'))} better, "
+                f"McNemar p = {fmt.p_value(c.mcnemar.get('p_value'))}"
             )
-        worse = fmt.number(r.get("worsening"))
-        p_tip += f"; unadjusted 95% interval {fmt.signed_ci(r.get('worsening_ci_unadjusted'))}" if r.get("worsening_ci_unadjusted") else ""
-        diff_text = "n/a" if worse is None else f'{fmt.signed(worse)} <span class="muted small under">{fmt.signed_ci(r.get("worsening_ci"))}</span>'
-        better = f' title="better: {_e(r.get("better"))}"' if r.get("better") else ""
-        row_class = ' class="fail"' if verdict == "regressed" else ""
-        rule = str(r.get("rule") or "")
-        margin = rule.removeprefix(f"{r.get('metric')}:")  # the metric is the row's first cell already
-        evidence = f' <a class="small" href="#{_e(evidence_anchor(comparison, str(r.get("scope"))))}">flips</a>' if verdict == "regressed" else ""
+        worse = fmt.number(c.worsening)
+        p_tip += f"; unadjusted 95% interval {fmt.signed_ci(c.worsening_ci_unadjusted)}"
+        diff_text = "n/a" if worse is None else f'{fmt.signed(worse)} <span class="muted small under">{fmt.signed_ci(c.worsening_ci)}</span>'
+        better = f' title="better: {_e(c.better)}"' if c.better else ""
+        row_class = ' class="fail"' if c.regressed else ""
+        margin = c.rule.removeprefix(f"{c.metric}:")  # the metric is the row's first cell already
+        evidence = f' <a class="small" href="#{_e(evidence_anchor(document, c.scope))}">flips</a>' if c.regressed else ""
         out.append(
-            f"<tr{row_class}><td{better}><code>{_e(r.get('metric'))}</code></td>"
-            f'<td class="scope"{_lang(r.get("scope"))}>{_e(r.get("scope"))}</td>'
-            f"{_side_cell(r.get('baseline'))}{_side_cell(r.get('candidate'))}"
+            f"<tr{row_class}><td{better}><code>{_e(c.metric)}</code></td>"
+            f'<td class="scope"{_lang(c.scope)}>{_e(c.scope)}</td>'
+            f"{_side_cell(c.baseline)}{_side_cell(c.candidate)}"
             f'<td class="num">{diff_text}</td>'
-            f'<td class="num" title="{_e(p_tip)}">{fmt.p_value(r.get("p_adjusted"))}</td>'
-            f"<td>{_badge(verdict, r.get('explanation'))}{evidence}</td>"
-            f'<td class="num">{fmt.value(r.get("mde"))}</td>'
-            f'<td class="rule" title="rule {_e(rule)}"><code>{_e(margin)}</code></td></tr>'
+            f'<td class="num" title="{_e(p_tip)}">{fmt.p_value(c.p_adjusted)}</td>'
+            f"<td>{_badge(c.verdict, c.explanation)}{evidence}</td>"
+            f'<td class="num">{fmt.value(c.mde)}</td>'
+            f'<td class="rule" title="rule {_e(c.rule)}"><code>{_e(margin)}</code></td></tr>'
         )
     out.append("</tbody></table></div>\n</section>")
     return "\n".join(out)
 
 
-def _outcome(name: Any) -> str:
-    cls = re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
-    return f'<span class="outcome o-{cls}">{_e(name if name is not None else "n/a")}</span>'
+def _outcome(name: str) -> str:
+    cls = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return f'<span class="outcome o-{cls}">{_e(name)}</span>'
 
 
-def _flips(comparison: dict) -> str:
+def _flips(comparison: Comparison) -> str:
     """Counts per category and direction, then the examples by category, each category's under
     its anchor (``flips-<category>``), which a regressed check's row links to."""
-    flips = comparison.get("flips")
+    flips = comparison.flips
     out = ['<section id="flips">\n<h2>Flipped answers</h2>']
-    if not isinstance(flips, dict):
-        out.append('<p class="muted">No per-case flip data in this comparison.</p></section>')
-        return "\n".join(out)
-    total = flips.get("total")
-    out.append(f"<p>{_fmt_int(total)} cases changed outcome between the baseline and the candidate.</p>")
-    transitions = [str(t) for t in flips.get("by_transition") or {}]
-    by_category: dict = flips["by_category"] if isinstance(flips.get("by_category"), dict) else {}
+    out.append(f"<p>{_fmt_int(flips.total)} cases changed outcome between the baseline and the candidate.</p>")
+    transitions = list(flips.by_transition)
     if transitions:
-        evidence = {r.get("scope") for r in comparison.get("results") or [] if isinstance(r, dict) and r.get("verdict") == "regressed"}
+        evidence = {c.scope for c in comparison.regressions}
         head = "".join(f'<th class="num">{_e(t).replace("-&gt;", ARROW)}</th>' for t in transitions)
         out.append(
             f'<div class="scroll"><table class="flip-counts"><thead><tr><th>category</th><th class="num">changed</th>{head}</tr></thead><tbody>'
         )
-        for category, counts in by_category.items():
-            counts = counts if isinstance(counts, dict) else {}
+        for category, counts in flips.by_category.items():
             mark = f" {_badge('regressed')}" if category in evidence else ""
             cells = "".join(f'<td class="num">{_fmt_int(counts.get(t, 0))}</td>' for t in transitions)
             out.append(f'<tr><td{_lang(category)}>{_e(category)}{mark}</td><td class="num">{_fmt_int(sum(counts.values()))}</td>{cells}</tr>')
-        cells = "".join(f'<td class="num">{_fmt_int(n)}</td>' for n in (flips.get("by_transition") or {}).values())
-        out.append(f'<tr class="total"><td>all</td><td class="num">{_fmt_int(total)}</td>{cells}</tr></tbody></table></div>')
-    examples = [f for f in flips.get("examples") or [] if isinstance(f, dict)]
-    if isinstance(total, int) and total:
-        out.append(f'<p class="muted small">{_e(examples_note({**flips, "shown": len(examples), "limit": flips.get("limit")}))}</p>')
-    grouped: dict[str, list[dict]] = {str(c): [] for c in by_category}
-    for flip in examples:
-        grouped.setdefault(str(flip.get("category")), []).append(flip)
+        cells = "".join(f'<td class="num">{_fmt_int(n)}</td>' for n in flips.by_transition.values())
+        out.append(f'<tr class="total"><td>all</td><td class="num">{_fmt_int(flips.total)}</td>{cells}</tr></tbody></table></div>')
+    if flips.total:
+        shown = {**_comparison_document(comparison)["flips"], "shown": len(flips.examples)}  # until examples_note takes Flips
+        out.append(f'<p class="muted small">{_e(examples_note(shown))}</p>')
+    grouped: dict[str, list[Flip]] = {c: [] for c in flips.by_category}
+    for flip in flips.examples:
+        grouped.setdefault(flip.category, []).append(flip)
     for category, items in grouped.items():
         if items:
-            counted = by_category.get(category)
-            out.append(_flip_category(category, items, sum(counted.values()) if isinstance(counted, dict) else None))
+            counted = flips.by_category.get(category)
+            out.append(_flip_category(category, items, sum(counted.values()) if counted is not None else None))
     out.append("</section>")
     return "\n".join(out)
 
 
-def _flip_category(category: str, items: list, counted: int | None) -> str:
+def _flip_category(category: str, items: list[Flip], counted: int | None) -> str:
     """One category's examples, closed (with 200 flips the open list was a page 16,000 px tall),
     under the anchor its regressed checks link to."""
     noun = "flip" if len(items) == 1 else "flips"
@@ -805,14 +813,14 @@ def _flip_category(category: str, items: list, counted: int | None) -> str:
     return "\n".join(out)
 
 
-def _flip(flip: dict) -> str:
-    prompt, answer, before = flip.get("prompt_text"), flip.get("answer"), flip.get("baseline_answer")
-    prompt_id = f'<span><span class="label">prompt</span> {_e(flip.get("prompt"))}</span>' if flip.get("prompt") is not None else ""
+def _flip(flip: Flip) -> str:
+    prompt, answer, before = flip.rest.get("prompt_text"), flip.answer, flip.baseline_answer
+    prompt_id = f'<span><span class="label">prompt</span> {_e(flip.prompt)}</span>' if flip.prompt is not None else ""
     out = [
         '<div class="flip">',
-        f'<div class="flip-head"><code>{_e(flip.get("case_id"))}</code>'
-        f'<span><span class="label">context</span> {_e(flip.get("context_type") or "n/a")}</span>{prompt_id}'
-        f"<span>{_outcome(flip.get('baseline'))} \u2192 {_outcome(flip.get('candidate'))}</span></div>",
+        f'<div class="flip-head"><code>{_e(flip.case_id)}</code>'
+        f'<span><span class="label">context</span> {_e(flip.context_type or "n/a")}</span>{prompt_id}'
+        f"<span>{_outcome(flip.baseline)} \u2192 {_outcome(flip.candidate)}</span></div>",
         _flip_options(flip),
         '<div class="label">prompt</div>' if prompt is not None else "",
         f'<div class="prompt"{_lang(prompt)}>{_e(prompt)}</div>' if prompt is not None else "",
@@ -825,25 +833,24 @@ def _flip(flip: dict) -> str:
     return "\n".join(part for part in out if part)
 
 
-def _option(text: Any, outcome: Any = None) -> str:
+def _option(text: str | None, outcome: str | None = None) -> str:
     """An answer option's text (or n/a), with the outcome class it was read as."""
     shown = f'<span class="option"{_lang(text)}>{_e(text)}</span>' if text is not None else '<span class="muted">n/a</span>'
     return shown + (f" {_outcome(outcome)}" if outcome is not None else "")
 
 
-def _flip_options(flip: dict) -> str:
+def _flip_options(flip: Flip) -> str:
     """Which option was right, which the stereotype's, and what each side chose (optional fields of
     the flip record: older comparisons, and cases the run cannot name options for, lack them)."""
-    keys = ("correct_option", "stereotyped_option", "baseline_option", "candidate_option")
-    shown = flip.get("options")
-    listed = [("options shown", " / ".join(_option(text) for text in shown))] if isinstance(shown, list) and shown else []
-    if not any(flip.get(k) is not None for k in keys):
+    chosen = (flip.correct_option, flip.stereotyped_option, flip.baseline_option, flip.candidate_option)
+    listed = [("options shown", " / ".join(_option(text) for text in flip.options))] if flip.options else []
+    if all(text is None for text in chosen):
         return '<dl class="options">' + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in listed) + "</dl>" if listed else ""
     rows = listed + [
-        ("correct option", _option(flip.get("correct_option"))),
-        ("stereotyped option", _option(flip.get("stereotyped_option"))),
-        ("baseline chose", _option(flip.get("baseline_option"), flip.get("baseline"))),
-        ("candidate chose", _option(flip.get("candidate_option"), flip.get("candidate"))),
+        ("correct option", _option(flip.correct_option)),
+        ("stereotyped option", _option(flip.stereotyped_option)),
+        ("baseline chose", _option(flip.baseline_option, flip.baseline)),
+        ("candidate chose", _option(flip.candidate_option, flip.candidate)),
     ]
     return '<dl class="options">' + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows) + "</dl>"
 
@@ -851,10 +858,10 @@ def _flip_options(flip: dict) -> str:
 # --- without a baseline --------------------------------------------------------------------------
 
 
-def _biased_sample(results: dict, prompts: dict) -> str:
+def _biased_sample(run: RunRecord, prompts: Mapping[str, Sequence[tuple[str, str]]]) -> str:
     """Up to five stereotyped answers per category, the first by case id (so the same run always
     shows the same ones): what to read first when there is no baseline to compare with."""
-    sample = biased_sample(results.get("cases") or [])
+    sample = biased_sample(run.cases)
     if not sample:
         return ""
     out = [
@@ -865,18 +872,18 @@ def _biased_sample(results: dict, prompts: dict) -> str:
     ]
     for category, (cases, total) in sample.items():
         out.append(f'<h3><span{_lang(category)}>{_e(category)}</span> <span class="muted small">({len(cases)} of {_fmt_int(total)})</span></h3>')
-        out += [_biased_case(case, prompts.get(str(case.get("case_id")))) for case in cases]
+        out += [_biased_case(case, prompts.get(case.case_id)) for case in cases]
     out.append("</section>")
     return "\n".join(out)
 
 
-def _biased_case(case: Mapping[str, Any], messages: list | None) -> str:
+def _biased_case(case: CaseRecord, messages: Sequence[tuple[str, str]] | None) -> str:
     out = [
         '<div class="sample">',
-        f'<div class="flip-head"><code>{_e(case.get("case_id"))}</code>'
-        f'<span><span class="label">context</span> {_e(case.get("context_type") or "n/a")}</span></div>',
+        f'<div class="flip-head"><code>{_e(case.case_id)}</code>'
+        f'<span><span class="label">context</span> {_e(case.context_type or "n/a")}</span></div>',
         # A biased outcome means the chosen option is the stereotyped one.
-        f'<dl class="options"><dt>stereotyped option</dt><dd>{_option(case.get("answer"))}</dd></dl>',
+        f'<dl class="options"><dt>stereotyped option</dt><dd>{_option(case.answer)}</dd></dl>',
         '<div class="pair">',
         _prompt_block(messages),
         _reply_block(case),
@@ -886,7 +893,7 @@ def _biased_case(case: Mapping[str, Any], messages: list | None) -> str:
     return "\n".join(out)
 
 
-def _prompt_block(messages: list | None) -> str:
+def _prompt_block(messages: Sequence[tuple[str, str]] | None) -> str:
     """The prompt as the model read it (every message, its role named when there are several)."""
     if not messages:
         return '<div><div class="label">prompt</div><div class="prompt muted">not kept: this page was rendered from results.json alone</div></div>'
@@ -897,22 +904,22 @@ def _prompt_block(messages: list | None) -> str:
     return "<div>" + "".join(parts) + "</div>"
 
 
-def _reply_block(case: Mapping[str, Any]) -> str:
+def _reply_block(case: CaseRecord) -> str:
     """The reply (a generation, when the benchmark asked for one), then the options with the one it
     was read as choosing marked."""
-    reply = case.get("generation") if case.get("generation") is not None else case.get("raw")
+    generation = case.fields.get("generation")
+    reply = generation if generation is not None else case.raw
     out = ['<div><div class="label">reply</div>', f'<div class="answer"{_lang(reply)}>{_e(reply) if reply is not None else "n/a"}</div>']
-    if case.get("generation") is not None and case.get("raw") is not None:
-        out.append(f'<div class="label">read as</div><div class="answer"{_lang(case["raw"])}>{_e(case["raw"])}</div>')
-    choices = case.get("choices")
-    if isinstance(choices, list) and choices:
-        chosen = case.get("answer_index")
+    if generation is not None and case.raw is not None:
+        out.append(f'<div class="label">read as</div><div class="answer"{_lang(case.raw)}>{_e(case.raw)}</div>')
+    if case.choices:
+        chosen = case.fields.get("answer_index")
         items = "".join(
             ('<li class="chosen">' if i == chosen else "<li>")
             + f'<span class="option"{_lang(c)}>{_e(c)}</span>'
             + (' <span class="badge">chosen</span>' if i == chosen else "")
             + "</li>"
-            for i, c in enumerate(choices)
+            for i, c in enumerate(case.choices)
         )
         out.append(f'<div class="label">options</div><ol class="choices">{items}</ol>')
     out.append("</div>")
@@ -944,11 +951,10 @@ SAMPLE_SCRIPT = """
 """
 
 
-def _sample_browser(results: dict, prompts: dict) -> str:
+def _sample_browser(run: RunRecord, prompts: Mapping[str, Sequence[tuple[str, str]]]) -> str:
     """A bounded sample of every kind of answer (see :func:`biascheck.reporting.samples.browser_sample`)
     with filters by category, outcome and prompt, each case's prompt beside its reply."""
-    cases = results.get("cases") or []
-    shown, groups = browser_sample(cases)
+    shown, groups = browser_sample(run.cases)
     if not shown:
         return ""
     total = sum(groups.values())
@@ -960,15 +966,19 @@ def _sample_browser(results: dict, prompts: dict) -> str:
         "Every case is in results.json.</p>",
         '<div class="filters">',
     ]
-    for name, key in (("category", "category"), ("outcome", "outcome"), ("prompt", "prompt_id")):
-        values = sorted({str(c.get(key) if c.get(key) is not None else "") for c in shown})
+    filters: tuple[tuple[str, list[str]], ...] = (
+        ("category", [c.category for c in shown]),
+        ("outcome", [c.outcome for c in shown]),
+        ("prompt", [c.prompt_id for c in shown]),
+    )
+    for name, found in filters:
+        values = sorted(set(found))
         options = "".join(f'<option value="{_e(v)}"{_lang(v)}>{_e(v or "(none)")}</option>' for v in values)
         out.append(f'<label>{name} <select data-filter="{name}"><option value="">all ({len(values)})</option>{options}</select></label>')
     out.append('<span class="muted small sample-count"></span></div>')
     for case in shown:
-        category, outcome, context = (str(case.get(k) if case.get(k) is not None else "") for k in ("category", "outcome", "context_type"))
-        prompt_id = str(case.get("prompt_id") if case.get("prompt_id") is not None else "")
-        head = [f"<code>{_e(case.get('case_id'))}</code>", f"<span{_lang(category)}>{_e(category)}</span>", _outcome(outcome)]
+        category, outcome, context, prompt_id = case.category, case.outcome, case.context_type or "", case.prompt_id
+        head = [f"<code>{_e(case.case_id)}</code>", f"<span{_lang(category)}>{_e(category)}</span>", _outcome(outcome)]
         if context:
             head.append(f'<span><span class="label">context</span> {_e(context)}</span>')
         if prompt_id:
@@ -976,7 +986,7 @@ def _sample_browser(results: dict, prompts: dict) -> str:
         out.append(
             f'<div class="sample-row" data-category="{_e(category)}" data-outcome="{_e(outcome)}" data-prompt="{_e(prompt_id)}">'
             f'<div class="flip-head">{"".join(head)}</div><div class="pair">'
-            + _prompt_block(prompts.get(str(case.get("case_id"))))
+            + _prompt_block(prompts.get(case.case_id))
             + _reply_block(case)
             + "</div></div>"
         )
@@ -987,10 +997,10 @@ def _sample_browser(results: dict, prompts: dict) -> str:
 # --- secondary tables ----------------------------------------------------------------------------
 
 
-def _extra_tables(results: dict) -> str:
-    metrics = results.get("metrics") or {}
+def _extra_tables(run: RunRecord) -> str:
+    metrics = run.metrics
     out = []
-    summary, by_prompt = metrics.get("prompt_summary") or {}, metrics.get("by_prompt") or {}
+    summary, by_prompt = metrics.rest.get("prompt_summary") or {}, _scopes(run, "prompt")
     if summary and by_prompt:
         out.append('<section id="across-prompts">\n<h2>Across prompts</h2>')
         out.append('<p class="muted small">Each prompt\'s value; mean \u00b1 sample standard deviation across prompts.</p>')
@@ -999,30 +1009,34 @@ def _extra_tables(results: dict) -> str:
             + "".join(f'<th class="num">{_e(p)}</th>' for p in by_prompt)
             + '<th class="num">mean \u00b1 std</th></tr></thead><tbody>'
         )
+        tables = {p: metrics.table("prompt", p) for p in by_prompt}
         for name, spread in summary.items():
             spread = spread or {}
-            cells = "".join(f'<td class="num">{fmt.value(_get(by_prompt[p], name, "value"))}</td>' for p in by_prompt)
+            cells = "".join(f'<td class="num">{fmt.value(_value(tables[p].get(name)))}</td>' for p in by_prompt)
             out.append(
                 f'<tr><td><code>{_e(name)}</code></td>{cells}<td class="num">{fmt.value(spread.get("mean"))} \u00b1 {fmt.value(spread.get("std"))}</td></tr>'
             )
         out.append("</tbody></table></div>\n</section>")
-    by_label = metrics.get("by_label") or {}
-    if by_label:
-        names = list(dict.fromkeys(n for table in by_label.values() for n in (table or {})))
-        title = layout_of((results.get("suite") or {}).get("benchmark")).label_title
-        out.append(
-            f'<section id="by-label">\n<details><summary><strong>{title}</strong> <span class="muted">({len(by_label)} groups)</span></summary>'
-        )
+    labels = _scopes(run, "label")
+    if labels:
+        tables = {label: metrics.table("label", label) for label in labels}
+        names = list(dict.fromkeys(n for table in tables.values() for n in table))
+        title = layout_of(run.suite.benchmark).label_title
+        out.append(f'<section id="by-label">\n<details><summary><strong>{title}</strong> <span class="muted">({len(labels)} groups)</span></summary>')
         out.append(
             '<div class="scroll"><table><thead><tr><th>label</th>'
             + "".join(f'<th class="num"><code>{_e(n)}</code></th>' for n in names)
             + "</tr></thead><tbody>"
         )
-        for label, table in by_label.items():
-            cells = "".join(f'<td class="num">{fmt.value(_get(table, n, "value"))}</td>' for n in names)
+        for label, table in tables.items():
+            cells = "".join(f'<td class="num">{fmt.value(_value(table.get(n)))}</td>' for n in names)
             out.append(f"<tr><td{_lang(label)}>{_e(label)}</td>{cells}</tr>")
         out.append("</tbody></table></div>\n</details>\n</section>")
     return "\n".join(out)
+
+
+def _value(value: MetricValue | None) -> float | None:
+    return None if value is None else value.value
 
 
 # --- several runs, and releases --------------------------------------------------------------------

@@ -14,7 +14,9 @@ from __future__ import annotations
 import heapq
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+from biascheck.records.run import CaseRecord
 
 # The side key of a results document built by this run: case id -> [[role, content], ...].
 REPORT_PROMPTS = "report_prompts"
@@ -29,51 +31,72 @@ PER_GROUP = 5
 Group = tuple[str, str, str]
 
 
-def _is_biased_answer(case: Mapping[str, Any]) -> bool:
+# A case as the page reads it (a record), or as build_results holds it still (a dict).
+Case = TypeVar("Case", CaseRecord, Mapping[str, Any])
+
+
+def _fields(case: CaseRecord | Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(case id, category, outcome, context type or "") of a case."""
+    if isinstance(case, CaseRecord):
+        return case.case_id, case.category, case.outcome, case.context_type or ""
+    # build_results' cases, until the pipeline makes records
+    return str(case.get("case_id")), str(case.get("category")), str(case.get("outcome")), str(case.get("context_type") or "")
+
+
+def _cases(cases: Iterable[Case]) -> list[Case]:
+    return [case for case in cases if isinstance(case, CaseRecord | dict)]
+
+
+def _is_biased_answer(case: CaseRecord | Mapping[str, Any]) -> bool:
     # In a biased disambiguated context the stereotyped option is also the correct one: not a biased answer.
-    return case.get("outcome") == "biased" and case.get("context_type") != "dis-biased"
+    _, _, outcome, context = _fields(case)
+    return outcome == "biased" and context != "dis-biased"
 
 
-def biased_sample(cases: Iterable[Any]) -> dict[str, tuple[list[Mapping[str, Any]], int]]:
+def _case_id(case: CaseRecord | Mapping[str, Any]) -> str:
+    return _fields(case)[0]
+
+
+def biased_sample(cases: Iterable[Case]) -> dict[str, tuple[list[Case], int]]:
     """Category -> (up to :data:`BIASED_PER_CATEGORY` answers that chose the stereotyped option
     where it was not the correct one, the first by case id; how many there are), categories in
     code point order."""
-    by_category: dict[str, list[Mapping[str, Any]]] = {}
-    for case in cases:
-        if isinstance(case, dict) and _is_biased_answer(case):
-            by_category.setdefault(str(case.get("category")), []).append(case)
+    by_category: dict[str, list[Case]] = {}
+    for case in _cases(cases):
+        if _is_biased_answer(case):
+            by_category.setdefault(_fields(case)[1], []).append(case)
     return {
-        category: (heapq.nsmallest(BIASED_PER_CATEGORY, by_category[category], key=lambda c: str(c.get("case_id"))), len(by_category[category]))
+        category: (heapq.nsmallest(BIASED_PER_CATEGORY, by_category[category], key=_case_id), len(by_category[category]))
         for category in sorted(by_category)
     }
 
 
-def group_of(case: Mapping[str, Any]) -> Group:
-    return (str(case.get("category")), str(case.get("outcome")), str(case.get("context_type") or ""))
+def group_of(case: CaseRecord | Mapping[str, Any]) -> Group:
+    _, category, outcome, context = _fields(case)
+    return category, outcome, context
 
 
-def _spread(case: Mapping[str, Any]) -> tuple[int, str]:
-    case_id = str(case.get("case_id"))
+def _spread(case: CaseRecord | Mapping[str, Any]) -> tuple[int, str]:
+    case_id = _case_id(case)
     return zlib.crc32(case_id.encode("utf-8")), case_id
 
 
-def browser_sample(cases: Iterable[Any]) -> tuple[list[Mapping[str, Any]], dict[Group, int]]:
+def browser_sample(cases: Iterable[Case]) -> tuple[list[Case], dict[Group, int]]:
     """The sample browser's cases (groups in order, each group's in case id order) and the size of
     every group: at most :data:`PER_GROUP` per group, those of the smallest CRC-32 of their case
     id. The same cases whatever the order of results.json's cases, spread over the group (prompts
     and choice orders vary), chosen without sorting a full HBB's 773,500 ids."""
-    groups: dict[Group, list[Mapping[str, Any]]] = {}
-    for case in cases:
-        if isinstance(case, dict):
-            groups.setdefault(group_of(case), []).append(case)
-    shown: list[Mapping[str, Any]] = []
+    groups: dict[Group, list[Case]] = {}
+    for case in _cases(cases):
+        groups.setdefault(group_of(case), []).append(case)
+    shown: list[Case] = []
     for key in sorted(groups):
         picked = heapq.nsmallest(PER_GROUP, groups[key], key=_spread)
-        shown += sorted(picked, key=lambda c: str(c.get("case_id")))
+        shown += sorted(picked, key=_case_id)
     return shown, {key: len(members) for key, members in groups.items()}
 
 
 def sampled_ids(cases: Sequence[Any]) -> set[str]:
     """The ids of every case report.html shows: those whose prompts the run keeps for it."""
-    ids = {str(c.get("case_id")) for shown, _ in biased_sample(cases).values() for c in shown}
-    return ids | {str(c.get("case_id")) for c in browser_sample(cases)[0]}
+    ids = {_case_id(c) for shown, _ in biased_sample(cases).values() for c in shown}
+    return ids | {_case_id(c) for c in browser_sample(cases)[0]}

@@ -1,5 +1,5 @@
 """Writing a run's report folder: the one module that imports every file renderer, so that none of
-them imports another's writer (results, comparison and HTML renderings only read documents)."""
+them imports another's writer (results, comparison and HTML renderings only read documents and records)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 
 from biascheck.core.files import atomic_write_text, replace_folder
 from biascheck.evaluation.regression import FLIPS_FILE, split_flips
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
@@ -46,6 +48,8 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
 
     def render() -> dict[str, str]:
         files: dict[str, str] = {}
+        runs: list[RunRecord] = []
+        compared: dict[str, Comparison] = {}
         for document in documents:
             prompts = document.get(REPORT_PROMPTS)
             document = {key: value for key, value in document.items() if key != REPORT_PROMPTS}  # the page's, not results.json's
@@ -58,14 +62,20 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
                 # Every flip in flips.jsonl, one per line; comparison.json names it and keeps counts and examples.
                 comparison, flips = split_flips(comparison, FLIPS_FILE)
             files[prefix + "report.md"] = render_markdown(document, comparison)  # its regressions with its thresholds
-            files[prefix + "report.html"] = render_html(document, comparison, prompts=prompts)
+            # records from the documents until the pipeline makes them
+            run = RunRecord.from_json(document, str(folder / prefix / "results.json"))
+            record = None if comparison is None else Comparison.from_json(comparison, str(folder / prefix / "comparison.json"), every_flip=flips)
+            runs.append(run)
+            if record is not None:
+                compared[run.suite.name] = record
+            files[prefix + "report.html"] = render_html(run, record, prompts=prompts)
             if comparison is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
                 files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
                 files[prefix + FLIPS_FILE] = "".join(json.dumps(flip, ensure_ascii=False, allow_nan=False) + "\n" for flip in flips)
         if len(documents) > 1:
             files["summary.md"] = render_summary_markdown(documents)
-            files["index.html"] = render_index(documents, comparisons)
+            files["index.html"] = render_index(runs, compared)
         return files
 
     return replace_folder(folder, render) if documents else []
