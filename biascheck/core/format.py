@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 NA = "n/a"
@@ -78,7 +78,7 @@ def p_value(p: Any) -> str:
 
 def threshold_items(threshold: Any) -> list[tuple[str, float]]:
     """A threshold's (kind, limit) pairs (``{"max_abs": 0.05}``), numbers only."""
-    if not isinstance(threshold, dict):
+    if not isinstance(threshold, Mapping):
         return []
     return [(str(kind), float(limit)) for kind, limit in threshold.items() if number(limit) is not None]
 
