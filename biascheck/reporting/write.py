@@ -10,6 +10,8 @@ from typing import Any
 
 from biascheck.core.files import atomic_write_text, replace_folder
 from biascheck.evaluation.regression import FLIPS_FILE, split_flips
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
@@ -46,25 +48,30 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
 
     def render() -> dict[str, str]:
         files: dict[str, str] = {}
-        for document in documents:
+        runs: list[RunRecord] = []
+        for index, document in enumerate(documents):
             prompts = document.get(REPORT_PROMPTS)
             document = {key: value for key, value in document.items() if key != REPORT_PROMPTS}  # the page's, not results.json's
             prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
             validate_results(document, str(folder / prefix / "results.json"))
+            runs.append(RunRecord.from_json(document, str(folder / prefix / "results.json")))
             comparison = comparisons.get(document["suite"]["name"])
             files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
             flips: list[dict[str, Any]] = []
+            # records from the documents until the pipeline makes them
+            run, record = runs[index], None
             if comparison is not None:
                 # Every flip in flips.jsonl, one per line; comparison.json names it and keeps counts and examples.
                 comparison, flips = split_flips(comparison, FLIPS_FILE)
-            files[prefix + "report.md"] = render_markdown(document, comparison)  # its regressions with its thresholds
+                record = Comparison.from_json(comparison, str(folder / prefix / "comparison.json"), flips)
+            files[prefix + "report.md"] = render_markdown(run, record)  # its regressions with its thresholds
             files[prefix + "report.html"] = render_html(document, comparison, prompts=prompts)
-            if comparison is not None:
+            if comparison is not None and record is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-                files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
+                files[prefix + "comparison.md"] = render_comparison_markdown(record)
                 files[prefix + FLIPS_FILE] = "".join(json.dumps(flip, ensure_ascii=False, allow_nan=False) + "\n" for flip in flips)
         if len(documents) > 1:
-            files["summary.md"] = render_summary_markdown(documents)
+            files["summary.md"] = render_summary_markdown(runs)
             files["index.html"] = render_index(documents, comparisons)
         return files
 
