@@ -22,7 +22,7 @@ from biascheck.evaluation.regression import on_inconclusive_of, resolve_text
 from biascheck.records.comparison import Check, Comparison
 from biascheck.records.comparison import Flips as FlipsRecord
 from biascheck.records.run import RunRecord, ThresholdVerdict
-from biascheck.reporting import _documents
+from biascheck.reporting import document_views
 from biascheck.suite import missing_data_summary
 
 # Kinds of failing checks, in the order a decision lists them: what the gate was set to catch first.
@@ -147,7 +147,7 @@ View = TypeVar("View", bound=Callable[..., Any])
 
 def accepts_documents(legacy: Callable[..., Any]) -> Callable[[View], View]:
     """A view of records that report.html still calls with its documents: a document (or a list
-    of them) goes to ``legacy``, the view as it read documents (:mod:`._documents`), until the
+    of them) goes to ``legacy``, the view as it read documents (:mod:`.document_views`), until the
     page moves to records alongside; then this goes. Every other caller gives records."""
 
     def taking(view: View) -> View:
@@ -162,7 +162,7 @@ def accepts_documents(legacy: Callable[..., Any]) -> Callable[[View], View]:
 
 
 # --- the decision of report.html's documents, as it was read before the views took records; goes
-# with biascheck.reporting._documents when the page takes records (every other caller gives them)
+# with biascheck.reporting.document_views when the page takes records (every other caller gives them)
 
 _UNRESOLVED = ("inconclusive", "not compared")
 
@@ -205,7 +205,7 @@ def _decide_document(document: Mapping[str, Any], comparison: Mapping[str, Any] 
         if comparison is not None
         else []
     )
-    failed += [_threshold_of_document(document, v) for v in document["verdicts"] if thresholds and _documents.failing(v)]
+    failed += [_threshold_of_document(document, v) for v in document["verdicts"] if thresholds and document_views.failing(v)]
     mode = on_inconclusive_of(comparison) if comparison is not None else None
     if comparison is not None and mode == "fail":
         failed += [_regression_of_document(document, comparison, r, kind=INCONCLUSIVE) for r in comparison["results"] if r["verdict"] in _UNRESOLVED]
@@ -215,7 +215,7 @@ def _decide_document(document: Mapping[str, Any], comparison: Mapping[str, Any] 
         failed.append(FailedCheck(OTHER, suite, reason="the results record a failure without naming a check: see the report below"))
     inconclusive = [
         InconclusiveCheck(suite, r["metric"], r["scope"], REGRESSION, _unresolved_text_of_document(r))
-        for r in (_documents.unresolved_checks(comparison) if comparison is not None and mode != "fail" else [])
+        for r in (document_views.unresolved_checks(comparison) if comparison is not None and mode != "fail" else [])
     ]
     inconclusive += [
         InconclusiveCheck(
@@ -226,7 +226,7 @@ def _decide_document(document: Mapping[str, Any], comparison: Mapping[str, Any] 
             f"threshold: {fmt.value(v['value'])} {fmt.ci(v['ci'])} straddles {fmt.threshold(v['threshold'])}",
         )
         for v in document["verdicts"]
-        if thresholds and v.get("status") == "inconclusive" and not _documents.failing(v)
+        if thresholds and v.get("status") == "inconclusive" and not document_views.failing(v)
     ]
     return Decision(suite, passed, tuple(failed), tuple(inconclusive), comparison is not None, mode)
 
@@ -271,7 +271,7 @@ def _run_failures_of_document(document: Mapping[str, Any], comparison: Mapping[s
     """What fails the run as a whole: missing data, errored cases, an incomplete run."""
     suite, run = str(document["suite"]["name"]), document["run"]
     out = []
-    if missing_data and _documents.missing_data_failed(document):
+    if missing_data and document_views.missing_data_failed(document):
         summary = missing_data_summary(document["suite"]["skipped_categories"], document["suite"].get("categories_total"))
         out.append(FailedCheck(MISSING_DATA, suite, reason=summary))
     errors = max(int(run.get("case_errors") or 0), int((comparison or {}).get("candidate_errors") or 0))
@@ -285,7 +285,7 @@ def _run_failures_of_document(document: Mapping[str, Any], comparison: Mapping[s
 def _unresolved_text_of_document(result: Mapping[str, Any]) -> str:
     return (
         f"worsening {fmt.signed(result.get('worsening'))} {fmt.signed_ci(result.get('worsening_ci'))} across margin "
-        f"{fmt.value(result.get('margin'))}; {_documents.resolve_text(result)}"
+        f"{fmt.value(result.get('margin'))}; {document_views.resolve_text(result)}"
     )
 
 

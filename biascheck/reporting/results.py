@@ -24,14 +24,12 @@ from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.records.comparison import Comparison
 from biascheck.records.run import MetricValue, RunRecord, ThresholdVerdict
-from biascheck.reporting import _documents
-
-# The results document's own form: mark_deselected edits documents, and history and compare read them.
-from biascheck.reporting._documents import failing as failing
-from biascheck.reporting._documents import gated as gated
-from biascheck.reporting._documents import missing_data_failed as missing_data_failed
-from biascheck.reporting._documents import verdict_index as verdict_index
+from biascheck.reporting import document_views
 from biascheck.reporting.decision import FLIPS_FILES, Decision, accepts_documents, decide, scope_label
+from biascheck.reporting.document_views import failing as failing
+from biascheck.reporting.document_views import gated as gated
+from biascheck.reporting.document_views import missing_data_failed as missing_data_failed
+from biascheck.reporting.document_views import verdict_index as verdict_index
 from biascheck.reporting.samples import REPORT_PROMPTS, sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
@@ -227,7 +225,7 @@ def category_metrics(run: RunRecord) -> list[str]:
     return list(dict.fromkeys([m for m in headline if m in overall] + [v.metric for v in run.verdicts]))
 
 
-@accepts_documents(_documents.served_warning)
+@accepts_documents(document_views.served_warning)
 def served_warning(run: RunRecord) -> str | None:
     """Said when the provider named more than one served model or system fingerprint in one run:
     the model behind the name changed while it ran, and the run mixes two models' answers."""
@@ -240,7 +238,7 @@ def served_warning(run: RunRecord) -> str | None:
     return f"the provider reported {' and '.join(changed)} within this run" if changed else None
 
 
-@accepts_documents(_documents.judge_lines)
+@accepts_documents(document_views.judge_lines)
 def judge_lines(run: RunRecord, *, correction: bool = True) -> list[str]:
     """Who judged the generations, and the warnings of the judge's qualification; ``correction``:
     with the judge correction as text lines (the terminal; report.md and report.html show it as
@@ -276,7 +274,7 @@ def judge_lines(run: RunRecord, *, correction: bool = True) -> list[str]:
 CORRECTED = "_corrected"
 
 
-@accepts_documents(_documents.calibration_of)
+@accepts_documents(document_views.calibration_of)
 def calibration_of(run: RunRecord) -> dict[str, Any] | None:
     """The judge calibration a run's scoring records (``<id>:b=..;c=..;u=..;date=..``): its id,
     date, counts per true class and row-normalised confusion matrix; None without one."""
@@ -290,7 +288,7 @@ def calibration_of(run: RunRecord) -> dict[str, Any] | None:
     return {"id": ident, "date": fields.get("date", "?"), "counts": counts, "matrix": matrix}
 
 
-@accepts_documents(_documents.correction_rows)
+@accepts_documents(document_views.correction_rows)
 def correction_rows(run: RunRecord) -> list[tuple[str, MetricValue, MetricValue]]:
     """(metric, raw value, corrected value) of the overall metrics a judge calibration corrected,
     in report order; empty without a calibration."""
@@ -342,7 +340,7 @@ def correction_markdown(run: RunRecord) -> list[str]:
     return [*out, ""]
 
 
-@accepts_documents(_documents.missing_data_line)
+@accepts_documents(document_views.missing_data_line)
 def missing_data_line(run: RunRecord) -> str | None:
     """What every report says about the categories the run went without; None when it had them all.
     Each category's reason follows it, in each report's own layout."""
@@ -356,7 +354,7 @@ def missing_data_line(run: RunRecord) -> str | None:
     return f"{summary}: left out of this run, {accepted}"
 
 
-@accepts_documents(_documents.data_quality_lines)
+@accepts_documents(document_views.data_quality_lines)
 def data_quality_lines(run: RunRecord) -> list[str]:
     """What every report says about records of the benchmark's data that are inconsistent
     (``suite.data_quality``): a heading line, then one line per category; none when there are none.
@@ -374,7 +372,7 @@ def data_quality_lines(run: RunRecord) -> list[str]:
 NOT_GATED = "not gated (deselected)"
 
 
-@accepts_documents(_documents.deselected_line)
+@accepts_documents(document_views.deselected_line)
 def deselected_line(run: RunRecord) -> str | None:
     """One line on the checks whose metric items a selection left out, and how to gate them."""
     count = sum(not v.gated for v in run.verdicts)
@@ -448,7 +446,7 @@ def run_line(run: RunRecord) -> str:
 SUMMARY_HEADERS = ("suite", "benchmark", "model", "cases", "checks passed", "overall", "verdict")
 
 
-@accepts_documents(_documents.summary_rows)
+@accepts_documents(document_views.summary_rows)
 def summary_rows(runs: Sequence[RunRecord]) -> list[list[str]]:
     """One row per suite of a run: what a reader of several suites wants first."""
     rows = []

@@ -3,6 +3,10 @@ before the views took records: kept whole, so that the page renders as it did, d
 included, until it moves to records alongside; then this module goes. Every other caller gives
 records (:mod:`.results`, :mod:`.comparison`), whose views send a document here
 (:func:`biascheck.reporting.decision.accepts_documents`). It imports no other view.
+
+:func:`gated`, :func:`failing`, :func:`missing_data_failed` and :func:`verdict_index` read a
+threshold check of a document for what still edits or reads documents (``mark_deselected``, history
+and compare), and are what ``biascheck.reporting.results`` exports under those names.
 """
 
 from __future__ import annotations
