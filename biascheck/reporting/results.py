@@ -1,8 +1,9 @@
 """Reports: ``results.json`` (the machine-readable record, schema in the package) and ``report.md``,
 and what the other renderings (terminal, HTML) read from a run's record
-(:class:`~biascheck.records.run.RunRecord`). Every rendering is built from the record, which is
-read from the JSON document, so a pytest-xdist controller that only received the JSON renders
-exactly what a single process would. Numbers are formatted by :mod:`biascheck.core.format`.
+(:class:`~biascheck.records.run.RunRecord`). report.md, the terminal and the job summary are built
+from the record, which is read from the JSON document, so a pytest-xdist controller that only
+received the JSON renders exactly what a single process would (report.html still reads the
+document: :mod:`biascheck.reporting.document_views`). Numbers are formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
