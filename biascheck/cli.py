@@ -563,7 +563,7 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 def _diff(args) -> int:
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
-    from biascheck.orchestration import Checked, github_summary, write_report_folder, written_line
+    from biascheck.orchestration import Checked, github_summary, records_of, write_report_folder, written_line
     from biascheck.reporting import github
     from biascheck.reporting.decision import decide
     from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal
@@ -591,12 +591,15 @@ def _diff(args) -> int:
         comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts, baseline_answers=replies)
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 140
-    sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
+    checked = Checked([results], {results["suite"]["name"]: comparison})
+    # records from the documents until the pipeline makes them
+    (run,), records = records_of(checked)
+    record = records[run.suite.name]
+    sys.stdout.write(render_comparison_terminal([record], color=color, width=width))
     # Last, the decision: the comparison's alone, which is what the exit status says.
-    sys.stdout.write(render_decision_terminal([decide(results, comparison, thresholds=False)], color=color, width=width))
+    sys.stdout.write(render_decision_terminal([decide(run, record, thresholds=False)], color=color, width=width))
     if note:
         print(note, file=sys.stderr)
-    checked = Checked([results], {results["suite"]["name"]: comparison})
     if args.report:
         # The run's whole report with this comparison, replacing the folder at once like the plugin's:
         # never a comparison next to another run's results.json.
@@ -606,7 +609,7 @@ def _diff(args) -> int:
             return exits.USAGE
         print(written_line(args.report, files, compared=[comparison["baseline"]["path"]]))
     if github.in_github_actions():
-        for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
+        for line in github.github_annotations([record]) + github.unresolved_annotations([record]):
             print(line)
         # The comparison alone: the run's own report is in the summary of the job that ran it.
         for notice in github_summary(checked, reports=False):
@@ -708,21 +711,24 @@ def _run_gate(gate, selection):
 
 
 def _print_summary(checked) -> None:
+    from biascheck.orchestration import records_of
     from biascheck.reporting import github
     from biascheck.reporting.decision import decisions
     from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 160
-    sys.stdout.write(render_terminal(checked.documents, color=color, width=width))
-    comparisons = [checked.comparisons[d["suite"]["name"]] for d in checked.documents if d["suite"]["name"] in checked.comparisons]
+    # records from the documents until the pipeline makes them
+    runs, records = records_of(checked)
+    sys.stdout.write(render_terminal(runs, color=color, width=width))
+    comparisons = [records[run.suite.name] for run in runs if run.suite.name in records]
     if comparisons:
         sys.stdout.write(render_comparison_terminal(comparisons, color=color, width=width))
         if github.in_github_actions():
             for line in github.github_annotations(comparisons) + github.unresolved_annotations(comparisons):
                 print(line)
     # Last, the decision and its reasons.
-    sys.stdout.write(render_decision_terminal(decisions(checked.documents, checked.comparisons), color=color, width=width))
+    sys.stdout.write(render_decision_terminal(decisions(runs, records), color=color, width=width))
 
 
 def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict, dict[str, str | None] | None]:

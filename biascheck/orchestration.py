@@ -29,6 +29,8 @@ from biascheck.core.files import RUN_MARKER
 
 if TYPE_CHECKING:
     from biascheck.execution.progress import Progress
+    from biascheck.records.comparison import Comparison
+    from biascheck.records.run import RunRecord
     from biascheck.session import RunConfig, RunResult
     from biascheck.suite import Suite
 
@@ -300,6 +302,17 @@ class Gate:
         return notices
 
 
+def records_of(checked: Checked) -> tuple[list[RunRecord], dict[str, Comparison]]:
+    """The records the views render, of a checked run's documents and comparisons (each read once)."""
+    from biascheck.records.run import RunRecord
+    from biascheck.reporting.decision import comparison_record
+    from biascheck.reporting.samples import REPORT_PROMPTS
+
+    # records from the documents until the pipeline makes them
+    runs = [RunRecord.from_json({key: value for key, value in d.items() if key != REPORT_PROMPTS}, "results") for d in checked.documents]
+    return runs, {name: comparison_record(c) for name, c in checked.comparisons.items()}
+
+
 def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
     """In GitHub Actions, the run's job summary appended to ``$GITHUB_STEP_SUMMARY``; without
     ``reports``, the comparisons alone (``biascheck diff``: the run's report is in the summary of
@@ -308,7 +321,8 @@ def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
 
     if not github.in_github_actions():
         return []
-    problem = github.write_step_summary(checked.documents, checked.comparisons, reports=reports)
+    runs, comparisons = records_of(checked)
+    problem = github.write_step_summary(runs, comparisons, reports=reports)
     return [Notice(problem, Level.WARNING)] if problem else []
 
 

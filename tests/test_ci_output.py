@@ -18,8 +18,11 @@ from hypothesis import strategies as st
 from biascheck.core import format as fmt
 from biascheck.execution.progress import RichProgress
 from biascheck.execution.stats import RunStats
+from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
+from biascheck.reporting.decision import comparison_record
 from biascheck.reporting.results import render_markdown
+from biascheck.reporting.samples import REPORT_PROMPTS
 from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
 
 from conftest import ROOT, SUITES, write_subset_suite
@@ -52,6 +55,11 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
         "age": results("sim/stereotyped", [c for c in suite.cases if c.category == "age"]),
         "fair": results("sim/fair", suite.cases),
     }
+
+
+def record(document: dict) -> RunRecord:
+    """The record the views take, of a results document (the pipeline still makes documents)."""
+    return RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})
 
 
 def comparison_of(baseline_results: dict, candidate: dict) -> dict:
@@ -106,7 +114,7 @@ def table_with(markdown: str, column: str) -> list[dict[str, str]]:
 
 def test_report_md_threshold_and_verdict_cells_survive_a_gfm_renderer(runs):
     document = runs["stereotyped"]
-    rows = {row["metric"]: row for row in table_with(render_markdown(document), "threshold")}
+    rows = {row["metric"]: row for row in table_with(render_markdown(record(document)), "threshold")}
     assert rows["diff_bias_amb"]["threshold"] == "|x| <= 0.05"
     assert rows["diff_bias_amb"]["verdict"] == "FAIL"
     assert rows["acc_dis"]["threshold"] == "x >= 0.8"
@@ -124,7 +132,7 @@ def test_cells_keep_pipes_backslashes_and_line_breaks_of_names(runs):
         if verdict["scope"] == "age":
             verdict["scope"] = hostile
     document["metrics"]["by_prompt"] = {"p|1": document["metrics"]["by_prompt"]["1"]}
-    markdown = render_markdown(document)
+    markdown = render_markdown(record(document))
     categories = {row["category"]: row for row in table_with(markdown, "category")}
     assert "a|b\\|c\\ d" in categories  # the line break is a space: a cell is one line
     assert categories["a|b\\|c\\ d"]["diff_bias_amb"].endswith("FAIL")
@@ -135,7 +143,7 @@ def test_comparison_md_cells_survive_a_gfm_renderer(runs):
     comparison = comparison_of(runs["fair"], runs["stereotyped"])
     result = next(r for r in comparison["results"] if r["scope"] == "age" and r["metric"] == "diff_bias_amb")
     result["scope"] = "age|young"
-    rows = table_with(render_comparison_markdown(comparison), "rule")
+    rows = table_with(render_comparison_markdown(comparison_record(comparison)), "rule")
     assert len(rows) == len(comparison["results"])
     row = next(row for row in rows if row["scope"] == "age|young")
     assert (row["metric"], row["rule"], row["verdict"].lower()) == ("diff_bias_amb", result["rule"], result["verdict"])
@@ -294,7 +302,7 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
     long_name = "race_ethnicity_nationality_and_immigration_status"
     by_category = document["metrics"]["by_category"]
     by_category[long_name] = by_category.pop("race_ethnicity_nationality")
-    output = render_terminal([document], color=False, width=80)
+    output = render_terminal([record(document)], color=False, width=80)
     assert "…" not in output
     words = set(output.replace("│", " ").split())
     for name in by_category:
@@ -304,7 +312,7 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
     for value in shown:
         assert fmt.value(value["value"]) in words and fmt.count(value["n"]) in words
         assert all(part in words for part in fmt.ci(value["ci"]).split())
-    comparison = render_comparison_terminal([comparison_of(runs["fair"], runs["stereotyped"])], color=False, width=60)
+    comparison = render_comparison_terminal([comparison_record(comparison_of(runs["fair"], runs["stereotyped"]))], color=False, width=60)
     assert "…" not in comparison
 
 
@@ -379,14 +387,14 @@ def test_a_partial_run_calls_its_overall_the_selection(runs):
     whole, age = runs["stereotyped"], runs["age"]
     assert (age["run"]["cases"], age["suite"]["cases_total"]) == (8, 96)
     assert {v["scope"] for v in age["verdicts"]} == {"overall", "age"}
-    markdown = render_markdown(age)
+    markdown = render_markdown(record(age))
     assert "## Selection (8 of 96 cases)" in markdown and "## Overall" not in markdown
     assert "| threshold | diff_bias_amb | selection (8 of 96 cases) | " in markdown  # the decision's failing check
-    terminal = render_terminal([age], color=False, width=100)
+    terminal = render_terminal([record(age)], color=False, width=100)
     assert "kobbq: selection (8 of 96 cases)" in terminal and "kobbq: overall" not in terminal
     # The whole suite is still "overall".
-    assert "## Overall" in render_markdown(whole)
-    assert "kobbq: overall" in render_terminal([whole], color=False, width=100)
+    assert "## Overall" in render_markdown(record(whole))
+    assert "kobbq: overall" in render_terminal([record(whole)], color=False, width=100)
     from biascheck.records.run import RunRecord
     from biascheck.reporting.html import render_html
 
@@ -404,7 +412,7 @@ def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
     fair = copy.deepcopy(runs["fair"])
     fair["suite"]["name"] = "kobbq|fair"  # a pipe in a name must not split its cell
     documents = [runs["stereotyped"], fair]
-    rows = table_with(render_summary_markdown(documents), "verdict")
+    rows = table_with(render_summary_markdown([record(d) for d in documents]), "verdict")
     assert [(r["suite"], r["verdict"]) for r in rows] == [("kobbq", "FAILED"), ("kobbq|fair", "passed")]
     for row, document in zip(rows, documents):
         verdicts = document["verdicts"]
@@ -412,12 +420,12 @@ def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
         assert row["checks passed"] == f"{sum(v['passed'] for v in verdicts)} of {len(verdicts)}"
         assert row["overall"].startswith("diff_bias_amb ") and row["model"] == document["model"]["model"]
 
-    terminal = render_terminal(documents, color=False, width=160)
+    terminal = render_terminal([record(d) for d in documents], color=False, width=160)
     assert terminal.index("every suite") < terminal.index(documents[0]["suite"]["name"] + " (kobbq) on")
-    assert "every suite" not in render_terminal(documents[:1], color=False, width=160)
+    assert "every suite" not in render_terminal([record(documents[0])], color=False, width=160)
 
     write_reports(documents, tmp_path / "report")
-    assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown(documents)
+    assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown([record(d) for d in documents])
     write_reports(documents[:1], tmp_path / "single")
     assert not (tmp_path / "single" / "summary.md").exists()
 
@@ -576,10 +584,10 @@ def _markdown_of_every_kind(runs: dict, text: str) -> dict[str, str]:
     recorded = [(path, BaselineRecord.from_json(json.loads(baselines.dumps(release)))) for path, release in releases]
     history = history_document(recorded, suite="kobbq", thresholds=None, gated_metrics=["diff_bias_amb"])
     return {
-        "report.md": render_markdown(document),
-        "comparison.md": render_comparison_markdown(comparison),
-        "summary.md": render_summary_markdown([document, fair]),
-        "step summary": step_summary([document, fair], {text: comparison}),
+        "report.md": render_markdown(record(document)),
+        "comparison.md": render_comparison_markdown(comparison_record(comparison)),
+        "summary.md": render_summary_markdown([record(document), record(fair)]),
+        "step summary": step_summary([record(document), record(fair)], {text: comparison_record(comparison)}),
         "compare.md": render_runs_markdown(compared),
         "history": render_history_markdown(history),
     }

@@ -54,6 +54,16 @@ def gate(tmp_path_factory, data_dir) -> dict:
     return {"candidate": candidate, "comparison": comparison, "folder": folder}
 
 
+def records(document: dict, comparison: dict | None = None):
+    """The records the views take, of the documents the gate made (the pipeline still makes documents)."""
+    from biascheck.records.run import RunRecord
+    from biascheck.reporting.decision import comparison_record
+    from biascheck.reporting.samples import REPORT_PROMPTS
+
+    run = RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})
+    return run, None if comparison is None else comparison_record(comparison)
+
+
 def written(gate: dict, name: str) -> dict[str, str]:
     """The report folder write_reports makes of the gate's run and comparison: file name -> text."""
     from biascheck.reporting.write import write_reports
@@ -61,6 +71,34 @@ def written(gate: dict, name: str) -> dict[str, str]:
     folder = gate["folder"] / name
     write_reports([copy.deepcopy(gate["candidate"])], folder, {"kobbq": copy.deepcopy(gate["comparison"])})
     return {p.name: p.read_text("utf-8") for p in folder.iterdir() if p.is_file()}
+
+
+def test_the_views_render_the_records_read_back_from_the_files_they_wrote(gate, tmp_path):
+    """Views take records (issue 35): the report.md, comparison.md, job summary and terminal text of
+    the records ``load_run`` and ``load_comparison`` read from a written report are the very text
+    written from the run, and each is the record's own decision (nothing re-derived from JSON)."""
+    from biascheck import Comparison, load_comparison, load_run
+    from biascheck.reporting.comparison import render_comparison_markdown
+    from biascheck.reporting.decision import decide
+    from biascheck.reporting.github import step_summary
+    from biascheck.reporting.results import render_markdown
+    from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
+
+    files = written(gate, "read-back")
+    run, comparison = load_run(gate["folder"] / "read-back"), load_comparison(gate["folder"] / "read-back")
+    assert render_markdown(run, comparison) == files["report.md"]
+    assert render_comparison_markdown(comparison) == files["comparison.md"]
+    assert step_summary([run], {"kobbq": comparison}) == files["report.md"] + "\n" + files["comparison.md"]
+    decision = decide(run, comparison)
+    assert {c.key for c in decision.failed if c.kind == "regression"} == {("regression", c.metric, c.scope) for c in comparison.regressions}
+    assert {c.key for c in decision.failed if c.kind == "threshold"} == {("threshold", v.metric, v.scope) for v in run.failed_checks}
+    # The terminal: the run's record made in memory renders as the one read back, and the
+    # comparison.json alone as with every flip of flips.jsonl read beside it.
+    live, _ = records(gate["candidate"])
+    assert render_terminal([live], color=False, width=200) == render_terminal([run], color=False, width=200)
+    alone = Comparison.from_json(json.loads(files["comparison.json"]))
+    assert comparison.flips.every and alone.flips.every is None
+    assert render_comparison_terminal([alone], color=False, width=200) == render_comparison_terminal([comparison], color=False, width=200)
 
 
 def check_line(lines: list[str], metric: str, scope: str, kind: str) -> int:
@@ -159,8 +197,6 @@ def randomized(draw, gate: dict) -> tuple[dict, dict]:
 
 
 def test_every_view_names_the_same_failing_checks(gate):
-    from biascheck.records.comparison import Comparison
-    from biascheck.records.run import RunRecord
     from biascheck.reporting.decision import decide
     from biascheck.reporting.github import step_summary
     from biascheck.reporting.html import render_html
@@ -173,12 +209,14 @@ def test_every_view_names_the_same_failing_checks(gate):
         document, comparison = data
         expected = expected_failures(document, comparison)
         reread = json.loads(json.dumps(comparison))  # comparison.json, as written and read back
+        run, record = records(document, comparison)
+        assert record is not None
         views = {
-            "decision": {check.key for check in decide(document, reread).failed},
-            "terminal": terminal_failures(render_decision_terminal([decide(document, comparison)], color=False, width=300)),
-            "report.md": markdown_failures(render_markdown(document, comparison)),
-            "report.html": html_failures(render_html(RunRecord.from_json(document), Comparison.from_json(reread))),
-            "job summary": markdown_failures(step_summary([document], {"kobbq": comparison})),
+            "decision": {check.key for check in decide(*records(document, reread)).failed},
+            "terminal": terminal_failures(render_decision_terminal([decide(run, record)], color=False, width=300)),
+            "report.md": markdown_failures(render_markdown(run, record)),
+            "report.html": html_failures(render_html(*records(document, reread))),
+            "job summary": markdown_failures(step_summary([run], {"kobbq": record})),
         }
         for view, found in views.items():
             assert found == expected, view
@@ -291,6 +329,8 @@ def test_the_last_line_of_a_gate_names_every_file_it_wrote(run_biascheck, tiny_k
 
 
 def test_a_checks_flips_are_counted_by_direction_from_either_schema():
+    from biascheck.records._json import Fields
+    from biascheck.records.comparison import Flips
     from biascheck.reporting.decision import flip_counts
 
     flip = {"case_id": "x", "category": "ses", "context_type": "amb", "prompt": None, "answer": None}
@@ -302,7 +342,9 @@ def test_a_checks_flips_are_counted_by_direction_from_either_schema():
         "examples": [],
         "limit": 0,
         "shown": 0,
+        "file": None,
     }
+    second = Flips.from_json(Fields(second, "comparison.json", "flips"))
     assert flip_counts(second, "ses").counts == (("unknown -> biased", 2), ("counter -> biased", 1))
     assert flip_counts(second, "overall").text("\u2192") == "unknown \u2192 biased 3, counter \u2192 biased 1"
     assert flip_counts(second, "religion").text() == "no flipped case"
@@ -310,11 +352,13 @@ def test_a_checks_flips_are_counted_by_direction_from_either_schema():
     first = {
         "total": 5,
         "shown": 3,
+        "limit": 3,
         "by_transition": {"unknown -> biased": 5},
         "by_category": {
             "ses": [{**flip, "baseline": "unknown", "candidate": "biased"}] * 2 + [{**flip, "baseline": "counter", "candidate": "biased"}]
         },
     }
+    first = Flips.from_json_1(Fields(first, "comparison.json", "flips"))
     counted = flip_counts(first, "ses")
     assert counted.counts == (("unknown -> biased", 2), ("counter -> biased", 1)) and counted.partial
     assert counted.text().endswith("(of the flips listed)")
@@ -345,9 +389,10 @@ def test_a_run_that_failed_as_a_whole_says_why_in_its_decision(gate):
     document["suite"].update(skipped_categories={"religion": "no data file"}, missing_data_allowed=False)
     document["run"].update(case_errors=3, complete=False, incomplete_reason="stopped at --biascheck-max-cost")
     document["passed"] = False
-    decision = decide(document)
+    run, _ = records(document)
+    decision = decide(run)
     assert [c.kind for c in decision.failed] == ["missing data", "errored cases", "incomplete run"] and not decision.passed
-    markdown = render_markdown(document)
+    markdown = render_markdown(run)
     for reason in ("religion", "3 cases without an answer", "stopped at --biascheck-max-cost"):
         assert markdown.index(reason) < markdown.index("suite fingerprint"), reason
     page = render_html(RunRecord.from_json(document))

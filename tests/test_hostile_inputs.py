@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import RunRecord
 from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
 
 from loopback import chat_answer, loopback_server, send_json
@@ -16,18 +18,25 @@ HOSTILE = "x[/][red]y[bold]"
 
 
 def _document(hostile: str) -> dict:
-    """The parts of results.json that render_terminal reads, with markup in every free text."""
+    """A results.json with markup in every free text render_terminal shows."""
     ci = [0.1, 0.2]
     value = {"value": 0.15, "ci": ci, "n": 10}
     return {
+        "schema": "biascheck.results/1",
+        "tool": {"name": "biascheck", "version": "0.1.0"},
+        "created_at": "2026-11-21T10:00:00+00:00",
         "passed": False,
         "suite": {
             "name": f"suite{hostile}",
             "benchmark": "kobbq",
             "fingerprint": {"suite": "abc"},
+            "prompts": ["1"],
             "skipped_categories": {f"cat{hostile}": f"reason{hostile}"},
+            "cases_total": 10,
+            "thresholds": {},
+            "regression": {},
         },
-        "model": {"model": f"openai/{hostile}", "params_dropped": {f"p{hostile}": f"dropped{hostile}"}, "params_ignored": {}},
+        "model": {"model": f"openai/{hostile}", "params": {}, "params_dropped": {f"p{hostile}": f"dropped{hostile}"}, "params_ignored": {}},
         "run": {
             "cases": 10,
             "calls": 10,
@@ -57,7 +66,7 @@ def _document(hostile: str) -> dict:
 
 def test_terminal_report_shows_markup_in_user_text_literally():
     for color in (False, True):
-        text = render_terminal([_document(HOSTILE)], color=color, width=400)
+        text = render_terminal([RunRecord.from_json(_document(HOSTILE))], color=color, width=400)
         for shown in (
             f"suite{HOSTILE}",
             f"openai/{HOSTILE}",
@@ -76,21 +85,34 @@ def test_comparison_report_shows_markup_in_user_text_literally():
     result = {
         "metric": "acc_dis",
         "scope": f"cat{HOSTILE}",
-        "baseline": {"value": 0.9},
-        "candidate": {"value": 0.5},
+        "better": "higher",
+        "rule": "-2%",
+        "rule_source": "suite",
+        "margin": 0.02,
+        "baseline": {"value": 0.9, "ci": [0.8, 1.0], "n": 10},
+        "candidate": {"value": 0.5, "ci": [0.4, 0.6], "n": 10},
         "difference": -0.4,
         "difference_ci_unadjusted": [-0.5, -0.3],
         "worsening": 0.4,
         "worsening_ci": [0.3, 0.5],
+        "worsening_ci_unadjusted": [0.32, 0.48],
+        "interval": None,
+        "p_value": 0.001,
         "p_adjusted": 0.001,
+        "mcnemar": None,
         "mde": 0.05,
-        "rule": "-2%",
+        "cases_to_resolve": None,
         "verdict": "regressed",
         "explanation": f"explained{HOSTILE}",
     }
     comparison = {
+        "schema": "biascheck.comparison/2",
         "suite": {"name": f"suite{HOSTILE}"},
+        "fingerprint": {},
+        "settings": {},
         "regressed": True,
+        "candidate_errors": 0,
+        "passed": False,
         "warnings": [f"warn{HOSTILE}"],
         "results": [result],
         "flips": {
@@ -107,7 +129,7 @@ def test_comparison_report_shows_markup_in_user_text_literally():
         "candidate": {"model": f"openai/{HOSTILE}"},
     }
     for color in (False, True):
-        text = render_comparison_terminal([comparison], color=color, width=400)
+        text = render_comparison_terminal([Comparison.from_json(comparison)], color=color, width=400)
         for shown in (
             f"suite{HOSTILE}",
             f"openai/{HOSTILE}",

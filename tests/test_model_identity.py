@@ -10,7 +10,9 @@ import pytest
 from biascheck.evaluation.regression import compare, settings_from
 from biascheck.execution.llm import ModelConfig
 from biascheck.execution.store import ResponseStore, request_key
+from biascheck.records.run import RunRecord
 from biascheck.reporting.results import build_results, render_markdown, served_warning
+from biascheck.reporting.samples import REPORT_PROMPTS
 from biascheck.session import RunConfig, run, served_by
 
 from loopback import chat_answer, loopback_server, send_json
@@ -80,7 +82,7 @@ def test_what_the_provider_served_is_stored_and_recorded(tiny_kobbq, data_dir, t
     (document,) = build_results(result)
     assert document["model"]["revision"] == "release-7"
     assert document["model"]["served"] == {"models": {"snap-2024-07-18": 6}, "system_fingerprints": {"fp_abc": 6}}
-    assert served_warning(document) is None
+    assert served_warning(RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})) is None
     with ResponseStore(tmp_path / "store.sqlite") as store:
         stored = store.get_many(_keys(result))
     assert {(s.served_model, s.system_fingerprint) for s in stored.values()} == {("snap-2024-07-18", "fp_abc")}
@@ -109,8 +111,9 @@ def test_a_model_that_changes_within_a_run_is_warned_about(tiny_kobbq, data_dir,
     (document,) = build_results(result)
     assert document["model"]["served"]["models"] == {"snap-a": 3, "snap-b": 3}
     warning = "the provider reported 2 served models (snap-a, snap-b) within this run"
-    assert served_warning(document) == warning
-    assert f"WARNING: {warning}" in render_markdown(document)
+    record = RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})
+    assert served_warning(record) == warning
+    assert f"WARNING: {warning}" in render_markdown(record)
 
 
 def test_served_by_counts_only_what_was_said():

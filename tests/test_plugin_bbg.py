@@ -19,6 +19,7 @@ from biascheck.benchmarks.bbg.benchmark import BBG
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
+from biascheck.records.run import RunRecord
 from biascheck.reporting.terminal import render_terminal
 from biascheck.session import RunConfig, run
 from biascheck.suite import load_suite
@@ -114,7 +115,7 @@ def test_korean_is_byte_exact_through_store_results_and_reports(run_biascheck, k
     examples = [line for line in report.splitlines() if line.startswith("| r1-")]
     assert examples and all(records_question_in(line, records) for line in examples)
     # The terminal table holds Korean questions and stays aligned: every line of it is as wide.
-    text = render_terminal([run.results()], color=False, width=120)
+    text = render_terminal([RunRecord.from_json(run.results())], color=False, width=120)
     lines = []
     for line in text.split("read as biased in both versions (first pairs)")[1].splitlines()[1:]:
         lines.append(line)

@@ -113,10 +113,11 @@ def renderings() -> dict[str, str]:
     from markdown_it import MarkdownIt
 
     results, compared = document(), comparison()
-    markdown = render_markdown(results) + render_comparison_markdown(compared)
+    run, record = RunRecord.from_json(results), Comparison.from_json(compared)
+    markdown = render_markdown(run) + render_comparison_markdown(record)
     as_text = re.compile(r"<[^>]+>")
     return {
-        "terminal": render_terminal([results], color=False, width=250) + render_comparison_terminal([compared], color=False, width=250),
+        "terminal": render_terminal([run], color=False, width=250) + render_comparison_terminal([record], color=False, width=250),
         "markdown": html.unescape(as_text.sub(" ", MarkdownIt("commonmark").enable("table").render(markdown))),
         "html": html.unescape(as_text.sub(" ", render_html(RunRecord.from_json(results), Comparison.from_json(compared)))),
     }
@@ -167,8 +168,8 @@ def test_missing_data_reads_the_same_everywhere(kind, allowed):
     results["verdicts"] = [v for v in results["verdicts"] if v["passed"]]
     results["passed"] = allowed
     text = {
-        "terminal": lambda: render_terminal([results], color=False, width=400),
-        "markdown": lambda: html.unescape(re.sub(r"<[^>]+>", " ", MarkdownIt("commonmark").render(render_markdown(results)))),
+        "terminal": lambda: render_terminal([RunRecord.from_json(results)], color=False, width=400),
+        "markdown": lambda: html.unescape(re.sub(r"<[^>]+>", " ", MarkdownIt("commonmark").render(render_markdown(RunRecord.from_json(results))))),
         "html": lambda: html.unescape(re.sub(r"<[^>]+>", " ", render_html(RunRecord.from_json(results)))),
     }[kind]()
     text = re.sub(r" :", ":", " ".join(text.split()))  # a tag between a category and its colon
@@ -180,7 +181,7 @@ def test_missing_data_reads_the_same_everywhere(kind, allowed):
         assert "MISSING DATA: 2 of 11 categories have no data (Race_x_SES, SES), so this is no complete bbq run: a failed check" in text
         assert "or pass --biascheck-allow-missing-data to run without it" in text
     # The summary across suites (terminal, job summary, index.html) calls a run without them incomplete.
-    assert summary_rows([results])[0][-1] == ("passed" if allowed else "INCOMPLETE")
+    assert summary_rows([RunRecord.from_json(results)])[0][-1] == ("passed" if allowed else "INCOMPLETE")
 
 
 def test_formatters():
@@ -208,7 +209,7 @@ def test_flips_read_as_counts_then_examples_by_category_with_links_from_the_regr
         "shown": 1,
         "file": "flips.jsonl",
     }
-    markdown = render_comparison_markdown(compared)
+    markdown = render_comparison_markdown(Comparison.from_json(compared))
     assert "| category | changed | unknown -> biased | counter -> biased |" in markdown
     assert "| age | 1 | 1 | 0 |" in markdown and "| ses (**regressed**) | 4 | 3 | 1 |" in markdown and "| _all_ | 5 | 4 | 1 |" in markdown
     assert "1 of 5 shown (limit 1)" in markdown and "every flip is in flips.jsonl" in markdown
@@ -216,7 +217,7 @@ def test_flips_read_as_counts_then_examples_by_category_with_links_from_the_regr
     assert "**REGRESSED** ([flips](#flips))" in markdown and "**REGRESSED** ([flips](#flips-ses))" in markdown
     assert '<a id="flips"></a>' in markdown and '<a id="flips-ses"></a>' in markdown and "ses: 1 shown of 4" in markdown
     assert "baseline's answer: C" in markdown and "options: x / y / 모름" in markdown and "질문: ?" in markdown
-    terminal = render_comparison_terminal([compared], color=False, width=250)
+    terminal = render_comparison_terminal([Comparison.from_json(compared)], color=False, width=250)
     rows = [re.sub(r"\s+", " ", line.strip("│ ")) for line in terminal.splitlines() if line.startswith("│")]
     assert "age │ 1 │ 1 │ 0" in rows and "ses (regressed) │ 4 │ 3 │ 1" in rows and "all │ 5 │ 4 │ 1" in rows
     assert "ses: ses-1 unknown -> biased" in terminal

@@ -59,6 +59,7 @@ from biascheck.metrics.paired import (
     paired_case_bootstrap,
     worsening_bounds,
 )
+from biascheck.records.comparison import Check, on_inconclusive
 from biascheck.suite import missing_data_summary
 
 COMPARISON_SCHEMA = "biascheck.comparison/2"
@@ -97,25 +98,21 @@ class CompareSettings:
 
 
 def on_inconclusive_of(comparison: Mapping[str, Any]) -> str:
-    """What a comparison document's inconclusive checks do to the gate; a file written before the
-    setting existed has ``fail_inconclusive`` (true: fail) or nothing (they passed quietly)."""
-    settings = comparison.get("settings") or {}
-    if "on_inconclusive" in settings:
-        return str(settings["on_inconclusive"])
-    return "fail" if settings.get("fail_inconclusive") else "pass"
+    """What a comparison document's inconclusive checks do to the gate (see
+    :func:`biascheck.records.comparison.on_inconclusive`)."""
+    return on_inconclusive(comparison.get("settings"))
 
 
-def unresolved_checks(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The checks that could neither show nor rule out a worsening beyond their margin."""
-    return [r for r in comparison["results"] if r["verdict"] == "inconclusive"]
-
-
-def resolve_text(result: Mapping[str, Any]) -> str:
+def resolve_text(check: Check) -> str:
     """What would resolve an inconclusive check, from ``cases_to_resolve`` (an estimate)."""
-    needed, cases = result.get("cases_to_resolve"), result.get("cases")
+    return resolve_check_text(check.cases_to_resolve, check.cases, check.margin)
+
+
+def resolve_check_text(needed: int | None, cases: int | None, margin: float | None) -> str:
+    """:func:`resolve_text` of a check's ``cases_to_resolve``, compared ``cases`` and ``margin``."""
     now = f" (now {cases})" if cases is not None else ""
     if needed is None:
-        if result.get("margin") == 0:
+        if margin == 0:
             return "margin 0: no suite size resolves it; give the metric a margin"
         return "no estimate of the cases that would resolve it"
     if cases is not None and needed <= cases:

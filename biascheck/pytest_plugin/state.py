@@ -6,7 +6,7 @@ comparisons with the baselines, the reports and baselines written at the end. Th
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ import pytest
 from biascheck import options
 from biascheck.core.errors import BiascheckError
 from biascheck.options import BaselineOptions
-from biascheck.orchestration import Checked, Gate, Level
+from biascheck.orchestration import Checked, Gate, Level, records_of
 
 if TYPE_CHECKING:
     from biascheck.session import RunConfig, RunResult
@@ -285,8 +285,8 @@ class BiascheckState:
         session.exitstatus = pytest.ExitCode.OK
 
     def terminal_summary(self, terminalreporter) -> None:
-        documents = self.checked.documents if self.checked else None
-        if not documents:
+        checked = self.checked
+        if checked is None or not checked.documents:
             return  # nothing was selected, or this is an xdist worker
         import os
 
@@ -294,34 +294,35 @@ class BiascheckState:
         from biascheck.reporting.decision import decisions
         from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
+        # records from the documents until the pipeline makes them
+        runs, records = records_of(checked)
+
         # A CI log has no edge: unless it says its width (COLUMNS, which pytest reads), it gets a wide
         # summary rather than pytest's fallback of 80 columns, which wraps every table.
         width = terminalreporter._tw.fullwidth if terminalreporter.isatty or os.environ.get("COLUMNS") else 160
         terminalreporter.write_sep("=", "biascheck summary")
         if self.one_process_note:
             terminalreporter.write_line(self.one_process_note)
-        terminalreporter.write(render_terminal(documents, color=terminalreporter.hasmarkup, width=width))
-        comparisons = [self.comparisons[d["suite"]["name"]] for d in documents if d["suite"]["name"] in self.comparisons]
+        terminalreporter.write(render_terminal(runs, color=terminalreporter.hasmarkup, width=width))
+        comparisons = [records[run.suite.name] for run in runs if run.suite.name in records]
         if comparisons:
             terminalreporter.write_sep("=", "biascheck comparison with the baseline")
             terminalreporter.write(render_comparison_terminal(comparisons, color=terminalreporter.hasmarkup, width=width))
         if github.in_github_actions():
             failed = [(report.nodeid, report.longreprtext) for report in terminalreporter.stats.get("failed", [])]
-            for line in github.failed_check_annotations(failed, documents, Path(self.config.rootpath)):
+            for line in github.failed_check_annotations(failed, runs, Path(self.config.rootpath)):
                 terminalreporter.write_line(line)
             # Like ::error lines, a ::warning names only checks whose items ran.
             chosen = self.selected_regressions
             selected = [
-                c
-                if chosen is None
-                else {**c, "results": [r for r in c["results"] if (r["scope"], r["metric"]) in chosen.get(c["suite"]["name"], set())]}
+                c if chosen is None else replace(c, checks=tuple(r for r in c.checks if (r.scope, r.metric) in chosen.get(c.suite["name"], set())))
                 for c in comparisons
             ]
             for line in github.unresolved_annotations(selected):
                 terminalreporter.write_line(line)
         # Last, the decision and its reasons, then every file the run wrote.
         terminalreporter.write_sep("=", "biascheck decision")
-        terminalreporter.write(render_decision_terminal(decisions(documents, self.comparisons), color=terminalreporter.hasmarkup, width=width))
+        terminalreporter.write(render_decision_terminal(decisions(runs, records), color=terminalreporter.hasmarkup, width=width))
         last = self.gate.last_line(self.checked) if self.checked else None
         if last:
             terminalreporter.write_line(last, bold=True)

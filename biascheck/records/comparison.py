@@ -27,7 +27,18 @@ _VERDICTS_1 = {"unchanged": "within margin"}
 # How /1's explanation of such a check said it, and how /2 says it.
 _EXPLAINED_1 = (" unchanged within the margin: ", " within margin: ")
 FLIPS_FILE = "flips.jsonl"
+# The verdicts an on_inconclusive = fail gate fails on.
+UNRESOLVED = ("inconclusive", "not compared")
 Interval = tuple[float | None, float | None]
+
+
+def on_inconclusive(settings: Mapping[str, Any] | None) -> str:
+    """What a comparison's inconclusive checks do to the gate, from its ``settings``; a file written
+    before the setting existed has ``fail_inconclusive`` (true: fail) or nothing (they passed quietly)."""
+    settings = settings or {}
+    if "on_inconclusive" in settings:
+        return str(settings["on_inconclusive"])
+    return "fail" if settings.get("fail_inconclusive") else "pass"
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +335,16 @@ class Comparison:
     def inconclusive(self) -> tuple[Check, ...]:
         """The checks that could neither show nor rule out a worsening beyond their margin."""
         return tuple(c for c in self.checks if c.inconclusive)
+
+    @property
+    def unresolved(self) -> tuple[Check, ...]:
+        """The checks an ``on_inconclusive = fail`` gate fails on: inconclusive, or not compared."""
+        return tuple(c for c in self.checks if c.verdict in UNRESOLVED)
+
+    @property
+    def on_inconclusive(self) -> str:
+        """What the inconclusive checks do to the gate: "pass", "warn" or "fail"."""
+        return on_inconclusive(self.settings)
 
     @classmethod
     def from_json(

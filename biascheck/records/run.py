@@ -79,9 +79,13 @@ class Metrics:
                     values.append(MetricValue.from_json(names.child(metric, value), metric, scope, group))
         return cls(tuple(values), groups, f.rest(groups), f.order())
 
-    def table(self, group: str, scope: str) -> dict[str, MetricValue]:
+    def table(self, group: str, scope: str = "overall") -> dict[str, MetricValue]:
         """One scope's values by metric, e.g. ``table("category", "age")``."""
         return {v.metric: v for v in self.values if v.group == group and v.scope == scope}
+
+    def scopes(self, group: str) -> tuple[str, ...]:
+        """The scopes of a group ("category", "label", "prompt"), in the document's order."""
+        return tuple(dict.fromkeys(v.scope for v in self.values if v.group == group))
 
     def to_json(self) -> dict[str, Any]:
         groups: dict[str, dict[str, Any]] = {key: {} for key in self.groups}

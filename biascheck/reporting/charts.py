@@ -6,11 +6,14 @@ through :func:`biascheck.reporting.markup.esc`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from biascheck.core import format as fmt
 from biascheck.reporting.markup import esc, fmt_int, lang, shorten, text_width, verdict_class
+
+if TYPE_CHECKING:
+    from biascheck.records.run import MetricValue
 
 STEPS = (0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0)
 
@@ -23,13 +26,13 @@ def threshold_positions(threshold: Any) -> list[float]:
     return out
 
 
-def correction_svg(rows: list[tuple[str, dict, dict]]) -> str:
+def correction_svg(rows: Sequence[tuple[str, MetricValue, MetricValue]]) -> str:
     """A row per metric on one number line: the raw interval and value above, the corrected ones
     below, and an arrow from the raw value to the corrected one."""
     positions: list[float | None] = []
     for _, raw, fixed in rows:
         for value in (raw, fixed):
-            positions += [fmt.number(value.get("value")), *fmt.bounds(value.get("ci"))]
+            positions += [fmt.number(value.value), *fmt.bounds(value.ci)]
     lo, hi, step = domain(positions)
     size = 12.0
     label_w = min(max([text_width(name, size) for name, _, _ in rows] + [60.0]) + 12, 300.0)
@@ -54,15 +57,15 @@ def correction_svg(rows: list[tuple[str, dict, dict]]) -> str:
     for k, (name, raw, fixed) in enumerate(rows):
         yc = top + k * slot_h + slot_h / 2
         tip = (
-            f"{name}: raw {fmt.exact(raw.get('value'))} [{', '.join(map(fmt.exact, fmt.bounds(raw.get('ci'))))}] \u2192 "
-            f"corrected {fmt.exact(fixed.get('value'))} [{', '.join(map(fmt.exact, fmt.bounds(fixed.get('ci'))))}]"
+            f"{name}: raw {fmt.exact(raw.value)} [{', '.join(map(fmt.exact, fmt.bounds(raw.ci)))}] \u2192 "
+            f"corrected {fmt.exact(fixed.value)} [{', '.join(map(fmt.exact, fmt.bounds(fixed.ci)))}]"
         )
         g = [f'<g class="mark" data-metric="{esc(name)}"><title>{esc(tip)}</title>']
         g.append(f'<text class="cat" x="0" y="{num(yc + 4)}"><tspan>{esc(shorten(name, size, label_w - 12))}</tspan></text>')
         points = {}
         for kind, value, y in (("raw", raw, yc - offset), ("corrected", fixed, yc + offset)):
-            v = fmt.number(value.get("value"))
-            c_lo, c_hi = fmt.bounds(value.get("ci"))
+            v = fmt.number(value.value)
+            c_lo, c_hi = fmt.bounds(value.ci)
             if c_lo is not None and c_hi is not None:
                 g.append(
                     f'<rect class="ival {kind}" x="{num(x(c_lo))}" y="{num(y - bar_h / 2)}" width="{num(x(c_hi) - x(c_lo))}" height="{num(bar_h)}"/>'
@@ -83,7 +86,7 @@ def correction_svg(rows: list[tuple[str, dict, dict]]) -> str:
         for kind, (px, py) in points.items():
             g.append(f'<circle class="pt {kind}" cx="{num(px)}" cy="{num(py)}" r="3.5"/>')
         for kind, value, y in (("raw", raw, yc - offset), ("corrected", fixed, yc + offset)):
-            text = f"{kind} {fmt.value(value.get('value'))} {fmt.ci(value.get('ci'))}"
+            text = f"{kind} {fmt.value(value.value)} {fmt.ci(value.ci)}"
             g.append(f'<text class="val" x="{num(x0 + plot_w + 12)}" y="{num(y + 4)}">{esc(text)}</text>')
         g.append("</g>")
         svg.append("".join(g))

@@ -1,23 +1,28 @@
-"""The release decision of one suite: built once from its results document and its comparison with
-a baseline (if any), and printed first by every view (report.md and so the job summary, the top of
+"""The release decision of one suite: built once from its run's record and its comparison with a
+baseline (if any), and printed first by every view (report.md and so the job summary, the top of
 report.html, the terminal's last block).
 
-It re-decides nothing: a failing threshold is one :func:`failing` says failed (the helper
-mark_deselected and every report use), a regression is the comparison's verdict, an unresolved
-check fails under the comparison's own ``on_inconclusive``, and ``passed`` is the documents' own. A view
+It re-decides nothing: a failing threshold is one the run's record says failed
+(``RunRecord.failed_checks``), a regression is the comparison's verdict (``Comparison.regressions``),
+an unresolved check fails under the comparison's own ``on_inconclusive``, and ``passed`` is the records' own. A view
 renders :class:`Decision`; none makes its own list of failures, which is how report.md once listed
 one failed threshold while the comparison beside it held 16 regressions.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from biascheck.core import format as fmt
-from biascheck.evaluation.regression import on_inconclusive_of, resolve_text, unresolved_checks
+from biascheck.evaluation.regression import on_inconclusive_of, resolve_text
+from biascheck.records.comparison import Check, Comparison
+from biascheck.records.comparison import Flips as FlipsRecord
+from biascheck.records.run import RunRecord, ThresholdVerdict
+from biascheck.reporting import document_views
 from biascheck.suite import missing_data_summary
 
 # Kinds of failing checks, in the order a decision lists them: what the gate was set to catch first.
@@ -30,8 +35,6 @@ INCOMPLETE = "incomplete run"
 OTHER = "other"
 KINDS = (REGRESSION, THRESHOLD, INCONCLUSIVE, MISSING_DATA, ERRORED_CASES, INCOMPLETE, OTHER)
 
-# A comparison's verdicts an on_inconclusive = fail gate fails on (regression.compare's `unresolved`).
-_UNRESOLVED = ("inconclusive", "not compared")
 # Where every flip is: the comparison's files beside report.md.
 FLIPS_FILES = "comparison.md / flips.jsonl"
 
@@ -137,27 +140,34 @@ def _plural(kind: str, n: int) -> str:
     return {INCONCLUSIVE: "inconclusive checks (on_inconclusive = fail)", OTHER: "others"}.get(kind, kind + "s")
 
 
-# --- what fails a run, read from its results document ---------------------------------------------
+# --- the documents report.html still passes ----------------------------------------------------------
+
+View = TypeVar("View", bound=Callable[..., Any])
 
 
-def gated(verdict: Mapping[str, Any]) -> bool:
-    """Whether a threshold check gated the run: False when -k or node ids left its metric item out."""
-    return verdict.get("gated", True) is not False
+def accepts_documents(legacy: Callable[..., Any]) -> Callable[[View], View]:
+    """A view of records that report.html still calls with its documents: a document (or a list
+    of them) goes to ``legacy``, the view as it read documents (:mod:`.document_views`), until the
+    page moves to records alongside; then this goes. Every other caller gives records."""
+
+    def taking(view: View) -> View:
+        @functools.wraps(view)
+        def reading(first: Any, *args: Any, **kwargs: Any) -> Any:
+            documents = isinstance(first, Mapping) or (isinstance(first, list | tuple) and any(isinstance(item, Mapping) for item in first))
+            return (legacy if documents else view)(first, *args, **kwargs)
+
+        return cast(View, reading)
+
+    return taking
 
 
-def failing(verdict: Mapping[str, Any]) -> bool:
-    """A check that failed the run: over its threshold, and its item selected."""
-    return not verdict.get("passed") and gated(verdict)
+# --- the decision of report.html's documents, as it was read before the views took records; goes
+# with biascheck.reporting.document_views when the page takes records (every other caller gives them)
+
+_UNRESOLVED = ("inconclusive", "not compared")
 
 
-def missing_data_failed(document: Mapping[str, Any]) -> bool:
-    """Whether categories had no data and the run did not accept it. (A document written before
-    missing data failed a run has no ``missing_data_allowed``: its gap was accepted silently.)"""
-    suite = document["suite"]
-    return bool(suite.get("skipped_categories")) and suite.get("missing_data_allowed") is False
-
-
-def scope_label(document: Mapping[str, Any], scope: str) -> str:
+def _scope_label_of_document(document: Mapping[str, Any], scope: str) -> str:
     """How reports name a scope. "overall" of a run that covers part of the suite (``-k``, node ids)
     is the selection's: its verdicts are not the suite's. results.json keeps the key "overall"."""
     run_cases, total = document["run"]["cases"], document["suite"].get("cases_total")
@@ -166,10 +176,7 @@ def scope_label(document: Mapping[str, Any], scope: str) -> str:
     return f"selection ({fmt.count(run_cases)} of {fmt.count(total)} cases)"
 
 
-# --- flips: one accessor for biascheck.comparison/1 and /2 ------------------------------------------
-
-
-def flip_counts(flips: Mapping[str, Any] | None, scope: str) -> Flips:
+def _flip_counts_of_document(flips: Mapping[str, Any] | None, scope: str) -> Flips:
     """A scope's flips counted by direction. ``/2`` counts them (``by_category``: category ->
     {transition: n}; overall: ``by_transition``); a ``/1`` file lists the shown flips under
     ``by_category``, so a category's counts come from those, marked partial when some were not shown."""
@@ -188,26 +195,27 @@ def flip_counts(flips: Mapping[str, Any] | None, scope: str) -> Flips:
     return Flips(scope, tuple(ordered), partial)
 
 
-# --- building it ---------------------------------------------------------------------------------
-
-
-def decide(document: Mapping[str, Any], comparison: Mapping[str, Any] | None = None, *, thresholds: bool = True) -> Decision:
+def _decide_document(document: Mapping[str, Any], comparison: Mapping[str, Any] | None = None, *, thresholds: bool = True) -> Decision:
     """The decision of one suite's results ``document`` and its ``comparison`` with a baseline.
     ``thresholds=False``: the comparison's alone (``biascheck diff`` gates on it, not on the run's
     thresholds or missing data, which the run that made the results gated)."""
     suite = str(document["suite"]["name"])
-    failed = [_regression(document, comparison, r) for r in comparison["results"] if r["verdict"] == "regressed"] if comparison is not None else []
-    failed += [_threshold(document, v) for v in document["verdicts"] if thresholds and failing(v)]
+    failed = (
+        [_regression_of_document(document, comparison, r) for r in comparison["results"] if r["verdict"] == "regressed"]
+        if comparison is not None
+        else []
+    )
+    failed += [_threshold_of_document(document, v) for v in document["verdicts"] if thresholds and document_views.failing(v)]
     mode = on_inconclusive_of(comparison) if comparison is not None else None
     if comparison is not None and mode == "fail":
-        failed += [_regression(document, comparison, r, kind=INCONCLUSIVE) for r in comparison["results"] if r["verdict"] in _UNRESOLVED]
-    failed += _run_failures(document, comparison, missing_data=thresholds)
+        failed += [_regression_of_document(document, comparison, r, kind=INCONCLUSIVE) for r in comparison["results"] if r["verdict"] in _UNRESOLVED]
+    failed += _run_failures_of_document(document, comparison, missing_data=thresholds)
     passed = (not thresholds or bool(document["passed"])) and (comparison is None or bool(comparison["passed"]))
     if not passed and not failed:  # a verdict recorded without its reason (a hand-edited file)
         failed.append(FailedCheck(OTHER, suite, reason="the results record a failure without naming a check: see the report below"))
     inconclusive = [
-        InconclusiveCheck(suite, r["metric"], r["scope"], REGRESSION, _unresolved_text(r))
-        for r in (unresolved_checks(comparison) if comparison is not None and mode != "fail" else [])
+        InconclusiveCheck(suite, r["metric"], r["scope"], REGRESSION, _unresolved_text_of_document(r))
+        for r in (document_views.unresolved_checks(comparison) if comparison is not None and mode != "fail" else [])
     ]
     inconclusive += [
         InconclusiveCheck(
@@ -218,25 +226,19 @@ def decide(document: Mapping[str, Any], comparison: Mapping[str, Any] | None = N
             f"threshold: {fmt.value(v['value'])} {fmt.ci(v['ci'])} straddles {fmt.threshold(v['threshold'])}",
         )
         for v in document["verdicts"]
-        if thresholds and v.get("status") == "inconclusive" and not failing(v)
+        if thresholds and v.get("status") == "inconclusive" and not document_views.failing(v)
     ]
     return Decision(suite, passed, tuple(failed), tuple(inconclusive), comparison is not None, mode)
 
 
-def decisions(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]] | None = None) -> list[Decision]:
-    """Each suite's decision, in the run's order."""
-    comparisons = comparisons or {}
-    return [decide(d, comparisons.get(d["suite"]["name"])) for d in documents]
-
-
-def _threshold(document: Mapping[str, Any], verdict: Mapping[str, Any]) -> FailedCheck:
+def _threshold_of_document(document: Mapping[str, Any], verdict: Mapping[str, Any]) -> FailedCheck:
     mode = verdict.get("mode", "point")
     return FailedCheck(
         THRESHOLD,
         str(document["suite"]["name"]),
         metric=verdict["metric"],
         scope=verdict["scope"],
-        scope_label=scope_label(document, verdict["scope"]),
+        scope_label=_scope_label_of_document(document, verdict["scope"]),
         candidate=verdict["value"],
         interval=fmt.bounds(verdict["ci"]),
         interval_label="95% CI",
@@ -247,7 +249,9 @@ def _threshold(document: Mapping[str, Any], verdict: Mapping[str, Any]) -> Faile
     )
 
 
-def _regression(document: Mapping[str, Any], comparison: Mapping[str, Any], result: Mapping[str, Any], kind: str = REGRESSION) -> FailedCheck:
+def _regression_of_document(
+    document: Mapping[str, Any], comparison: Mapping[str, Any], result: Mapping[str, Any], kind: str = REGRESSION
+) -> FailedCheck:
     return FailedCheck(
         kind,
         str(document["suite"]["name"]),
@@ -259,15 +263,15 @@ def _regression(document: Mapping[str, Any], comparison: Mapping[str, Any], resu
         interval=fmt.bounds(result.get("worsening_ci")),
         interval_label="worsening bounds",
         rule=f"margin {result['rule']}" + ("" if kind == REGRESSION else f" ({result['verdict']}; on_inconclusive = fail)"),
-        flips=flip_counts(comparison.get("flips"), result["scope"]),
+        flips=_flip_counts_of_document(comparison.get("flips"), result["scope"]),
     )
 
 
-def _run_failures(document: Mapping[str, Any], comparison: Mapping[str, Any] | None, *, missing_data: bool) -> list[FailedCheck]:
+def _run_failures_of_document(document: Mapping[str, Any], comparison: Mapping[str, Any] | None, *, missing_data: bool) -> list[FailedCheck]:
     """What fails the run as a whole: missing data, errored cases, an incomplete run."""
     suite, run = str(document["suite"]["name"]), document["run"]
     out = []
-    if missing_data and missing_data_failed(document):
+    if missing_data and document_views.missing_data_failed(document):
         summary = missing_data_summary(document["suite"]["skipped_categories"], document["suite"].get("categories_total"))
         out.append(FailedCheck(MISSING_DATA, suite, reason=summary))
     errors = max(int(run.get("case_errors") or 0), int((comparison or {}).get("candidate_errors") or 0))
@@ -278,8 +282,138 @@ def _run_failures(document: Mapping[str, Any], comparison: Mapping[str, Any] | N
     return out
 
 
-def _unresolved_text(result: Mapping[str, Any]) -> str:
+def _unresolved_text_of_document(result: Mapping[str, Any]) -> str:
     return (
         f"worsening {fmt.signed(result.get('worsening'))} {fmt.signed_ci(result.get('worsening_ci'))} across margin "
-        f"{fmt.value(result.get('margin'))}; {resolve_text(result)}"
+        f"{fmt.value(result.get('margin'))}; {document_views.resolve_text(result)}"
+    )
+
+
+# --- how reports name a scope -----------------------------------------------------------------------
+
+
+@accepts_documents(_scope_label_of_document)
+def scope_label(run: RunRecord, scope: str) -> str:
+    """How reports name a scope. "overall" of a run that covers part of the suite (``-k``, node ids)
+    is the selection's: its verdicts are not the suite's. results.json keeps the key "overall"."""
+    cases, total = run.run.cases, run.suite.cases_total
+    if scope != "overall" or cases >= total:
+        return scope
+    return f"selection ({fmt.count(cases)} of {fmt.count(total)} cases)"
+
+
+# --- flips: /1 and /2 read alike by the record ------------------------------------------------------
+
+
+def flip_counts(flips: FlipsRecord, scope: str) -> Flips:
+    """A scope's flips counted by direction: ``by_category`` (overall: ``by_transition``). A
+    ``/1`` file's counts are those of the flips it listed, marked partial when it listed fewer than changed."""
+    counts = flips.by_transition if scope == "overall" else flips.by_category.get(scope, {})
+    ordered = sorted(((str(t), int(n)) for t, n in counts.items()), key=lambda item: (-item[1], item[0]))
+    return Flips(scope, tuple(ordered), flips.partial and scope != "overall")
+
+
+# --- building it ---------------------------------------------------------------------------------
+
+
+@accepts_documents(_decide_document)
+def decide(run: RunRecord, comparison: Comparison | None = None, *, thresholds: bool = True) -> Decision:
+    """The decision of one suite's ``run`` and its ``comparison`` with a baseline, read off the
+    records' own verdicts. ``thresholds=False``: the comparison's alone (``biascheck diff`` gates on
+    it, not on the run's thresholds or missing data, which the run that made the results gated)."""
+    suite = run.suite.name
+    failed = [_regression(suite, comparison, c) for c in comparison.regressions] if comparison is not None else []
+    failed += [_threshold(run, v) for v in run.failed_checks if thresholds]
+    mode = comparison.on_inconclusive if comparison is not None else None
+    if comparison is not None and mode == "fail":
+        failed += [_regression(suite, comparison, c, kind=INCONCLUSIVE) for c in comparison.unresolved]
+    failed += _run_failures(run, comparison, missing_data=thresholds)
+    passed = (not thresholds or run.passed) and (comparison is None or comparison.passed)
+    if not passed and not failed:  # a verdict recorded without its reason (a hand-edited file)
+        failed.append(FailedCheck(OTHER, suite, reason="the results record a failure without naming a check: see the report below"))
+    inconclusive = [
+        InconclusiveCheck(suite, c.metric, c.scope, REGRESSION, _unresolved_text(c))
+        for c in (comparison.inconclusive if comparison is not None and mode != "fail" else ())
+    ]
+    inconclusive += [
+        InconclusiveCheck(
+            suite, v.metric, v.scope, THRESHOLD, f"threshold: {fmt.value(v.value)} {fmt.ci(v.ci)} straddles {fmt.threshold(v.threshold)}"
+        )
+        for v in run.inconclusive_checks
+        if thresholds and not v.failed
+    ]
+    return Decision(suite, passed, tuple(failed), tuple(inconclusive), comparison is not None, mode)
+
+
+def decisions(runs: Sequence[RunRecord], comparisons: Mapping[str, Comparison] | None = None) -> list[Decision]:
+    """Each suite's decision, in the run's order."""
+    comparisons = comparisons or {}
+    return [decide(run, comparisons.get(run.suite.name)) for run in runs]
+
+
+def comparison_record(document: Mapping[str, Any], where: str = "comparison") -> Comparison:
+    """The record of a comparison document as compare() makes it in memory (every flip under
+    ``flips["all"]``) or as comparison.json holds it; what callers that still hold the document
+    convert with, once, until the pipeline makes records."""
+    from biascheck.evaluation.regression import split_flips
+
+    flips = document.get("flips") or {}
+    if "all" not in flips:
+        return Comparison.from_json(document, where)
+    split, every = split_flips(document)
+    # Where every flip is stays what the document says (in memory: no file yet).
+    return Comparison.from_json({**split, "flips": {**split["flips"], "file": flips.get("file")}}, where, every, where)
+
+
+def _threshold(run: RunRecord, verdict: ThresholdVerdict) -> FailedCheck:
+    mode = verdict.mode or "point"
+    return FailedCheck(
+        THRESHOLD,
+        run.suite.name,
+        metric=verdict.metric,
+        scope=verdict.scope,
+        scope_label=scope_label(run, verdict.scope),
+        candidate=verdict.value,
+        interval=fmt.bounds(verdict.ci),
+        interval_label="95% CI",
+        # With its note: why a value is n/a ("no answered ambiguous cases"), which fails the check too.
+        rule=f"threshold {fmt.threshold(verdict.threshold)}"
+        + (f" ({mode})" if mode != "point" else "")
+        + (f"; {verdict.note}" if verdict.note else ""),
+    )
+
+
+def _regression(suite: str, comparison: Comparison, check: Check, kind: str = REGRESSION) -> FailedCheck:
+    return FailedCheck(
+        kind,
+        suite,
+        metric=check.metric,
+        scope=check.scope,
+        scope_label=check.scope,
+        baseline=check.baseline.value,
+        candidate=check.candidate.value,
+        interval=fmt.bounds(check.worsening_ci),
+        interval_label="worsening bounds",
+        rule=f"margin {check.rule}" + ("" if kind == REGRESSION else f" ({check.verdict}; on_inconclusive = fail)"),
+        flips=flip_counts(comparison.flips, check.scope),
+    )
+
+
+def _run_failures(run: RunRecord, comparison: Comparison | None, *, missing_data: bool) -> list[FailedCheck]:
+    """What fails the run as a whole: missing data, errored cases, an incomplete run."""
+    suite, info = run.suite.name, run.run
+    out = []
+    if missing_data and run.missing_data_failed:
+        out.append(FailedCheck(MISSING_DATA, suite, reason=missing_data_summary(run.suite.skipped_categories, run.suite.categories_total)))
+    errors = max(info.case_errors or 0, comparison.candidate_errors if comparison is not None else 0)
+    if errors:
+        out.append(FailedCheck(ERRORED_CASES, suite, reason=f"{errors:,} cases without an answer: errored cases are missing evidence"))
+    if not info.complete:
+        out.append(FailedCheck(INCOMPLETE, suite, reason=info.incomplete_reason or "reason not recorded"))
+    return out
+
+
+def _unresolved_text(check: Check) -> str:
+    return (
+        f"worsening {fmt.signed(check.worsening)} {fmt.signed_ci(check.worsening_ci)} across margin {fmt.value(check.margin)}; {resolve_text(check)}"
     )

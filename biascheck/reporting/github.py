@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from biascheck.evaluation.regression import on_inconclusive_of, resolve_text, unresolved_checks
+from biascheck.evaluation.regression import resolve_text
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.decision import decide
 from biascheck.reporting.results import decision_markdown, render_markdown, render_summary_markdown
@@ -18,32 +19,32 @@ def in_github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str:
+def step_summary(runs: Sequence[RunRecord], comparisons: Mapping[str, Comparison], *, reports: bool = True) -> str:
     """The job summary of a run: the table across suites (several), each suite's report (its
     decision first) and comparison; without ``reports``, each comparison after its decision (the
     comparison's alone: ``biascheck diff`` gates on nothing else)."""
-    parts = [render_summary_markdown(documents)] if len(documents) > 1 and reports else []
-    for document in documents:
-        comparison = comparisons.get(document["suite"]["name"])
+    parts = [render_summary_markdown(runs)] if len(runs) > 1 and reports else []
+    for run in runs:
+        comparison = comparisons.get(run.suite.name)
         if reports:
-            parts.append(render_markdown(dict(document), comparison))
+            parts.append(render_markdown(run, comparison))
         if comparison is None:
             continue
         markdown = render_comparison_markdown(comparison)
         if not reports:  # under the comparison's title, its decision first
             title, _, rest = markdown.partition("\n")
-            markdown = "\n".join([title, "", *decision_markdown(decide(document, comparison, thresholds=False))]) + rest
+            markdown = "\n".join([title, "", *decision_markdown(decide(run, comparison, thresholds=False))]) + rest
         parts.append(markdown)
     return "\n".join(parts)
 
 
-def write_step_summary(documents: Sequence[Mapping[str, Any]], comparisons: Mapping[str, Mapping[str, Any]], *, reports: bool = True) -> str | None:
+def write_step_summary(runs: Sequence[RunRecord], comparisons: Mapping[str, Comparison], *, reports: bool = True) -> str | None:
     """Append :func:`step_summary` to ``$GITHUB_STEP_SUMMARY`` when it is set, for the plugin and
     ``biascheck diff`` alike (the latter without ``reports``: the run's report is in the summary of
     the job that made it). Returns a one-line problem when the file could not be appended to."""
     if not os.environ.get("GITHUB_STEP_SUMMARY"):
         return None
-    return append_step_summary(step_summary(documents, comparisons, reports=reports))
+    return append_step_summary(step_summary(runs, comparisons, reports=reports))
 
 
 def append_step_summary(text: str) -> str | None:
@@ -70,36 +71,35 @@ def annotation(title: str, message: str, level: str = "error") -> str:
     return f"::{level} title={title}::{_escape_annotation(message)}"
 
 
-def unresolved_annotations(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
+def unresolved_annotations(comparisons: Iterable[Comparison]) -> list[str]:
     """``::warning`` lines, one per check that could not be resolved, for suites whose
     ``on_inconclusive`` is warn (with fail, the failed items or ``::error`` lines say it)."""
     return [
         annotation(
-            f"biascheck {comparison['suite']['name']}: {r['metric']} ({r['scope']}) inconclusive",
-            f"{r['explanation']}; {resolve_text(r)} (on_inconclusive = warn: the gate passes)",
+            f"biascheck {comparison.suite['name']}: {c.metric} ({c.scope}) inconclusive",
+            f"{c.explanation}; {resolve_text(c)} (on_inconclusive = warn: the gate passes)",
             "warning",
         )
         for comparison in comparisons
-        if on_inconclusive_of(comparison) == "warn"
-        for r in unresolved_checks(comparison)
+        if comparison.on_inconclusive == "warn"
+        for c in comparison.inconclusive
     ]
 
 
-def github_annotations(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+def github_annotations(comparisons: Sequence[Comparison]) -> list[str]:
     """``::error`` lines for regressed metrics of ``biascheck diff`` (GitHub shows them on the run).
     Under pytest the failed items themselves are annotated, so a deselected check never is."""
     return [
-        annotation(f"biascheck {comparison['suite']['name']}: {r['metric']} ({r['scope']}) regressed", r["explanation"])
+        annotation(f"biascheck {comparison.suite['name']}: {c.metric} ({c.scope}) regressed", c.explanation)
         for comparison in comparisons
-        for r in comparison["results"]
-        if r["verdict"] == "regressed"
+        for c in comparison.regressions
     ]
 
 
-def failed_check_annotations(failed: Iterable[tuple[str, str]], documents: Sequence[Mapping[str, Any]], rootpath: Path) -> list[str]:
+def failed_check_annotations(failed: Iterable[tuple[str, str]], runs: Sequence[RunRecord], rootpath: Path) -> list[str]:
     """One annotation per failed gate, regression or missing-data item, as (node id, failure text):
     what failed, in its own one-line words. Other failed items (cases, run-complete) are not annotated."""
-    names = {Path(d["suite"]["manifest"]).resolve(): d["suite"]["name"] for d in documents}
+    names = {Path(run.suite.manifest).resolve(): run.suite.name for run in runs if run.suite.manifest}
     lines = []
     for nodeid, text in failed:
         parts = nodeid.split("::")

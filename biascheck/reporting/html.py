@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -23,7 +22,6 @@ from urllib.parse import quote
 from biascheck.benchmarks.base import COMMON_CATEGORIES, common_categories_of, layout_of
 from biascheck.core import format as fmt
 from biascheck.core.version import VERSION
-from biascheck.evaluation.regression import on_inconclusive_of
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.records.comparison import Check, CheckSide, Comparison, Flip
 from biascheck.records.run import CaseRecord, MetricValue, RunRecord
@@ -161,25 +159,6 @@ def _get(mapping: Any, *keys: str) -> Any:
     return mapping
 
 
-# --- documents, until the helpers this page shares read records ---------------------------------
-
-
-def _document(run: RunRecord) -> dict[str, Any]:
-    """The run's results.json document without its cases, for the helpers of
-    :mod:`biascheck.reporting.results` that read documents still."""
-    return replace(run, cases=()).to_json()  # until the results helpers take RunRecord
-
-
-def _comparison_document(comparison: Comparison) -> dict[str, Any]:
-    """The comparison.json document, for the helpers of :mod:`biascheck.reporting.comparison` and
-    :func:`decide` that read documents still (a /1 file's partial counts marked, as they read them)."""
-    # until decide and the comparison helpers take Comparison
-    if not comparison.flips.partial:
-        return comparison.to_json()
-    document = replace(comparison, flips=replace(comparison.flips, partial=False)).to_json()
-    return {**document, "flips": {**document["flips"], "shown": len(comparison.flips.examples), "partial": True}}
-
-
 # --- page ----------------------------------------------------------------------------------------
 
 
@@ -190,7 +169,7 @@ def render_html(run: RunRecord, comparison: Comparison | None = None, *, prompts
     them the samples show options and replies."""
     prompts = prompts or {}
     suite, model = run.suite, run.model
-    decision = decide(_document(run), None if comparison is None else _comparison_document(comparison))  # until decide takes records
+    decision = decide(run, comparison)
     status = decision.status
     title = f"biascheck: {suite.name} \u2014 {status}"
     if comparison is not None:
@@ -266,7 +245,7 @@ def render_index(runs: Sequence[RunRecord], comparisons: Mapping[str, Comparison
     :func:`biascheck.reporting.write.write_reports` lays them out) with its verdict."""
     comparisons = comparisons or {}
     rows = []
-    for run, row in zip(runs, summary_rows([_document(r) for r in runs])):  # until summary_rows takes records
+    for run, row in zip(runs, summary_rows(runs)):
         name, benchmark, model, cases, checks, _, status = row
         badge = _pass_badge(run.passed) + (' <span class="badge v-inconclusive">INCOMPLETE</span>' if status == "INCOMPLETE" else "")
         comparison = comparisons.get(name)
@@ -307,7 +286,7 @@ def _across_suites(runs: Sequence[RunRecord]) -> str:
     notes: list[str] = []
     for run in runs:
         name, benchmark = run.suite.name, run.suite.benchmark
-        mapping = common_categories_of(_document(run))  # until common_categories_of takes records
+        mapping = common_categories_of({"suite": run.suite.to_json()})
         if not mapping:
             notes.append(f"{name} is left out: its benchmark ({benchmark}) maps none of its categories to shared names")
             continue
@@ -427,9 +406,8 @@ def _header(run: RunRecord) -> str:
     if info.estimator_note:
         out.append(f'<p class="alert">{_e(info.estimator_note)}</p>')
 
-    document = _document(run)  # until the results helpers take RunRecord
-    served = served_warning(document)
-    for line in judge_lines(document, correction=False) + ([f"WARNING: {served}"] if served else []):
+    served = served_warning(run)
+    for line in judge_lines(run, correction=False) + ([f"WARNING: {served}"] if served else []):
         css = "alert" if line.startswith("WARNING") else "muted small"
         out.append(f'<p class="{css}">{_e(line)}</p>')
     if info.unpriced_calls:
@@ -439,13 +417,13 @@ def _header(run: RunRecord) -> str:
             f'<p class="alert"><strong>Incomplete run:</strong> <span{_lang(info.incomplete_reason)}>'
             f"{_e(info.incomplete_reason or 'reason not recorded')}</span></p>"
         )
-    missing = missing_data_line(document)
+    missing = missing_data_line(run)
     if missing:
         # Accepted or not, a run without some categories is not the suite: it is never shown small.
         out.append(f'<div class="alert"><strong>{_e(missing)}</strong><ul>')
         out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in suite.skipped_categories.items()]
         out.append("</ul></div>")
-    data_notes = data_quality_lines(document)
+    data_notes = data_quality_lines(run)
     if data_notes:
         out.append(f'<div class="muted small">{_e(data_notes[0])}<ul>')
         out += [f"<li>{_e(line)}</li>" for line in data_notes[1:]]
@@ -458,7 +436,7 @@ def _evidence(check: FailedCheck, comparison: Comparison | None) -> str:
     """A regressed check's flips counted by direction, linked to where the page lists them."""
     if check.flips is None or comparison is None:
         return ""
-    target = evidence_anchor(_comparison_document(comparison), check.flips.scope)  # until evidence_anchor takes Comparison
+    target = evidence_anchor(comparison, check.flips.scope)
     return f'<a href="#{_e(quote(target, safe=""))}">{_e(check.flips.text(ARROW))}</a>'
 
 
@@ -555,9 +533,8 @@ def _difference(item: Any) -> str:
 
 def _overall(run: RunRecord) -> str:
     verdicts = {(v.scope, v.metric): v for v in run.verdicts}
-    document = _document(run)  # until the results helpers take RunRecord
     # A -k run's "overall" is its selection's, as in the terminal and Markdown reports.
-    scope = scope_label(document, "overall")
+    scope = scope_label(run, "overall")
     out = [
         f'<section id="overall">\n<h2>{_e(scope.capitalize())} metrics</h2>',
         '<div class="scroll"><table>',
@@ -585,7 +562,7 @@ def _overall(run: RunRecord) -> str:
             f"<td>{_e(fmt.threshold(verdict.threshold)) if verdict else ''}</td><td>{mark}</td></tr>"
         )
     out.append("</tbody></table></div>")
-    deselected = deselected_line(document)
+    deselected = deselected_line(run)
     if deselected:
         out.append(f'<p class="alert">{_e(deselected)}</p>')
     out.append("</section>")
@@ -599,8 +576,7 @@ def _correction(run: RunRecord) -> str:
     """A judge-corrected run: the calibration (id, date, size), its confusion matrix as a table (a
     row per true class with its labelled count) and, per corrected metric, an arrow on a number
     line from the raw value to the corrected one, each with its 95% interval as a bar."""
-    document = _document(run)  # until the results helpers take RunRecord
-    calibration = calibration_of(document)
+    calibration = calibration_of(run)
     if calibration is None:
         return ""
     out = [
@@ -616,7 +592,7 @@ def _correction(run: RunRecord) -> str:
         cells = "".join(f'<td class="num">{x:.3f}</td>' for x in row)
         out.append(f'<tr><th scope="row">{_e(c)}</th><td class="num">{_fmt_int(sum(calibration["counts"][c]))}</td>{cells}</tr>')
     out.append("</tbody></table></div>")
-    rows = correction_rows(document)
+    rows = correction_rows(run)
     if rows:
         legend = (
             '<span><span class="sw sw-raw"></span>raw: the judge\'s readings</span>'
@@ -706,12 +682,11 @@ def _regressions(comparison: Comparison) -> str:
         out.append('<p class="muted">No metric was compared.</p></section>')
         return "\n".join(out)
     notable = sorted((c for c in comparison.checks if (c.regressed or c.inconclusive) and c.explanation), key=lambda c: VERDICT_ORDER[c.verdict])
-    document = _comparison_document(comparison)  # until the comparison helpers take Comparison
-    heading = unresolved_heading(document)
+    heading = unresolved_heading(comparison)
     if heading:
-        warn = on_inconclusive_of(document) in ("warn", "fail")
+        warn = comparison.on_inconclusive in ("warn", "fail")
         out.append(f'<div class="{"alert" if warn else "muted"}" id="unresolved"><p>{_e(heading)}</p><ul>')
-        out += [f"<li{_lang(line)}>{_e(line)}</li>" for line in unresolved_lines(document)]
+        out += [f"<li{_lang(line)}>{_e(line)}</li>" for line in unresolved_lines(comparison)]
         out.append(
             '</ul><p class="muted small">Suite sizes are estimates: the detectable worsening shrinks as 1/sqrt(cases), '
             "assuming the same spread per case.</p></div>"
@@ -746,7 +721,7 @@ def _regressions(comparison: Comparison) -> str:
         better = f' title="better: {_e(c.better)}"' if c.better else ""
         row_class = ' class="fail"' if c.regressed else ""
         margin = c.rule.removeprefix(f"{c.metric}:")  # the metric is the row's first cell already
-        evidence = f' <a class="small" href="#{_e(evidence_anchor(document, c.scope))}">flips</a>' if c.regressed else ""
+        evidence = f' <a class="small" href="#{_e(evidence_anchor(comparison, c.scope))}">flips</a>' if c.regressed else ""
         out.append(
             f"<tr{row_class}><td{better}><code>{_e(c.metric)}</code></td>"
             f'<td class="scope"{_lang(c.scope)}>{_e(c.scope)}</td>'
@@ -786,8 +761,7 @@ def _flips(comparison: Comparison) -> str:
         cells = "".join(f'<td class="num">{_fmt_int(n)}</td>' for n in flips.by_transition.values())
         out.append(f'<tr class="total"><td>all</td><td class="num">{_fmt_int(flips.total)}</td>{cells}</tr></tbody></table></div>')
     if flips.total:
-        shown = {**_comparison_document(comparison)["flips"], "shown": len(flips.examples)}  # until examples_note takes Flips
-        out.append(f'<p class="muted small">{_e(examples_note(shown))}</p>')
+        out.append(f'<p class="muted small">{_e(examples_note(flips))}</p>')
     grouped: dict[str, list[Flip]] = {c: [] for c in flips.by_category}
     for flip in flips.examples:
         grouped.setdefault(flip.category, []).append(flip)

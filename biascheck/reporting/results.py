@@ -1,14 +1,16 @@
 """Reports: ``results.json`` (the machine-readable record, schema in the package) and ``report.md``,
-and what the other renderings (terminal, HTML) read from a results document. All renderings are
-built from the same JSON document, so a pytest-xdist controller that only received the JSON
-renders exactly what a single process would. Numbers are formatted by :mod:`biascheck.core.format`.
+and what the other renderings (terminal, HTML) read from a run's record
+(:class:`~biascheck.records.run.RunRecord`). report.md, the terminal and the job summary are built
+from the record, which is read from the JSON document, so a pytest-xdist controller that only
+received the JSON renders exactly what a single process would (report.html still reads the
+document: :mod:`biascheck.reporting.document_views`). Numbers are formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -21,7 +23,14 @@ from biascheck.core.errors import BiascheckError
 from biascheck.core.format import Markdown, md_row, md_text, strong
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
-from biascheck.reporting.decision import FLIPS_FILES, Decision, decide, failing, gated, missing_data_failed, scope_label
+from biascheck.records.comparison import Comparison
+from biascheck.records.run import MetricValue, RunRecord, ThresholdVerdict
+from biascheck.reporting import document_views
+from biascheck.reporting.decision import FLIPS_FILES, Decision, accepts_documents, decide, scope_label
+from biascheck.reporting.document_views import failing as failing
+from biascheck.reporting.document_views import gated as gated
+from biascheck.reporting.document_views import missing_data_failed as missing_data_failed
+from biascheck.reporting.document_views import verdict_index as verdict_index
 from biascheck.reporting.samples import REPORT_PROMPTS, sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
@@ -200,27 +209,28 @@ def _check_unique_cases(document: dict[str, Any], where: str) -> None:
 # --- formatting ---------------------------------------------------------------------------------
 
 
-def mode_text(verdict: dict[str, Any]) -> str:
+def mode_text(verdict: ThresholdVerdict) -> str:
     """How a gate was judged, when not on the point estimate (``[thresholds] mode``)."""
-    return f" ({verdict['mode']})" if verdict.get("mode", "point") != "point" else ""
+    return f" ({verdict.mode})" if (verdict.mode or "point") != "point" else ""
 
 
-def _gated(document: dict[str, Any]) -> list[str]:
-    """Every metric gated somewhere in the run, in first-seen order."""
-    return list(dict.fromkeys(v["metric"] for v in document["verdicts"]))
+def verdicts_by_scope(run: RunRecord) -> dict[tuple[str, str], ThresholdVerdict]:
+    """The run's threshold checks by (scope, metric)."""
+    return {(v.scope, v.metric): v for v in run.verdicts}
 
 
-def category_metrics(document: dict[str, Any]) -> list[str]:
+def category_metrics(run: RunRecord) -> list[str]:
     """The metrics of the per-category tables: the benchmark's headline scores, then the gated ones."""
-    overall = document["metrics"]["overall"]
-    headline = layout_of(document["suite"]["benchmark"]).category_headline
-    return list(dict.fromkeys([m for m in headline if m in overall] + _gated(document)))
+    overall = run.metrics.table("overall")
+    headline = layout_of(run.suite.benchmark).category_headline
+    return list(dict.fromkeys([m for m in headline if m in overall] + [v.metric for v in run.verdicts]))
 
 
-def served_warning(document: dict[str, Any]) -> str | None:
+@accepts_documents(document_views.served_warning)
+def served_warning(run: RunRecord) -> str | None:
     """Said when the provider named more than one served model or system fingerprint in one run:
     the model behind the name changed while it ran, and the run mixes two models' answers."""
-    served = document["model"].get("served") or {}
+    served = run.model.served or {}
     changed = [
         f"{len(served[k])} {label} ({', '.join(served[k])})"
         for k, label in (("models", "served models"), ("system_fingerprints", "system fingerprints"))
@@ -229,21 +239,21 @@ def served_warning(document: dict[str, Any]) -> str | None:
     return f"the provider reported {' and '.join(changed)} within this run" if changed else None
 
 
-def judge_lines(document: dict[str, Any], *, correction: bool = True) -> list[str]:
+@accepts_documents(document_views.judge_lines)
+def judge_lines(run: RunRecord, *, correction: bool = True) -> list[str]:
     """Who judged the generations, and the warnings of the judge's qualification; ``correction``:
     with the judge correction as text lines (the terminal; report.md and report.html show it as
     tables, :func:`correction_rows`)."""
-    judge = document["model"].get("judge")
+    judge, info = run.model.judge, run.run
     if not judge:
         return []
-    run = document["run"]
     params = ", ".join(f"{k}={v}" for k, v in judge["params"].items()) or "provider defaults"
     lines = [
-        f"judged by {judge['model']} ({params}): {run.get('judge_calls', 0)} judge calls, "
-        f"{run.get('judge_cache_hits', 0)} cache hits" + ("; re-judged stored generations" if run.get("rejudge") else "")
+        f"judged by {judge['model']} ({params}): {info.judge_calls or 0} judge calls, "
+        f"{info.judge_cache_hits or 0} cache hits" + ("; re-judged stored generations" if info.rejudge else "")
     ]
-    convention = (document.get("scoring") or {}).get("unscorable")
-    counts = document["metrics"].get("counts", {})
+    convention = (run.scoring or {}).get("unscorable")
+    counts = run.metrics.rest.get("counts", {})
     if convention == "unknown":
         lines.append(
             f"unscorable = unknown (as the paper): {counts.get('n_u_by_convention', 0)} of {counts.get('n', 0)} pairs scored "
@@ -254,8 +264,8 @@ def judge_lines(document: dict[str, Any], *, correction: bool = True) -> list[st
             f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
             "with an out-of-choice judge answer or an empty or filtered story left out, never read as u"
         )
-    lines += correction_lines(document) if correction else []
-    qualification = document.get("judge_qualification")
+    lines += correction_lines(run) if correction else []
+    qualification = run.judge_qualification
     if qualification:
         lines.append(qualification["summary"])
         lines += [f"WARNING: {w}" for w in qualification["warnings"]]
@@ -265,10 +275,11 @@ def judge_lines(document: dict[str, Any], *, correction: bool = True) -> list[st
 CORRECTED = "_corrected"
 
 
-def calibration_of(document: dict[str, Any]) -> dict[str, Any] | None:
+@accepts_documents(document_views.calibration_of)
+def calibration_of(run: RunRecord) -> dict[str, Any] | None:
     """The judge calibration a run's scoring records (``<id>:b=..;c=..;u=..;date=..``): its id,
     date, counts per true class and row-normalised confusion matrix; None without one."""
-    value = (document.get("scoring") or {}).get("calibration")
+    value = (run.scoring or {}).get("calibration")
     if not value:
         return None
     ident, _, body = str(value).partition(":")
@@ -278,10 +289,11 @@ def calibration_of(document: dict[str, Any]) -> dict[str, Any] | None:
     return {"id": ident, "date": fields.get("date", "?"), "counts": counts, "matrix": matrix}
 
 
-def correction_rows(document: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+@accepts_documents(document_views.correction_rows)
+def correction_rows(run: RunRecord) -> list[tuple[str, MetricValue, MetricValue]]:
     """(metric, raw value, corrected value) of the overall metrics a judge calibration corrected,
     in report order; empty without a calibration."""
-    overall = document["metrics"]["overall"]
+    overall = run.metrics.table("overall")
     return [(name, raw, fixed) for name, raw in overall.items() if (fixed := overall.get(name + CORRECTED)) is not None]
 
 
@@ -296,16 +308,15 @@ def calibration_heading(calibration: dict[str, Any]) -> str:
     return f"judge calibration {calibration['id']} ({calibration['date']}): {fmt.count(total)} labelled stories (true {sizes})"
 
 
-def correction_lines(document: dict[str, Any]) -> list[str]:
+def correction_lines(run: RunRecord) -> list[str]:
     """A judge-corrected run in text lines (the terminal): the calibration (size, date, M as
     rows), and raw -> corrected."""
-    calibration = calibration_of(document)
+    calibration = calibration_of(run)
     if calibration is None:
         return []
     rows = "; ".join(f"true {c}: " + " ".join(f"{j} {x:.3f}" for j, x in zip("bcu", row)) for c, row in calibration["matrix"].items())
     moved = [
-        f"{name} {fmt.value(raw['value'])} {fmt.ci(raw['ci'])} → {fmt.value(fixed['value'])} {fmt.ci(fixed['ci'])}"
-        for name, raw, fixed in correction_rows(document)
+        f"{name} {fmt.value(raw.value)} {fmt.ci(raw.ci)} → {fmt.value(fixed.value)} {fmt.ci(fixed.ci)}" for name, raw, fixed in correction_rows(run)
     ]
     return [
         f"{calibration_heading(calibration)}; confusion P(judge says column | true row): {rows}; {CORRECTION_NOTE}",
@@ -313,10 +324,10 @@ def correction_lines(document: dict[str, Any]) -> list[str]:
     ]
 
 
-def correction_markdown(document: dict[str, Any]) -> list[str]:
+def correction_markdown(run: RunRecord) -> list[str]:
     """report.md's judge correction: the calibration, M as a table (a row per true class with its
     labelled count, a column per judge answer) and raw beside corrected with both intervals."""
-    calibration = calibration_of(document)
+    calibration = calibration_of(run)
     if calibration is None:
         return []
     out = ["## Judge correction", "", md_text(f"{calibration_heading(calibration)}; {CORRECTION_NOTE}."), ""]
@@ -325,30 +336,31 @@ def correction_markdown(document: dict[str, Any]) -> list[str]:
         out.append(md_row([c, fmt.count(sum(calibration["counts"][c])), *(f"{x:.3f}" for x in row)]))
     out += ["", md_text(f"Raw and corrected ({CORRECTION_CI_NOTE}):"), ""]
     out += [md_row(["metric", "raw", "raw 95% CI", "corrected", "corrected 95% CI"]), "|---|---:|---|---:|---|"]
-    for name, raw, fixed in correction_rows(document):
-        out.append(md_row([name, fmt.value(raw["value"]), fmt.ci(raw["ci"]), fmt.value(fixed["value"]), fmt.ci(fixed["ci"])]))
+    for name, raw, fixed in correction_rows(run):
+        out.append(md_row([name, fmt.value(raw.value), fmt.ci(raw.ci), fmt.value(fixed.value), fmt.ci(fixed.ci)]))
     return [*out, ""]
 
 
-def missing_data_line(document: dict[str, Any]) -> str | None:
+@accepts_documents(document_views.missing_data_line)
+def missing_data_line(run: RunRecord) -> str | None:
     """What every report says about the categories the run went without; None when it had them all.
     Each category's reason follows it, in each report's own layout."""
-    suite = document["suite"]
-    missing = suite.get("skipped_categories") or {}
-    if not missing:
+    suite = run.suite
+    if not suite.skipped_categories:
         return None
-    summary = missing_data_summary(missing, suite.get("categories_total"))
-    if missing_data_failed(document):
-        return f"MISSING DATA: {summary}, so this is no complete {suite['benchmark']} run: a failed check; {MISSING_DATA_FIX}"
-    accepted = f"as {ALLOW_MISSING_DATA} accepted" if suite.get("missing_data_allowed") else "with no check (results of an older biascheck)"
+    summary = missing_data_summary(suite.skipped_categories, suite.categories_total)
+    if run.missing_data_failed:
+        return f"MISSING DATA: {summary}, so this is no complete {suite.benchmark} run: a failed check; {MISSING_DATA_FIX}"
+    accepted = f"as {ALLOW_MISSING_DATA} accepted" if suite.missing_data_allowed else "with no check (results of an older biascheck)"
     return f"{summary}: left out of this run, {accepted}"
 
 
-def data_quality_lines(document: dict[str, Any]) -> list[str]:
+@accepts_documents(document_views.data_quality_lines)
+def data_quality_lines(run: RunRecord) -> list[str]:
     """What every report says about records of the benchmark's data that are inconsistent
     (``suite.data_quality``): a heading line, then one line per category; none when there are none.
     How each kind of record is scored is in docs/metrics.md."""
-    found = document["suite"].get("data_quality") or {}
+    found = run.suite.data_quality or {}
     if not found:
         return []
     total = sum(sum(findings.values()) for findings in found.values())
@@ -361,15 +373,24 @@ def data_quality_lines(document: dict[str, Any]) -> list[str]:
 NOT_GATED = "not gated (deselected)"
 
 
-def deselected_line(document: dict[str, Any]) -> str | None:
+@accepts_documents(document_views.deselected_line)
+def deselected_line(run: RunRecord) -> str | None:
     """One line on the checks whose metric items a selection left out, and how to gate them."""
-    count = sum(not gated(v) for v in document["verdicts"])
+    count = sum(not v.gated for v in run.verdicts)
     if not count:
         return None
     return (
         f"{count} threshold check{'s' if count > 1 else ''} not gated: -k or node ids deselected their metric items, so their "
         "verdicts do not count; run without -k, or select the metrics:: items (e.g. -k metrics), to gate them"
     )
+
+
+def report_examples(run: RunRecord, limit: int = 5) -> list[tuple[str, ...]]:
+    """The examples table's rows (see ``Benchmark.report_examples``), for a benchmark whose layout
+    has one: it reads the cases as results.json holds them."""
+    if not layout_of(run.suite.benchmark).examples_title:
+        return []
+    return examples_of({"suite": {"benchmark": run.suite.benchmark}, "cases": [case.to_json() for case in run.cases]}, limit)
 
 
 def mark_deselected(documents: list[dict[str, Any]], selected: dict[str, set[tuple[str, str]]]) -> None:
@@ -390,38 +411,34 @@ def mark_deselected(documents: list[dict[str, Any]], selected: dict[str, set[tup
             )
 
 
-def verdict_index(document: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(v["scope"], v["metric"]): v for v in document["verdicts"]}
-
-
-def run_line(document: dict[str, Any]) -> str:
-    run, model = document["run"], document["model"]
+def run_line(run: RunRecord) -> str:
+    info, model = run.run, run.model
     line = (
-        f"{document['suite']['name']} ({document['suite']['benchmark']}) on {model['model']}: {run['cases']} cases, "
-        f"{run['calls']} calls, {run['cache_hits']} cache hits, {run['retries']} retries, {run['errors']} errors, "
-        f"{fmt.usd(run['cost_usd'])}; suite fingerprint {document['suite']['fingerprint']['suite']}"
+        f"{run.suite.name} ({run.suite.benchmark}) on {model.model}: {info.cases} cases, "
+        f"{info.calls} calls, {info.cache_hits} cache hits, {info.retries} retries, {info.errors} errors, "
+        f"{fmt.usd(info.cost_usd)}; suite fingerprint {run.suite.fingerprint['suite']}"
     )
-    if run.get("shard"):
-        line += f"; shard {run['shard']}: answers for a merged run, no verdicts (biascheck store merge, then run the whole suite)"
-    if run.get("batches"):
-        line += "; provider batches: " + ", ".join(f"{count} {state}" for state, count in run["batches"].items())
-    if run.get("estimator"):
-        line += f"; answered by {run['estimator']}"
-    if run.get("estimator_note"):
-        line += f" ({run['estimator_note']})"
-    if run["unpriced_calls"]:
-        line += f"; cost unknown for {run['unpriced_calls']} calls (no price: pass --biascheck-price)"
-    if run.get("truncated"):
-        line += f"; {run['truncated']} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters"
-    for name, reason in model.get("params_dropped", {}).items():
+    if info.shard:
+        line += f"; shard {info.shard}: answers for a merged run, no verdicts (biascheck store merge, then run the whole suite)"
+    if info.batches:
+        line += "; provider batches: " + ", ".join(f"{count} {state}" for state, count in info.batches.items())
+    if info.estimator:
+        line += f"; answered by {info.estimator}"
+    if info.estimator_note:
+        line += f" ({info.estimator_note})"
+    if info.unpriced_calls:
+        line += f"; cost unknown for {info.unpriced_calls} calls (no price: pass --biascheck-price)"
+    if info.truncated:
+        line += f"; {info.truncated} cases read from a reply cut at {fmt.count(MAX_REPLY_CHARS)} characters"
+    for name, reason in (model.params_dropped or {}).items():
         line += f"; WARNING: parameter {name} {reason}"
-    for name, reason in model.get("params_ignored", {}).items():
+    for name, reason in (model.params_ignored or {}).items():
         line += f"; WARNING: parameter {name} {reason}"
-    served = served_warning(document)
+    served = served_warning(run)
     if served:
         line += f"; WARNING: {served}"
-    if not run["complete"]:
-        line += f"; INCOMPLETE: {run['incomplete_reason']}"
+    if not info.complete:
+        line += f"; INCOMPLETE: {info.incomplete_reason}"
     return line
 
 
@@ -430,33 +447,24 @@ def run_line(document: dict[str, Any]) -> str:
 SUMMARY_HEADERS = ("suite", "benchmark", "model", "cases", "checks passed", "overall", "verdict")
 
 
-def summary_rows(documents: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+@accepts_documents(document_views.summary_rows)
+def summary_rows(runs: Sequence[RunRecord]) -> list[list[str]]:
     """One row per suite of a run: what a reader of several suites wants first."""
     rows = []
-    for document in documents:
-        verdicts = document["verdicts"]
-        failed = sum(failing(v) for v in verdicts)
-        overall = ", ".join(f"{v['metric']} {fmt.value(v['value'])}" for v in verdicts if v["scope"] == "overall")
-        incomplete = not document["run"]["complete"] or missing_data_failed(document)
-        status = "INCOMPLETE" if incomplete else "passed" if document["passed"] else "FAILED"
-        rows.append(
-            [
-                document["suite"]["name"],
-                document["suite"]["benchmark"],
-                document["model"]["model"],
-                str(document["run"]["cases"]),
-                f"{len(verdicts) - failed} of {len(verdicts)}",
-                overall,
-                status,
-            ]
-        )
+    for run in runs:
+        failed = len(run.failed_checks)
+        overall = ", ".join(f"{v.metric} {fmt.value(v.value)}" for v in run.verdicts if v.scope == "overall")
+        incomplete = not run.run.complete or run.missing_data_failed
+        status = "INCOMPLETE" if incomplete else "passed" if run.passed else "FAILED"
+        checks = f"{len(run.verdicts) - failed} of {len(run.verdicts)}"
+        rows.append([run.suite.name, run.suite.benchmark, run.model.model, str(run.run.cases), checks, overall, status])
     return rows
 
 
-def render_summary_markdown(documents: Sequence[Mapping[str, Any]]) -> str:
+def render_summary_markdown(runs: Sequence[RunRecord]) -> str:
     """The table across suites (a run of several), for the job summary and summary.md."""
     out = ["# biascheck: every suite", "", md_row(SUMMARY_HEADERS), "|---|---|---|---:|---:|---|---|"]
-    out += [md_row([*row[:-1], row[-1] if row[-1] == "passed" else strong(row[-1])]) for row in summary_rows(documents)]
+    out += [md_row([*row[:-1], row[-1] if row[-1] == "passed" else strong(row[-1])]) for row in summary_rows(runs)]
     return "\n".join(out) + "\n"
 
 
@@ -483,78 +491,84 @@ def decision_markdown(decision: Decision) -> list[str]:
     return out
 
 
-def render_markdown(document: dict[str, Any], comparison: Mapping[str, Any] | None = None) -> str:
+def render_markdown(run: RunRecord, comparison: Comparison | None = None) -> str:
     """report.md: the decision of the run and its ``comparison`` with a baseline first, then the run."""
-    metrics = document["metrics"]
-    verdicts = verdict_index(document)
-    decision = decide(document, comparison)
+    metrics = run.metrics
+    verdicts = verdicts_by_scope(run)
+    decision = decide(run, comparison)
     status = decision.status if not decision.passed or decision.compared else "thresholds passed"
-    out = [f"# biascheck: {md_text(document['suite']['name'])} — {status}", "", *decision_markdown(decision), md_text(run_line(document)), ""]
-    deselected = deselected_line(document)
+    out = [f"# biascheck: {md_text(run.suite.name)} — {status}", "", *decision_markdown(decision), md_text(run_line(run)), ""]
+    deselected = deselected_line(run)
     if deselected:
         out += [md_text(deselected), ""]
-    judged = judge_lines(document, correction=False)
+    judged = judge_lines(run, correction=False)
     if judged:
         out += [f"- {md_text(line)}" for line in judged] + [""]
-    missing = missing_data_line(document)
+    missing = missing_data_line(run)
     if missing:
-        out.append(strong(missing) if missing_data_failed(document) else md_text(missing))
-        out += [f"- {md_text(f'{c}: {r}')}" for c, r in document["suite"]["skipped_categories"].items()]
+        out.append(strong(missing) if run.missing_data_failed else md_text(missing))
+        out += [f"- {md_text(f'{c}: {r}')}" for c, r in run.suite.skipped_categories.items()]
         out.append("")
-    data_notes = data_quality_lines(document)
+    data_notes = data_quality_lines(run)
     if data_notes:
         out += [md_text(data_notes[0]), *(f"- {md_text(line)}" for line in data_notes[1:]), ""]
     out += [
-        f"## {md_text(scope_label(document, 'overall').capitalize())}",
+        f"## {md_text(scope_label(run, 'overall').capitalize())}",
         "",
         "| metric | value | 95% CI | n | threshold | verdict |",
         "|---|---:|---|---:|---|---|",
     ]
-    for name, value in metrics["overall"].items():
+    overall = metrics.table("overall")
+    for name, value in overall.items():
         verdict = verdicts.get(("overall", name))
-        threshold = fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else ""
-        mark = ("pass" if verdict["passed"] else strong("FAIL") if gated(verdict) else NOT_GATED) if verdict else ""
-        mark = Markdown(md_text(mark) + (" (inconclusive)" if verdict and verdict.get("status") == "inconclusive" else ""))
-        out.append(md_row([name, fmt.value(value["value"]), fmt.ci(value["ci"]), fmt.count(value["n"]), threshold, mark]))
-    correction = correction_markdown(document)
+        threshold = fmt.threshold(verdict.threshold) + mode_text(verdict) if verdict else ""
+        mark = ("pass" if verdict.passed else strong("FAIL") if verdict.gated else NOT_GATED) if verdict else ""
+        mark = Markdown(md_text(mark) + (" (inconclusive)" if verdict and verdict.inconclusive else ""))
+        out.append(md_row([name, fmt.value(value.value), fmt.ci(value.ci), fmt.count(value.n), threshold, mark]))
+    correction = correction_markdown(run)
     if correction:
         out += ["", *correction[:-1]]
-    if metrics["by_category"]:
-        shown = category_metrics(document)
+    categories = metrics.scopes("category")
+    if categories:
+        shown = category_metrics(run)
         out += ["", "## By category", "", md_row(["category", *shown]), "|---|" + "---:|" * len(shown)]
-        for category, table in metrics["by_category"].items():
+        for category in categories:
+            table = metrics.table("category", category)
             cells = []
             for name in shown:
                 verdict = verdicts.get((category, name))
-                text = f"{fmt.value(table[name]['value'])} {fmt.ci(table[name]['ci'])}"
-                cell = text if verdict is None or verdict["passed"] else strong(f"{text} FAIL") if gated(verdict) else f"{text} ({NOT_GATED})"
-                cells.append(Markdown(md_text(cell) + (" ?" if verdict and verdict.get("status") == "inconclusive" else "")))
+                text = f"{fmt.value(table[name].value)} {fmt.ci(table[name].ci)}"
+                cell = text if verdict is None or verdict.passed else strong(f"{text} FAIL") if verdict.gated else f"{text} ({NOT_GATED})"
+                cells.append(Markdown(md_text(cell) + (" ?" if verdict and verdict.inconclusive else "")))
             out.append(md_row([category, *cells]))
-    layout = layout_of(document["suite"]["benchmark"])
-    examples = examples_of(document)
+    layout = layout_of(run.suite.benchmark)
+    examples = report_examples(run)
     if examples:
         title = layout.examples_title[:1].upper() + layout.examples_title[1:]
         out += ["", f"## {md_text(title)}", "", md_row(layout.examples_columns), "|---" * len(layout.examples_columns) + "|"]
         out += [md_row(example) for example in examples]
-    if metrics["prompt_summary"]:
-        across = layout.spread_over
+    spreads = metrics.rest.get("prompt_summary")
+    if spreads:
+        across, prompts = layout.spread_over, metrics.scopes("prompt")
         out += [
             "",
             f"## Across {md_text(across)} (mean ± sample std)",
             "",
-            md_row(["metric", *metrics["by_prompt"], "mean ± std"]),
-            "|---|" + "---:|" * (len(metrics["by_prompt"]) + 1),
+            md_row(["metric", *prompts, "mean ± std"]),
+            "|---|" + "---:|" * (len(prompts) + 1),
         ]
         for name in layout.headline:
-            if name not in metrics["prompt_summary"]:
+            if name not in spreads:
                 continue
-            spread = metrics["prompt_summary"][name]
-            values = [fmt.value(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]]
+            spread = spreads[name]
+            values = [fmt.value(metrics.table("prompt", p)[name].value) for p in prompts]
             out.append(md_row([name, *values, f"{fmt.value(spread['mean'])} ± {fmt.value(spread['std'])}"]))
-    if metrics["by_label"]:
-        shown = [n for n in layout.headline if n in metrics["overall"]]
+    labels = metrics.scopes("label")
+    if labels:
+        shown = [n for n in layout.headline if n in overall]
         title = layout.label_title
         out += ["", f"## {md_text(title)}", "", md_row(["label", *shown]), "|---|" + "---:|" * len(shown)]
-        for label, table in metrics["by_label"].items():
-            out.append(md_row([label, *(f"{fmt.value(table[n]['value'])} {fmt.ci(table[n]['ci'])}" for n in shown)]))
+        for label in labels:
+            table = metrics.table("label", label)
+            out.append(md_row([label, *(f"{fmt.value(table[n].value)} {fmt.ci(table[n].ci)}" for n in shown)]))
     return "\n".join(out) + "\n"

@@ -1,6 +1,7 @@
 """The terminal summary (rich): the results of a run and its comparisons with the baselines, as
-text for a writer (pytest's terminal reporter, ``biascheck diff``'s stdout). Built from the JSON
-documents alone, like the other renderings; numbers formatted by :mod:`biascheck.core.format`.
+text for a writer (pytest's terminal reporter, ``biascheck diff``'s stdout). Built from the
+records alone (:class:`~biascheck.records.run.RunRecord`,
+:class:`~biascheck.records.comparison.Comparison`), like the other renderings; numbers formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from biascheck.benchmarks.base import examples_of, layout_of
+from biascheck.benchmarks.base import layout_of
 from biascheck.core import format as fmt
-from biascheck.evaluation.regression import on_inconclusive_of
+from biascheck.records.comparison import Check, Comparison
+from biascheck.records.run import RunRecord, ThresholdVerdict
 from biascheck.reporting.comparison import (
     examples_by_category,
     examples_note,
@@ -29,15 +31,14 @@ from biascheck.reporting.results import (
     category_metrics,
     data_quality_lines,
     deselected_line,
-    gated,
     judge_lines,
-    missing_data_failed,
     missing_data_line,
     mode_text,
+    report_examples,
     run_line,
     scope_label,
     summary_rows,
-    verdict_index,
+    verdicts_by_scope,
 )
 
 if TYPE_CHECKING:
@@ -89,18 +90,18 @@ def print_table(console, table) -> None:
         console.width = width
 
 
-def _mark(verdict: Mapping[str, Any] | None) -> str:
+def _mark(verdict: ThresholdVerdict | None) -> str:
     """A threshold check's verdict cell, as rich markup."""
     if verdict is None:
         return ""
-    if verdict.get("status") == "inconclusive":
+    if verdict.inconclusive:
         return "[yellow]pass (inconclusive)[/]"
-    if verdict["passed"]:
+    if verdict.passed:
         return "[green]pass[/]"
-    return "[bold red]FAIL[/]" if gated(verdict) else f"[dim]{NOT_GATED}[/]"
+    return "[bold red]FAIL[/]" if verdict.gated else f"[dim]{NOT_GATED}[/]"
 
 
-def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int = 100) -> str:
+def render_terminal(runs: Sequence[RunRecord], *, color: bool, width: int = 100) -> str:
     from rich.markup import escape as esc
     from rich.table import Table
 
@@ -109,31 +110,32 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
 
     buffer = io.StringIO()
     console = _console(buffer, color=color, width=width)
-    if len(documents) > 1:
+    if len(runs) > 1:
         table = Table(title="every suite", title_justify="left")
         for header in SUMMARY_HEADERS:
             table.add_column(header, justify="right" if header in ("cases", "checks passed") else "left")
-        for row in summary_rows(documents):
+        for row in summary_rows(runs):
             style = {"passed": "green", "FAILED": "bold red", "INCOMPLETE": "bold red"}[row[-1]]
             table.add_row(*map(esc, row[:-1]), f"[{style}]{row[-1]}[/]")
         print_table(console, table)
-    for document in documents:
-        metrics = document["metrics"]
-        verdicts = verdict_index(document)
-        console.print(esc(run_line(document)), style="bold" if document["passed"] else "bold red")
-        for line in judge_lines(document):
+    for run in runs:
+        metrics = run.metrics
+        verdicts = verdicts_by_scope(run)
+        console.print(esc(run_line(run)), style="bold" if run.passed else "bold red")
+        for line in judge_lines(run):
             console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
-        deselected = deselected_line(document)
+        deselected = deselected_line(run)
         if deselected:
             console.print(f"  {esc(deselected)}", style="yellow")
-        missing = missing_data_line(document)
+        missing = missing_data_line(run)
         if missing:
-            console.print(f"  {esc(missing)}", style="bold red" if missing_data_failed(document) else "yellow")
-            for category, reason in document["suite"]["skipped_categories"].items():
+            console.print(f"  {esc(missing)}", style="bold red" if run.missing_data_failed else "yellow")
+            for category, reason in run.suite.skipped_categories.items():
                 console.print(f"    {esc(category)}: {esc(reason)}", style="yellow")
-        for i, line in enumerate(data_quality_lines(document)):
+        for i, line in enumerate(data_quality_lines(run)):
             console.print(f"  {'  ' * bool(i)}{esc(line)}", style="dim")
-        table = Table(title=f"{esc(document['suite']['name'])}: {scope_label(document, 'overall')}", title_justify="left")
+        name = esc(run.suite.name)
+        table = Table(title=f"{name}: {scope_label(run, 'overall')}", title_justify="left")
         columns: tuple[tuple[str, JustifyMethod], ...] = (
             ("metric", "left"),
             ("value", "right"),
@@ -144,22 +146,23 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
         )
         for header, justify in columns:
             table.add_column(header, justify=justify)
-        for name, value in metrics["overall"].items():
-            verdict = verdicts.get(("overall", name))
+        for metric, value in metrics.table("overall").items():
+            verdict = verdicts.get(("overall", metric))
             mark = _mark(verdict)
             table.add_row(
-                esc(name),
-                fmt.value(value["value"]),
-                fmt.ci(value["ci"]),
-                fmt.count(value["n"]),
-                fmt.threshold(verdict["threshold"]) + mode_text(verdict) if verdict else "",
+                esc(metric),
+                fmt.value(value.value),
+                fmt.ci(value.ci),
+                fmt.count(value.n),
+                fmt.threshold(verdict.threshold) + mode_text(verdict) if verdict else "",
                 mark,
             )
         print_table(console, table)
-        if metrics["by_category"]:
+        categories = metrics.scopes("category")
+        if categories:
             # Long format (a row per category and gated metric) fits a narrow terminal.
-            shown = category_metrics(document)
-            table = Table(title=f"{esc(document['suite']['name'])}: by category", title_justify="left")
+            shown = category_metrics(run)
+            table = Table(title=f"{name}: by category", title_justify="left")
             category_columns: tuple[tuple[str, JustifyMethod], ...] = (
                 ("category", "left"),
                 ("metric", "left"),
@@ -170,51 +173,53 @@ def render_terminal(documents: list[dict[str, Any]], *, color: bool, width: int 
             )
             for header, justify in category_columns:
                 table.add_column(header, justify=justify)
-            for category, values in metrics["by_category"].items():
-                for i, name in enumerate(shown):
-                    verdict = verdicts.get((category, name))
+            for category in categories:
+                values = metrics.table("category", category)
+                for i, metric in enumerate(shown):
+                    verdict = verdicts.get((category, metric))
                     mark = _mark(verdict)
                     table.add_row(
                         esc(category) if i == 0 else "",
-                        esc(name),
-                        fmt.value(values[name]["value"]),
-                        fmt.ci(values[name]["ci"]),
-                        fmt.count(values[name]["n"]),
+                        esc(metric),
+                        fmt.value(values[metric].value),
+                        fmt.ci(values[metric].ci),
+                        fmt.count(values[metric].n),
                         mark,
                         end_section=i == len(shown) - 1,
                     )
             print_table(console, table)
-        layout = layout_of(document["suite"]["benchmark"])
-        examples = examples_of(document)
+        layout = layout_of(run.suite.benchmark)
+        examples = report_examples(run)
         if examples:
             # rich measures East Asian wide characters, so Korean questions stay aligned.
-            table = Table(title=f"{esc(document['suite']['name'])}: {layout.examples_title}", title_justify="left")
+            table = Table(title=f"{name}: {layout.examples_title}", title_justify="left")
             for header in layout.examples_columns:
                 table.add_column(header)
             for example in examples:
                 table.add_row(*map(esc, example))
             print_table(console, table)
-        if metrics["prompt_summary"]:
-            across = layout.spread_over
-            table = Table(title=f"{esc(document['suite']['name'])}: across {across}", title_justify="left")
+        spreads = metrics.rest.get("prompt_summary")
+        if spreads:
+            across, prompts = layout.spread_over, metrics.scopes("prompt")
+            table = Table(title=f"{name}: across {across}", title_justify="left")
             table.add_column("metric")
-            for prompt in metrics["by_prompt"]:
+            for prompt in prompts:
                 table.add_column(esc(prompt if across == "runs" else f"p{prompt}"), justify="right")
             table.add_column("mean ± std", justify="right")
-            for name in layout.headline:
-                spread = metrics["prompt_summary"].get(name)
+            for metric in layout.headline:
+                spread = spreads.get(metric)
                 if spread is None:
                     continue
                 table.add_row(
-                    name,
-                    *(fmt.value(metrics["by_prompt"][p][name]["value"]) for p in metrics["by_prompt"]),
+                    metric,
+                    *(fmt.value(metrics.table("prompt", p)[metric].value) for p in prompts),
                     f"{fmt.value(spread['mean'])} ± {fmt.value(spread['std'])}",
                 )
             print_table(console, table)
     return buffer.getvalue()
 
 
-def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, color: bool, width: int = 100) -> str:
+def render_comparison_terminal(comparisons: Sequence[Comparison], *, color: bool, width: int = 100) -> str:
     from rich.markup import escape as esc
     from rich.table import Table
 
@@ -222,10 +227,10 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
     console = _console(buffer, color=color, width=width)
     # User and model text (suite, model, category names, warnings) goes through esc(): rich reads "[/]" as markup.
     for comparison in comparisons:
-        console.print(esc(headline(comparison)), style="bold red" if comparison["regressed"] else "bold")
-        for warning in comparison["warnings"]:
+        console.print(esc(headline(comparison)), style="bold red" if comparison.regressed else "bold")
+        for warning in comparison.warnings:
             console.print(f"  warning: {esc(warning)}", style="yellow")
-        table = Table(title=f"{esc(comparison['suite']['name'])}: regression checks", title_justify="left")
+        table = Table(title=f"{esc(comparison.suite['name'])}: regression checks", title_justify="left")
         columns: tuple[tuple[str, JustifyMethod], ...] = (
             ("metric", "left"),
             ("scope", "left"),
@@ -240,9 +245,9 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
             # Names never wrap or get cut; the interval column wraps first on a narrow terminal.
             table.add_column(esc(header), justify=justify, no_wrap=header in ("metric", "verdict"))
         quiet = 0
-        for r, row in zip(comparison["results"], rows(comparison)):
+        for check, row in zip(comparison.checks, rows(comparison)):
             # Every overall check is shown; a category only when it says something.
-            if r["scope"] != "overall" and r["verdict"] == "within margin":
+            if check.scope != "overall" and check.verdict == "within margin":
                 quiet += 1
                 continue
             verdict = row.pop()
@@ -252,12 +257,12 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
         if quiet:
             console.print(f"  {quiet} category checks within margin (all are in comparison.md)", style="dim")
         _print_flips(console, comparison)
-        for r in comparison["results"]:
-            if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall"):
-                console.print(f"  {esc(r['explanation'] + _evidence(comparison, r))}", style=STYLE[r["verdict"]])
+        for check in comparison.checks:
+            if check.regressed or (check.inconclusive and check.scope == "overall"):
+                console.print(f"  {esc(check.explanation + _evidence(comparison, check))}", style=STYLE[check.verdict])
         heading = unresolved_heading(comparison)
         if heading:
-            style = {"warn": "bold yellow", "fail": "bold red"}.get(on_inconclusive_of(comparison), "yellow")
+            style = {"warn": "bold yellow", "fail": "bold red"}.get(comparison.on_inconclusive, "yellow")
             console.print(f"  {esc(heading)}", style=style)
             for line in unresolved_lines(comparison):
                 console.print(f"    {esc(line)}", style="yellow")
@@ -269,18 +274,18 @@ def render_comparison_terminal(comparisons: Sequence[Mapping[str, Any]], *, colo
 TERMINAL_EXAMPLES = 3
 
 
-def _print_flips(console: Any, comparison: Mapping[str, Any]) -> None:
+def _print_flips(console: Any, comparison: Comparison) -> None:
     """The changed cases per category and direction (a compact table), then a few examples of each
     category, as comparison.md lists them."""
     from rich.markup import escape as esc
     from rich.table import Table
 
-    flips = comparison["flips"]
-    if not flips["total"]:
+    flips = comparison.flips
+    if not flips.total:
         return
     transitions, counts = flip_table(flips)
     evidence = regressed_categories(comparison)
-    table = Table(title=f"{esc(comparison['suite']['name'])}: changed cases by category", title_justify="left")
+    table = Table(title=f"{esc(comparison.suite['name'])}: changed cases by category", title_justify="left")
     table.add_column("category", no_wrap=True)
     table.add_column("changed", justify="right")
     for transition in transitions:
@@ -288,27 +293,24 @@ def _print_flips(console: Any, comparison: Mapping[str, Any]) -> None:
     for category, total, row in counts:
         name = esc(category) + (" [bold red](regressed)[/]" if category in evidence else "")
         table.add_row(name, fmt.count(total), *map(fmt.count, row))
-    table.add_row("all", fmt.count(flips["total"]), *map(fmt.count, flips["by_transition"].values()), style="bold")
+    table.add_row("all", fmt.count(flips.total), *map(fmt.count, flips.by_transition.values()), style="bold")
     print_table(console, table)
     for category, shown in examples_by_category(flips).items():
-        named = "; ".join(f"{f['case_id']} {f['baseline']} -> {f['candidate']}" for f in shown[:TERMINAL_EXAMPLES])
+        named = "; ".join(f"{f.case_id} {f.baseline} -> {f.candidate}" for f in shown[:TERMINAL_EXAMPLES])
         more = f" (+{len(shown) - TERMINAL_EXAMPLES} more shown in comparison.md)" if len(shown) > TERMINAL_EXAMPLES else ""
         console.print(f"  {esc(category)}: {esc(named)}{more}", style="dim")
     console.print(f"  {esc(examples_note(flips))}", style="dim")
 
 
-def _evidence(comparison: Mapping[str, Any], check: Mapping[str, Any]) -> str:
+def _evidence(comparison: Comparison, check: Check) -> str:
     """Where a regressed check's flips are: its category's counts by direction."""
-    if check["verdict"] != "regressed":
+    if not check.regressed:
         return ""
-    by_category = comparison["flips"]["by_category"]
-    if check["scope"] == "overall":
-        counts: Mapping[str, int] = comparison["flips"]["by_transition"]
-    else:
-        counts = by_category.get(check["scope"], {})
+    flips = comparison.flips
+    counts: Mapping[str, int] = flips.by_transition if check.scope == "overall" else flips.by_category.get(check.scope, {})
     if not counts:
         return "; no case of it changed outcome"
-    where = "" if check["scope"] == "overall" else f" in {check['scope']}"
+    where = "" if check.scope == "overall" else f" in {check.scope}"
     return f"; changed cases{where}: " + ", ".join(f"{t} {fmt.count(n)}" for t, n in counts.items())
 
 

@@ -55,26 +55,24 @@ def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: di
             document = {key: value for key, value in document.items() if key != REPORT_PROMPTS}  # the page's, not results.json's
             prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
             validate_results(document, str(folder / prefix / "results.json"))
+            # records from the documents until the pipeline makes them
+            run, record = RunRecord.from_json(document, str(folder / prefix / "results.json")), None
+            runs.append(run)
             comparison = comparisons.get(document["suite"]["name"])
             files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
             flips: list[dict[str, Any]] = []
             if comparison is not None:
                 # Every flip in flips.jsonl, one per line; comparison.json names it and keeps counts and examples.
                 comparison, flips = split_flips(comparison, FLIPS_FILE)
-            files[prefix + "report.md"] = render_markdown(document, comparison)  # its regressions with its thresholds
-            # records from the documents until the pipeline makes them
-            run = RunRecord.from_json(document, str(folder / prefix / "results.json"))
-            record = None if comparison is None else Comparison.from_json(comparison, str(folder / prefix / "comparison.json"), every_flip=flips)
-            runs.append(run)
-            if record is not None:
-                compared[run.suite.name] = record
+                record = compared[run.suite.name] = Comparison.from_json(comparison, str(folder / prefix / "comparison.json"), flips)
+            files[prefix + "report.md"] = render_markdown(run, record)  # its regressions with its thresholds
             files[prefix + "report.html"] = render_html(run, record, prompts=prompts)
-            if comparison is not None:
+            if comparison is not None and record is not None:
                 files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-                files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
+                files[prefix + "comparison.md"] = render_comparison_markdown(record)
                 files[prefix + FLIPS_FILE] = "".join(json.dumps(flip, ensure_ascii=False, allow_nan=False) + "\n" for flip in flips)
         if len(documents) > 1:
-            files["summary.md"] = render_summary_markdown(documents)
+            files["summary.md"] = render_summary_markdown(runs)
             files["index.html"] = render_index(runs, compared)
         return files
 
