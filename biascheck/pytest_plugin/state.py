@@ -18,6 +18,7 @@ from biascheck.options import BaselineOptions
 from biascheck.orchestration import Checked, Gate, Level
 
 if TYPE_CHECKING:
+    from biascheck.records.comparison import Comparison
     from biascheck.session import RunConfig, RunResult
     from biascheck.suite import Suite
 
@@ -48,7 +49,7 @@ class BiascheckState:
         return self.gate.baseline
 
     @property
-    def comparisons(self) -> dict:
+    def comparisons(self) -> dict[str, Comparison]:
         return self.checked.comparisons if self.checked else {}
 
     @classmethod
@@ -114,9 +115,9 @@ class BiascheckState:
         comparison = self.comparisons.get(suite_file.suite.name)
         if comparison is None:
             return None
-        for result in comparison["results"]:
-            if result["scope"] == scope and result["metric"] == metric:
-                return result
+        for check in comparison.checks:
+            if check.scope == scope and check.metric == metric:
+                return check
         return None
 
     def outcome(self, suite_file, case_id: str):
@@ -234,7 +235,7 @@ class BiascheckState:
             return
         if self.stopped is not None:
             session.exitstatus = self.stopped
-        if self.checked is not None and self.checked.documents:
+        if self.checked is not None and self.checked.runs:
             self._tell(session, self.gate.publish(self.checked))
             if self.baseline.update:
                 self._update_baselines(session, self.checked)
@@ -285,8 +286,8 @@ class BiascheckState:
         session.exitstatus = pytest.ExitCode.OK
 
     def terminal_summary(self, terminalreporter) -> None:
-        documents = self.checked.documents if self.checked else None
-        if not documents:
+        runs = self.checked.runs if self.checked else None
+        if not runs:
             return  # nothing was selected, or this is an xdist worker
         import os
 
@@ -300,8 +301,10 @@ class BiascheckState:
         terminalreporter.write_sep("=", "biascheck summary")
         if self.one_process_note:
             terminalreporter.write_line(self.one_process_note)
+        documents = [run.to_json() for run in runs]  # view on dicts until the views take records
+        by_suite = {name: c.to_json() for name, c in self.comparisons.items()}  # view on dicts until the views take records
         terminalreporter.write(render_terminal(documents, color=terminalreporter.hasmarkup, width=width))
-        comparisons = [self.comparisons[d["suite"]["name"]] for d in documents if d["suite"]["name"] in self.comparisons]
+        comparisons = [by_suite[run.suite.name] for run in runs if run.suite.name in by_suite]
         if comparisons:
             terminalreporter.write_sep("=", "biascheck comparison with the baseline")
             terminalreporter.write(render_comparison_terminal(comparisons, color=terminalreporter.hasmarkup, width=width))
@@ -321,7 +324,7 @@ class BiascheckState:
                 terminalreporter.write_line(line)
         # Last, the decision and its reasons, then every file the run wrote.
         terminalreporter.write_sep("=", "biascheck decision")
-        terminalreporter.write(render_decision_terminal(decisions(documents, self.comparisons), color=terminalreporter.hasmarkup, width=width))
+        terminalreporter.write(render_decision_terminal(decisions(documents, by_suite), color=terminalreporter.hasmarkup, width=width))
         last = self.gate.last_line(self.checked) if self.checked else None
         if last:
             terminalreporter.write_line(last, bold=True)

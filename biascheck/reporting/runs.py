@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,8 @@ from biascheck.core.version import VERSION
 from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.baseline import fingerprint_differences
 from biascheck.evaluation.regression import compare, settings_from
+from biascheck.records.baseline import BaselineRecord
+from biascheck.records.run import RunRecord
 from biascheck.reporting.results import failing, gated, verdict_index
 from biascheck.suite import missing_data_summary
 
@@ -156,20 +159,19 @@ def regression_against(
     if reason is None and table is None:
         reason = f"{label} records no regression settings (a baseline of an older biascheck)"
     if reason is None:
-        candidate = _as_candidate(after)
+        # Records of the documents until the views take records: a release (a baseline) or a run each side.
+        candidate = BaselineRecord.from_json(after, path) if _is_baseline(after) else RunRecord.from_json(after, path)
+        earlier = BaselineRecord.from_json(before, previous_path) if _is_baseline(before) else RunRecord.from_json(before, previous_path)
         try:
             settings = settings_from(candidate, regression=table, where=previous_path, candidate=path)
-            comparison = compare(_as_baseline(before), candidate, settings, baseline_path=previous_path)
+            as_baseline = earlier if isinstance(earlier, BaselineRecord) else replace(baselines.from_results(earlier), created_at=earlier.created_at)
+            comparison = compare(as_baseline, candidate, settings, baseline_path=previous_path)
         except BiascheckError as exc:  # e.g. no case in common
             reason = exc.problem
     if reason is not None:
         return {"against": label, "verdict": NOT_COMPARED, "checks": [], "reason": reason}
     # The verdict alone is read: what the gate calls a regression is a regression here.
-    checks = [
-        {"metric": c["metric"], "scope": c["scope"], "worsening_ci": c["worsening_ci"], "margin": c["margin"]}
-        for c in comparison["results"]
-        if c["verdict"] == "regressed"
-    ]
+    checks = [{"metric": c.metric, "scope": c.scope, "worsening_ci": list(c.worsening_ci), "margin": c.margin} for c in comparison.regressions]
     return {"against": label, "verdict": REGRESSED if checks else NOT_REGRESSED, "checks": checks, "reason": None}
 
 
@@ -193,27 +195,6 @@ def _not_comparable(before: Mapping[str, Any], after: Mapping[str, Any]) -> str 
     if after.get("verdicts") is None:
         return "it records no verdicts, so not which metrics it gates (a baseline of an older biascheck)"
     return None
-
-
-def _as_baseline(document: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A run's results.json as the baseline a recording of it would be (keeping when it was made)."""
-    if _is_baseline(document):
-        return document
-    return {**baselines.from_results(document), "created_at": document["created_at"]}
-
-
-def _as_candidate(document: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A baseline as the results.json :func:`compare` reads as its candidate: the same suite, model,
-    scoring and verdicts, a complete run, and its rows as cases."""
-    if not _is_baseline(document):
-        return document
-    cases = document["cases"]
-    return {
-        **document,
-        "run": {"estimator": document["model"].get("estimator"), "complete": True},
-        "scoring": document.get("scoring") or {},
-        "cases": [dict(zip(cases["columns"], row)) for row in cases["rows"]],
-    }
 
 
 def regression_text(mark: Mapping[str, Any] | None) -> str:
