@@ -192,7 +192,7 @@ class Gate:
             path = baselines.baseline_path(self.baseline.pattern, suite=suite.name, model=self.config.model.model, root=self.root)
             baseline = baselines.load(path)
             check_comparable(
-                baseline,
+                baseline.suite,
                 {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
                 allow_mismatch=self.baseline.allow_mismatch,
                 path=str(path),

@@ -584,7 +584,9 @@ def test_flip_counts_examples_and_list_agree_for_any_outcomes(rows, regressed, l
         )
         for scope in ["overall", "a", "b", "y", "z"]
     ]
-    cases = [CaseRecord(uid, uid, category, category, "1", f"reply {uid}", outcome, None) for uid, category, (_, _, outcome) in zip(ids, categories, rows)]
+    cases = [
+        CaseRecord(uid, uid, category, category, "1", f"reply {uid}", outcome, None) for uid, category, (_, _, outcome) in zip(ids, categories, rows)
+    ]
     index = np.arange(len(ids), dtype=np.int64)
     flips, every = _flips(base, cand, index, index, checks, cases, None, None, limit)
 

@@ -44,8 +44,8 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
 
     def results(model: str, cases) -> dict:
         config = RunConfig(model=ModelConfig(model), store_path=folder / "store.sqlite", data_dir=data_dir)
-        (document,) = build_results(run([(suite, cases)], config))
-        return document
+        (record,), _ = build_results(run([(suite, cases)], config))
+        return record.to_json()
 
     return {
         "stereotyped": results("sim/stereotyped", suite.cases),
@@ -57,8 +57,13 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
 def comparison_of(baseline_results: dict, candidate: dict) -> dict:
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
+    from biascheck.records.run import RunRecord
 
-    return compare(baselines.from_results(baseline_results), candidate, settings_from(candidate, []), baseline_path="baselines/kobbq/x.json")
+    run = RunRecord.from_json(candidate)
+    comparison = compare(
+        baselines.from_results(RunRecord.from_json(baseline_results)), run, settings_from(run, []), baseline_path="baselines/kobbq/x.json"
+    )
+    return comparison.to_json()
 
 
 # --- 1. Markdown tables under a GFM renderer -------------------------------------------------------
@@ -414,9 +419,12 @@ def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
     assert terminal.index("every suite") < terminal.index(documents[0]["suite"]["name"] + " (kobbq) on")
     assert "every suite" not in render_terminal(documents[:1], color=False, width=160)
 
-    write_reports(documents, tmp_path / "report")
+    from biascheck.records.run import RunRecord
+
+    records = [RunRecord.from_json(d) for d in documents]
+    write_reports(records, tmp_path / "report")
     assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown(documents)
-    write_reports(documents[:1], tmp_path / "single")
+    write_reports(records[:1], tmp_path / "single")
     assert not (tmp_path / "single" / "summary.md").exists()
 
 
@@ -562,7 +570,9 @@ def _markdown_of_every_kind(runs: dict, text: str) -> dict[str, str]:
     document, fair = _inject(runs["stereotyped"], text), _inject(runs["fair"], text)
     comparison = _inject_comparison(_comparison(runs), text)
     compared = compare_runs([(text, document), (text + "2", fair)])
-    releases = [(text, baselines.from_results(d)) for d in (runs["fair"], runs["stereotyped"])]
+    from biascheck.records.run import RunRecord
+
+    releases = [(text, baselines.from_results(RunRecord.from_json(d)).to_json()) for d in (runs["fair"], runs["stereotyped"])]
     for _, release in releases:
         release["model"]["model"] = text
         release["created_at"] = text

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biascheck.records.run import RunRecord
+
 from conftest import write_subset_suite
 
 BASELINE_MODEL = "sim/stereotyped?p=0.01"

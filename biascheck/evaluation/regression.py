@@ -254,10 +254,10 @@ def _cluster_matrix(units: ComparisonUnits, index: np.ndarray, cluster_codes: np
     return out
 
 
-def check_comparable(baseline: BaselineRecord, suite: Mapping[str, Any], *, allow_mismatch: bool, path: str) -> list[str]:
-    """Refuse a baseline of another suite, or (unless allowed) one whose fingerprint differs; return
-    the fingerprint parts that differ. ``suite`` holds ``name``, ``benchmark`` and ``fingerprint``."""
-    b_suite = baseline.suite
+def check_comparable(b_suite: Mapping[str, Any], suite: Mapping[str, Any], *, allow_mismatch: bool, path: str) -> list[str]:
+    """Refuse a baseline (``b_suite``: its suite) of another suite, or (unless allowed) one whose
+    fingerprint differs; return the fingerprint parts that differ. Each suite holds ``name``,
+    ``benchmark`` and ``fingerprint``."""
     if b_suite["name"] != suite["name"] or b_suite["benchmark"] != suite["benchmark"]:
         raise BiascheckError(
             path,
@@ -323,7 +323,7 @@ def compare(
     in ``flips.every``; comparison.json keeps its counts and examples, and the file beside it
     (flips.jsonl, written by :func:`biascheck.reporting.write.write_reports`) every flip."""
     c_suite = _suite_identity(candidate)
-    differences = check_comparable(baseline, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
+    differences = check_comparable(baseline.suite, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
     check_same_answer_mode(baseline, candidate, path=baseline_path)
 
     benchmark = get_benchmark(c_suite["benchmark"])
