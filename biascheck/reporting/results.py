@@ -1,7 +1,8 @@
-"""Reports: ``results.json`` (the machine-readable record, schema in the package) and ``report.md``,
-and what the other renderings (terminal, HTML) read from a results document. All renderings are
-built from the same JSON document, so a pytest-xdist controller that only received the JSON
-renders exactly what a single process would. Numbers are formatted by :mod:`biascheck.core.format`.
+"""Reports: a run's records (:func:`build_results`: a :class:`~biascheck.records.run.RunRecord`
+per suite, whose serialization is ``results.json``, schema in the package), ``report.md``, and
+what the other renderings (terminal, HTML) read from a run. A pytest-xdist controller receives
+the records' serializations and reads them back into the same records, so it renders exactly what
+a single process would. Numbers are formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
