@@ -122,3 +122,33 @@ def test_the_xdist_payload_carries_the_records_prompts_and_every_flip(two_runs):
     merged = checked.merged(other)
     assert merged.runs[0].run.calls == after.run.calls + 1 and merged.runs[0].run.retries == after.run.retries + 2
     assert checked.runs == [after] and other.runs[0].run.calls == 1
+
+
+def _flip_lines():
+    from hypothesis import strategies as st
+    from test_records import flip
+
+    return st.lists(flip, max_size=4)
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_any_comparison_crosses_the_xdist_boundary_unchanged(two_runs):
+    """For any comparison (test_records' documents of schema /2) and any flips beside it, the
+    worker's payload reads back into the same records, every flip included."""
+    from hypothesis import HealthCheck, given, settings
+    from test_records import comparison_documents
+
+    from biascheck.reporting.results import build_results
+
+    (run,), prompts = build_results(two_runs[0])
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(comparison_documents, _flip_lines())
+    def crosses(document, lines):
+        comparison = Comparison.from_json(document, every_flip=lines)
+        checked = Checked([run], {"kobbq": comparison}, prompts)
+        received = Checked.from_json(json.loads(json.dumps(checked.to_json())))
+        assert received is not None and received.comparisons == checked.comparisons
+        assert [f.to_json() for f in received.comparisons["kobbq"].flips.every or ()] == lines
+
+    crosses()
