@@ -159,7 +159,7 @@ def regression_against(
     if reason is None and table is None:
         reason = f"{label} records no regression settings (a baseline of an older biascheck)"
     if reason is None:
-        # Records of the documents until the views take records: a release (a baseline) or a run each side.
+        # view on dicts until the views take records: each side a release (a baseline) or a run, read as its record.
         candidate = BaselineRecord.from_json(after, path) if _is_baseline(after) else RunRecord.from_json(after, path)
         earlier = BaselineRecord.from_json(before, previous_path) if _is_baseline(before) else RunRecord.from_json(before, previous_path)
         try:
