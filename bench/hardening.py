@@ -96,7 +96,8 @@ def measure(name: str, data: Path, cases: int, model: ModelConfig, policy: Retry
         print(f"{name}: stopped before any call in {time.monotonic() - started:.2f} s: {exc}")
         return
     elapsed = time.monotonic() - started
-    write_reports(build_results(result), folder / "report")
+    runs, prompts = build_results(result)
+    write_reports(runs, folder / "report", prompts=prompts)
     stats = result.stats
     store = sum(p.stat().st_size for p in folder.glob("store.sqlite*"))
     print(

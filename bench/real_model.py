@@ -258,7 +258,7 @@ def false_alarm(bench: Bench, args) -> None:
     documents = {}
     for seed in (1, 2):
         suite, result, seconds = bench.run(suite_dir, SMOLLM2, "false-alarm", params={"temperature": 0.7, "seed": seed})
-        (documents[seed],) = build_results(result)
+        (documents[seed],), _ = build_results(result)
         bench.add(
             "false-alarm", f"SmolLM2 at temperature 0.7, seed {seed}: diff_bias_amb", metric(result, "diff_bias_amb"), result.stats.calls, seconds
         )
@@ -266,7 +266,7 @@ def false_alarm(bench: Bench, args) -> None:
     for recorded, compared in ((1, 2), (2, 1)):
         baseline = baselines.from_results(documents[recorded], git="0" * 40)
         comparison = compare(baseline, documents[compared], settings_from(documents[compared]), baseline_path=f"seed-{recorded} baseline")
-        verdicts = [check["verdict"] for check in comparison["results"]]
+        verdicts = [check.verdict for check in comparison.checks]
         bench.add(
             "false-alarm", f"checks of seed {compared} against seed {recorded} that regressed (of {len(verdicts)})", verdicts.count("regressed")
         )
@@ -284,7 +284,7 @@ def replies(args, servers, tmp: Path) -> None:
     suite_dir = subset_suite(tmp / "kobbq", "kobbq", KOBBQ_SUBSET, prompts=f'from_data = "prompts"\nuse = ["{args.prompt}"]')
     params = {"max_tokens": 30, **parse_sampling_overrides(args.param, where="--param")}
     suite, result, seconds = bench.run(suite_dir, args.model, "replies", params=params)
-    (document,) = build_results(result)
+    document = build_results(result)[0][0].to_json()
     letters = {case.case_id: list(case.letters) for case in suite.cases}
     with open(args.kobbq_replies, "w", encoding="utf-8") as handle:
         for case in document["cases"]:

@@ -110,7 +110,7 @@ def main() -> None:
         tallies = {label: {"suite": 0, "overall": 0, "category_fails": 0, "inconclusive": 0} for label in compared}
         for seed in range(args.seeds):
             sep = "&" if "?" in persona else "?"
-            verdicts = simulated_results(prepared, f"{persona}{sep}seed={seed}")["verdicts"]
+            verdicts = simulated_results(prepared, f"{persona}{sep}seed={seed}").to_json()["verdicts"]
             for label, kwargs in compared.items():
                 statuses = rejudged(verdicts, **kwargs)
                 tally = tallies[label]

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biascheck.core.errors import BiascheckError
+from biascheck.records._json import thaw
 from biascheck.records.baseline import BASELINE_SCHEMA, BaselineRecord
 from biascheck.records.comparison import FLIPS_FILE, Comparison
 from biascheck.records.run import RESULTS_SCHEMA, RunRecord
@@ -106,6 +108,18 @@ def read_results(
     return path, document
 
 
+def read_run(
+    path: Path,
+    baseline_fix: str = "give a run's results.json (or its report folder) here",
+    *,
+    suite: str | None = None,
+    suite_option: str | None = None,
+) -> tuple[Path, RunRecord]:
+    """(the file, the record of its checked ``results.json``) of a path naming a run."""
+    file, document = read_results(path, baseline_fix, suite=suite, suite_option=suite_option)
+    return file, RunRecord.from_json(document, str(file))
+
+
 # --- comparing: biascheck diff's resolution of its settings ---------------------------------------
 
 # The [regression] settings, in the order a note lists them.
@@ -114,12 +128,12 @@ _REGRESSION_KEYS = ("alpha", "power", "resamples", "seed", "flip_limit", "on_inc
 
 def regression_table(
     suite: Path | None,
-    reference: tuple[str, dict[str, Any]],
-    candidate: tuple[Path | str, dict[str, Any]],
+    reference: tuple[str, BaselineRecord],
+    candidate: tuple[Path | str, RunRecord],
     *,
     suite_option: str = "--suite",
     candidate_name: str = "B",
-) -> tuple[dict[str, Any], str, str | None]:
+) -> tuple[Mapping[str, Any], str, str | None]:
     """(the [regression] table a comparison tests with, the file it is from, what to say of it):
     that of the suite ``suite`` names (``biascheck diff --suite``, ``compare(suite=...)``); else
     the one the reference records (a run's results, or a baseline recorded by this biascheck);
@@ -130,14 +144,14 @@ def regression_table(
 
     (reference_path, baseline), (_, results) = reference, candidate
     notes = []
-    table: dict[str, Any] | None
+    table: Mapping[str, Any] | None
     source: str | None
     if suite is not None:
         table, source = _suite_regression(suite, results, required=True, suite_option=suite_option, candidate_name=candidate_name)
-    elif "regression" in baseline:
-        table, source = baseline["regression"], reference_path
+    elif baseline.regression is not None:
+        table, source = thaw(baseline.regression), reference_path
     else:
-        manifest = Path(results["suite"].get("manifest") or "nowhere")
+        manifest = Path(results.suite.manifest or "nowhere")
         table, source = _suite_regression(manifest, results, required=False, suite_option=suite_option, candidate_name=candidate_name)
         used = f"those of {source}" if source else "the defaults"
         table, source = table or RegressionSettings().to_dict(), source or "the defaults"
@@ -146,7 +160,7 @@ def regression_table(
             f"({_settings_text(table, _REGRESSION_KEYS[:-1])}); pass {suite_option} to use the suite's"
         )
     assert table is not None and source is not None  # a suite named has its table, or raised
-    recorded = results["suite"]["regression"]
+    recorded = thaw(results.suite.regression)
     asked = [key for key in _REGRESSION_KEYS if key in recorded and recorded[key] != table.get(key)]
     if asked:
         notes.append(
@@ -156,12 +170,12 @@ def regression_table(
     return table, source, ". ".join(notes) or None
 
 
-def _settings_text(table: dict[str, Any], keys: Sequence[str]) -> str:
+def _settings_text(table: Mapping[str, Any], keys: Sequence[str]) -> str:
     return ", ".join(f"{key} {(', '.join(table[key]) or 'none') if key == 'rules' else table[key]}" for key in keys if key in table)
 
 
 def _suite_regression(
-    path: Path, results: dict[str, Any], *, required: bool, suite_option: str, candidate_name: str
+    path: Path, results: RunRecord, *, required: bool, suite_option: str, candidate_name: str
 ) -> tuple[dict[str, Any] | None, str | None]:
     """(the [regression] table, the suite.toml) of the suite at ``path`` (a folder or its
     suite.toml) when it is the candidate's suite; else an error (``required``: the caller named
@@ -175,17 +189,17 @@ def _suite_regression(
         if required:
             raise BiascheckError(suite_option, None, str(exc), fix) from None
         return None, None
-    if manifest.name != results["suite"]["name"]:
+    if manifest.name != results.suite.name:
         if required:
-            problem = f"{manifest.path} is suite {manifest.name!r}, and {candidate_name} a run of {results['suite']['name']!r}"
+            problem = f"{manifest.path} is suite {manifest.name!r}, and {candidate_name} a run of {results.suite.name!r}"
             raise BiascheckError(suite_option, None, problem, fix)
         return None, None
     return manifest.regression.to_dict(), str(manifest.path)
 
 
 def run_as_baseline(
-    reference: tuple[str, dict[str, Any]], candidate: tuple[str, dict[str, Any]], *, allow_mismatch: bool, fix: str, side: str
-) -> dict[str, Any]:
+    reference: tuple[str, RunRecord], candidate: tuple[str, RunRecord], *, allow_mismatch: bool, fix: str, side: str
+) -> BaselineRecord:
     """The baseline a recording of the ``reference`` run (path, results document) would be, to
     compare ``candidate`` with: refused when the run is incomplete, has errored cases, or is of
     another suite (``fix``: for a fingerprint that differs; ``side``: how the caller names the
@@ -194,21 +208,18 @@ def run_as_baseline(
     from biascheck.reporting.runs import check_same_suite
 
     file, results = reference
-    run = results["run"]
+    run = results.run
     # Missing answers are no reference: a recording would refuse this run for the same reasons.
-    if not run["complete"]:
-        raise BiascheckError(file, "run.complete", f"the run is incomplete ({run['incomplete_reason']})", f"give as {side} a run that completed")
-    if run["case_errors"]:
+    if not run.complete:
+        raise BiascheckError(file, "run.complete", f"the run is incomplete ({run.incomplete_reason})", f"give as {side} a run that completed")
+    if run.case_errors:
         raise BiascheckError(
-            file, "run.case_errors", f"{run['case_errors']} case(s) errored after retries", f"give as {side} a run whose every case was answered"
+            file, "run.case_errors", f"{run.case_errors} case(s) errored after retries", f"give as {side} a run whose every case was answered"
         )
     # In words for two runs (compare() would speak of a baseline); compare() then checks the rest.
-    # check_same_suite reads records; this reader still holds the documents, so they convert here,
-    # without their cases (it reads the suite and the answer mode: 34,000 cases take a second).
-    pair = [(where, RunRecord.from_json({**document, "cases": []}, where)) for where, document in ((file, results), candidate)]
-    check_same_suite(pair[0], pair[1], allow_fingerprint_mismatch=allow_mismatch, fix=fix)
+    check_same_suite((file, results), candidate, allow_fingerprint_mismatch=allow_mismatch, fix=fix)
     # A recorded run's creation time, not this moment's: the comparison says when it was made.
-    return {**baselines.from_results(results), "created_at": results["created_at"]}
+    return replace(baselines.from_results(results), created_at=results.created_at)
 
 
 # --- the public functions ------------------------------------------------------------------------
@@ -220,34 +231,30 @@ def load_run(source: Path | str | RunResult, *, suite: str | None = None) -> Run
     them; :func:`runs_df` reads them all). Also a :class:`~biascheck.RunResult` of
     :func:`biascheck.run`: its suite (``suite``: which, when it ran several)."""
     if isinstance(source, Path | str):
-        path, document = read_results(Path(source), "read it with load_baseline", suite=suite, suite_option="load_run(..., suite=NAME)")
-        return RunRecord.from_json(document, str(path))
+        return read_run(Path(source), "read it with load_baseline", suite=suite, suite_option="load_run(..., suite=NAME)")[1]
     return _record_of(source, suite, "pass load_run(result, suite=NAME), one of them")
 
 
 def _record_of(result: RunResult, suite: str | None, fix: str) -> RunRecord:
     """The record of one suite (``suite``; may be None when it ran one) of a run made in this process."""
     from biascheck.reporting.results import build_results
-    from biascheck.reporting.samples import REPORT_PROMPTS
 
-    documents = {d["suite"]["name"]: d for d in build_results(result)}
-    if suite is None and len(documents) == 1:
-        (document,) = documents.values()
-    elif suite in documents:
-        document = documents[suite]
+    records = {r.suite.name: r for r in build_results(result)[0]}
+    if suite is None and len(records) == 1:
+        (record,) = records.values()
+    elif suite in records:
+        record = records[suite]
     else:
-        problem = (
-            f"ran {len(documents)} suites ({', '.join(documents)})" if suite is None else f"ran no suite {suite!r} (it ran {', '.join(documents)})"
-        )
+        problem = f"ran {len(records)} suites ({', '.join(records)})" if suite is None else f"ran no suite {suite!r} (it ran {', '.join(records)})"
         raise BiascheckError("RunResult", None, problem, fix)
-    return RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS}, "RunResult")
+    return record
 
 
 def load_baseline(path: Path | str) -> BaselineRecord:
     """The record of a baseline file, checked as ``biascheck diff`` checks it (schema, digest)."""
     from biascheck.evaluation import baseline as baselines
 
-    return BaselineRecord.from_json(baselines.load(Path(path)), str(path))
+    return baselines.load(Path(path))
 
 
 def load_comparison(source: Path | str, *, suite: str | None = None) -> Comparison:
@@ -294,8 +301,8 @@ def compare(
     else the defaults; ``rules`` (``"METRIC:MARGIN"``, ``--compare-fail``) on top;
     ``on_inconclusive`` ("pass", "warn", "fail"); ``allow_fingerprint_mismatch`` compares the
     cases both share. What the command would say of the settings is a warning."""
-    from biascheck.evaluation.regression import compare as compare_documents
-    from biascheck.evaluation.regression import settings_from, split_flips
+    from biascheck.evaluation.regression import compare as compare_records
+    from biascheck.evaluation.regression import settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
 
     mode = check_on_inconclusive(on_inconclusive, False, "compare", "on_inconclusive", "")
@@ -303,24 +310,21 @@ def compare(
     parsed = parse_rules(list(rules), where=rules_where)
     wanted = baseline.suite_name if isinstance(baseline, BaselineRecord) else baseline.suite.name
     record = run if isinstance(run, RunRecord) else _record_of(run, wanted, "compare it with a baseline of one of them")
-    results = record.to_json()
     if isinstance(baseline, BaselineRecord):
-        reference, document = "baseline", baseline.to_json()
+        reference, recorded = "baseline", baseline
     else:
         fix = "compare runs of one suite version, or pass allow_fingerprint_mismatch=True to compare the cases both share"
         reference = "baseline run"
-        document = run_as_baseline(
-            (reference, baseline.to_json()), ("run", results), allow_mismatch=allow_fingerprint_mismatch, fix=fix, side="baseline"
-        )
+        recorded = run_as_baseline((reference, baseline), ("run", record), allow_mismatch=allow_fingerprint_mismatch, fix=fix, side="baseline")
     table, source, said = regression_table(
         Path(suite) if suite is not None else None,
-        (reference, document),
-        ("run", results),
+        (reference, recorded),
+        ("run", record),
         suite_option="compare(suite=...)",
         candidate_name="the run",
     )
     settings = settings_from(
-        results,
+        record,
         parsed,
         regression=table,
         where=source,
@@ -333,10 +337,7 @@ def compare(
         warnings.warn(said, stacklevel=2)
     # A baseline file keeps no replies; a run does, and its flips show them beside the run's.
     replies = None if isinstance(baseline, BaselineRecord) else {case.case_id: case.raw for case in baseline.cases}
-    comparison = compare_documents(document, results, settings, baseline_path=reference, baseline_answers=replies)
-    document, every = split_flips(comparison)
-    document = {**document, "flips": {**document["flips"], "file": None}}  # in memory: every flip is in the record
-    return Comparison.from_json(json.loads(json.dumps(document)), "comparison", json.loads(json.dumps(every)), "comparison")
+    return compare_records(recorded, record, settings, baseline_path=reference, baseline_answers=replies)
 
 
 def runs_df(sources: Iterable[Path | str | RunRecord | BaselineRecord]) -> pd.DataFrame:
@@ -384,7 +385,7 @@ def _records(sources: Iterable[Path | str | RunRecord | BaselineRecord]) -> list
             else:
                 from biascheck.evaluation import baseline as baselines
 
-                out += [(str(file), BaselineRecord.from_json(document, str(file))) for file, document in baselines.releases(path)]
+                out += [(str(file), baseline) for file, baseline in baselines.releases(path)]
             continue
         file = results_file(path)
         document = read_json(file, "give results.json files, report folders or baseline files", "a results.json or a baseline")

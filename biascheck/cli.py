@@ -29,12 +29,17 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from biascheck.api import RESULTS_FIX, read_results, regression_table, run_as_baseline
+from biascheck.api import RESULTS_FIX, read_run, regression_table, run_as_baseline
 from biascheck.core import exits
 from biascheck.core.bounds import argument
 from biascheck.core.errors import BiascheckError
 from biascheck.options import DEFAULT_CONCURRENCY, DEFAULT_STORE, PLUGIN_NAMES
+
+if TYPE_CHECKING:
+    from biascheck.records.baseline import BaselineRecord
+    from biascheck.records.run import RunRecord
 
 # How errors name the settings the command shares with the plugin (see biascheck.options).
 COMMAND_NAMES = {
@@ -261,17 +266,18 @@ def _judge_export(args) -> int:
 
     benchmark = judged_benchmark(args.benchmark, where="biascheck judge export --benchmark")
     _in_a_folder("--out", args.out)
-    run, results = read_results(args.run, RESULTS_FIX)
+    run, record = read_run(args.run, RESULTS_FIX)
     readme = args.out.with_name(args.out.name + ".README.txt")
     for target in (args.out, readme):
         _not_a_file_of_the_run(target, run)
     path = Path(args.suite)
     suite = load_suite(path if is_suite_dir(path) else packaged_suite(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
-    if results["suite"]["name"] != suite.manifest.name:  # another suite's stories: seeds of one language, continuations of another
+    if record.suite.name != suite.manifest.name:  # another suite's stories: seeds of one language, continuations of another
         raise BiascheckError(
-            "--run", "suite.name", f"{run} is a run of suite {results['suite']['name']!r}, not of {suite.manifest.name!r}", "give a run of SUITE"
+            "--run", "suite.name", f"{run} is a run of suite {record.suite.name!r}, not of {suite.manifest.name!r}", "give a run of SUITE"
         )
-    rows = benchmark.calibration_sample(suite.manifest, suite.cases, results, args.n, args.seed)  # type: ignore[attr-defined]
+    # The benchmark (below the records) reads the run as its file holds it.
+    rows = benchmark.calibration_sample(suite.manifest, suite.cases, record.to_json(), args.n, args.seed)  # type: ignore[attr-defined]
     atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out))  # type: ignore[attr-defined]
     atomic_write_text(readme, benchmark.calibration_instructions + "\n")  # type: ignore[attr-defined]
     counts = {c: sum(r["judge_answer"] == c for r in rows) for c in ("b", "c", "u")}
@@ -546,11 +552,11 @@ def _in_diff_terms() -> Iterator[None]:
         raise _command_error(error, DIFF_FIXES, DIFF_FIX) from None
 
 
-def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
+def _prompts(args, results: RunRecord) -> tuple[dict[str, str] | None, str | None]:
     """Prompt texts by case id, from the suite (the results do not repeat them); None if unavailable."""
     from biascheck.suite import load_suite
 
-    suite_dir = args.suite or Path(results["suite"].get("manifest", "")).parent
+    suite_dir = args.suite or Path(results.suite.manifest or "").parent
     if not (suite_dir / "suite.toml").is_file():
         return None, "prompt texts not shown: pass --suite DIR to show them in the flip list"
     try:
@@ -563,7 +569,7 @@ def _prompts(args, results: dict) -> tuple[dict[str, str] | None, str | None]:
 def _diff(args) -> int:
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.options import check_on_inconclusive, parse_rules
-    from biascheck.orchestration import Checked, github_summary, records_of, write_report_folder, written_line
+    from biascheck.orchestration import Checked, github_summary, write_report_folder, written_line
     from biascheck.reporting import github
     from biascheck.reporting.decision import decide
     from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal
@@ -571,7 +577,7 @@ def _diff(args) -> int:
     # The options first: a usage error needs no file read.
     mode = check_on_inconclusive(args.on_inconclusive, args.fail_inconclusive, "--on-inconclusive", None, "--fail-inconclusive")
     rules = parse_rules(args.compare_fail, where=COMMAND_NAMES["compare_fail"])
-    candidate, results = read_results(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
+    candidate, results = read_run(args.results, "give as B the candidate run's results.json (or its report folder); a baseline goes first, as A")
     reference, baseline, replies = _reference(args.baseline, (candidate, results), allow_mismatch=args.allow_fingerprint_mismatch)
     regression, source, said = regression_table(args.suite, (reference, baseline), (candidate, results))
     with _in_diff_terms():
@@ -591,15 +597,12 @@ def _diff(args) -> int:
         comparison = compare(baseline, results, settings, baseline_path=reference, prompts=prompts, baseline_answers=replies)
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 140
-    checked = Checked([results], {results["suite"]["name"]: comparison})
-    # records from the documents until the pipeline makes them
-    (run,), records = records_of(checked)
-    record = records[run.suite.name]
-    sys.stdout.write(render_comparison_terminal([record], color=color, width=width))
+    sys.stdout.write(render_comparison_terminal([comparison], color=color, width=width))
     # Last, the decision: the comparison's alone, which is what the exit status says.
-    sys.stdout.write(render_decision_terminal([decide(run, record, thresholds=False)], color=color, width=width))
+    sys.stdout.write(render_decision_terminal([decide(results, comparison, thresholds=False)], color=color, width=width))
     if note:
         print(note, file=sys.stderr)
+    checked = Checked([results], {results.suite.name: comparison})
     if args.report:
         # The run's whole report with this comparison, replacing the folder at once like the plugin's:
         # never a comparison next to another run's results.json.
@@ -607,14 +610,14 @@ def _diff(args) -> int:
         for notice in problems:
             print(f"biascheck: {notice.text}", file=sys.stderr)
             return exits.USAGE
-        print(written_line(args.report, files, compared=[comparison["baseline"]["path"]]))
+        print(written_line(args.report, files, compared=[comparison.baseline["path"]]))
     if github.in_github_actions():
-        for line in github.github_annotations([record]) + github.unresolved_annotations([record]):
+        for line in github.github_annotations([comparison]) + github.unresolved_annotations([comparison]):
             print(line)
         # The comparison alone: the run's own report is in the summary of the job that ran it.
         for notice in github_summary(checked, reports=False):
             print(f"biascheck: {notice.text}", file=sys.stderr)
-    return exits.PASSED if comparison["passed"] else exits.FAILED
+    return exits.PASSED if comparison.passed else exits.FAILED
 
 
 @contextmanager
@@ -677,10 +680,10 @@ def _run(args) -> int:
     result = checked.result
     assert result is not None
     status = result.stats.status
-    if checked.documents and not status.fatal and status is not RunStatus.BATCH_PENDING:
+    if checked.runs and not status.fatal and status is not RunStatus.BATCH_PENDING:
         _print_summary(checked)
     notices = gate.publish(checked, option="--report")
-    if baseline.update and checked.documents:
+    if baseline.update and checked.runs:
         notices += gate.record_baselines(checked)
     for notice in notices:
         print(f"biascheck: {notice.text}", file=sys.stderr)
@@ -697,7 +700,7 @@ def _run(args) -> int:
     if any(notice.level is Level.ERROR for notice in notices):
         return exits.FAILED
     if baseline.update:  # a recording's job is the baseline; its failed thresholds are reported above
-        return exits.FAILED if baseline.strict_record and not all(d["passed"] for d in checked.documents) else exits.PASSED
+        return exits.FAILED if baseline.strict_record and not all(r.passed for r in checked.runs) else exits.PASSED
     return exits.PASSED if checked.passed else exits.FAILED
 
 
@@ -711,15 +714,13 @@ def _run_gate(gate, selection):
 
 
 def _print_summary(checked) -> None:
-    from biascheck.orchestration import records_of
     from biascheck.reporting import github
     from biascheck.reporting.decision import decisions
     from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
     color = sys.stdout.isatty()
     width = os.get_terminal_size().columns if color else 160
-    # records from the documents until the pipeline makes them
-    runs, records = records_of(checked)
+    runs, records = checked.runs, checked.comparisons
     sys.stdout.write(render_terminal(runs, color=color, width=width))
     comparisons = [records[run.suite.name] for run in runs if run.suite.name in records]
     if comparisons:
@@ -731,8 +732,8 @@ def _print_summary(checked) -> None:
     sys.stdout.write(render_decision_terminal(decisions(runs, records), color=color, width=width))
 
 
-def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool) -> tuple[str, dict, dict[str, str | None] | None]:
-    """(its path as shown, the baseline document, its raw replies by case id) of side A of a diff:
+def _reference(path: Path, candidate: tuple[Path, RunRecord], *, allow_mismatch: bool) -> tuple[str, BaselineRecord, dict[str, str | None] | None]:
+    """(its path as shown, the baseline, its raw replies by case id) of side A of a diff:
     a baseline file (which keeps no replies: None), or a run's results.json (or report folder) as
     the baseline a recording of it would be."""
     from biascheck.evaluation import baseline as baselines
@@ -740,20 +741,19 @@ def _reference(path: Path, candidate: tuple[Path, dict], *, allow_mismatch: bool
     if not _is_results(path):
         with _in_diff_terms():
             return str(path), baselines.load(path), None
-    file, results = read_results(path)
+    file, results = read_run(path)
     fix = "compare runs of one suite version, or pass --allow-fingerprint-mismatch to compare the cases both share"
     baseline = run_as_baseline((str(file), results), (str(candidate[0]), candidate[1]), allow_mismatch=allow_mismatch, fix=fix, side="A")
-    return str(file), baseline, {case["case_id"]: case.get("raw") for case in results["cases"]}
+    return str(file), baseline, {case.case_id: case.raw for case in results.cases}
 
 
 def _compare(args) -> int:
-    from biascheck.records.run import RunRecord
     from biascheck.reporting.runs import compare_runs, render_runs_markdown
     from biascheck.reporting.write import write_compare
 
     fix = "give runs: results.json files or report folders (a suite's baselines across releases: biascheck history SUITE)"
     # Each run read once, as its record.
-    runs = [(str(file), RunRecord.from_json(results, str(file))) for file, results in (read_results(path, fix) for path in args.runs)]
+    runs = [(str(file), run) for file, run in (read_run(path, fix) for path in args.runs)]
     view = compare_runs(runs)
     try:
         written = write_compare(view, args.out)
@@ -790,7 +790,6 @@ def _history_suite(text: str, folder: Path):
 
 def _history(args) -> int:
     from biascheck.evaluation import baseline as baselines
-    from biascheck.records.baseline import BaselineRecord
     from biascheck.reporting.runs import history_document, render_history_markdown
     from biascheck.reporting.write import write_history
 
@@ -804,7 +803,7 @@ def _history(args) -> int:
             "record one (pytest's update-baseline option), or point --baselines at the folder holding it",
         )
     # Each baseline read once, as its record.
-    releases = [(str(path), BaselineRecord.from_json(document, str(path))) for path, document in baselines.releases(folder)]
+    releases = [(str(path), baseline) for path, baseline in baselines.releases(folder)]
     view = history_document(
         releases,
         suite=name,

@@ -7,9 +7,9 @@ usage errors, exit statuses); ``biascheck run`` and ``biascheck diff`` call it w
   the report folder) and what it loaded (suites, baselines). ``gate.run(selection)`` gives a
   :class:`Checked`; ``gate.publish(checked)`` and ``gate.record_baselines(checked)`` write what it
   says and return :class:`Notice` lines for the caller to show.
-- :class:`Checked`: the results documents (``results.json``) and comparisons (``comparison.json``)
-  of a run; :meth:`Checked.merged` combines those of two processes of one run (pytest-xdist's
-  workers) into a new one, without changing either.
+- :class:`Checked`: the records of a run (``results.json``) and of its comparisons
+  (``comparison.json``), and the prompts its report shows; :meth:`Checked.merged` combines those
+  of two processes of one run (pytest-xdist's workers) into a new one, without changing either.
 
 Heavy modules (the session, litellm, the statistics) are imported when first used: the plugin
 imports this module at start-up.
@@ -18,8 +18,8 @@ imports this module at start-up.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -29,8 +29,10 @@ from biascheck.core.files import RUN_MARKER
 
 if TYPE_CHECKING:
     from biascheck.execution.progress import Progress
+    from biascheck.records.baseline import BaselineRecord
     from biascheck.records.comparison import Comparison
     from biascheck.records.run import RunRecord
+    from biascheck.reporting.results import Prompts
     from biascheck.session import RunConfig, RunResult
     from biascheck.suite import Suite
 
@@ -69,46 +71,69 @@ class Notice:
 
 @dataclass(frozen=True)
 class Checked:
-    """A run's results documents, one per suite in the selection's order, and its comparisons with
-    the baselines by suite name. ``result`` is the run itself, in the process that made it."""
+    """A run's records, one per suite in the selection's order, its comparisons with the baselines
+    by suite name, and by suite name the prompts of the cases its report.html shows. ``result`` is
+    the run itself, in the process that made it."""
 
-    documents: list[dict[str, Any]]
-    comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: list[RunRecord]
+    comparisons: dict[str, Comparison] = field(default_factory=dict)
+    prompts: Prompts = field(default_factory=dict)
     result: RunResult | None = None
 
     @property
     def passed(self) -> bool:
         """Every suite's gate: its thresholds, a complete run, and no regression."""
-        return all(d["passed"] for d in self.documents) and all(c["passed"] for c in self.comparisons.values())
+        return all(r.passed for r in self.runs) and all(c.passed for c in self.comparisons.values())
 
-    def comparison(self, suite: str) -> dict[str, Any] | None:
+    def comparison(self, suite: str) -> Comparison | None:
         return self.comparisons.get(suite)
 
     def to_json(self) -> dict[str, str]:
-        """What crosses a process boundary (an xdist worker's output): the documents and comparisons."""
-        return {"biascheck": json.dumps(self.documents), "biascheck_comparisons": json.dumps(self.comparisons)}
+        """What crosses a process boundary (an xdist worker's output): the records' serializations
+        (a comparison's with every flip), and the prompts."""
+        comparisons = {name: {"comparison": c.to_json(), "flips": [f.to_json() for f in c.flips.every or ()]} for name, c in self.comparisons.items()}
+        return {
+            "biascheck": json.dumps([r.to_json() for r in self.runs]),
+            "biascheck_comparisons": json.dumps(comparisons),
+            "biascheck_prompts": json.dumps(self.prompts),
+        }
 
     @classmethod
-    def from_json(cls, payload: dict[str, Any]) -> Checked | None:
+    def from_json(cls, payload: Mapping[str, Any]) -> Checked | None:
         """:meth:`to_json`'s inverse; None when the payload holds no run (a worker that ran none)."""
+        from biascheck.records.comparison import Comparison
+        from biascheck.records.run import RunRecord
+
         documents = payload.get("biascheck")
         if not documents:
             return None
-        return cls(json.loads(documents), json.loads(payload.get("biascheck_comparisons", "{}")))
+        where = "a pytest-xdist worker's output"
+        runs = [RunRecord.from_json(d, where) for d in json.loads(documents)]
+        comparisons = {
+            name: Comparison.from_json(c["comparison"], where, c["flips"], where)
+            for name, c in json.loads(payload.get("biascheck_comparisons", "{}")).items()
+        }
+        prompts = {
+            suite: {case: tuple((role, content) for role, content in messages) for case, messages in by_case.items()}
+            for suite, by_case in json.loads(payload.get("biascheck_prompts", "{}")).items()
+        }
+        return cls(runs, comparisons, prompts)
 
     def merged(self, other: Checked) -> Checked:
         """The run two processes of it saw (each of pytest-xdist's workers runs the whole selection
-        against one store): the same outcomes, so the documents of the process that made more calls,
+        against one store): the same outcomes, so the records of the process that made more calls,
         with the :data:`WORKER_COUNTERS` of both added. Comparisons are a function of the outcomes,
         the same in both. Neither input changes."""
-        documents = [_merged_run(mine, theirs) for mine, theirs in zip(self.documents, other.documents)]
-        return Checked(documents, {**self.comparisons, **other.comparisons})
+        runs = [_merged_run(mine, theirs) for mine, theirs in zip(self.runs, other.runs)]
+        return Checked(runs, {**self.comparisons, **other.comparisons}, {**self.prompts, **other.prompts})
 
 
-def _merged_run(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
-    base, other = (mine, theirs) if mine["run"]["calls"] >= theirs["run"]["calls"] else (theirs, mine)
-    totals = {counter: base["run"][counter] + other["run"][counter] for counter in WORKER_COUNTERS if counter in base["run"]}
-    return {**base, "run": {**base["run"], **totals}}
+def _merged_run(mine: RunRecord, theirs: RunRecord) -> RunRecord:
+    base, other = (mine, theirs) if mine.run.calls >= theirs.run.calls else (theirs, mine)
+    totals = {
+        counter: getattr(base.run, counter) + getattr(other.run, counter) for counter in WORKER_COUNTERS if getattr(base.run, counter) is not None
+    }
+    return replace(base, run=replace(base.run, **totals))
 
 
 def shown_path(path: Path) -> str:
@@ -140,7 +165,7 @@ class Gate:
     written_files: list[Path] = field(default_factory=list)  # its files
     recorded: list[Path] = field(default_factory=list)  # the baselines this run wrote
     # suite name -> (path, the loaded and checked baseline)
-    baselines: dict[str, tuple[Path, dict[str, Any]]] = field(default_factory=dict)
+    baselines: dict[str, tuple[Path, BaselineRecord]] = field(default_factory=dict)
 
     # --- before the run: suites and baselines ----------------------------------------------
 
@@ -158,21 +183,21 @@ class Gate:
 
         return resolve(suite, self.config).fingerprint()
 
-    def baseline_for(self, suite: Suite) -> tuple[Path, dict[str, Any]]:
+    def baseline_for(self, suite: Suite) -> tuple[Path, BaselineRecord]:
         """The baseline a suite is compared with: loaded and checked once (the plugin: at collection)."""
         if suite.name not in self.baselines:
             from biascheck.evaluation import baseline as baselines
             from biascheck.evaluation.regression import check_comparable
 
             path = baselines.baseline_path(self.baseline.pattern, suite=suite.name, model=self.config.model.model, root=self.root)
-            document = baselines.load(path)
+            baseline = baselines.load(path)
             check_comparable(
-                document,
+                baseline.suite,
                 {"name": suite.name, "benchmark": suite.manifest.benchmark, "fingerprint": self.fingerprint(suite)},
                 allow_mismatch=self.baseline.allow_mismatch,
                 path=str(path),
             )
-            self.baselines[suite.name] = (path, document)
+            self.baselines[suite.name] = (path, baseline)
         return self.baselines[suite.name]
 
     def regression_rules(self, suite: Suite) -> dict:
@@ -227,29 +252,28 @@ class Gate:
         from biascheck.reporting.results import build_results, mark_deselected
 
         result = session.run(selection, self.config, progress=progress or NoProgress())
-        checked = Checked(build_results(result), result=result)
+        runs, prompts = build_results(result)
         status = result.stats.status
         if status is RunStatus.BATCH_PENDING or status.fatal:
-            return checked
-        if selected is not None and checked.documents:
+            return Checked(runs, prompts=prompts, result=result)
+        if selected is not None and runs:
             # Threshold checks whose metric items -k or node ids left out do not gate this run: the
             # results say so, rather than show a FAIL the exit status does not carry.
-            mark_deselected(checked.documents, selected)
-        if self.baseline.compare and self.config.shard is None:
-            checked.comparisons.update(self.compare(checked.documents, selection))
-        return checked
+            runs = mark_deselected(runs, selected)
+        comparisons = self.compare(runs, selection) if self.baseline.compare and self.config.shard is None else {}
+        return Checked(runs, comparisons, prompts, result)
 
-    def compare(self, documents: Sequence[dict[str, Any]], selection: Sequence[tuple[Suite, Sequence[Any]]]) -> dict[str, dict[str, Any]]:
+    def compare(self, runs: Sequence[RunRecord], selection: Sequence[tuple[Suite, Sequence[Any]]]) -> dict[str, Comparison]:
         """Each suite's comparison with its baseline, by suite name."""
         from biascheck.evaluation.regression import compare, settings_from
 
         comparisons = {}
-        for document, (suite, cases) in zip(documents, selection):
+        for run, (suite, cases) in zip(runs, selection):
             path, baseline = self.baseline_for(suite)
             mode: _ModeOverride = {"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}
-            settings = settings_from(document, self.baseline.rules, allow_fingerprint_mismatch=self.baseline.allow_mismatch, **mode)
+            settings = settings_from(run, self.baseline.rules, allow_fingerprint_mismatch=self.baseline.allow_mismatch, **mode)
             prompts = {case.case_id: case.messages[-1].content for case in cases}
-            comparisons[suite.name] = compare(baseline, document, settings, baseline_path=shown_path(path), prompts=prompts)
+            comparisons[suite.name] = compare(baseline, run, settings, baseline_path=shown_path(path), prompts=prompts)
         return comparisons
 
     # --- after the run: reports and baselines ----------------------------------------------
@@ -260,7 +284,7 @@ class Gate:
         from biascheck.reporting.write import default_report_dir
 
         notices = github_summary(checked)
-        folder = self.report_dir if self.report_dir is not None or not self.default_report else default_report_dir(checked.documents)
+        folder = self.report_dir if self.report_dir is not None or not self.default_report else default_report_dir(checked.runs)
         if folder is not None:
             files, problems = write_report_folder(checked, folder, option=option)
             self.written, self.written_files = (None, []) if problems else (folder, files)
@@ -270,7 +294,7 @@ class Gate:
     def last_line(self, checked: Checked) -> str | None:
         """The run's last line: every file it wrote (report folder, baselines) and the baselines it
         was compared with; None when it wrote and compared nothing."""
-        compared = [str(c["baseline"]["path"]) for c in checked.comparisons.values()]
+        compared = [str(c.baseline["path"]) for c in checked.comparisons.values()]
         return written_line(self.written, self.written_files, recorded=self.recorded, compared=compared)
 
     def record_baselines(self, checked: Checked) -> list[Notice]:
@@ -280,16 +304,16 @@ class Gate:
 
         commit = baselines.git_commit(self.root)
         notices = []
-        for document in checked.documents:
-            name = document["suite"]["name"]
-            path = baselines.baseline_path(self.baseline.pattern, suite=name, model=document["model"]["model"], root=self.root)
-            reason = baselines.refuse_reason(document)
+        for run in checked.runs:
+            name = run.suite.name
+            path = baselines.baseline_path(self.baseline.pattern, suite=name, model=run.model.model, root=self.root)
+            reason = baselines.refuse_reason(run)
             if reason:
                 notices.append(Notice(f"{name}: not writing the baseline {shown_path(path)}: {reason}", Level.ERROR))
                 continue
             try:
                 path.exists()  # raises for a name the file system refuses (too long)
-                kept = baselines.replace(baselines.from_results(document, git=commit), path)
+                kept = baselines.replace(baselines.from_results(run, git=commit), path)
             except BiascheckError as exc:  # a history/ that cannot take one more file
                 notices.append(Notice(str(exc), Level.ERROR))
                 continue
@@ -302,17 +326,6 @@ class Gate:
         return notices
 
 
-def records_of(checked: Checked) -> tuple[list[RunRecord], dict[str, Comparison]]:
-    """The records the views render, of a checked run's documents and comparisons (each read once)."""
-    from biascheck.records.run import RunRecord
-    from biascheck.reporting.decision import comparison_record
-    from biascheck.reporting.samples import REPORT_PROMPTS
-
-    # records from the documents until the pipeline makes them
-    runs = [RunRecord.from_json({key: value for key, value in d.items() if key != REPORT_PROMPTS}, "results") for d in checked.documents]
-    return runs, {name: comparison_record(c) for name, c in checked.comparisons.items()}
-
-
 def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
     """In GitHub Actions, the run's job summary appended to ``$GITHUB_STEP_SUMMARY``; without
     ``reports``, the comparisons alone (``biascheck diff``: the run's report is in the summary of
@@ -321,8 +334,7 @@ def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
 
     if not github.in_github_actions():
         return []
-    runs, comparisons = records_of(checked)
-    problem = github.write_step_summary(runs, comparisons, reports=reports)
+    problem = github.write_step_summary(checked.runs, checked.comparisons, reports=reports)
     return [Notice(problem, Level.WARNING)] if problem else []
 
 
@@ -332,7 +344,7 @@ def write_report_folder(checked: Checked, folder: Path, *, option: str = "--bias
     from biascheck.reporting.write import write_reports
 
     try:
-        return write_reports(checked.documents, folder, checked.comparisons), []
+        return write_reports(checked.runs, folder, checked.comparisons, checked.prompts), []
     except BiascheckError as exc:  # a folder that is not biascheck's to replace
         return [], [Notice(str(exc), Level.ERROR)]
     except OSError as exc:

@@ -76,7 +76,8 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path):
     results = {}
     for model in ("sim/stereotyped?p=0.01", "sim/stereotyped?p=0.3"):
         results[model] = run([(suite, suite.cases)], RunConfig(model=ModelConfig(model), store_path=tmp / "store.sqlite"))
-        write_reports(build_results(results[model]), tmp / model.split("=")[1])
+        runs, prompts = build_results(results[model])
+        write_reports(runs, tmp / model.split("=")[1], prompts=prompts)
     return tmp, suite, results["sim/stereotyped?p=0.01"], results["sim/stereotyped?p=0.3"]
 
 
@@ -118,7 +119,7 @@ def test_a_run_compared_with_a_baseline_file_and_the_records_frames(two_runs, tm
     _, _, before, after = two_runs
     record = load_run(before)
     path = tmp_path / "baseline.json"
-    baselines.write(baselines.from_results(record.to_json()), path)
+    baselines.write(baselines.from_results(record), path)
     baseline = load_baseline(path)
     assert baseline.suite_name == record.suite.name and baseline.passed is (not record.failed_checks)
     comparison = compare(baseline, after)
@@ -212,7 +213,7 @@ def test_the_documented_gate_runs_as_written(tmp_path, data_dir, monkeypatch, ca
     exec(compile(blocks[0].replace('load_suite("kobbq")', f"load_suite({str(tiny)!r})"), "docs/api.md", "exec"), namespace)
     comparison = namespace["comparison"]
     assert capsys.readouterr().out == shown[0] and comparison.regressions
-    baselines.write(baselines.from_results(namespace["before"].to_json()), tmp_path / "baselines" / "kobbq" / "sim-stereotyped-p-0.01.json")
+    baselines.write(baselines.from_results(namespace["before"]), tmp_path / "baselines" / "kobbq" / "sim-stereotyped-p-0.01.json")
     exec(compile(blocks[1], "docs/api.md", "exec"), namespace)
     assert namespace["comparison"].checks == comparison.checks
     exec(compile(blocks[2], "docs/api.md", "exec"), namespace)
@@ -267,7 +268,7 @@ def test_runs_df_of_a_suites_baseline_folder_is_its_history(two_runs, tmp_path):
     _, _, before, after = two_runs
     folder = tmp_path / "baselines" / "kobbq"
     for name, result in (("old", before), ("new", after)):
-        baselines.write(baselines.from_results(load_run(result).to_json(), git=name), folder / f"{name}.json")
+        baselines.write(baselines.from_results(load_run(result), git=name), folder / f"{name}.json")
     frame = runs_df([folder])
     assert set(frame["kind"]) == {"baseline"} and set(frame["git_commit"]) == {"old", "new"}
     overall = frame[(frame["scope"] == "overall") & (frame["metric"] == "diff_bias_amb")]

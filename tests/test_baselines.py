@@ -17,11 +17,24 @@ from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
-from biascheck.evaluation.regression import compare, flip_list, resolve_rules, settings_from, split_flips
+from biascheck.evaluation.regression import compare, resolve_rules, settings_from
+from biascheck.records.run import RunRecord
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
 
 pytestmark = pytest.mark.data
+
+
+def results_of(prepared, persona: str, **options) -> dict:
+    """A simulated run's results.json document, for a test to edit before reading it as a record."""
+    return simulated_results(prepared, persona, **options).to_json()
+
+
+def compared(baseline, document: dict, settings=None, **options) -> tuple[dict, list[dict]]:
+    """(comparison.json's document, every flip) of a results document compared with a baseline."""
+    run = RunRecord.from_json(document)
+    comparison = compare(baseline, run, settings or settings_from(run), baseline_path="b.json", **options)
+    return comparison.to_json(), [flip.to_json() for flip in comparison.flips.every or ()]
 
 
 @pytest.fixture
@@ -40,8 +53,8 @@ def baseline_file(prepared, tmp_path) -> Path:
 
 
 def test_round_trip_keeps_everything_and_one_case_per_line(prepared, baseline_file):
-    results = simulated_results(prepared, "stereotyped?p=0.2")
-    loaded = baselines.load(baseline_file)
+    results = results_of(prepared, "stereotyped?p=0.2")
+    loaded = baselines.load(baseline_file).to_json()
     assert loaded["suite"]["fingerprint"] == prepared.suite.fingerprint()
     assert loaded["model"] == {
         "model": "sim/stereotyped?p=0.2",
@@ -132,14 +145,16 @@ def test_truncated_and_schema_invalid_files_name_the_problem(baseline_file, tmp_
 
 
 def test_refuse_reason_names_partial_errored_and_incomplete_runs(prepared):
+    from dataclasses import replace
+
     results = simulated_results(prepared, "fair", resamples=0)
     assert baselines.refuse_reason(results) is None
-    partial = {**results, "run": {**results["run"], "cases": 10}}
-    assert "only 10 of the suite's" in baselines.refuse_reason(partial)
-    errored = {**results, "run": {**results["run"], "case_errors": 3}}
-    assert "3 case(s) errored" in baselines.refuse_reason(errored)
-    stopped = {**results, "run": {**results["run"], "complete": False, "incomplete_reason": "budget"}}
-    assert "incomplete (budget)" in baselines.refuse_reason(stopped)
+    partial = replace(results, run=replace(results.run, cases=10))
+    assert "only 10 of the suite's" in (baselines.refuse_reason(partial) or "")
+    errored = replace(results, run=replace(results.run, case_errors=3))
+    assert "3 case(s) errored" in (baselines.refuse_reason(errored) or "")
+    stopped = replace(results, run=replace(results.run, complete=False, incomplete_reason="budget"))
+    assert "incomplete (budget)" in (baselines.refuse_reason(stopped) or "")
 
 
 # --- rules ----------------------------------------------------------------------------------------
@@ -176,11 +191,11 @@ def test_rule_text_round_trips(sign, margin, percent):
 
 
 def test_same_answers_compare_as_within_margin_with_no_flips(prepared, baseline_file):
-    candidate = simulated_results(prepared, "stereotyped?p=0.2")
-    comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
+    candidate = results_of(prepared, "stereotyped?p=0.2")
+    comparison, every = compared(baselines.load(baseline_file), candidate)
     assert comparison["schema"] == "biascheck.comparison/2"
     assert comparison["flips"]["total"] == 0 and comparison["passed"] and not comparison["regressed"]
-    assert comparison["flips"]["by_category"] == {} and comparison["flips"]["examples"] == [] and flip_list(comparison) == []
+    assert comparison["flips"]["by_category"] == {} and comparison["flips"]["examples"] == [] and every == []
     verdicts = {r["verdict"] for r in comparison["results"]}
     assert verdicts <= {"within margin", "not compared"} and "within margin" in verdicts
     assert all(" within margin: " in r["explanation"] for r in comparison["results"] if r["verdict"] == "within margin")
@@ -188,14 +203,8 @@ def test_same_answers_compare_as_within_margin_with_no_flips(prepared, baseline_
 
 
 def test_a_more_biased_model_regresses_and_the_flips_show_what_changed(prepared, baseline_file):
-    candidate = simulated_results(prepared, "stereotyped?p=0.8")
-    comparison = compare(
-        baselines.load(baseline_file),
-        candidate,
-        settings_from(candidate),
-        baseline_path="b.json",
-        prompts={c.case_id: c.messages[-1].content for c in prepared.suite.cases},
-    )
+    candidate = results_of(prepared, "stereotyped?p=0.8")
+    comparison, _ = compared(baselines.load(baseline_file), candidate, prompts={c.case_id: c.messages[-1].content for c in prepared.suite.cases})
     overall = {r["metric"]: r for r in comparison["results"] if r["scope"] == "overall"}
     assert overall["diff_bias_amb"]["verdict"] == "regressed" and comparison["regressed"] and not comparison["passed"]
     assert overall["diff_bias_amb"]["difference"] > 0.4 and overall["diff_bias_amb"]["p_adjusted"] < 0.05
@@ -229,11 +238,12 @@ def test_flips_of_the_regressed_categories_are_shown_however_they_sort(data_dir,
     folder = write_subset_suite(tmp_path / "kobbq-8", subset='templates_per_category = 8\nseed = 7\nchoice_orders = "cyclic"')
     prepared = PreparedSuite.of(load_suite(folder, data_dir=data_dir))
     baseline = baselines.from_results(simulated_results(prepared, "stereotyped?p=0.2", resamples=0))
-    drift = simulated_results(prepared, "stereotyped?p=0.3", resamples=0)
-    worse = simulated_results(prepared, "stereotyped?p=0.95", resamples=0)
+    drift = results_of(prepared, "stereotyped?p=0.3", resamples=0)
+    worse = results_of(prepared, "stereotyped?p=0.95", resamples=0)
     far = {c["case_id"]: c for c in worse["cases"] if c["category"] in LATE}
     candidate = {**drift, "cases": [far.get(c["case_id"], c) for c in drift["cases"]]}
-    comparison = compare(baseline, candidate, settings_from(candidate, flip_limit=30, n_boot=500), baseline_path="b.json")
+    run = RunRecord.from_json(candidate)
+    comparison, every = compared(baseline, candidate, settings_from(run, flip_limit=30, n_boot=500))
     regressed = {r["scope"] for r in comparison["results"] if r["verdict"] == "regressed"}
     assert set(LATE) <= regressed, regressed
     flips = comparison["flips"]
@@ -249,15 +259,14 @@ def test_flips_of_the_regressed_categories_are_shown_however_they_sort(data_dir,
     wanted = {(c, t) for c in scopes for t in flips["by_category"].get(c, {}) if t.endswith("-> biased")}
     assert wanted and wanted <= shown, wanted - shown
     # Every flip, once.
-    every = flip_list(comparison)
     assert len(every) == flips["total"] == len({f["case_id"] for f in every})
     assert {f["case_id"] for f in flips["examples"]} <= {f["case_id"] for f in every}
 
 
 def test_rules_from_the_command_line_replace_the_manifests(prepared, baseline_file):
-    candidate = simulated_results(prepared, "stereotyped?p=0.8")
-    loose = settings_from(candidate, [Rule.parse_option("diff_bias_amb:+0.9")])
-    comparison = compare(baselines.load(baseline_file), candidate, loose, baseline_path="b.json")
+    candidate = results_of(prepared, "stereotyped?p=0.8")
+    loose = settings_from(RunRecord.from_json(candidate), [Rule.parse_option("diff_bias_amb:+0.9")])
+    comparison, _ = compared(baselines.load(baseline_file), candidate, loose)
     check = next(r for r in comparison["results"] if r["scope"] == "overall" and r["metric"] == "diff_bias_amb")
     assert check["rule"] == "diff_bias_amb:+0.9" and check["verdict"] != "regressed"
 
@@ -268,34 +277,34 @@ def test_fingerprint_mismatch_says_what_differs_unless_allowed(prepared, baselin
     other = write_subset_suite(
         tmp_path / "other", subset='templates_per_category = 3\nseed = 7\nchoice_orders = "cyclic"', prompts='from_data = "prompts"\nuse = ["1", "2"]'
     )
-    candidate = simulated_results(PreparedSuite.of(load_suite(other, data_dir=data_dir)), "stereotyped?p=0.2")
+    candidate = results_of(PreparedSuite.of(load_suite(other, data_dir=data_dir)), "stereotyped?p=0.2")
     baseline = baselines.load(baseline_file)
     with pytest.raises(BiascheckError) as info:
-        compare(baseline, candidate, settings_from(candidate), baseline_path="b.json")
+        compared(baseline, candidate)
     message = str(info.value)
     assert message.startswith("b.json: suite.fingerprint: was made with other prompts") and "subset of cases" in message
     assert "data" not in message.split(";")[0].replace("metrics_version", "")
     assert "--biascheck-allow-fingerprint-mismatch" in message
-    allowed = compare(baseline, candidate, settings_from(candidate, allow_fingerprint_mismatch=True), baseline_path="b.json")
+    allowed, _ = compared(baseline, candidate, settings_from(RunRecord.from_json(candidate), allow_fingerprint_mismatch=True))
     assert allowed["fingerprint"] == {"equal": False, "differences": ["prompts", "subset"], "allowed": True}
     assert 0 < allowed["cases"]["common"] < allowed["cases"]["candidate"]
     assert any("not in the baseline" in w for w in allowed["warnings"])
 
 
 def test_a_partial_candidate_is_compared_on_the_cases_it_ran(prepared, baseline_file):
-    candidate = simulated_results(prepared, "stereotyped?p=0.2")
+    candidate = results_of(prepared, "stereotyped?p=0.2")
     candidate["cases"] = [c for c in candidate["cases"] if c["category"] == "age"]
-    comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
+    comparison, _ = compared(baselines.load(baseline_file), candidate)
     assert {r["scope"] for r in comparison["results"]} == {"overall", "age"}
     assert comparison["cases"]["common"] == len(candidate["cases"])
     assert any("were not run" in w for w in comparison["warnings"])
 
 
 def test_another_suites_baseline_is_refused(prepared, baseline_file):
-    candidate = simulated_results(prepared, "fair")
+    candidate = results_of(prepared, "fair")
     candidate["suite"]["name"] = "kobbq-quick"
     with pytest.raises(BiascheckError, match="is a baseline of suite 'kobbq'"):
-        compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
+        compared(baselines.load(baseline_file), candidate)
 
 
 # --- invariants without data ---------------------------------------------------------------------
@@ -310,7 +319,7 @@ json_values = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(document=st.dictionaries(st.text(max_size=6).filter(lambda k: k != "digest"), json_values, max_size=6))
 def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
-    text = baselines.dumps(document)
+    text = baselines.document_text(document)
     loaded = json.loads(text)
     assert loaded.pop("digest") == baselines._digest(document)
     assert loaded == document
@@ -366,34 +375,34 @@ def test_every_verdict_agrees_with_the_interval_printed_beside_it(worsening, tem
 
 
 def test_an_errored_or_incomplete_candidate_never_passes_a_comparison(prepared, baseline_file):
-    candidate = simulated_results(prepared, "stereotyped?p=0.2")
+    candidate = results_of(prepared, "stereotyped?p=0.2")
     for case in candidate["cases"][::3]:
         case["outcome"] = "error"
-    comparison = compare(baselines.load(baseline_file), candidate, settings_from(candidate), baseline_path="b.json")
+    comparison, _ = compared(baselines.load(baseline_file), candidate)
     assert not comparison["passed"] and comparison["candidate_errors"] == len(candidate["cases"][::3])
     assert any("errored in the candidate run" in w for w in comparison["warnings"])
-    stopped = simulated_results(prepared, "stereotyped?p=0.2")
+    stopped = results_of(prepared, "stereotyped?p=0.2")
     stopped["run"] = {**stopped["run"], "complete": False, "incomplete_reason": "budget exhausted"}
-    comparison = compare(baselines.load(baseline_file), stopped, settings_from(stopped), baseline_path="b.json")
+    comparison, _ = compared(baselines.load(baseline_file), stopped)
     assert not comparison["passed"] and any("incomplete (budget exhausted)" in w for w in comparison["warnings"])
 
 
 def test_no_shared_case_is_an_error_not_a_pass(prepared, baseline_file):
-    candidate = simulated_results(prepared, "fair")
+    candidate = results_of(prepared, "fair")
     for case in candidate["cases"]:
         case["case_id"] += "-renamed"
     with pytest.raises(BiascheckError, match="cases: none of the run's .* units is in the baseline"):
-        compare(baselines.load(baseline_file), candidate, settings_from(candidate, allow_fingerprint_mismatch=True), baseline_path="b.json")
+        compared(baselines.load(baseline_file), candidate, settings_from(RunRecord.from_json(candidate), allow_fingerprint_mismatch=True))
 
 
 def test_a_few_changed_answers_in_a_category_are_not_a_regression(prepared, baseline_file):
     """Two ambiguous answers in one category turned biased: the bootstrap alone would call it."""
-    candidate = simulated_results(prepared, "stereotyped?p=0.2")
+    candidate = results_of(prepared, "stereotyped?p=0.2")
     base = baselines.load(baseline_file)
     moved = [c for c in candidate["cases"] if c["category"] == "age" and c["context_type"] == "amb" and c["outcome"] == "unknown"][:2]
     for case in moved:
         case["outcome"] = "biased"
-    comparison = compare(base, candidate, settings_from(candidate), baseline_path="b.json")
+    comparison, _ = compared(base, candidate)
     check = next(r for r in comparison["results"] if r["scope"] == "age" and r["metric"] == "diff_bias_amb")
     assert check["mcnemar"] == {"worse": 2, "better": 0, "p_value": 0.25, "p_value_better": 1.0}
     assert check["verdict"] != "regressed" and check["p_value"] >= 0.25
@@ -461,7 +470,7 @@ def test_huge_integers_and_deep_nesting_are_one_line_errors(baseline_file, prepa
     long_value.write_text(text.replace('"schema": "biascheck.baseline/1"', '"schema": "' + "a" * 5000 + '"'), "utf-8")
     assert " characters ...] " in _error(long_value) and len(_error(long_value)) < 1000
     # The results a diff reads, the same way.
-    results = simulated_results(prepared, "stereotyped?p=0.2", resamples=0)
+    results = results_of(prepared, "stereotyped?p=0.2", resamples=0)
     for name, body in (
         ("huge.json", '{"huge": ' + "9" * 5000 + ", " + json.dumps(results)[1:]),
         ("deep.json", "[" * 100_000 + "]" * 100_000),
@@ -476,7 +485,7 @@ def test_a_diff_reads_results_without_the_optional_manifest(baseline_file, prepa
     # Found by fuzzing: suite.manifest is optional in results.json, but its margins were named by it (KeyError).
     from biascheck.cli import main
 
-    results = simulated_results(prepared, "stereotyped?p=0.2", resamples=0)
+    results = results_of(prepared, "stereotyped?p=0.2", resamples=0)
     del results["suite"]["manifest"]
     (tmp_path / "results.json").write_text(json.dumps(results), "utf-8")
     assert main(["diff", str(baseline_file), str(tmp_path / "results.json")]) in (0, 1), capsys.readouterr().err
@@ -496,7 +505,7 @@ def test_the_issue_25_comparison_prints_no_verdict_its_interval_contradicts(tmp_
     baseline = tmp_path / "baseline.json"
     baselines.write(baselines.from_results(simulated_results(prepared, "fair"), git="0" * 40), baseline)
     results = tmp_path / "results.json"
-    results.write_text(json.dumps(simulated_results(prepared, "stereotyped?p=0.3")), "utf-8")
+    results.write_text(json.dumps(results_of(prepared, "stereotyped?p=0.3")), "utf-8")
 
     assert main(["diff", str(baseline), str(results), "--report", str(tmp_path / "report")]) == 1
     printed = capsys.readouterr().out
@@ -560,6 +569,7 @@ def test_flip_counts_examples_and_list_agree_for_any_outcomes(rows, regressed, l
     import numpy as np
 
     from biascheck.evaluation.regression import _flips
+    from biascheck.records.run import CaseRecord
 
     ids = [f"case-{k}" for k in range(len(rows))]
     categories = [r[0] for r in rows]
@@ -574,15 +584,14 @@ def test_flip_counts_examples_and_list_agree_for_any_outcomes(rows, regressed, l
         )
         for scope in ["overall", "a", "b", "y", "z"]
     ]
-    candidate = {"cases": [{"case_id": uid, "prompt_id": "1", "raw": f"reply {uid}"} for uid in ids]}
+    cases = [
+        CaseRecord(uid, uid, category, category, "1", f"reply {uid}", outcome, None) for uid, category, (_, _, outcome) in zip(ids, categories, rows)
+    ]
     index = np.arange(len(ids), dtype=np.int64)
-    flips = _flips(base, cand, index, index, checks, candidate, None, None, limit)
+    flips, every = _flips(base, cand, index, index, checks, cases, None, None, limit)
 
     changed = {uid for uid, (_, b, c) in zip(ids, rows) if b != c}
-    every = flip_list({"flips": flips})
-    # comparison.json keeps counts and examples and names the file; the file gets every flip.
-    written, listed = split_flips({"flips": flips})
-    assert listed == every and written["flips"]["file"] == "flips.jsonl" and set(written["flips"]) == {*flips} - {"all"}
+    assert all(f["answer"] == f"reply {f['case_id']}" and f["prompt"] == "1" for f in every)
     assert {f["case_id"] for f in every} == changed and len(every) == len(changed) == flips["total"]
     assert sum(n for counts in flips["by_category"].values() for n in counts.values()) == flips["total"] == sum(flips["by_transition"].values())
     for transition, n in flips["by_transition"].items():

@@ -321,7 +321,7 @@ def test_unscorable_convention_is_chosen_per_run_and_part_of_the_fingerprint(tmp
         r"\(scoring unscorable=exclude, this run unscorable=unknown\)",
     ):
         check_comparable(
-            {"suite": {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": a}},
+            {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": a},
             {"name": "enbbg-quick", "benchmark": "bbg", "fingerprint": b},
             allow_mismatch=False,
             path="b.json",

@@ -133,7 +133,8 @@ def check_round_trip(folder: Path, data_dir: Path, tmp_path: Path) -> None:
     )
     result = run([(suite, cases)], config)
     assert result.incomplete is None and result.stats.errors == 0 and result.stats.calls > 0
-    (document,) = build_results(result)
+    (record,), _ = build_results(result)
+    document = record.to_json()
     validate_results(document)
     assert document["run"]["cases"] == len(cases)
     # Every gated metric is reported (those that say how answers were read, when they were read so).
@@ -147,8 +148,8 @@ def check_round_trip(folder: Path, data_dir: Path, tmp_path: Path) -> None:
 
     # The baseline file keeps one row per case, in the benchmark's columns, and reads back unchanged.
     path = tmp_path / "baselines" / "release.json"
-    baselines.write(baselines.from_results(document, git="0" * 40), path)
-    loaded = baselines.load(path)
+    baselines.write(baselines.from_results(record, git="0" * 40), path)
+    loaded = baselines.load(path).to_json()
     assert loaded["cases"]["columns"] == list(suite.benchmark.record_columns)
     assert len(loaded["cases"]["rows"]) == len(cases)
     # Every gated metric's value, and none of those only reported (a baseline cannot re-derive them).
@@ -158,9 +159,9 @@ def check_round_trip(folder: Path, data_dir: Path, tmp_path: Path) -> None:
     # The same run again is answered by the store, and compares with its baseline within its margin.
     again = run([(suite, cases)], config)
     assert (again.stats.calls, again.stats.cache_hits) == (0, result.stats.calls + result.stats.cache_hits)
-    (second,) = build_results(again)
-    assert second["metrics"] == document["metrics"]
-    comparison = compare(loaded, second, settings_from(second), baseline_path=str(path))
+    (second,), _ = build_results(again)
+    assert second.metrics == record.metrics
+    comparison = compare(baselines.load(path), second, settings_from(second), baseline_path=str(path)).to_json()
     assert comparison["passed"] and not comparison["regressed"] and comparison["flips"]["total"] == 0
     assert {r["verdict"] for r in comparison["results"]} <= {"within margin", "not compared"}, [
         r["explanation"] for r in comparison["results"] if r["verdict"] == "inconclusive"
@@ -177,9 +178,10 @@ def test_documents_of_a_benchmark_not_installed_here_are_one_line_errors(data_di
 
     suite = load_suite(first_packaged_suite("kobbq"), data_dir=data_dir)
     config = RunConfig(model=ModelConfig("sim/fair"), store_path=tmp_path / "store.sqlite", data_dir=data_dir)
-    (document,) = build_results(run([(suite, selection(suite, per_category=1, categories=1))], config))
+    (record,), _ = build_results(run([(suite, selection(suite, per_category=1, categories=1))], config))
+    document = record.to_json()
     path = tmp_path / "release.json"
-    baselines.write(baselines.from_results(document), path)
+    baselines.write(baselines.from_results(record), path)
     path.write_text(path.read_text("utf-8").replace('"benchmark": "kobbq"', '"benchmark": "notinstalled"'), "utf-8")
     with pytest.raises(BiascheckError) as error:
         baselines.load(path)

@@ -93,8 +93,8 @@ def test_other_faults_are_refused_not_left_out(small):
 def test_the_fast_documents_give_the_comparison_of_whole_results(small):
     settings = settings_from(simulated_results(small, "fair", resamples=0))
     for baseline, candidate in ((f"{BASE}&seed=0", "stereotyped?p=0.3&fail_rate=0.06&faults=filter&seed=1"), ("fair", "counter?p=0.2")):
-        fast = compare_personas(small, baseline, candidate, settings, fast=True)
-        slow = compare_personas(small, baseline, candidate, settings, fast=False)
+        fast = compare_personas(small, baseline, candidate, settings, fast=True).to_json()
+        slow = compare_personas(small, baseline, candidate, settings, fast=False).to_json()
         fast["baseline"].pop("created_at"), slow["baseline"].pop("created_at")
         assert fast == slow
 
@@ -237,10 +237,10 @@ def hbb(data_dir) -> PreparedSuite:
 def test_hbb_samples_are_the_servers_and_give_the_comparison_of_whole_results(hbb):
     assert hbb.kind == "hbb" and hbb.estimator.samples == 10 and hbb.temperature == 0.8
     for persona in (f"{BASE}&seed=2", "stereotyped?fail_rate=0.6&faults=filter", "refuser", "random?seed=4"):
-        assert comparison_document(hbb, persona)["cases"] == simulated_results(hbb, persona, resamples=0)["cases"], persona
+        assert comparison_document(hbb, persona).cases == simulated_results(hbb, persona, resamples=0).cases, persona
     settings = settings_from(hbb.template)
-    fast = compare_personas(hbb, "fair", "stereotyped?p=0.3&seed=1", settings)
-    slow = compare_personas(hbb, "fair", "stereotyped?p=0.3&seed=1", settings, fast=False)
+    fast = compare_personas(hbb, "fair", "stereotyped?p=0.3&seed=1", settings).to_json()
+    slow = compare_personas(hbb, "fair", "stereotyped?p=0.3&seed=1", settings, fast=False).to_json()
     fast["baseline"].pop("created_at"), slow["baseline"].pop("created_at")
     assert fast == slow
 

@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 from biascheck.core import format as fmt
 from biascheck.execution.progress import RichProgress
 from biascheck.execution.stats import RunStats
+from biascheck.records.comparison import Comparison
 from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
-from biascheck.reporting.decision import comparison_record
 from biascheck.reporting.results import render_markdown
-from biascheck.reporting.samples import REPORT_PROMPTS
 from biascheck.reporting.terminal import render_comparison_terminal, render_terminal
 
 from conftest import ROOT, SUITES, write_subset_suite
@@ -47,8 +46,8 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
 
     def results(model: str, cases) -> dict:
         config = RunConfig(model=ModelConfig(model), store_path=folder / "store.sqlite", data_dir=data_dir)
-        (document,) = build_results(run([(suite, cases)], config))
-        return document
+        (record,), _ = build_results(run([(suite, cases)], config))
+        return record.to_json()
 
     return {
         "stereotyped": results("sim/stereotyped", suite.cases),
@@ -58,15 +57,25 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
 
 
 def record(document: dict) -> RunRecord:
-    """The record the views take, of a results document (the pipeline still makes documents)."""
-    return RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})
+    """The record the views take, of a results document (the tests edit documents)."""
+    return RunRecord.from_json(document)
+
+
+def comparison_record(document: dict) -> Comparison:
+    """The record the views take, of a comparison document."""
+    return Comparison.from_json(document)
 
 
 def comparison_of(baseline_results: dict, candidate: dict) -> dict:
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
+    from biascheck.records.run import RunRecord
 
-    return compare(baselines.from_results(baseline_results), candidate, settings_from(candidate, []), baseline_path="baselines/kobbq/x.json")
+    run = RunRecord.from_json(candidate)
+    comparison = compare(
+        baselines.from_results(RunRecord.from_json(baseline_results)), run, settings_from(run, []), baseline_path="baselines/kobbq/x.json"
+    )
+    return comparison.to_json()
 
 
 # --- 1. Markdown tables under a GFM renderer -------------------------------------------------------
@@ -424,9 +433,10 @@ def test_a_run_of_several_suites_opens_with_one_row_per_suite(runs, tmp_path):
     assert terminal.index("every suite") < terminal.index(documents[0]["suite"]["name"] + " (kobbq) on")
     assert "every suite" not in render_terminal([record(documents[0])], color=False, width=160)
 
-    write_reports(documents, tmp_path / "report")
-    assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown([record(d) for d in documents])
-    write_reports(documents[:1], tmp_path / "single")
+    records = [record(d) for d in documents]
+    write_reports(records, tmp_path / "report")
+    assert (tmp_path / "report" / "summary.md").read_text("utf-8") == render_summary_markdown(records)
+    write_reports(records[:1], tmp_path / "single")
     assert not (tmp_path / "single" / "summary.md").exists()
 
 
@@ -564,7 +574,6 @@ def _inject_comparison(comparison: dict, text: str) -> dict:
 
 
 def _markdown_of_every_kind(runs: dict, text: str) -> dict[str, str]:
-    import json
 
     from biascheck.evaluation import baseline as baselines
     from biascheck.records.baseline import BaselineRecord
@@ -576,12 +585,12 @@ def _markdown_of_every_kind(runs: dict, text: str) -> dict[str, str]:
     document, fair = _inject(runs["stereotyped"], text), _inject(runs["fair"], text)
     comparison = _inject_comparison(_comparison(runs), text)
     compared = compare_runs([(text, RunRecord.from_json(document)), (text + "2", RunRecord.from_json(fair))])
-    releases = [(text, baselines.from_results(d)) for d in (runs["fair"], runs["stereotyped"])]
+    releases = [(text, baselines.from_results(RunRecord.from_json(d)).to_json()) for d in (runs["fair"], runs["stereotyped"])]
     for _, release in releases:
         release["model"]["model"] = text
         release["created_at"] = text
         release["suite"]["fingerprint"]["data"] = text
-    recorded = [(path, BaselineRecord.from_json(json.loads(baselines.dumps(release)))) for path, release in releases]
+    recorded = [(path, BaselineRecord.from_json(release)) for path, release in releases]
     history = history_document(recorded, suite="kobbq", thresholds=None, gated_metrics=["diff_bias_amb"])
     return {
         "report.md": render_markdown(record(document)),

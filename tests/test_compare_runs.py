@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import html
 import io
 import json
@@ -24,8 +25,11 @@ from hypothesis import strategies as st
 
 from biascheck.api import load_run
 from biascheck.cli import main
+from biascheck.core.files import atomic_write_text
 from biascheck.core.format import md_text
 from biascheck.evaluation import baseline as baselines
+from biascheck.records.baseline import BaselineRecord
+from biascheck.records.run import RunRecord
 from biascheck.reporting.runs import RegressionMark, check_text, compare_runs, regression_text
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
@@ -50,7 +54,7 @@ def suite_dir(tmp_path_factory, data_dir) -> Path:
 @pytest.fixture(scope="module")
 def documents(suite_dir, data_dir) -> dict[str, dict]:
     prepared = PreparedSuite.of(load_suite(suite_dir, data_dir=data_dir))
-    return {name: simulated_results(prepared, persona) for name, persona in PERSONAS.items()}
+    return {name: simulated_results(prepared, persona).to_json() for name, persona in PERSONAS.items()}
 
 
 def write_run(folder: Path, document: dict) -> Path:
@@ -98,7 +102,7 @@ def test_diff_of_two_results_files_exits_1_on_a_regression_and_0_otherwise(runs,
 
     # The same verdicts as against a recorded baseline of A.
     recorded = tmp_path / "release.json"
-    baselines.write(baselines.from_results(documents["fair"]), recorded)
+    write_baseline(baseline_of(documents["fair"]), recorded)
     assert main(["diff", str(recorded), str(runs["most"]), "--report", str(tmp_path / "b")]) == 1
     against = json.loads((tmp_path / "b" / "comparison.json").read_text("utf-8"))
     # A baseline file keeps no replies: the flips say so with null.
@@ -151,7 +155,7 @@ def test_diff_refusals_name_the_file_the_field_and_its_own_options(runs, documen
 
     # A baseline of another suite version: compare()'s own refusal, in diff's words.
     base = tmp_path / "other.json"
-    baselines.write(baselines.from_results(edited(documents["fair"], lambda d: d["suite"]["fingerprint"].update(subset="0" * 16))), base)
+    write_baseline(baseline_of(edited(documents["fair"], lambda d: d["suite"]["fingerprint"].update(subset="0" * 16))), base)
     assert main(["diff", str(base), most]) == 2
     assert "suite.fingerprint" in (err := one_line_error(capsys)) and "--allow-fingerprint-mismatch" in err
     for argv, expected in (
@@ -216,7 +220,7 @@ def test_compare_refuses_runs_that_cannot_stand_side_by_side(runs, documents, tm
 
 def test_compare_refuses_a_baseline_and_a_single_run(runs, documents, tmp_path, capsys):
     base = tmp_path / "release.json"
-    baselines.write(baselines.from_results(documents["fair"]), base)
+    write_baseline(baseline_of(documents["fair"]), base)
     assert main(["compare", str(runs["fair"]), str(base)]) == 2
     assert "schema: is a baseline, not the results.json of a run; give runs" in one_line_error(capsys)
     assert main(["compare", str(runs["fair"]), "--out", str(tmp_path)]) == 2
@@ -286,20 +290,34 @@ def test_the_compare_table_over_any_runs(documents, capsys, picks, revisions):
 # --- the release history ------------------------------------------------------------------------------
 
 
+def baseline_of(document: dict) -> dict:
+    """The baseline document a recording of a results document writes (its digest made when written)."""
+    return baselines.from_results(RunRecord.from_json(document)).to_json()
+
+
+def write_baseline(document: dict, path: Path) -> None:
+    """A baseline document written as baselines.write writes a record (any document: tests edit them)."""
+    atomic_write_text(path, baselines.document_text(document))
+
+
+def replace_baseline(document: dict, path: Path) -> Path | None:
+    return baselines.replace(BaselineRecord.from_json(document), path)
+
+
 def release(document: dict, revision: str | None, created: str) -> dict:
     """The baseline a recording of ``document`` as ``revision`` at ``created`` writes."""
-    return {**baselines.from_results(edited(document, lambda d: d["model"].update(revision=revision))), "created_at": created}
+    return {**baseline_of(edited(document, lambda d: d["model"].update(revision=revision))), "created_at": created}
 
 
 def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, capsys, monkeypatch):
     path = tmp_path / "baselines" / "kobbq" / "release.json"
-    assert baselines.replace(release(documents["fair"], "v1.0", "2026-01-05T10:00:00+00:00"), path) is None
-    kept = baselines.replace(release(documents["some"], "v1.1", "2026-02-05T10:00:00+00:00"), path)
+    assert replace_baseline(release(documents["fair"], "v1.0", "2026-01-05T10:00:00+00:00"), path) is None
+    kept = replace_baseline(release(documents["some"], "v1.1", "2026-02-05T10:00:00+00:00"), path)
     assert kept == path.parent / "history" / "v1.0.json"
     # No revision recorded: the replaced one is named for when it was made.
-    assert baselines.replace(release(documents["most"], None, "2026-03-05T10:00:00+00:00"), path) == path.parent / "history" / "v1.1.json"
+    assert replace_baseline(release(documents["most"], None, "2026-03-05T10:00:00+00:00"), path) == path.parent / "history" / "v1.1.json"
     assert sorted(p.name for p in (path.parent / "history").iterdir()) == ["v1.0.json", "v1.1.json"]
-    assert baselines.load(kept)["model"]["model"] == "sim/fair"  # kept whole: it still loads, digest and all
+    assert baselines.load(kept).model_name == "sim/fair"  # kept whole: it still loads, digest and all
 
     monkeypatch.chdir(tmp_path)  # --baselines' default, ./baselines; history.html lands here
     assert main(["history", str(suite_dir)]) == 0
@@ -316,7 +334,7 @@ def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, 
     assert main(["history", "kobbq", "--baselines", str(tmp_path / "baselines"), "--out", str(tmp_path / "h")]) == 0
     assert r"(\|x\| <= 0.05)" in capsys.readouterr().out and (tmp_path / "h" / "history.html").is_file()
     mine = tmp_path / "baselines" / "mine" / "release.json"
-    baselines.replace(release(edited(documents["fair"], lambda d: d["suite"].update(name="mine")), "v1", "2026-01-01T00:00:00+00:00"), mine)
+    replace_baseline(release(edited(documents["fair"], lambda d: d["suite"].update(name="mine")), "v1", "2026-01-01T00:00:00+00:00"), mine)
     assert main(["history", "mine", "--baselines", str(tmp_path / "baselines"), "--out", str(tmp_path / "h")]) == 0
     # the benchmark's bias metrics
     assert "| release | model | created | thresholds | vs the release before | diff_bias_amb | diff_bias_dis |" in capsys.readouterr().out
@@ -330,21 +348,22 @@ def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, 
 def test_a_replaced_baseline_is_never_lost(documents, tmp_path):
     path = tmp_path / "release.json"
     path.write_bytes(b"\xff not even text")  # too damaged to name: kept under the file's time
-    kept = baselines.replace(release(documents["fair"], "v1", "2026-01-01T00:00:00+00:00"), path)
+    kept = replace_baseline(release(documents["fair"], "v1", "2026-01-01T00:00:00+00:00"), path)
     assert kept is not None and kept.parent.name == "history" and kept.read_bytes() == b"\xff not even text"
     first = path.read_bytes()
     # The same revision recorded again: the second replaced file takes its creation time in its name.
-    second = baselines.replace(release(documents["some"], "v1", "2026-01-02T00:00:00+00:00"), path)
+    second = replace_baseline(release(documents["some"], "v1", "2026-01-02T00:00:00+00:00"), path)
     assert second == path.parent / "history" / "v1.json" and second.read_bytes() == first
-    third = baselines.replace(release(documents["most"], "v1", "2026-01-03T00:00:00+00:00"), path)
+    third = replace_baseline(release(documents["most"], "v1", "2026-01-03T00:00:00+00:00"), path)
     assert third == path.parent / "history" / "v1-2026-01-02T00-00-00-00-00.json"
     assert len(list((path.parent / "history").iterdir())) == 3
     # A copy already kept (a recording that stopped after keeping it) is not made twice.
     again = path.read_bytes()
     assert baselines.keep_replaced(path) == baselines.keep_replaced(path) and path.read_bytes() == again
     # A failed write of the new one leaves the old one in place, and a copy of it in history/.
+    broken = dataclasses.replace(BaselineRecord.from_json(release(documents["most"], "v2", "2026-01-04T00:00:00+00:00")), tool={"not": object()})
     with contextlib.suppress(TypeError):
-        baselines.replace({"not": object()}, path)
+        baselines.replace(broken, path)
     assert path.read_bytes() == again
 
 
@@ -386,9 +405,9 @@ def test_diff_refuses_bad_regression_settings_in_either_file_in_one_line(runs, d
         assert err.startswith(f"biascheck: {odd}: suite.regression.{field}: "), err
         assert said in err and "regenerate the file with biascheck" in err, err
     # A recorded baseline is held to the same bounds (its digest made again, so the bound is what refuses it).
-    recorded = {**baselines.from_results(documents["fair"]), "regression": bad["suite"]["regression"]}
+    recorded = {**baseline_of(documents["fair"]), "regression": bad["suite"]["regression"]}
     path = tmp_path / "release.json"
-    path.write_text(baselines.dumps(recorded) if value != "nan" else json.dumps(recorded), "utf-8")
+    path.write_text(baselines.document_text(recorded) if value != "nan" else json.dumps(recorded), "utf-8")
     assert main(["diff", str(path), str(runs["most"])]) == 2
     assert one_line_error(capsys).startswith(f"biascheck: {path}: "), path
 
@@ -413,16 +432,16 @@ def test_diff_takes_its_settings_from_a_or_the_suite_and_says_when_b_asks_otherw
     # A baseline records its suite's settings, and they are used too.
     recorded = tmp_path / "release.json"
     strict = edited(documents["fair"], lambda d: d["suite"]["regression"].update(alpha=0.01))
-    baselines.write(baselines.from_results(strict), recorded)
-    assert baselines.load(recorded)["regression"]["alpha"] == 0.01
+    write_baseline(baseline_of(strict), recorded)
+    assert baselines.load(recorded).regression["alpha"] == 0.01
     comparison, err = _comparison(capsys, tmp_path, str(recorded), str(candidate))
     assert comparison["settings"]["alpha"] == 0.01 and f"regression settings of {recorded}" in err, err
     # --suite: the suite's own, whatever A or B record.
     comparison, err = _comparison(capsys, tmp_path, str(recorded), str(candidate), "--suite", str(suite_dir))
     assert comparison["settings"]["alpha"] == own["alpha"] and f"regression settings of {suite_dir / 'suite.toml'}" in err, err
     # A baseline of an older biascheck records none: the suite B names, else the defaults, said either way.
-    old = {k: v for k, v in baselines.from_results(documents["fair"]).items() if k != "regression"}
-    baselines.write(old, recorded)
+    old = {k: v for k, v in baseline_of(documents["fair"]).items() if k != "regression"}
+    write_baseline(old, recorded)
     nowhere = write_run(
         tmp_path / "nowhere",
         edited(
@@ -498,7 +517,7 @@ def test_history_and_compare_mark_the_same_failed_runs_from_the_recorded_verdict
 
     path = tmp_path / "baselines" / "kobbq" / "release.json"
     for i, document in enumerate(chosen):
-        baselines.replace(release(document, f"v{i}", f"2026-0{i + 1}-05T10:00:00+00:00"), path)
+        replace_baseline(release(document, f"v{i}", f"2026-0{i + 1}-05T10:00:00+00:00"), path)
     monkeypatch.chdir(tmp_path)
     assert main(["history", str(suite_dir), "--out", str(tmp_path / "h")]) == 0
     history_md = capsys.readouterr().out
@@ -531,7 +550,7 @@ def test_history_says_when_a_baseline_records_no_verdicts(documents, suite_dir, 
     judge it again against today's thresholds."""
     path = tmp_path / "baselines" / "kobbq" / "release.json"
     old = {k: v for k, v in release(documents["most"], "v0", "2026-01-05T10:00:00+00:00").items() if k != "verdicts"}
-    baselines.write(old, path)
+    write_baseline(old, path)
     monkeypatch.chdir(tmp_path)
     assert main(["history", str(suite_dir), "--out", str(tmp_path / "h")]) == 0
     rows = _md_rows(capsys.readouterr().out, "release")
@@ -558,7 +577,7 @@ def loose_documents(tmp_path_factory, data_dir) -> dict[str, dict]:
         thresholds=LOOSE,
     )
     prepared = PreparedSuite.of(load_suite(folder, data_dir=data_dir))
-    return {name: simulated_results(prepared, persona) for name, persona in PERSONAS.items()}
+    return {name: simulated_results(prepared, persona).to_json() for name, persona in PERSONAS.items()}
 
 
 def _both_views(chosen: list[dict], root: Path, suite_dir: Path) -> dict[str, dict]:
@@ -573,7 +592,7 @@ def _both_views(chosen: list[dict], root: Path, suite_dir: Path) -> dict[str, di
     out["compare"]["html"] = (root / "c" / "compare.html").read_text("utf-8")
     path = root / "baselines" / "kobbq" / "release.json"
     for i, document in enumerate(revised):
-        baselines.replace(release(document, f"v{i}", f"2026-01-01T{i:02d}:00:00+00:00"), path)
+        replace_baseline(release(document, f"v{i}", f"2026-01-01T{i:02d}:00:00+00:00"), path)
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         assert main(["history", str(suite_dir), "--baselines", str(root / "baselines"), "--out", str(root / "h")]) == 0
     out["history"] = {"md": printed.getvalue(), "json": json.loads((root / "h" / "history.json").read_text("utf-8"))}
@@ -712,7 +731,7 @@ def test_a_release_that_cannot_be_tested_against_the_one_before_is_marked_not_co
     def history(name: str, steps: list[tuple[dict, Any]]) -> list[dict]:
         for i, (document, change) in enumerate(steps):
             recorded = release(edited(document, lambda d: d["suite"].update(name=name)), f"v{i}", f"2026-01-01T{i:02d}:00:00+00:00")
-            baselines.write(change(recorded), tmp_path / "baselines" / name / "history" / f"v{i}.json")
+            write_baseline(change(recorded), tmp_path / "baselines" / name / "history" / f"v{i}.json")
         assert main(["history", str(suite_dir) if name == "kobbq" else name, "--out", str(tmp_path / name)]) == 0
         printed = capsys.readouterr().out
         marks = [r["regression"] for r in json.loads((tmp_path / name / "history.json").read_text("utf-8"))["releases"]]

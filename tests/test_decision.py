@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from biascheck.records.run import RunRecord
+
 from conftest import write_subset_suite
 
 BASELINE_MODEL = "sim/stereotyped?p=0.01"
@@ -42,26 +44,25 @@ def gate(tmp_path_factory, data_dir) -> dict:
     )
     suite = load_suite(suite_dir, data_dir=data_dir)
 
-    def results(model: str) -> dict:
+    def results(model: str) -> RunRecord:
         config = RunConfig(model=ModelConfig(model), store_path=folder / "store.sqlite", data_dir=data_dir)
-        (document,) = build_results(run([(suite, suite.cases)], config))
-        return document
+        (record,), _ = build_results(run([(suite, suite.cases)], config))
+        return record
 
     baseline, candidate = results(BASELINE_MODEL), results(CANDIDATE_MODEL)
     comparison = compare(baselines.from_results(baseline), candidate, settings_from(candidate, []), baseline_path="baselines/kobbq/release.json")
-    verdicts = {r["verdict"] for r in comparison["results"]}
-    assert {"regressed", "inconclusive"} <= verdicts and not candidate["passed"], "the scenario must regress, stay unresolved and fail thresholds"
-    return {"candidate": candidate, "comparison": comparison, "folder": folder}
+    verdicts = {c.verdict for c in comparison.checks}
+    assert {"regressed", "inconclusive"} <= verdicts and not candidate.passed, "the scenario must regress, stay unresolved and fail thresholds"
+    # The views' documents (results.json's, comparison.json's), and the records write_reports writes.
+    return {"candidate": candidate.to_json(), "comparison": comparison.to_json(), "run": candidate, "record": comparison, "folder": folder}
 
 
 def records(document: dict, comparison: dict | None = None):
-    """The records the views take, of the documents the gate made (the pipeline still makes documents)."""
+    """The records the views take, of documents a test made or edited."""
+    from biascheck.records.comparison import Comparison
     from biascheck.records.run import RunRecord
-    from biascheck.reporting.decision import comparison_record
-    from biascheck.reporting.samples import REPORT_PROMPTS
 
-    run = RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})
-    return run, None if comparison is None else comparison_record(comparison)
+    return RunRecord.from_json(document), None if comparison is None else Comparison.from_json(comparison)
 
 
 def written(gate: dict, name: str) -> dict[str, str]:
@@ -69,7 +70,7 @@ def written(gate: dict, name: str) -> dict[str, str]:
     from biascheck.reporting.write import write_reports
 
     folder = gate["folder"] / name
-    write_reports([copy.deepcopy(gate["candidate"])], folder, {"kobbq": copy.deepcopy(gate["comparison"])})
+    write_reports([gate["run"]], folder, {"kobbq": gate["record"]})
     return {p.name: p.read_text("utf-8") for p in folder.iterdir() if p.is_file()}
 
 

@@ -904,8 +904,8 @@ def test_the_documented_example_records_baselines_opens_a_pull_request_and_gates
     for relative, data in pull_request.files.items():  # 2. review and merge it
         (repo / relative).parent.mkdir(parents=True, exist_ok=True)
         (repo / relative).write_bytes(data)
-        document = baselines.load(repo / relative)
-        assert document["model"]["model"] == "sim/stereotyped?p=0.2" and document["model"]["revision"] == "a" * 40
+        baseline = baselines.load(repo / relative)
+        assert baseline.model_name == "sim/stereotyped?p=0.2" and baseline.model["revision"] == "a" * 40
 
     # 3. A release whose model is more biased: both gates fail on a regression against the baseline.
     runner.variables["BIASCHECK_MODEL"] = "sim/stereotyped?p=0.9"
@@ -969,7 +969,7 @@ def test_the_sharded_workflow_answers_in_four_jobs_and_gates_from_their_merged_s
     suite = load_suite(repo / "suites" / "hbb-full", data_dir=data_dir)
     # Its baseline, recorded beforehand by an unsharded run.
     recorded = run([(suite, suite.cases)], RunConfig(model=ModelConfig("sim/fair"), store_path=tmp_path / "record.sqlite", data_dir=data_dir))
-    baselines.write(baselines.from_results(build_results(recorded)[0]), repo / "baselines" / suite.name / "release.json")
+    baselines.write(baselines.from_results(build_results(recorded)[0][0]), repo / "baselines" / suite.name / "release.json")
 
     runner = Runner(
         repo,

@@ -317,7 +317,7 @@ def test_a_baseline_made_before_the_papers_prompt_is_refused_with_the_reason(dat
     }
     now = load_suite(SUITES / "hbb", data_dir=data_dir).fingerprint()
     assert (now["data"], now["subset"]) == (before["data"], before["subset"])  # the same data and questions
-    old = {"suite": {"name": "hbb", "benchmark": "hbb", "fingerprint": before}}
+    old = {"name": "hbb", "benchmark": "hbb", "fingerprint": before}
     with pytest.raises(BiascheckError) as info:
         check_comparable(old, {"name": "hbb", "benchmark": "hbb", "fingerprint": now}, allow_mismatch=False, path="old.json")
     message = str(info.value)

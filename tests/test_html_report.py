@@ -11,7 +11,7 @@ import pytest
 
 from biascheck.core.errors import BiascheckError
 from biascheck.records.comparison import Comparison
-from biascheck.records.run import RunRecord
+from biascheck.records.run import CaseRecord, RunRecord
 from biascheck.reporting.html import SAMPLE_SCRIPT, render_html, render_index
 from biascheck.reporting.results import validate_results
 
@@ -733,7 +733,10 @@ def test_index_page_links_every_suite(tmp_path):
     # comparison.json is strict JSON and comparison.md wants both sides: leave out the HTML-only edge cases.
     comparison = json.loads(json.dumps(make_comparison()).replace("NaN", "null"))
     comparison["results"] = [r for r in comparison["results"] if r["baseline"] and r["candidate"]["value"] is not None]
-    write_reports([first, second], folder, {"kobbq": comparison})
+    for r in comparison["results"]:  # the fields a Comparison record needs that the page does not show
+        r.update({"rule_source": "manifest", "worsening_ci_unadjusted": r["worsening_ci"], "interval": None, "cases_to_resolve": None, **r})
+    comparison.setdefault("candidate_errors", 0)
+    write_reports([RunRecord.from_json(first), RunRecord.from_json(second)], folder, {"kobbq": Comparison.from_json(comparison)})
     page = (folder / "index.html").read_text("utf-8")
     _, links = ids_and_links(page)
     assert links == ["kobbq/report.html", "kobbq-fair/report.html"]
@@ -742,7 +745,7 @@ def test_index_page_links_every_suite(tmp_path):
     assert "FAILED" in rows[0] and "REGRESSED" in rows[0] and "INCOMPLETE" in rows[0]
     assert "PASSED" in rows[1] and "REGRESSED" not in rows[1]
     assert "1 passed, 1 failed" in page and ESCAPED in page and "<script" not in page.lower()
-    write_reports([first], tmp_path / "single")
+    write_reports([RunRecord.from_json(first)], tmp_path / "single")
     assert not (tmp_path / "single" / "index.html").exists()
 
 
@@ -751,9 +754,9 @@ def test_flips_name_options_the_run_shows():
 
     choices = ["할머니", "손자", "알 수 없음"]
     cases = [
-        {"case_id": "s1[p1-o0]", "sample_id": "s1", "prompt_id": "1", "choices": choices, "outcome": "biased", "answer": "할머니"},
-        {"case_id": "s1[p1-o1]", "sample_id": "s1", "prompt_id": "1", "choices": choices[1:] + choices[:1], "outcome": "ooc", "answer": None},
-        {"case_id": "s2[p1-o0]", "sample_id": "s2", "prompt_id": "1", "choices": ["A", "B", "알 수 없음"], "outcome": "error", "answer": None},
+        CaseRecord("s1[p1-o0]", "s1", "age", "s1", "1", None, "biased", None, choices=tuple(choices), answer="할머니"),
+        CaseRecord("s1[p1-o1]", "s1", "age", "s1", "1", None, "ooc", None, choices=tuple(choices[1:] + choices[:1])),
+        CaseRecord("s2[p1-o0]", "s2", "age", "s2", "1", None, "error", None, choices=("A", "B", "알 수 없음")),
     ]
     options = _qa_options(cases)
     # A sibling's answer names the biased option; the one option every prompt-1 case shares is "unknown".
@@ -1006,11 +1009,10 @@ def test_a_biased_answer_shows_its_prompt_options_and_reply():
 
 
 def test_write_reports_keeps_the_prompts_out_of_results_json(tmp_path):
-    from biascheck.reporting.samples import REPORT_PROMPTS
     from biascheck.reporting.write import write_reports
 
     results, prompts = browser_results(3)
-    write_reports([{**results, REPORT_PROMPTS: prompts}], tmp_path / "report")
+    write_reports([RunRecord.from_json(results)], tmp_path / "report", prompts={results["suite"]["name"]: prompts})
     written = (tmp_path / "report" / "results.json").read_text("utf-8")
     assert written == json.dumps(results, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
     assert "맥락 " in (tmp_path / "report" / "report.html").read_text("utf-8")

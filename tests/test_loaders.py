@@ -620,36 +620,38 @@ def test_a_run_without_a_category_is_fingerprinted_apart_and_refused_against_a_w
     # Decision: refused by fingerprint, whichever side is partial, naming the categories.
     for baseline, candidate, shown in ((partial, whole, "missing Religion, this run none"), (whole, partial, "missing none, this run Religion")):
         with pytest.raises(BiascheckError) as info:
-            check_comparable({"suite": side(baseline)}, side(candidate), allow_mismatch=False, path="b.json")
+            check_comparable(side(baseline), side(candidate), allow_mismatch=False, path="b.json")
         message = str(info.value)
         assert message.startswith("b.json: suite.fingerprint: was made with other benchmark data files (data ")
         assert f"categories without data ({shown})" in message and "--biascheck-allow-fingerprint-mismatch" in message
-        assert check_comparable({"suite": side(baseline)}, side(candidate), allow_mismatch=True, path="b.json") == ["data", "missing"]
+        assert check_comparable(side(baseline), side(candidate), allow_mismatch=True, path="b.json") == ["data", "missing"]
 
 
 def test_a_baseline_of_a_run_without_a_category_needs_the_gap_accepted_and_says_so(tmp_path):
+    from dataclasses import replace
+
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
     from biascheck.sim.calibration import PreparedSuite, simulated_results
 
     partial = simulated_results(PreparedSuite.of(load(tmp_path / "b", two_category_bbq(tmp_path / "b", religion_mirrored=False))), "fair")
-    assert partial["passed"] is False and partial["suite"]["missing_data_allowed"] is False  # every threshold passed
+    assert partial.passed is False and partial.suite.missing_data_allowed is False  # every threshold passed
     assert baselines.refuse_reason(partial) == (
         "1 of 2 categories has no data (Religion); a baseline of part of the suite is recorded only with "
         "--biascheck-allow-missing-data, and then says so"
     )
-    partial["suite"]["missing_data_allowed"] = True  # as a run with the flag writes it
+    partial = replace(partial, suite=replace(partial.suite, missing_data_allowed=True))  # as a run with the flag writes it
     assert baselines.refuse_reason(partial) is None
     path = tmp_path / "baseline.json"
     baselines.write(baselines.from_results(partial), path)
-    recorded = baselines.load(path)["suite"]
+    recorded = baselines.load(path).suite
     assert recorded["missing_data_allowed"] is True and recorded["fingerprint"]["missing"] == "Religion"
     assert list(recorded["skipped_categories"]) == ["Religion"] and "Religion.jsonl was not found" in recorded["skipped_categories"]["Religion"]
 
     whole = simulated_results(PreparedSuite.of(load(tmp_path / "a", two_category_bbq(tmp_path / "a"))), "fair")
     allowed = compare(baselines.load(path), whole, settings_from(whole, allow_fingerprint_mismatch=True), baseline_path="b.json")
-    assert "the baseline ran without some categories: 1 of 2 categories has no data (Religion)" in allowed["warnings"]
-    assert allowed["cases"]["common"] < allowed["cases"]["candidate"]
+    assert "the baseline ran without some categories: 1 of 2 categories has no data (Religion)" in allowed.warnings
+    assert allowed.cases["common"] < allowed.cases["candidate"]
 
 
 def test_the_suites_listing_names_the_categories_without_data_and_why(tmp_path, capsys):

@@ -12,7 +12,6 @@ from biascheck.execution.llm import ModelConfig
 from biascheck.execution.store import ResponseStore, request_key
 from biascheck.records.run import RunRecord
 from biascheck.reporting.results import build_results, render_markdown, served_warning
-from biascheck.reporting.samples import REPORT_PROMPTS
 from biascheck.session import RunConfig, run, served_by
 
 from loopback import chat_answer, loopback_server, send_json
@@ -79,16 +78,16 @@ def test_what_the_provider_served_is_stored_and_recorded(tiny_kobbq, data_dir, t
     with _server(["snap-2024-07-18"], "fp_abc") as (api_base, _):
         model = ModelConfig("openai/my-model", api_base=api_base, revision="release-7")
         result = run(_selection(tiny_kobbq, data_dir), RunConfig(model=model, store_path=tmp_path / "store.sqlite"))
-    (document,) = build_results(result)
+    document = build_results(result)[0][0].to_json()
     assert document["model"]["revision"] == "release-7"
     assert document["model"]["served"] == {"models": {"snap-2024-07-18": 6}, "system_fingerprints": {"fp_abc": 6}}
-    assert served_warning(RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})) is None
+    assert served_warning(RunRecord.from_json(document)) is None
     with ResponseStore(tmp_path / "store.sqlite") as store:
         stored = store.get_many(_keys(result))
     assert {(s.served_model, s.system_fingerprint) for s in stored.values()} == {("snap-2024-07-18", "fp_abc")}
     # A re-run from the store reports the same: what was served is kept with each answer.
     again = run(_selection(tiny_kobbq, data_dir), RunConfig(model=model, store_path=tmp_path / "store.sqlite"))
-    assert again.stats.calls == 0 and build_results(again)[0]["model"]["served"] == document["model"]["served"]
+    assert again.stats.calls == 0 and build_results(again)[0][0].to_json()["model"]["served"] == document["model"]["served"]
 
 
 def _keys(result):
@@ -108,10 +107,10 @@ def test_a_model_that_changes_within_a_run_is_warned_about(tiny_kobbq, data_dir,
     with _server(["snap-a", "snap-b"]) as (api_base, _):
         model = ModelConfig("openai/my-model", api_base=api_base)
         result = run(_selection(tiny_kobbq, data_dir), RunConfig(model=model, store_path=tmp_path / "store.sqlite", concurrency=1))
-    (document,) = build_results(result)
+    document = build_results(result)[0][0].to_json()
     assert document["model"]["served"]["models"] == {"snap-a": 3, "snap-b": 3}
     warning = "the provider reported 2 served models (snap-a, snap-b) within this run"
-    record = RunRecord.from_json({key: value for key, value in document.items() if key != REPORT_PROMPTS})
+    record = RunRecord.from_json(document)
     assert served_warning(record) == warning
     assert f"WARNING: {warning}" in render_markdown(record)
 
@@ -137,12 +136,12 @@ def test_a_comparison_warns_when_the_served_model_differs_or_the_revision_is_the
         with _server(served) as (api_base, _):
             model = ModelConfig("openai/my-model", api_base=api_base, revision=revision)
             result = run(_selection(tiny_kobbq, data_dir, n=None), RunConfig(model=model, store_path=tmp_path / f"{served[0]}.sqlite"))
-        documents.append(build_results(result)[0])
+        documents.append(build_results(result)[0][0])
     baseline = baselines.from_results(documents[0])
-    assert baseline["model"]["revision"] == "v1" and baseline["model"]["served"]["models"] == {"snap-old": 96}
+    assert baseline.model["revision"] == "v1" and baseline.model["served"]["models"] == {"snap-old": 96}
     comparison = compare(baseline, documents[1], settings_from(documents[1], []), baseline_path="baselines/kobbq/release.json")
-    assert "the baseline and this run both test revision v1: is this the release it should be?" in comparison["warnings"]
-    assert "the provider reported other served models than for the baseline: snap-old -> snap-new" in comparison["warnings"]
+    assert "the baseline and this run both test revision v1: is this the release it should be?" in comparison.warnings
+    assert "the provider reported other served models than for the baseline: snap-old -> snap-new" in comparison.warnings
 
 
 def test_the_plugin_takes_the_revision_from_its_option_or_environment(run_biascheck, tiny_kobbq, monkeypatch):

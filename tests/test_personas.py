@@ -59,7 +59,7 @@ def prepared(calibration_suite) -> PreparedSuite:
 
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_every_metric_matches_the_persona_expectation(persona, calibration_suite, prepared):
-    overall = simulated_results(prepared, persona)["metrics"]["overall"]
+    overall = simulated_results(prepared, persona).to_json()["metrics"]["overall"]
     expected = expected_counts(persona, calibration_suite.cases)
     checked = 0
     for name, measured in overall.items():
@@ -80,7 +80,7 @@ def test_the_server_answers_over_http_are_the_in_process_draws(calibration_suite
     suite = dataclasses.replace(calibration_suite, cases=calibration_suite.cases[::4])
     config = RunConfig(model=ModelConfig("sim/" + persona), store_path=tmp_path / "store.sqlite", data_dir=data_dir, concurrency=64)
     result = run([(suite, suite.cases)], config).suites[0]
-    drawn = simulated_results(PreparedSuite.of(suite), persona)
+    drawn = simulated_results(PreparedSuite.of(suite), persona).to_json()
     served = {case_id: (outcome.status, outcome.answer) for case_id, outcome in result.outcomes.items()}
     assert len(served) == len(suite.cases) > 500
     assert served == {case["case_id"]: ("ooc" if case["outcome"] == "ooc" else "answered", case["answer_index"]) for case in drawn["cases"]}
@@ -92,7 +92,7 @@ def test_the_server_answers_over_http_are_the_in_process_draws(calibration_suite
 def test_stereotyped_p1_is_maximally_biased_and_fair_is_not(small_kobbq, data_dir):
     prepared = PreparedSuite.of(load_suite(small_kobbq, data_dir=data_dir))
     for persona, amb, dis in (("stereotyped?p=1", 1.0, 1.0), ("fair", 0.0, 0.0), ("counter?p=1", -1.0, -1.0)):
-        overall = simulated_results(prepared, persona, resamples=0)["metrics"]["overall"]
+        overall = simulated_results(prepared, persona, resamples=0).to_json()["metrics"]["overall"]
         assert overall["diff_bias_amb"]["value"] == amb
         assert overall["diff_bias_dis"]["value"] == dis
         # The bounds of the paper hold with equality at the extremes.

@@ -153,7 +153,7 @@ def test_a_recording_reports_failed_thresholds_but_passes_unless_strict(run_bias
     # The replaced baseline is kept beside it, named for when it was made (no revision was given).
     (kept,) = (written.parent / "history").iterdir()
     assert kept.name.startswith("20") and f"(the one it replaced is kept as baselines/kobbq/history/{kept.name})" in strict_run.output
-    assert baselines.load(kept)["model"]["model"] == "sim/stereotyped?p=0.9"  # whole: it loads, digest and all
+    assert baselines.load(kept).model_name == "sim/stereotyped?p=0.9"  # whole: it loads, digest and all
     # Anything other than a threshold still fails a recording: here the baseline is refused.
     errored = run_biascheck(strict, "sim/fair?fail_rate=1&faults=500", "--biascheck-update-baseline", "--biascheck-retries", "0", report="errored")
     assert errored.ret == 1 and "not writing the baseline" in errored.output, errored.output

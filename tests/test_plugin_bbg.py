@@ -182,7 +182,7 @@ def test_baseline_round_trip_and_a_regression_in_bias_gen(run_biascheck, enbbg_s
     # Another judge is another measurement: not compared unless asked to.
     fingerprint = dict(baseline["suite"]["fingerprint"], judge="0" * 16)
     with pytest.raises(BiascheckError, match="was made with other evaluator model or parameters"):
-        check_comparable(baseline, {**baseline["suite"], "fingerprint": fingerprint}, allow_mismatch=False, path="b.json")
+        check_comparable(baseline["suite"], {**baseline["suite"], "fingerprint": fingerprint}, allow_mismatch=False, path="b.json")
 
 
 def test_unscorable_convention_reaches_results_the_fingerprint_and_the_baseline(run_biascheck, tmp_path):

@@ -55,7 +55,8 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[
                 continue
             config = RunConfig(model=ModelConfig(model), store_path=tmp / "store.sqlite", data_dir=data_dir, judge=judge)
             result = run([(suite, suite.cases[:150])], config)
-            write_reports(build_results(result), tmp / f"{name}{tag}")
+            runs, prompts = build_results(result)
+            write_reports(runs, tmp / f"{name}{tag}", prompts=prompts)
             folders[name + tag] = tmp / f"{name}{tag}"
     return folders
 
@@ -83,10 +84,10 @@ def test_a_baseline_reads_into_its_record_and_writes_back_to_the_same_bytes(real
     from biascheck.evaluation import baseline as baselines
 
     results = json.loads((real_runs[name] / "results.json").read_text("utf-8"))
-    text = baselines.dumps(baselines.from_results(results, git="abc123"))
+    text = baselines.dumps(baselines.from_results(RunRecord.from_json(results), git="abc123"))
     document = json.loads(text)
     record = BaselineRecord.from_json(document)
-    assert record.to_json() == document and baselines.dumps(record.to_json()) == text
+    assert record.to_json() == document and baselines.dumps(record) == text
     assert record.suite_name == results["suite"]["name"] and len(record.rows) == len(results["cases"])
     assert record.passed is (not [v for v in results["verdicts"] if not v["passed"]])
 
@@ -150,9 +151,9 @@ def test_the_comparison_compare_writes_today_reads(real_runs):
     from biascheck.evaluation import baseline as baselines
     from biascheck.evaluation.regression import compare, settings_from
 
-    base = json.loads((real_runs["kobbq"] / "results.json").read_text("utf-8"))
-    candidate = json.loads((real_runs["kobbq-worse"] / "results.json").read_text("utf-8"))
-    document = json.loads(json.dumps(compare(baselines.from_results(base), candidate, settings_from(candidate), baseline_path="base.json")))
+    base = RunRecord.from_json(json.loads((real_runs["kobbq"] / "results.json").read_text("utf-8")))
+    candidate = RunRecord.from_json(json.loads((real_runs["kobbq-worse"] / "results.json").read_text("utf-8")))
+    document = json.loads(json.dumps(compare(baselines.from_results(base), candidate, settings_from(candidate), baseline_path="base.json").to_json()))
     record = Comparison.from_json(document)
     words = {"unchanged": "within margin"}
     assert [c.verdict for c in record.checks] == [words.get(c["verdict"], c["verdict"]) for c in document["results"]]

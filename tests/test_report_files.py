@@ -18,6 +18,7 @@ import pytest
 from biascheck.core import files
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation import baseline as baselines
+from biascheck.records.run import RunRecord
 from biascheck.reporting import results as report
 from biascheck.reporting import write as writer
 from biascheck.reporting.write import write_reports
@@ -26,6 +27,11 @@ from loopback import loopback_server, send_json
 
 HOUR_AGO = time.time() - 3600
 REPO = Path(__file__).resolve().parent.parent
+
+
+def run_record(name: str = "kobbq", cases: int = 1, marker: str = "") -> RunRecord:
+    """:func:`results_document`'s record, as write_reports takes it."""
+    return RunRecord.from_json(results_document(name, cases, marker))
 
 
 def results_document(name: str = "kobbq", cases: int = 1, marker: str = "") -> dict:
@@ -162,7 +168,7 @@ def test_a_baseline_write_removes_leftover_temp_files_and_nothing_else(tmp_path)
         path.write_text("" if path in leftovers else "keep me")
         os.utime(path, (HOUR_AGO, HOUR_AGO))
 
-    baselines.write({"schema": "x", "n": 1}, folder / "sim-fair.json")
+    files.atomic_write_text(folder / "sim-fair.json", baselines.document_text({"schema": "x", "n": 1}))  # as baselines.write writes
 
     assert json.loads((folder / "sim-fair.json").read_text())["n"] == 1
     assert [p.name for p in leftovers if p.exists()] == []
@@ -176,20 +182,20 @@ def test_a_killed_write_leaves_a_temp_file_that_the_next_write_removes_but_a_liv
     try:
         (temp,) = [p for p in folder.iterdir() if p.name.startswith(".stalled.json.")]
         os.utime(temp, (HOUR_AGO, HOUR_AGO))  # old, but its writer is alive: its lock says so
-        baselines.write({"n": 1}, folder / "other.json")
+        files.atomic_write_text(folder / "other.json", baselines.document_text({"n": 1}))
         assert temp.exists(), "a temp file another live process is writing was removed"
     finally:
         kill(child)
     assert temp.exists()  # what SIGKILL leaves behind
 
-    baselines.write({"n": 2}, folder / "other.json")
+    files.atomic_write_text(folder / "other.json", baselines.document_text({"n": 2}))
 
     assert sorted(p.name for p in folder.iterdir()) == ["other.json"]
 
 
 def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_path):
     folder = tmp_path / "report"
-    write_reports([results_document()], folder)
+    write_reports([run_record()], folder)
     dead = tmp_path / ".report.deadbeef.staging"
     live = tmp_path / ".report.0a1b2c3d.staging"
     for staging in (dead, live):
@@ -203,12 +209,12 @@ def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_pat
     handle = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)  # a live run is filling it
-        write_reports([results_document(marker="2")], folder)
+        write_reports([run_record(marker="2")], folder)
         assert live.exists() and not dead.exists()
     finally:
         os.close(handle)
 
-    write_reports([results_document(marker="3")], folder)
+    write_reports([run_record(marker="3")], folder)
 
     assert not live.exists() and all(p.exists() for p in unrelated)
     assert hidden_siblings(folder) == []
@@ -220,7 +226,7 @@ def test_a_report_write_removes_a_dead_staging_folder_but_not_a_live_one(tmp_pat
 
 def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    write_reports([results_document(cases=3, marker="old")], folder)
+    write_reports([run_record(cases=3, marker="old")], folder)
     before = snapshot(folder)
 
     def broken(document, comparison):
@@ -228,7 +234,7 @@ def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monke
 
     monkeypatch.setattr(writer, "render_markdown", broken)
     with pytest.raises(RuntimeError):
-        write_reports([results_document(cases=5, marker="new")], folder)
+        write_reports([run_record(cases=5, marker="new")], folder)
 
     assert snapshot(folder) == before
     assert hidden_siblings(folder) == []
@@ -236,7 +242,7 @@ def test_a_failure_while_rendering_leaves_the_previous_set_whole(tmp_path, monke
 
 def test_a_failed_rename_in_the_middle_leaves_the_previous_set_whole(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    write_reports([results_document(cases=3, marker="old")], folder)
+    write_reports([run_record(cases=3, marker="old")], folder)
     before = snapshot(folder)
     calls = []
     real_rename, real_replace = os.rename, os.replace
@@ -253,7 +259,7 @@ def test_a_failed_rename_in_the_middle_leaves_the_previous_set_whole(tmp_path, m
     monkeypatch.setattr(os, "rename", second_fails(real_rename))
     monkeypatch.setattr(os, "replace", second_fails(real_replace))
     with pytest.raises(OSError):
-        write_reports([results_document(cases=5, marker="new")], folder)
+        write_reports([run_record(cases=5, marker="new")], folder)
 
     assert snapshot(folder) == before
 
@@ -264,6 +270,7 @@ STALL_IN_SWAP = """
 import json, os, sys, time
 from pathlib import Path
 from biascheck.core import files
+from biascheck.records.run import RunRecord
 from biascheck.reporting.write import write_reports
 
 calls = []
@@ -278,13 +285,13 @@ def stalling(real):
     return rename
 
 os.rename, os.replace = stalling(os.rename), stalling(os.replace)
-write_reports([json.loads(Path(sys.argv[2]).read_text("utf-8"))], Path(sys.argv[1]))
+write_reports([RunRecord.from_json(json.loads(Path(sys.argv[2]).read_text("utf-8")))], Path(sys.argv[1]))
 """
 
 
 def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_start_recovers(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    write_reports([results_document(cases=3, marker="old")], folder)
+    write_reports([run_record(cases=3, marker="old")], folder)
     before = snapshot(folder)
     new = tmp_path / "new.json"
     new.write_text(json.dumps(results_document(cases=5, marker="new")), "utf-8")
@@ -296,12 +303,12 @@ def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_
     # The next start puts the old set back, even when its own write then fails.
     monkeypatch.setattr(writer, "render_markdown", lambda document, comparison: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        write_reports([results_document(cases=7, marker="failed")], folder)
+        write_reports([run_record(cases=7, marker="failed")], folder)
     assert snapshot(folder) == before
     assert hidden_siblings(folder) == []
     monkeypatch.undo()
 
-    write_reports([results_document(cases=9, marker="next")], folder)
+    write_reports([run_record(cases=9, marker="next")], folder)
     assert len(json.loads((folder / "results.json").read_text("utf-8"))["cases"]) == 9
     assert_one_run(folder)
     assert hidden_siblings(folder) == []
@@ -309,14 +316,14 @@ def test_a_kill_in_the_middle_of_a_report_write_never_leaves_a_mix_and_the_next_
 
 def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
     folder = tmp_path / "report"
-    write_reports([results_document("kobbq", 3, "old"), results_document("bbq", 3, "old")], folder)
+    write_reports([run_record("kobbq", 3, "old"), run_record("bbq", 3, "old")], folder)
     before = snapshot(folder)
     assert {"kobbq/results.json", "bbq/report.md"} <= set(before)
     real = report.render_markdown
     monkeypatch.setattr(writer, "render_markdown", lambda run, comparison: 1 / 0 if run.suite.name == "bbq" else real(run, comparison))
 
     with pytest.raises(ZeroDivisionError):
-        write_reports([results_document("kobbq", 5, "new"), results_document("bbq", 5, "new")], folder)
+        write_reports([run_record("kobbq", 5, "new"), run_record("bbq", 5, "new")], folder)
 
     assert snapshot(folder) == before
     marker = assert_one_run(folder)
@@ -325,10 +332,10 @@ def test_several_suites_are_swapped_in_together(tmp_path, monkeypatch):
 
 def test_a_run_marker_names_every_file_of_the_run_and_stale_files_of_the_last_run_go(tmp_path):
     folder = tmp_path / "report"
-    write_reports([results_document("kobbq", marker="1"), results_document("bbq", marker="1")], folder)
+    write_reports([run_record("kobbq", marker="1"), run_record("bbq", marker="1")], folder)
     one = assert_one_run(folder)
 
-    written = write_reports([results_document(marker="2")], folder)
+    written = write_reports([run_record(marker="2")], folder)
 
     two = assert_one_run(folder)
     assert one["run_id"] != two["run_id"]
@@ -340,11 +347,11 @@ def test_a_run_marker_names_every_file_of_the_run_and_stale_files_of_the_last_ru
 
 def test_files_biascheck_did_not_write_are_kept_and_a_foreign_folder_is_refused(tmp_path):
     folder = tmp_path / "report"
-    write_reports([results_document(marker="1")], folder)
+    write_reports([run_record(marker="1")], folder)
     (folder / "junit.xml").write_text("<testsuites/>")  # e.g. --junitxml=report/junit.xml
     (folder / ".gitkeep").write_text("")
 
-    write_reports([results_document(marker="2")], folder)
+    write_reports([run_record(marker="2")], folder)
 
     assert (folder / "junit.xml").read_text() == "<testsuites/>" and (folder / ".gitkeep").exists()
     assert "run 2" in (folder / "results.json").read_text("utf-8")
@@ -353,7 +360,7 @@ def test_files_biascheck_did_not_write_are_kept_and_a_foreign_folder_is_refused(
     before = snapshot(folder)
 
     with pytest.raises(BiascheckError) as error:
-        write_reports([results_document(marker="3")], folder)
+        write_reports([run_record(marker="3")], folder)
 
     message = str(error.value)
     assert "notes" in message and str(folder) in message and len(message.splitlines()) == 1
@@ -363,7 +370,7 @@ def test_files_biascheck_did_not_write_are_kept_and_a_foreign_folder_is_refused(
 def test_the_working_folder_is_never_swapped(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(BiascheckError) as error:
-        write_reports([results_document()], Path("."))
+        write_reports([run_record()], Path("."))
     assert "working folder" in str(error.value)
     assert list(tmp_path.iterdir()) == []
 

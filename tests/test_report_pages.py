@@ -39,11 +39,12 @@ def test_text_is_marked_with_its_language():
 
 def test_the_default_report_folder_is_per_suite_and_per_shard():
     from pathlib import Path
+    from types import SimpleNamespace
 
     from biascheck.reporting.write import default_report_dir
 
-    def document(name: str, shard: str | None = None) -> dict:
-        return {"suite": {"name": name}, "run": {"shard": shard} if shard else {}}
+    def document(name: str, shard: str | None = None):  # what the folder is named for: a RunRecord's suite name and shard
+        return SimpleNamespace(suite=SimpleNamespace(name=name), run=SimpleNamespace(shard=shard))
 
     assert default_report_dir([document("kobbq")]) == Path(".biascheck/reports/kobbq")
     assert default_report_dir([document("kobbq"), document("bbq")]) == Path(".biascheck/reports/kobbq+bbq")

@@ -123,9 +123,9 @@ def test_runs_of_two_halves_merged_answer_the_whole_run_without_a_call(tiny_kobb
     assert (merged.stats.calls, merged.stats.cache_hits) == (0, len(suite.cases))
     whole = run([(suite, suite.cases)], RunConfig(model=model, store_path=tmp_path / "whole.sqlite", data_dir=data_dir))
     assert whole.stats.calls == len(suite.cases)
-    (from_merged,), (from_whole,) = build_results(merged), build_results(whole)
-    assert from_merged["metrics"] == from_whole["metrics"] and from_merged["verdicts"] == from_whole["verdicts"]
-    assert [c["outcome"] for c in from_merged["cases"]] == [c["outcome"] for c in from_whole["cases"]]
+    ((from_merged,), _), ((from_whole,), _) = build_results(merged), build_results(whole)
+    assert from_merged.metrics == from_whole.metrics and from_merged.verdicts == from_whole.verdicts
+    assert [c.outcome for c in from_merged.cases] == [c.outcome for c in from_whole.cases]
 
 
 def test_the_batches_a_shard_submitted_go_with_its_answers(tmp_path):

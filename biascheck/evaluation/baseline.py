@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -33,6 +33,9 @@ from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.version import VERSION
+from biascheck.records._json import freeze, thaw
+from biascheck.records.baseline import BaselineRecord, BaselineVerdict
+from biascheck.records.run import CaseRecord, Metrics, RunRecord
 from biascheck.suite import ALLOW_MISSING_DATA, missing_data_summary
 
 BASELINE_SCHEMA = "biascheck.baseline/1"
@@ -79,84 +82,104 @@ def _judge(judge: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"model": judge["model"], "params": dict(judge["params"])} if judge else None
 
 
-def from_results(results: Mapping[str, Any], *, git: str | None = None) -> dict[str, Any]:
-    """The baseline document of one suite's ``results.json`` (without its digest)."""
-    suite = results["suite"]
-    benchmark = get_benchmark(suite["benchmark"])
-    columns = list(benchmark.record_columns)
-    rows = [[case[c] for c in columns] for case in sorted(results["cases"], key=lambda c: c["case_id"])]
-    metrics = results["metrics"]
-    return {
-        "schema": BASELINE_SCHEMA,
-        "tool": {"name": "biascheck", "version": VERSION},
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "git_commit": git,
-        "suite": {
-            "name": suite["name"],
-            "benchmark": suite["benchmark"],
-            "fingerprint": dict(suite["fingerprint"]),
-            # A baseline of a run without some categories says so: the categories, and that the gap was accepted.
-            "skipped_categories": dict(suite["skipped_categories"]),
-            **{key: suite[key] for key in ("missing_data_allowed", "categories_total") if key in suite},
-        },
+def from_results(run: RunRecord, *, git: str | None = None) -> BaselineRecord:
+    """The baseline of one suite's run (its digest is computed when it is written)."""
+    suite, model, metrics = run.suite, run.model, run.metrics
+    benchmark = get_benchmark(suite.benchmark)
+    columns = tuple(benchmark.record_columns)
+    rows = tuple(tuple(case_columns(case, columns)) for case in sorted(run.cases, key=lambda c: c.case_id))
+    suite_json: dict[str, Any] = {
+        "name": suite.name,
+        "benchmark": suite.benchmark,
+        "fingerprint": suite.fingerprint,
+        # A baseline of a run without some categories says so: the categories, and that the gap was accepted.
+        "skipped_categories": suite.skipped_categories,
+    }
+    if suite.missing_data_allowed is not None:
+        suite_json["missing_data_allowed"] = suite.missing_data_allowed
+    if suite.categories_total is not None:
+        suite_json["categories_total"] = suite.categories_total
+    return BaselineRecord(
+        tool=freeze({"name": "biascheck", "version": VERSION}),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        git_commit=git,
+        suite=freeze(suite_json),
         # No api_base: a loopback port or an internal host name is not part of what was measured.
-        "model": {
-            "model": results["model"]["model"],
-            "revision": results["model"].get("revision"),
-            "params": dict(results["model"]["params"]),
-            "judge": _judge(results["model"].get("judge")),
-            "estimator": results["run"].get("estimator"),
-            **({"served": results["model"]["served"]} if results["model"].get("served") else {}),
-        },
-        "bootstrap": dict(metrics["bootstrap"]),
-        # The suite's [regression] settings, which biascheck diff then takes from the baseline, not the candidate.
-        "regression": dict(suite["regression"]),
-        # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
-        "scoring": {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else dict(results.get("scoring") or {}),
+        model=freeze(
+            {
+                "model": model.model,
+                "revision": model.revision,
+                "params": model.params,
+                "judge": _judge(model.judge),
+                "estimator": run.run.estimator,
+                **({"served": model.served} if model.served else {}),
+            }
+        ),
+        bootstrap=freeze(metrics.rest["bootstrap"]),
         # Only what a comparison checks: a metric never gated is not a function of the kept rows.
-        "metrics": {
-            "overall": _gated(benchmark, metrics["overall"]),
-            "by_category": {c: _gated(benchmark, t) for c, t in metrics["by_category"].items()},
-        },
+        metrics=Metrics(tuple(v for v in metrics.values if v.group in ("overall", "category") and _gated(benchmark, v.metric)), BASELINE_GROUPS),
+        columns=columns,
+        rows=rows,
+        digest="",
+        # The suite's [regression] settings, which biascheck diff then takes from the baseline, not the candidate.
+        regression=suite.regression,
+        # How units were scored, where the benchmark has a setting for it (HBB's flag threshold, BBG's unscorable).
+        scoring=freeze(scoring_of(run)),
         # The run's threshold verdicts as it reached them: biascheck history marks a release from
         # these, never by judging its values against thresholds edited since.
-        "verdicts": [_verdict(v) for v in results["verdicts"]],
-        "cases": {"columns": columns, "rows": rows},
-    }
+        verdicts=tuple(BaselineVerdict(v.metric, v.scope, v.threshold, v.passed, v.gated) for v in run.verdicts),
+        key_order=_BASELINE_ORDER,
+    )
 
 
-def _verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "metric": verdict["metric"],
-        "scope": verdict["scope"],
-        "threshold": dict(verdict["threshold"]),
-        "passed": verdict["passed"],
-        **({"gated": False} if verdict.get("gated") is False else {}),
-    }
+# A new baseline's keys, in the order its file has always had them (the digest is added last).
+_BASELINE_ORDER = (
+    "schema", "tool", "created_at", "git_commit", "suite", "model", "bootstrap", "regression", "scoring", "metrics", "verdicts", "cases",
+)  # fmt: skip
+BASELINE_GROUPS = ("overall", "by_category")
 
 
-def _gated(benchmark, table: Mapping[str, Any]) -> dict[str, Any]:
+def scoring_of(run: RunRecord | BaselineRecord) -> dict[str, Any]:
+    """How a run scored its units (HBB: the flag threshold; BBG: its unscorable convention and
+    calibration), as a baseline records it."""
+    if isinstance(run, BaselineRecord):
+        return thaw(run.scoring) if run.scoring else {}
+    threshold = run.metrics.rest.get("flag_threshold")
+    if "flag_threshold" in run.metrics.rest:
+        return {"flag_threshold": threshold}
+    return thaw(run.scoring) if run.scoring else {}
+
+
+def case_columns(case: CaseRecord, columns: Sequence[str]) -> list[Any]:
+    """A case's values of a benchmark's record columns (a baseline row; a comparison's unit)."""
+    return [getattr(case, column) if column in _CASE_FIELDS else case.fields[column] for column in columns]
+
+
+_CASE_FIELDS = frozenset(CaseRecord._KEYS)
+
+
+def _gated(benchmark: Any, metric: str) -> bool:
     defs = benchmark.metric_defs
-    return {name: value for name, value in table.items() if name not in defs or defs[name].gated}
+    return metric not in defs or defs[metric].gated
 
 
-def refuse_reason(results: Mapping[str, Any]) -> str | None:
+def refuse_reason(results: RunRecord) -> str | None:
     """Why this run must not become a baseline, or None. A baseline is the whole suite, answered."""
-    run, suite = results["run"], results["suite"]
-    if run.get("shard"):
-        return f"it is shard {run['shard']} of the suite: merge the shards' stores (biascheck store merge) and run the whole suite"
-    if not run["complete"]:
-        return f"the run is incomplete ({run['incomplete_reason']})"
-    if run["case_errors"]:
-        return f"{run['case_errors']} case(s) errored after retries"
-    if suite["skipped_categories"] and suite.get("missing_data_allowed") is False:
+    run, suite = results.run, results.suite
+    if run.shard:
+        return f"it is shard {run.shard} of the suite: merge the shards' stores (biascheck store merge) and run the whole suite"
+    if not run.complete:
+        return f"the run is incomplete ({run.incomplete_reason})"
+    if run.case_errors:
+        return f"{run.case_errors} case(s) errored after retries"
+    if suite.skipped_categories and suite.missing_data_allowed is False:
         return (
-            f"{missing_data_summary(suite['skipped_categories'], suite.get('categories_total'))}; a baseline of part of the suite is "
+            f"{missing_data_summary(suite.skipped_categories, suite.categories_total)}; a baseline of part of the suite is "
             f"recorded only with {ALLOW_MISSING_DATA}, and then says so"
         )
-    if run["cases"] != suite["cases_total"]:
+    if run.cases != suite.cases_total:
         return (
-            f"only {run['cases']} of the suite's {suite['cases_total']} cases were selected (-k, node ids or a "
+            f"only {run.cases} of the suite's {suite.cases_total} cases were selected (-k, node ids or a "
             "deselected category); a baseline must cover the whole suite: run it without a selection"
         )
     return None
@@ -188,24 +211,30 @@ def _leaf(value: dict | list) -> bool:
     )
 
 
-def dumps(document: Mapping[str, Any]) -> str:
-    """The file text: a pretty header, one metric and one case row per line (reviewable diffs)."""
+def dumps(baseline: BaselineRecord) -> str:
+    """The file text (the record's serialization, its digest computed over the rest): a pretty
+    header, one metric and one case row per line (reviewable diffs)."""
+    return document_text({key: value for key, value in baseline.to_json().items() if key != "digest"})
+
+
+def document_text(document: Mapping[str, Any]) -> str:
+    """A baseline document's file text, its digest added last (:func:`dumps`)."""
     return _pretty({**document, "digest": _digest(document)}) + "\n"
 
 
-def write(document: Mapping[str, Any], path: Path) -> None:
+def write(baseline: BaselineRecord, path: Path) -> None:
     from biascheck.core.files import atomic_write_text
 
-    atomic_write_text(path, dumps(document))
+    atomic_write_text(path, dumps(baseline))
 
 
-def replace(document: Mapping[str, Any], path: Path) -> Path | None:
-    """Write ``document`` to ``path``, first keeping the baseline it replaces (if any) as
+def replace(baseline: BaselineRecord, path: Path) -> Path | None:
+    """Write ``baseline`` to ``path``, first keeping the baseline it replaces (if any) as
     ``history/<revision>.json`` beside it: the release history. Returns where the replaced file
     went, None when there was none. Both writes are atomic and the old file is copied before it is
     replaced, so a write that fails or is killed at any point loses no file."""
     kept = keep_replaced(path) if path.exists() else None
-    write(document, path)
+    write(baseline, path)
     return kept
 
 
@@ -256,13 +285,13 @@ def _identity(text: bytes) -> tuple[str | None, str | None]:
 # --- reading -----------------------------------------------------------------------------------
 
 
-def releases(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+def releases(folder: Path) -> list[tuple[Path, BaselineRecord]]:
     """A suite's baselines by release: each ``*.json`` in ``folder`` (``baselines/<suite>/``) and in
     its ``history/``, loaded and checked (:func:`load`), oldest first by the time each was
     recorded (``created_at``); of two made in the same second, the one in use is the later."""
     current, kept = sorted(folder.glob("*.json")), sorted((folder / HISTORY).glob("*.json"))
     loaded = [(path, load(path), path in current) for path in current + kept if path.is_file()]
-    return [(path, document) for path, document, _ in sorted(loaded, key=lambda item: (_moment(item[1]["created_at"]), item[2], str(item[0])))]
+    return [(path, baseline) for path, baseline, _ in sorted(loaded, key=lambda item: (_moment(item[1].created_at), item[2], str(item[0])))]
 
 
 def _moment(text: str) -> datetime:
@@ -295,7 +324,7 @@ def _field(path) -> str:
     return out or "(top level)"
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> BaselineRecord:
     """Read and check a baseline; every problem is a :class:`BiascheckError` naming the field."""
     where = str(path)
     try:
@@ -338,7 +367,7 @@ def load(path: Path) -> dict[str, Any]:
     _check_metrics(where, document)
     if document["digest"] != _digest(document):
         raise BiascheckError(where, "digest", "the contents do not match the digest: the file was edited after it was written", FIX_RECREATE)
-    return document
+    return BaselineRecord.from_json(document, where)
 
 
 def _reject_number(where: str, name: str):
@@ -373,7 +402,10 @@ def _check_rows(where: str, document: Mapping[str, Any]) -> None:
 def _check_metrics(where: str, document: Mapping[str, Any]) -> None:
     """The stored point estimates must be what the stored outcomes give: catches hand edits early,
     and names the field, which a digest alone cannot."""
-    records = ComparisonUnits.from_document(document)
+    cases = document["cases"]
+    records = ComparisonUnits.of_rows(
+        document["suite"]["benchmark"], [dict(zip(cases["columns"], row)) for row in cases["rows"]], document.get("scoring")
+    )
     benchmark = get_benchmark(document["suite"]["benchmark"])
     defs = metric_defs_for(benchmark, document.get("scoring"))
     scopes = [("overall", records.counts(None), document["metrics"]["overall"])]
@@ -440,15 +472,17 @@ class ComparisonUnits:
     cells: np.ndarray | None = None
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> ComparisonUnits:
-        """From a baseline document, or a ``results.json`` (whose cases carry the same columns)."""
-        benchmark = get_benchmark(document["suite"]["benchmark"])
-        cases = document["cases"]
-        if isinstance(cases, dict):  # a baseline: columns + rows
-            records = [dict(zip(cases["columns"], row)) for row in cases["rows"]]
-        else:  # results.json: a list of case objects
-            records = list(cases)
-        return cls(**benchmark.comparison_units(records, scoring=document.get("scoring") or {}))
+    def of_rows(cls, benchmark: str, records: Sequence[Mapping[str, Any]], scoring: Mapping[str, Any] | None) -> ComparisonUnits:
+        """From a benchmark's case records (at least its record columns), scored as ``scoring`` says."""
+        return cls(**get_benchmark(benchmark).comparison_units(records, scoring=scoring or {}))
+
+    @classmethod
+    def of(cls, side: RunRecord | BaselineRecord, scoring: Mapping[str, Any] | None) -> ComparisonUnits:
+        """The units of a run or a baseline, read from the record."""
+        if isinstance(side, BaselineRecord):
+            return cls.of_rows(side.benchmark, [dict(zip(side.columns, row)) for row in side.rows], scoring)
+        columns = tuple(get_benchmark(side.suite.benchmark).record_columns)
+        return cls.of_rows(side.suite.benchmark, [dict(zip(columns, case_columns(case, columns))) for case in side.cases], scoring)
 
     def counts(self, category: str | None) -> np.ndarray:
         """The summed vector of all units (``None``) or of one category."""

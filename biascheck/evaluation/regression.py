@@ -45,7 +45,7 @@ from biascheck.benchmarks.base import get_benchmark, metric_defs_for
 from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
-from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differences
+from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differences, scoring_of
 from biascheck.metrics.bootstrap import cluster_bootstrap_many
 from biascheck.metrics.core import number
 from biascheck.metrics.paired import (
@@ -59,8 +59,14 @@ from biascheck.metrics.paired import (
     paired_case_bootstrap,
     worsening_bounds,
 )
-from biascheck.records.comparison import Check, on_inconclusive
+from biascheck.records.baseline import BaselineRecord
+from biascheck.records.comparison import Check, Comparison, on_inconclusive
+from biascheck.records.run import CaseRecord, RunRecord
 from biascheck.suite import missing_data_summary
+
+# What compare() tests: a run, or a recorded release (a baseline: biascheck history tests each
+# release against the one before it).
+Candidate = RunRecord | BaselineRecord
 
 COMPARISON_SCHEMA = "biascheck.comparison/2"
 OVERALL = "overall"
@@ -97,10 +103,10 @@ class CompareSettings:
         }
 
 
-def on_inconclusive_of(comparison: Mapping[str, Any]) -> str:
-    """What a comparison document's inconclusive checks do to the gate (see
+def on_inconclusive_of(comparison: Comparison | Mapping[str, Any]) -> str:
+    """What a comparison's inconclusive checks do to the gate (see
     :func:`biascheck.records.comparison.on_inconclusive`)."""
-    return on_inconclusive(comparison.get("settings"))
+    return on_inconclusive(comparison.settings if isinstance(comparison, Comparison) else comparison.get("settings"))
 
 
 def resolve_text(check: Check) -> str:
@@ -143,7 +149,7 @@ def resolve_rules(
 
 
 def settings_from(
-    results: Mapping[str, Any],
+    results: Candidate,
     command_line: Sequence[Rule] = (),
     *,
     regression: Mapping[str, Any] | None = None,
@@ -160,12 +166,12 @@ def settings_from(
     it is tested (``biascheck diff`` passes its baseline's or suite's). The table's values were
     held to suite.toml's bounds when its file was read. ``rules_where``: how the caller names the
     command-line rules, for an error about one."""
-    suite = results["suite"]
     if regression is None:
-        regression, where = suite["regression"], suite.get("manifest") or candidate  # manifest: optional
+        assert isinstance(results, RunRecord), "a baseline as the candidate is tested with the table given"
+        regression, where = results.suite.regression, results.suite.manifest or candidate  # manifest: optional
     where = where or candidate
-    benchmark = suite["benchmark"]
-    defs = metric_defs_for(get_benchmark(benchmark), _scoring(results))
+    benchmark = _benchmark(results)
+    defs = metric_defs_for(get_benchmark(benchmark), scoring_of(results))
     manifest_rules = {}
     for text in regression["rules"]:
         rule = Rule.parse_option(text, where=f"{where}: regression.margins")
@@ -173,7 +179,7 @@ def settings_from(
             raise BiascheckError(where, f"regression.rules: {text}", f"{benchmark} has no metric {rule.metric!r}", f"use one of: {', '.join(defs)}")
         manifest_rules[rule.metric] = Rule(rule.metric, rule.margin, rule.relative, rule.sign, "manifest")
     # The metrics gated overall, as the plugin's regression items are (category-only gates aside).
-    gated = list(dict.fromkeys(v["metric"] for v in results["verdicts"] if v["scope"] == OVERALL))
+    gated = list(dict.fromkeys(v.metric for v in results.verdicts or () if v.scope == OVERALL))
     for metric in gated:
         if metric not in defs:
             raise BiascheckError(candidate, "verdicts", f"{benchmark} has no metric {metric!r}", "regenerate the file with biascheck")
@@ -244,10 +250,10 @@ def _cluster_matrix(units: ComparisonUnits, index: np.ndarray, cluster_codes: np
     return out
 
 
-def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, allow_mismatch: bool, path: str) -> list[str]:
-    """Refuse a baseline of another suite, or (unless allowed) one whose fingerprint differs; return
-    the fingerprint parts that differ. ``suite`` holds ``name``, ``benchmark`` and ``fingerprint``."""
-    b_suite = baseline["suite"]
+def check_comparable(b_suite: Mapping[str, Any], suite: Mapping[str, Any], *, allow_mismatch: bool, path: str) -> list[str]:
+    """Refuse a baseline (``b_suite``: its suite) of another suite, or (unless allowed) one whose
+    fingerprint differs; return the fingerprint parts that differ. Each suite holds ``name``,
+    ``benchmark`` and ``fingerprint``."""
     if b_suite["name"] != suite["name"] or b_suite["benchmark"] != suite["benchmark"]:
         raise BiascheckError(
             path,
@@ -282,11 +288,11 @@ def check_comparable(baseline: Mapping[str, Any], suite: Mapping[str, Any], *, a
     return differences
 
 
-def check_same_answer_mode(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, path: str) -> None:
+def check_same_answer_mode(baseline: BaselineRecord, candidate: Candidate, *, path: str) -> None:
     """Refuse to compare runs answered in different ways (QA's answer modes, HBB's estimators):
     a reply parsed, a log-likelihood arg max and a first-token reading of one model differ by
     construction, as sampled and log-probability P(a) do, whatever the model did."""
-    mode = {"baseline": baseline["model"].get("estimator"), "this run": candidate.get("run", {}).get("estimator")}
+    mode = {"baseline": baseline.model.get("estimator"), "this run": _estimator(candidate)}
     if mode["baseline"] != mode["this run"]:
         shown = {side: value or "generation (the default)" for side, value in mode.items()}
         raise BiascheckError(
@@ -298,30 +304,31 @@ def check_same_answer_mode(baseline: Mapping[str, Any], candidate: Mapping[str, 
 
 
 def compare(
-    baseline: Mapping[str, Any],
-    candidate: Mapping[str, Any],
+    baseline: BaselineRecord,
+    candidate: Candidate,
     settings: CompareSettings,
     *,
     baseline_path: str,
     prompts: Mapping[str, str] | None = None,
     baseline_answers: Mapping[str, str | None] | None = None,
-) -> dict[str, Any]:
-    """The comparison document (``biascheck.comparison/2``) of a candidate ``results.json`` document
-    with a loaded baseline. Raises :class:`BiascheckError` when they are not comparable.
-    ``prompts``: case id -> the prompt's text; ``baseline_answers``: case id -> the baseline's raw
-    reply (a baseline file keeps none; a run's results.json does): both for the flips only. Every
-    flip is in the document (:func:`flip_list`); comparison.json keeps its counts and examples,
-    and the file beside it every flip (:func:`split_flips`)."""
-    c_suite = candidate["suite"]
-    differences = check_comparable(baseline, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
+) -> Comparison:
+    """The comparison (``biascheck.comparison/2``) of a candidate run (or a recorded release) with
+    a loaded baseline. Raises :class:`BiascheckError` when they are not comparable. ``prompts``:
+    case id -> the prompt's text; ``baseline_answers``: case id -> the baseline's raw reply (a
+    baseline file keeps none; a run's results.json does): both for the flips only. Every flip is
+    in ``flips.every``; comparison.json keeps its counts and examples, and the file beside it
+    (flips.jsonl, written by :func:`biascheck.reporting.write.write_reports`) every flip."""
+    c_suite = _suite_identity(candidate)
+    differences = check_comparable(baseline.suite, c_suite, allow_mismatch=settings.allow_fingerprint_mismatch, path=baseline_path)
     check_same_answer_mode(baseline, candidate, path=baseline_path)
 
     benchmark = get_benchmark(c_suite["benchmark"])
     # Both sides scored as the candidate was (the fingerprint check refused another scoring): a
     # BBG judge calibration is applied to baseline and candidate alike.
-    defs = metric_defs_for(benchmark, _scoring(candidate))
-    base = ComparisonUnits.from_document({**baseline, "scoring": baseline.get("scoring") or _scoring(candidate)})
-    cand = ComparisonUnits.from_document({**candidate, "scoring": _scoring(candidate)})
+    scoring = scoring_of(candidate)
+    defs = metric_defs_for(benchmark, scoring)
+    base = ComparisonUnits.of(baseline, scoring_of(baseline) or scoring)
+    cand = ComparisonUnits.of(candidate, scoring)
     base_index = {uid: i for i, uid in enumerate(base.ids)}
     pairs = [(base_index[uid], j) for j, uid in enumerate(cand.ids) if uid in base_index]
     if not pairs:
@@ -337,11 +344,11 @@ def compare(
     warnings = _warnings(baseline, candidate, len(base.ids), len(cand.ids), len(pairs), differences)
     # Errored cases leave every metric but error_ratio: a comparison without them is no evidence.
     candidate_errors = sum(cand.outcomes[j] == "error" for j in ci)
-    complete = candidate.get("run", {}).get("complete", True)
+    complete = candidate.run.complete if isinstance(candidate, RunRecord) else True
     if candidate_errors:
         warnings.append(f"{candidate_errors} of the compared cases errored in the candidate run: the comparison cannot pass")
-    if not complete:
-        warnings.append(f"the candidate run is incomplete ({candidate['run'].get('incomplete_reason')}): the comparison cannot pass")
+    if isinstance(candidate, RunRecord) and not complete:
+        warnings.append(f"the candidate run is incomplete ({candidate.run.incomplete_reason}): the comparison cannot pass")
     categories = sorted({cand.categories[j] for j in ci})
     checks: list[_Check] = []
     for scope in [OVERALL, *categories]:
@@ -402,21 +409,23 @@ def compare(
     for check in checks:
         _decide(check, settings, family_size)
 
-    flips = _flips(base, cand, bi, ci, checks, candidate, prompts, baseline_answers, settings.flip_limit)
+    cases = candidate.cases if isinstance(candidate, RunRecord) else ()
+    flips, every = _flips(base, cand, bi, ci, checks, cases, prompts, baseline_answers, settings.flip_limit)
     regressed = any(c.verdict == "regressed" for c in checks)
     unresolved = any(c.verdict in ("inconclusive", "not compared") for c in checks)
-    return {
+    c_model = _model(candidate)
+    document = {
         "schema": COMPARISON_SCHEMA,
         "suite": {"name": c_suite["name"], "benchmark": c_suite["benchmark"]},
         "baseline": {
             "path": baseline_path,
-            "model": baseline["model"]["model"],
-            "params": baseline["model"]["params"],
-            "created_at": baseline["created_at"],
-            "git_commit": baseline["git_commit"],
-            "tool_version": baseline["tool"]["version"],
+            "model": baseline.model_name,
+            "params": baseline.model["params"],
+            "created_at": baseline.created_at,
+            "git_commit": baseline.git_commit,
+            "tool_version": baseline.tool["version"],
         },
-        "candidate": {"model": candidate["model"]["model"], "params": candidate["model"]["params"]},
+        "candidate": {"model": c_model["model"], "params": c_model["params"]},
         "fingerprint": {"equal": not differences, "differences": differences, "allowed": bool(differences)},
         "warnings": warnings,
         "cases": {"baseline": len(base.ids), "candidate": len(cand.ids), "common": len(pairs)},
@@ -427,6 +436,38 @@ def compare(
         "passed": not regressed and not (settings.fail_inconclusive and unresolved) and not candidate_errors and complete,
         "flips": flips,
     }
+    # Read as comparison.json is read: the record a file of this document gives.
+    return Comparison.from_json(document, "comparison", every, "comparison")
+
+
+def _suite_identity(side: Candidate) -> dict[str, Any]:
+    """What check_comparable reads of the candidate's suite: name, benchmark and fingerprint."""
+    if isinstance(side, BaselineRecord):
+        return {"name": side.suite_name, "benchmark": side.benchmark, "fingerprint": side.suite["fingerprint"]}
+    return {"name": side.suite.name, "benchmark": side.suite.benchmark, "fingerprint": side.suite.fingerprint}
+
+
+def _benchmark(side: Candidate) -> str:
+    return side.benchmark if isinstance(side, BaselineRecord) else side.suite.benchmark
+
+
+def _estimator(side: Candidate) -> str | None:
+    return side.model.get("estimator") if isinstance(side, BaselineRecord) else side.run.estimator
+
+
+def _model(side: Candidate) -> Mapping[str, Any]:
+    """The model as the comparison's warnings read it: model, params, revision, served."""
+    if isinstance(side, BaselineRecord):
+        return side.model
+    model = side.model
+    return {"model": model.model, "params": model.params, "revision": model.revision, "served": model.served}
+
+
+def _skipped(side: Candidate) -> tuple[Mapping[str, str], int | None]:
+    """(the categories a side ran without, its categories in all)."""
+    if isinstance(side, BaselineRecord):
+        return side.suite.get("skipped_categories") or {}, side.suite.get("categories_total")
+    return side.suite.skipped_categories, side.suite.categories_total
 
 
 def resampled_functions(defs: Mapping[str, Any], metrics: Iterable[str], seed: int) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
@@ -442,19 +483,20 @@ def resampled_functions(defs: Mapping[str, Any], metrics: Iterable[str], seed: i
     return out
 
 
-def _warnings(baseline, candidate, n_base: int, n_cand: int, n_common: int, differences: list[str]) -> list[str]:
+def _warnings(baseline: BaselineRecord, candidate: Candidate, n_base: int, n_cand: int, n_common: int, differences: list[str]) -> list[str]:
     out = []
     if differences:
         out.append(f"suite fingerprint differs ({', '.join(differences)}); compared on the {n_common} cases both share, as allowed")
-    for side, suite in (("the baseline", baseline["suite"]), ("this run", candidate["suite"])):
-        if suite.get("skipped_categories"):
-            out.append(f"{side} ran without some categories: {missing_data_summary(suite['skipped_categories'], suite.get('categories_total'))}")
-    b_params, c_params = baseline["model"]["params"], candidate["model"]["params"]
+    for side, record in (("the baseline", baseline), ("this run", candidate)):
+        skipped, total = _skipped(record)
+        if skipped:
+            out.append(f"{side} ran without some categories: {missing_data_summary(skipped, total)}")
+    b_params, c_params = baseline.model["params"], _model(candidate)["params"]
     changed = sorted(set(b_params) | set(c_params))
     changed = [k for k in changed if b_params.get(k) != c_params.get(k)]
     if changed:
         out.append("sampling parameters differ: " + ", ".join(f"{k} {b_params.get(k, 'unset')} -> {c_params.get(k, 'unset')}" for k in changed))
-    out += _identity_warnings(baseline["model"], candidate["model"])
+    out += _identity_warnings(baseline.model, _model(candidate))
     if n_common < n_cand:
         out.append(f"{n_cand - n_common} of the candidate's {n_cand} cases are not in the baseline and are not compared")
     if n_common < n_base:
@@ -642,9 +684,6 @@ def _check_json(check: _Check) -> dict[str, Any]:
 
 
 FLIPS_FILE = "flips.jsonl"
-# Where a comparison document keeps every flip while it is in memory (:func:`flip_list`); the report
-# writer puts them in FLIPS_FILE beside comparison.json (:func:`split_flips`), never in it.
-_ALL_FLIPS = "all"
 
 FlipGroup = tuple[str, str]  # (category, "<baseline> -> <candidate>")
 
@@ -655,14 +694,14 @@ def _flips(
     bi: np.ndarray,
     ci: np.ndarray,
     checks: Sequence[_Check],
-    candidate: Mapping[str, Any],
+    cases: Sequence[CaseRecord],
     prompts: Mapping[str, str] | None,
     baseline_answers: Mapping[str, str | None] | None,
     limit: int,
-) -> dict[str, Any]:
-    """Units whose outcome changed: counted by category and direction, every one of them kept
-    (:func:`flip_list`), and up to ``limit`` examples chosen across what regressed first
-    (:func:`choose_examples`)."""
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the flips as comparison.json counts them, with up to ``limit`` examples chosen across what
+    regressed first (:func:`choose_examples`); every flip): the units whose outcome changed.
+    ``cases``: the candidate's (none for a recorded release), for the flips' prompts and replies."""
     rank = {o: k for k, o in enumerate(_FLIP_ORDER)}
     changed = [(i, j) for i, j in zip(bi.tolist(), ci.tolist()) if base.outcomes[i] != cand.outcomes[j]]
     changed.sort(key=lambda p: (cand.categories[p[1]], rank.get(cand.outcomes[p[1]], 99), base.outcomes[p[0]], cand.ids[p[1]]))
@@ -675,8 +714,8 @@ def _flips(
         by_transition[transition] = by_transition.get(transition, 0) + len(members)
         by_category.setdefault(category, {})[transition] = len(members)
     picked = choose_examples(groups, _worse_transitions(checks, base, cand, changed, groups), limit)
-    every = _flip_records(changed, base, cand, candidate, prompts, baseline_answers)
-    return {
+    every = _flip_records(changed, base, cand, cases, prompts, baseline_answers)
+    counts = {
         "total": len(changed),
         "by_transition": _by_count(by_transition),
         "by_category": {category: _by_count(counts) for category, counts in sorted(by_category.items())},
@@ -684,8 +723,8 @@ def _flips(
         "limit": limit,
         "shown": len(picked),
         "file": None,  # set by the report writer, which puts every flip in FLIPS_FILE
-        _ALL_FLIPS: every,
     }
+    return counts, every
 
 
 def _by_count(counts: Mapping[str, int]) -> dict[str, int]:
@@ -756,57 +795,43 @@ def _flip_records(
     changed: Sequence[tuple[int, int]],
     base: ComparisonUnits,
     cand: ComparisonUnits,
-    candidate: Mapping[str, Any],
+    cases: Sequence[CaseRecord],
     prompts: Mapping[str, str] | None,
     baseline_answers: Mapping[str, str | None] | None,
 ) -> list[dict[str, Any]]:
     """Every flip as the report shows it: outcomes, the prompt (id, and its text when the run has
     it), the options shown, the candidate's reply and the baseline's (a baseline file keeps none)."""
     ids = {cand.ids[j] for _, j in changed}
-    cases = {c["case_id"]: c for c in candidate["cases"] if c["case_id"] in ids}
-    roles = _qa_options(candidate["cases"]) if ids else {}
+    by_id = {c.case_id: c for c in cases if c.case_id in ids}
+    roles = _qa_options(cases) if ids else {}
     out = []
     for i, j in changed:
         uid = cand.ids[j]
-        case = cases.get(uid, {})
-        flip = {
+        case = by_id.get(uid)
+        flip: dict[str, Any] = {
             "case_id": uid,
             "category": cand.categories[j],
             "context_type": cand.kinds[j],
             "baseline": base.outcomes[i],
             "candidate": cand.outcomes[j],
-            "prompt": case.get("prompt_id"),
-            "answer": case.get("raw"),
+            "prompt": case.prompt_id if case else None,
+            "answer": case.raw if case else None,
             "baseline_answer": baseline_answers.get(uid) if baseline_answers else None,
             **_flip_options(roles.get(uid, {}), cand.kinds[j], base.outcomes[i], cand.outcomes[j]),
         }
-        if isinstance(case.get("choices"), list):
-            flip["options"] = list(case["choices"])
+        if case is not None and case.choices is not None:
+            flip["options"] = list(case.choices)
         if prompts and prompts.get(uid) is not None:
             flip["prompt_text"] = prompts[uid]
         out.append(flip)
     return out
 
 
-def flip_list(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every flip of a comparison document as :func:`compare` returned it (a comparison.json read
-    back has its examples only: the rest are in its ``flips.file``)."""
-    flips = comparison["flips"]
-    return list(flips.get(_ALL_FLIPS, flips["examples"]))
-
-
-def split_flips(comparison: Mapping[str, Any], file: str = FLIPS_FILE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(comparison.json's document, every flip for ``file`` beside it): the document names the
-    file and keeps the counts and examples."""
-    flips = {key: value for key, value in comparison["flips"].items() if key != _ALL_FLIPS}
-    return {**comparison, "flips": {**flips, "file": file}}, flip_list(comparison)
-
-
 _QA_CLASSES = ("unknown", "biased", "counter")
 _CORRECT_CLASS = {"amb": "unknown", "dis-biased": "biased", "dis-counter": "counter"}
 
 
-def _qa_options(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+def _qa_options(cases: Sequence[CaseRecord]) -> dict[str, dict[str, str]]:
     """case id -> {answer class: option text} for multiple-choice cases, as far as the run shows it.
 
     results.json does not record the truth itself, only each answer's class. But an item's biased
@@ -814,33 +839,33 @@ def _qa_options(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]
     prompt's "unknown" wording is in every case it renders; so one answered case of an item, or a
     prompt whose cases share just one option, names options for its siblings too. Classes the run
     does not show stay missing rather than guessed."""
-    qa = [c for c in cases if isinstance(c.get("choices"), list) and len(c["choices"]) == 3 == len(set(c["choices"]))]
-    by_sample: dict[str | None, dict[str, str]] = {}  # None: a case without a sample id / prompt id
-    unknown_by_prompt: dict[str | None, str] = {}
-    shared_by_prompt: dict[str | None, set[str]] = {}
-    for case in qa:
-        prompt = case.get("prompt_id")
-        shared_by_prompt[prompt] = shared_by_prompt.get(prompt, set(case["choices"])) & set(case["choices"])
-        if case.get("outcome") in _QA_CLASSES and case.get("answer") in case["choices"]:
-            if case["outcome"] == "unknown":
-                unknown_by_prompt[prompt] = case["answer"]
+    qa = [(c, c.choices) for c in cases if c.choices is not None and len(c.choices) == 3 == len(set(c.choices))]
+    by_sample: dict[str, dict[str, str]] = {}
+    unknown_by_prompt: dict[str, str] = {}
+    shared_by_prompt: dict[str, set[str]] = {}
+    for case, choices in qa:
+        prompt = case.prompt_id
+        shared_by_prompt[prompt] = shared_by_prompt.get(prompt, set(choices)) & set(choices)
+        if case.outcome in _QA_CLASSES and case.answer is not None and case.answer in choices:
+            if case.outcome == "unknown":
+                unknown_by_prompt[prompt] = case.answer
             else:
-                by_sample.setdefault(case.get("sample_id"), {})[case["outcome"]] = case["answer"]
+                by_sample.setdefault(case.sample_id, {})[case.outcome] = case.answer
     for prompt, shared in shared_by_prompt.items():
         if len(shared) == 1:  # the unknown wording is always shared, so a lone shared option is it
             unknown_by_prompt.setdefault(prompt, next(iter(shared)))
     out = {}
-    for case in qa:
-        known = dict(by_sample.get(case.get("sample_id"), {}))
-        if case.get("prompt_id") in unknown_by_prompt:
-            known["unknown"] = unknown_by_prompt[case["prompt_id"]]
-        roles = {cls: text for cls, text in known.items() if text in case["choices"]}
+    for case, choices in qa:
+        known = dict(by_sample.get(case.sample_id, {}))
+        if case.prompt_id in unknown_by_prompt:
+            known["unknown"] = unknown_by_prompt[case.prompt_id]
+        roles = {cls: text for cls, text in known.items() if text in choices}
         if len(set(roles.values())) != len(roles):  # inconsistent data: name nothing
             continue
         if len(roles) == 2:  # three options, three classes: the last is what remains
             (cls,) = set(_QA_CLASSES) - set(roles)
-            (roles[cls],) = set(case["choices"]) - set(roles.values())
-        out[case["case_id"]] = roles
+            (roles[cls],) = set(choices) - set(roles.values())
+        out[case.case_id] = roles
     return out
 
 
@@ -853,9 +878,3 @@ def _flip_options(roles: Mapping[str, str], kind: Any, baseline: str, candidate:
         "candidate_option": roles.get(candidate),
     }
     return {key: text for key, text in named.items() if text is not None}
-
-
-def _scoring(results: Mapping[str, Any]) -> dict[str, Any]:
-    """How a results document scored its units (HBB: the flag threshold), as a baseline records it."""
-    metrics = results.get("metrics") or {}
-    return {"flag_threshold": metrics["flag_threshold"]} if "flag_threshold" in metrics else (results.get("scoring") or {})

@@ -263,15 +263,15 @@ class RegressionItem(ScopedItem):
         check = state.check(self.suite_file, self.scope, self.name)
         if check is None:
             pytest.skip(f"no selected cases in {self.scope}")
-        self.user_properties.append(("biascheck_regression", check["explanation"]))
-        verdict = check["verdict"]
+        self.user_properties.append(("biascheck_regression", check.explanation))
+        verdict = check.verdict
         from biascheck.evaluation.regression import on_inconclusive_of  # numpy and the statistics: only when comparing
 
         strict = on_inconclusive_of(state.comparisons[self.suite_file.suite.name]) == "fail"
         if verdict == "regressed" or (strict and verdict in ("inconclusive", "not compared")):
-            raise BiascheckFailure(check["explanation"])
+            raise BiascheckFailure(check.explanation)
         if verdict == "not compared":
-            pytest.skip(check["explanation"])
+            pytest.skip(check.explanation)
         if verdict in ("inconclusive", "improved"):
             self.user_properties.append((STATUS_PROPERTY, verdict))
 

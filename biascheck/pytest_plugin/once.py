@@ -15,10 +15,14 @@ and :func:`restore` (first of the plugins' summaries) puts them back in their pl
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pytest
 
 from biascheck.pytest_plugin.state import session_state
+
+if TYPE_CHECKING:
+    from biascheck.records.comparison import Comparison
 
 _KEY = pytest.StashKey[list]()
 
@@ -30,13 +34,13 @@ def _shown_by_biascheck(report: pytest.TestReport, explanations: set[str]) -> bo
     return properties.get("biascheck_regression") in explanations
 
 
-def _printed_explanations(comparisons: Iterable[dict]) -> set[str]:
+def _printed_explanations(comparisons: Iterable[Comparison]) -> set[str]:
     """The regression explanations the comparison summary prints (render_comparison_terminal)."""
     return {
-        r["explanation"]
+        c.explanation
         for comparison in comparisons
-        for r in comparison["results"]
-        if r["verdict"] == "regressed" or (r["verdict"] == "inconclusive" and r["scope"] == "overall")
+        for c in comparison.checks
+        if c.verdict == "regressed" or (c.verdict == "inconclusive" and c.scope == "overall")
     }
 
 
@@ -44,7 +48,7 @@ def _printed_explanations(comparisons: Iterable[dict]) -> set[str]:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config):
     state = session_state(config)
     failed = terminalreporter.stats.get("failed")
-    if state is not None and state.checked is not None and state.checked.documents and failed:
+    if state is not None and state.checked is not None and state.checked.runs and failed:
         explanations = _printed_explanations(state.comparisons.values())
         config.stash[_KEY] = list(failed)
         failed[:] = [report for report in failed if not _shown_by_biascheck(report, explanations)]

@@ -15,9 +15,10 @@ import pytest
 from biascheck import options
 from biascheck.core.errors import BiascheckError
 from biascheck.options import BaselineOptions
-from biascheck.orchestration import Checked, Gate, Level, records_of
+from biascheck.orchestration import Checked, Gate, Level
 
 if TYPE_CHECKING:
+    from biascheck.records.comparison import Comparison
     from biascheck.session import RunConfig, RunResult
     from biascheck.suite import Suite
 
@@ -48,7 +49,7 @@ class BiascheckState:
         return self.gate.baseline
 
     @property
-    def comparisons(self) -> dict:
+    def comparisons(self) -> dict[str, Comparison]:
         return self.checked.comparisons if self.checked else {}
 
     @classmethod
@@ -114,9 +115,9 @@ class BiascheckState:
         comparison = self.comparisons.get(suite_file.suite.name)
         if comparison is None:
             return None
-        for result in comparison["results"]:
-            if result["scope"] == scope and result["metric"] == metric:
-                return result
+        for check in comparison.checks:
+            if check.scope == scope and check.metric == metric:
+                return check
         return None
 
     def outcome(self, suite_file, case_id: str):
@@ -234,7 +235,7 @@ class BiascheckState:
             return
         if self.stopped is not None:
             session.exitstatus = self.stopped
-        if self.checked is not None and self.checked.documents:
+        if self.checked is not None and self.checked.runs:
             self._tell(session, self.gate.publish(self.checked))
             if self.baseline.update:
                 self._update_baselines(session, self.checked)
@@ -286,7 +287,7 @@ class BiascheckState:
 
     def terminal_summary(self, terminalreporter) -> None:
         checked = self.checked
-        if checked is None or not checked.documents:
+        if checked is None or not checked.runs:
             return  # nothing was selected, or this is an xdist worker
         import os
 
@@ -294,8 +295,7 @@ class BiascheckState:
         from biascheck.reporting.decision import decisions
         from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
-        # records from the documents until the pipeline makes them
-        runs, records = records_of(checked)
+        runs, records = checked.runs, checked.comparisons
 
         # A CI log has no edge: unless it says its width (COLUMNS, which pytest reads), it gets a wide
         # summary rather than pytest's fallback of 80 columns, which wraps every table.

@@ -11,8 +11,6 @@ from biascheck.core import format as fmt
 from biascheck.core.format import Markdown, flips_anchor, md_fence, md_row, md_text, strong
 from biascheck.evaluation.regression import OVERALL, bounds_label, resolve_text
 from biascheck.records.comparison import Comparison, Flip, Flips
-from biascheck.reporting import document_views
-from biascheck.reporting.decision import accepts_documents
 
 MARK = {
     "regressed": strong("REGRESSED"),
@@ -35,7 +33,6 @@ def headline(comparison: Comparison) -> str:
     )
 
 
-@accepts_documents(document_views.unresolved_heading)
 def unresolved_heading(comparison: Comparison) -> str | None:
     """One line on the checks that could not be resolved and what they do to the gate (its
     ``on_inconclusive``); None when there are none."""
@@ -54,7 +51,6 @@ def unresolved_heading(comparison: Comparison) -> str | None:
     return f"{checks} inconclusive, passing (on_inconclusive = pass)"
 
 
-@accepts_documents(document_views.unresolved_lines)
 def unresolved_lines(comparison: Comparison) -> list[str]:
     """Per unresolved check: what it detects against its margin, and the suite size that would
     resolve it (``cases_to_resolve``, an estimate assuming the same spread per case)."""
@@ -115,7 +111,6 @@ def render_comparison_markdown(comparison: Comparison) -> str:
     return "\n".join(out + flips_markdown(comparison)) + "\n"
 
 
-@accepts_documents(document_views.evidence_anchor)
 def evidence_anchor(comparison: Comparison, scope: str) -> str:
     """Where a check of ``scope`` finds its flips: its category's examples, else all flips."""
     return flips_anchor(scope) if any(flip.category == scope for flip in comparison.flips.examples) else "flips"
@@ -142,7 +137,6 @@ def examples_by_category(flips: Flips) -> dict[str, list[Flip]]:
     return {c: shown for c, shown in grouped.items() if shown}
 
 
-@accepts_documents(document_views.examples_note)
 def examples_note(flips: Flips) -> str:
     """How the examples were chosen, and where every flip is."""
     total, shown, limit, file = flips.total, flips.shown, flips.limit, flips.file

@@ -1,20 +1,20 @@
-"""Reports: ``results.json`` (the machine-readable record, schema in the package) and ``report.md``,
-and what the other renderings (terminal, HTML) read from a run's record
-(:class:`~biascheck.records.run.RunRecord`). report.md, the terminal and the job summary are built
-from the record, which is read from the JSON document, so a pytest-xdist controller that only
-received the JSON renders exactly what a single process would (report.html still reads the
-document: :mod:`biascheck.reporting.document_views`). Numbers are formatted by :mod:`biascheck.core.format`.
+"""Reports: a run's records (:func:`build_results`: a :class:`~biascheck.records.run.RunRecord`
+per suite, whose serialization is ``results.json``, schema in the package), ``report.md``, and
+what the other renderings (terminal, HTML) read from a run. A pytest-xdist controller receives
+the records' serializations and reads them back into the same records, so it renders exactly what
+a single process would. Numbers are formatted by :mod:`biascheck.core.format`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of, registered_benchmarks
 from biascheck.core import format as fmt
@@ -25,14 +25,12 @@ from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.records.comparison import Comparison
 from biascheck.records.run import MetricValue, RunRecord, ThresholdVerdict
-from biascheck.reporting import document_views
-from biascheck.reporting.decision import FLIPS_FILES, Decision, accepts_documents, decide, scope_label
-from biascheck.reporting.document_views import failing as failing
-from biascheck.reporting.document_views import gated as gated
-from biascheck.reporting.document_views import missing_data_failed as missing_data_failed
-from biascheck.reporting.document_views import verdict_index as verdict_index
-from biascheck.reporting.samples import REPORT_PROMPTS, sampled_ids
+from biascheck.reporting.decision import FLIPS_FILES, Decision, decide, scope_label
+from biascheck.reporting.samples import sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
+
+if TYPE_CHECKING:
+    from biascheck.session import RunResult
 
 RESULTS_SCHEMA = "biascheck.results/1"
 
@@ -42,13 +40,18 @@ def _json_number(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def build_results(run) -> list[dict[str, Any]]:
-    """One results document per suite of the run. Each also holds, under :data:`REPORT_PROMPTS`,
-    the prompts of the cases report.html shows (:mod:`biascheck.reporting.samples`): not part of
-    results.json, which :func:`biascheck.reporting.write.write_reports` writes without them."""
+# The prompts of the cases report.html shows, by suite name: case id -> its messages as (role, content).
+Prompts = dict[str, dict[str, tuple[tuple[str, str], ...]]]
+
+
+def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
+    """(the record of each suite of the run, whose serialization is its results.json; the prompts
+    of the cases report.html shows, by suite name (:mod:`biascheck.reporting.samples`): not part
+    of results.json, they are passed to :func:`biascheck.reporting.write.write_reports` beside it)."""
     created = datetime.now(UTC).isoformat(timespec="seconds")
     stats = run.stats.to_dict()
-    documents = []
+    records: list[RunRecord] = []
+    prompts: Prompts = {}
     for result in run.suites:
         suite, manifest = result.suite, result.suite.manifest
         benchmark = suite.benchmark
@@ -59,94 +62,89 @@ def build_results(run) -> list[dict[str, Any]]:
         ]
         n_errors = sum(outcome.status == "error" for outcome in outcomes)
         shown = sampled_ids(cases)
-        prompts = {case.case_id: [[m.role, m.content] for m in case.messages] for case in result.cases if case.case_id in shown}
+        prompts[suite.name] = {case.case_id: tuple((m.role, m.content) for m in case.messages) for case in result.cases if case.case_id in shown}
         judge_stats = result.judge_stats.to_dict()
         own = result.stats.to_dict()  # this suite's calls; the run's refused parameters and batches are the run's
-        documents.append(
-            {
-                "schema": RESULTS_SCHEMA,
-                "tool": {"name": "biascheck", "version": VERSION},
-                "created_at": created,
-                "suite": {
-                    "name": suite.name,
-                    "benchmark": manifest.benchmark,
-                    "description": manifest.description,
-                    "language": manifest.language,
-                    # The benchmark's categories by their shared names, for the view across suites.
-                    "common_categories": common_categories(benchmark),
-                    "manifest": manifest.path.as_posix(),
-                    "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
-                    "prompts": [p.id for p in suite.prompts],
-                    "skipped_categories": dict(suite.skipped_categories),
-                    "missing_data_allowed": run.config.allow_missing_data,
-                    "categories_total": suite.categories_total,
-                    "cases_total": len(suite.cases),
-                    **({"data_quality": suite.data_quality} if suite.data_quality else {}),
-                    "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
-                    "regression": manifest.regression.to_dict(),
-                },
-                "model": {
-                    **run.config.model.to_dict(),
-                    "params": result.params,
-                    **_params_notes(stats, run.config.model.model),
-                    **({"served": result.served} if result.served else {}),
-                    **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {}),
-                },
-                "run": {
-                    "cases": len(result.cases),
-                    "case_errors": n_errors,
-                    "calls": own["calls"],
-                    "cache_hits": own["cache_hits"],
-                    "retries": own["retries"],
-                    "errors": own["errors"],
-                    # From the outcomes, not this run's calls: a run answered from the store counts them too.
-                    "filtered": sum(outcome.status == "filtered" for outcome in outcomes),
-                    "truncated": sum(outcome.truncated for outcome in outcomes),
-                    "not_run": own["not_run"],
-                    "cost_usd": round(own["cost_usd"], 10),
-                    "unpriced_calls": own["unpriced_calls"],
-                    "requests": own["requests"],
-                    "complete": run.incomplete is None,
-                    "incomplete_reason": run.incomplete,
-                    **({"shard": str(run.config.shard)} if run.config.shard else {}),
-                    **({"batches": dict(sorted(stats["batches"].items()))} if stats.get("batches") else {}),
-                    "estimator": result.estimator,
-                    "estimator_note": result.estimator_note,
-                    **(
-                        {"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"], "rejudge": run.config.rejudge}
-                        if result.judge
-                        else {}
-                    ),
-                },
-                **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
-                **({"scoring": dict(result.scoring)} if result.scoring else {}),
-                "metrics": result.metrics.to_json(),
-                "verdicts": [
-                    {
-                        "metric": v.metric,
-                        "scope": v.scope,
-                        "value": _json_number(v.value),
-                        "ci": [_json_number(v.ci[0]), _json_number(v.ci[1])],
-                        "n": v.n,
-                        "threshold": v.threshold.to_dict(),
-                        "passed": v.passed,
-                        "note": v.note,
-                        "mode": v.mode,
-                        "status": v.status,
-                    }
-                    for v in result.verdicts
-                ],
-                # Errored cases are missing evidence: the gate passes only with every case answered,
-                # and with every category's data unless the run accepted the gap.
-                "passed": result.passed
-                and run.incomplete is None
-                and n_errors == 0
-                and (not suite.skipped_categories or run.config.allow_missing_data),
-                "cases": cases,
-                REPORT_PROMPTS: prompts,
-            }
-        )
-    return documents
+        document = {
+            "schema": RESULTS_SCHEMA,
+            "tool": {"name": "biascheck", "version": VERSION},
+            "created_at": created,
+            "suite": {
+                "name": suite.name,
+                "benchmark": manifest.benchmark,
+                "description": manifest.description,
+                "language": manifest.language,
+                # The benchmark's categories by their shared names, for the view across suites.
+                "common_categories": common_categories(benchmark),
+                "manifest": manifest.path.as_posix(),
+                "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
+                "prompts": [p.id for p in suite.prompts],
+                "skipped_categories": dict(suite.skipped_categories),
+                "missing_data_allowed": run.config.allow_missing_data,
+                "categories_total": suite.categories_total,
+                "cases_total": len(suite.cases),
+                **({"data_quality": suite.data_quality} if suite.data_quality else {}),
+                "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
+                "regression": manifest.regression.to_dict(),
+            },
+            "model": {
+                **run.config.model.to_dict(),
+                "params": result.params,
+                **_params_notes(stats, run.config.model.model),
+                **({"served": result.served} if result.served else {}),
+                **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {}),
+            },
+            "run": {
+                "cases": len(result.cases),
+                "case_errors": n_errors,
+                "calls": own["calls"],
+                "cache_hits": own["cache_hits"],
+                "retries": own["retries"],
+                "errors": own["errors"],
+                # From the outcomes, not this run's calls: a run answered from the store counts them too.
+                "filtered": sum(outcome.status == "filtered" for outcome in outcomes),
+                "truncated": sum(outcome.truncated for outcome in outcomes),
+                "not_run": own["not_run"],
+                "cost_usd": round(own["cost_usd"], 10),
+                "unpriced_calls": own["unpriced_calls"],
+                "requests": own["requests"],
+                "complete": run.incomplete is None,
+                "incomplete_reason": run.incomplete,
+                **({"shard": str(run.config.shard)} if run.config.shard else {}),
+                **({"batches": dict(sorted(stats["batches"].items()))} if stats.get("batches") else {}),
+                "estimator": result.estimator,
+                "estimator_note": result.estimator_note,
+                **(
+                    {"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"], "rejudge": run.config.rejudge}
+                    if result.judge
+                    else {}
+                ),
+            },
+            **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
+            **({"scoring": dict(result.scoring)} if result.scoring else {}),
+            "metrics": result.metrics.to_json(),
+            "verdicts": [
+                {
+                    "metric": v.metric,
+                    "scope": v.scope,
+                    "value": _json_number(v.value),
+                    "ci": [_json_number(v.ci[0]), _json_number(v.ci[1])],
+                    "n": v.n,
+                    "threshold": v.threshold.to_dict(),
+                    "passed": v.passed,
+                    "note": v.note,
+                    "mode": v.mode,
+                    "status": v.status,
+                }
+                for v in result.verdicts
+            ],
+            # Errored cases are missing evidence: the gate passes only with every case answered,
+            # and with every category's data unless the run accepted the gap.
+            "passed": result.passed and run.incomplete is None and n_errors == 0 and (not suite.skipped_categories or run.config.allow_missing_data),
+            "cases": cases,
+        }
+        records.append(RunRecord.from_json(document, f"the results of {suite.name}"))
+    return records, prompts
 
 
 @cache
@@ -226,7 +224,6 @@ def category_metrics(run: RunRecord) -> list[str]:
     return list(dict.fromkeys([m for m in headline if m in overall] + [v.metric for v in run.verdicts]))
 
 
-@accepts_documents(document_views.served_warning)
 def served_warning(run: RunRecord) -> str | None:
     """Said when the provider named more than one served model or system fingerprint in one run:
     the model behind the name changed while it ran, and the run mixes two models' answers."""
@@ -239,7 +236,6 @@ def served_warning(run: RunRecord) -> str | None:
     return f"the provider reported {' and '.join(changed)} within this run" if changed else None
 
 
-@accepts_documents(document_views.judge_lines)
 def judge_lines(run: RunRecord, *, correction: bool = True) -> list[str]:
     """Who judged the generations, and the warnings of the judge's qualification; ``correction``:
     with the judge correction as text lines (the terminal; report.md and report.html show it as
@@ -275,7 +271,6 @@ def judge_lines(run: RunRecord, *, correction: bool = True) -> list[str]:
 CORRECTED = "_corrected"
 
 
-@accepts_documents(document_views.calibration_of)
 def calibration_of(run: RunRecord) -> dict[str, Any] | None:
     """The judge calibration a run's scoring records (``<id>:b=..;c=..;u=..;date=..``): its id,
     date, counts per true class and row-normalised confusion matrix; None without one."""
@@ -289,7 +284,6 @@ def calibration_of(run: RunRecord) -> dict[str, Any] | None:
     return {"id": ident, "date": fields.get("date", "?"), "counts": counts, "matrix": matrix}
 
 
-@accepts_documents(document_views.correction_rows)
 def correction_rows(run: RunRecord) -> list[tuple[str, MetricValue, MetricValue]]:
     """(metric, raw value, corrected value) of the overall metrics a judge calibration corrected,
     in report order; empty without a calibration."""
@@ -341,7 +335,6 @@ def correction_markdown(run: RunRecord) -> list[str]:
     return [*out, ""]
 
 
-@accepts_documents(document_views.missing_data_line)
 def missing_data_line(run: RunRecord) -> str | None:
     """What every report says about the categories the run went without; None when it had them all.
     Each category's reason follows it, in each report's own layout."""
@@ -355,7 +348,6 @@ def missing_data_line(run: RunRecord) -> str | None:
     return f"{summary}: left out of this run, {accepted}"
 
 
-@accepts_documents(document_views.data_quality_lines)
 def data_quality_lines(run: RunRecord) -> list[str]:
     """What every report says about records of the benchmark's data that are inconsistent
     (``suite.data_quality``): a heading line, then one line per category; none when there are none.
@@ -373,7 +365,6 @@ def data_quality_lines(run: RunRecord) -> list[str]:
 NOT_GATED = "not gated (deselected)"
 
 
-@accepts_documents(document_views.deselected_line)
 def deselected_line(run: RunRecord) -> str | None:
     """One line on the checks whose metric items a selection left out, and how to gate them."""
     count = sum(not v.gated for v in run.verdicts)
@@ -393,22 +384,20 @@ def report_examples(run: RunRecord, limit: int = 5) -> list[tuple[str, ...]]:
     return examples_of({"suite": {"benchmark": run.suite.benchmark}, "cases": [case.to_json() for case in run.cases]}, limit)
 
 
-def mark_deselected(documents: list[dict[str, Any]], selected: dict[str, set[tuple[str, str]]]) -> None:
-    """Mark the verdicts whose metric item was not selected (``selected``: suite name -> the
-    (scope, metric) of its selected metric items) ``"gated": false``; a document whose only failed
-    checks were deselected then passes, as the run does."""
-    for document in documents:
-        keep = selected.get(document["suite"]["name"], set())
-        for verdict in document["verdicts"]:
-            if (verdict["scope"], verdict["metric"]) not in keep:
-                verdict["gated"] = False
-        if not all(gated(v) for v in document["verdicts"]):
-            document["passed"] = (
-                not any(failing(v) for v in document["verdicts"])
-                and document["run"]["complete"]
-                and not document["run"]["case_errors"]
-                and not missing_data_failed(document)
-            )
+def mark_deselected(runs: Sequence[RunRecord], selected: Mapping[str, set[tuple[str, str]]]) -> list[RunRecord]:
+    """The runs with the verdicts whose metric item was not selected (``selected``: suite name ->
+    the (scope, metric) of its selected metric items) not gated; a run whose only failed checks
+    were deselected then passes, as the run does."""
+    out = []
+    for run in runs:
+        keep = selected.get(run.suite.name, set())
+        verdicts = tuple(v if (v.scope, v.metric) in keep else replace(v, gated=False) for v in run.verdicts)
+        if all(v.gated for v in verdicts):
+            out.append(run)
+            continue
+        passed = not any(v.failed for v in verdicts) and run.run.complete and not run.run.case_errors and not run.missing_data_failed
+        out.append(replace(run, verdicts=verdicts, passed=passed))
+    return out
 
 
 def run_line(run: RunRecord) -> str:
@@ -447,7 +436,6 @@ def run_line(run: RunRecord) -> str:
 SUMMARY_HEADERS = ("suite", "benchmark", "model", "cases", "checks passed", "overall", "verdict")
 
 
-@accepts_documents(document_views.summary_rows)
 def summary_rows(runs: Sequence[RunRecord]) -> list[list[str]]:
     """One row per suite of a run: what a reader of several suites wants first."""
     rows = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -26,7 +26,7 @@ from biascheck.core.format import md_row, md_text, strong
 from biascheck.core.version import VERSION
 from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.baseline import fingerprint_differences
-from biascheck.evaluation.regression import compare, settings_from, split_flips
+from biascheck.evaluation.regression import compare, settings_from
 from biascheck.records._json import json_interval, thaw
 from biascheck.records.baseline import BaselineRecord, BaselineVerdict
 from biascheck.records.comparison import Check, Comparison
@@ -221,14 +221,11 @@ def regression_against(
 
 
 def _compared(before: Record, after: Record, table: Mapping[str, Any] | None, where: str, path: str) -> Comparison:
-    """The :class:`Comparison` record of ``after`` against ``before``, as the gate makes it: the
-    evaluation's compare reads documents, so the records are written out for it, and what it
-    returns is read once as a record (its flips split off first: only the checks are read here)."""
-    candidate = _as_candidate(after)
-    settings = settings_from(candidate, regression=table, where=where, candidate=path)
-    compared = compare(_as_baseline(before), candidate, settings, baseline_path=where)  # until compare takes records
-    document, _ = split_flips(compared)
-    return Comparison.from_json(document, "comparison")
+    """The :class:`Comparison` of ``after`` against ``before``, as the gate makes it; a run before
+    is the baseline a recording of it would be (keeping when it was made)."""
+    settings = settings_from(after, regression=table, where=where, candidate=path)
+    baseline = before if isinstance(before, BaselineRecord) else replace(baselines.from_results(before), created_at=before.created_at)
+    return compare(baseline, after, settings, baseline_path=where)
 
 
 def _not_comparable(before: Record, after: Record) -> str | None:
@@ -247,28 +244,6 @@ def _not_comparable(before: Record, after: Record) -> str | None:
     if after.verdicts is None:
         return "it records no verdicts, so not which metrics it gates (a baseline of an older biascheck)"
     return None
-
-
-def _as_baseline(record: Record) -> dict[str, Any]:
-    """The baseline document of a baseline, or of a run the one a recording of it would be
-    (keeping when it was made)."""
-    if isinstance(record, BaselineRecord):
-        return record.to_json()
-    return {**baselines.from_results(record.to_json()), "created_at": record.created_at}
-
-
-def _as_candidate(record: Record) -> dict[str, Any]:
-    """The results.json document :func:`compare` reads as its candidate; of a baseline: the same
-    suite, model, scoring and verdicts, a complete run, and its rows as cases."""
-    if isinstance(record, RunRecord):
-        return record.to_json()
-    document = record.to_json()
-    return {
-        **document,
-        "run": {"estimator": record.model.get("estimator"), "complete": True},
-        "scoring": document.get("scoring") or {},
-        "cases": [dict(zip(record.columns, row)) for row in document["cases"]["rows"]],
-    }
 
 
 def regression_text(mark: RegressionMark | None) -> str:

@@ -2,11 +2,11 @@
 chosen from results.json's case records alone (so the run, which keeps their prompts, and the page,
 which shows them, choose the same ones), and bounded whatever the suite's size.
 
-Prompts are not part of results.json. :func:`biascheck.reporting.results.build_results` keeps the
-prompts of the sampled cases beside each document, under :data:`REPORT_PROMPTS` (carried to a
-pytest-xdist controller with the document); :func:`biascheck.reporting.write.write_reports` leaves
-that key out of results.json. A page rendered from a results.json file alone shows the options and
-replies of the same cases, without their prompts.
+Prompts are not part of results.json. :func:`biascheck.reporting.results.build_results` gives the
+prompts of the sampled cases beside the run's records (carried to a pytest-xdist controller with
+them), and :func:`biascheck.reporting.write.write_reports` passes them to the page alone. A page
+rendered from a results.json file alone shows the options and replies of the same cases, without
+their prompts.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from biascheck.records.run import CaseRecord
-
-# The side key of a results document built by this run: case id -> [[role, content], ...].
-REPORT_PROMPTS = "report_prompts"
 
 # The sample of biased answers: the first by case id in each category.
 BIASED_PER_CATEGORY = 5

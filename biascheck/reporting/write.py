@@ -5,78 +5,84 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from biascheck.core.files import atomic_write_text, replace_folder
-from biascheck.evaluation.regression import FLIPS_FILE, split_flips
+from biascheck.evaluation.regression import FLIPS_FILE
 from biascheck.records.comparison import Comparison
 from biascheck.records.run import RunRecord
 from biascheck.reporting.comparison import render_comparison_markdown
 from biascheck.reporting.html import render_history_html, render_html, render_index, render_runs_html
 from biascheck.reporting.results import render_markdown, render_summary_markdown, validate_results
 from biascheck.reporting.runs import HistoryView, RunsView, render_runs_markdown
-from biascheck.reporting.samples import REPORT_PROMPTS
 
 # Where a pytest run without --biascheck-report writes its reports (beside the default store, which
 # a project ignores already): a folder per suite, so runs of other suites do not replace each other's.
 DEFAULT_REPORTS = Path(".biascheck") / "reports"
 
 
-def default_report_dir(documents: list[dict]) -> Path:
+def default_report_dir(runs: Sequence[RunRecord]) -> Path:
     """The report folder of a run without --biascheck-report: ``.biascheck/reports/<suite>``, for
     several suites their names joined by ``+`` (a long list shortened to the first and a digest),
     for a shard ``<suite>-shard-K-of-N``: two runs of other suites or shards never share one. (Under
     pytest-xdist the controller alone writes reports.)"""
-    names = [document["suite"]["name"] for document in documents]
+    names = [run.suite.name for run in runs]
     name = "+".join(names)
     if len(name) > 120:  # a folder name stays well under 255 bytes
         name = f"{names[0]}+{len(names) - 1}-more-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-    shard = documents[0]["run"].get("shard")
+    shard = runs[0].run.shard
     if shard:
         index, _, count = str(shard).partition("/")
         name += f"-shard-{index}-of-{count}"
     return DEFAULT_REPORTS / name
 
 
-def write_reports(documents: list[dict[str, Any]], folder: Path, comparisons: dict[str, dict[str, Any]] | None = None) -> list[Path]:
+def write_reports(
+    runs: Sequence[RunRecord],
+    folder: Path,
+    comparisons: Mapping[str, Comparison] | None = None,
+    prompts: Mapping[str, Mapping[str, Sequence[tuple[str, str]]]] | None = None,
+) -> list[Path]:
     """``results.json``, ``report.md`` and ``report.html`` in ``folder``, plus ``comparison.json``,
-    ``comparison.md`` and ``flips.jsonl`` (every flip) for a suite compared with a baseline; with
-    several suites, one subfolder each and ``summary.md`` and ``index.html`` across them. All files of the run, and its run marker, appear at once (see :func:`biascheck.core.files.replace_folder`)."""
+    ``comparison.md`` and ``flips.jsonl`` (every flip) for a suite compared with a baseline
+    (``comparisons``: by suite name); with several suites, one subfolder each and ``summary.md``
+    and ``index.html`` across them. ``prompts``: by suite name, the prompts of the cases
+    report.html shows (:func:`biascheck.reporting.results.build_results`). The files are the
+    records' serializations; all of the run's, and its run marker, appear at once (see
+    :func:`biascheck.core.files.replace_folder`)."""
 
     comparisons = comparisons or {}
+    prompts = prompts or {}
 
     def render() -> dict[str, str]:
         files: dict[str, str] = {}
-        runs: list[RunRecord] = []
-        compared: dict[str, Comparison] = {}
-        for document in documents:
-            prompts = document.get(REPORT_PROMPTS)
-            document = {key: value for key, value in document.items() if key != REPORT_PROMPTS}  # the page's, not results.json's
-            prefix = "" if len(documents) == 1 else f"{document['suite']['name']}/"
+        documents = [run.to_json() for run in runs]
+        written: dict[str, Comparison] = {}  # as comparison.json holds them: naming flips.jsonl
+        for run, document in zip(runs, documents):
+            name = run.suite.name
+            prefix = "" if len(runs) == 1 else f"{name}/"
             validate_results(document, str(folder / prefix / "results.json"))
-            # records from the documents until the pipeline makes them
-            run, record = RunRecord.from_json(document, str(folder / prefix / "results.json")), None
-            runs.append(run)
-            comparison = comparisons.get(document["suite"]["name"])
-            files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-            flips: list[dict[str, Any]] = []
+            comparison = comparisons.get(name)
             if comparison is not None:
-                # Every flip in flips.jsonl, one per line; comparison.json names it and keeps counts and examples.
-                comparison, flips = split_flips(comparison, FLIPS_FILE)
-                record = compared[run.suite.name] = Comparison.from_json(comparison, str(folder / prefix / "comparison.json"), flips)
-            files[prefix + "report.md"] = render_markdown(run, record)  # its regressions with its thresholds
-            files[prefix + "report.html"] = render_html(run, record, prompts=prompts)
-            if comparison is not None and record is not None:
-                files[prefix + "comparison.json"] = json.dumps(comparison, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
-                files[prefix + "comparison.md"] = render_comparison_markdown(record)
-                files[prefix + FLIPS_FILE] = "".join(json.dumps(flip, ensure_ascii=False, allow_nan=False) + "\n" for flip in flips)
-        if len(documents) > 1:
+                # comparison.json names flips.jsonl, which holds every flip, one per line; it keeps counts and examples.
+                comparison = written[name] = replace(comparison, flips=replace(comparison.flips, file=FLIPS_FILE))
+            files[prefix + "results.json"] = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+            files[prefix + "report.md"] = render_markdown(run, comparison)  # its regressions with its thresholds
+            files[prefix + "report.html"] = render_html(run, comparison, prompts=dict(prompts.get(name, {})))
+            if comparison is not None:
+                files[prefix + "comparison.json"] = json.dumps(comparison.to_json(), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+                files[prefix + "comparison.md"] = render_comparison_markdown(comparison)
+                flips = comparison.flips
+                every = flips.every if flips.every is not None else flips.examples  # a comparison read without its flips.jsonl
+                files[prefix + FLIPS_FILE] = "".join(json.dumps(flip.to_json(), ensure_ascii=False, allow_nan=False) + "\n" for flip in every)
+        if len(runs) > 1:
             files["summary.md"] = render_summary_markdown(runs)
-            files["index.html"] = render_index(runs, compared)
+            files["index.html"] = render_index(runs, written)
         return files
 
-    return replace_folder(folder, render) if documents else []
+    return replace_folder(folder, render) if runs else []
 
 
 def write_compare(view: RunsView, folder: Path) -> list[Path]:

@@ -31,19 +31,24 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from biascheck.core.records import Case, HBBTruth, Outcome, QATruth, Response
+from biascheck.records._json import Fields, freeze
+from biascheck.records.run import CaseRecord, Metrics, RunRecord
 from biascheck.sim.draws import encoded_keys, uniforms
 from biascheck.sim.faults import choose_fault
 from biascheck.sim.knowledge import message_key
 from biascheck.sim.personas import FAIR_PERSONAS, Persona, choose_answer, expected_answer_distribution, expected_p_a, parse_persona, render_reply
 from biascheck.suite import Suite
+
+if TYPE_CHECKING:
+    from biascheck.records.comparison import Comparison
 
 # The outcome of a case as :func:`answer_states` codes it: a choice index (>= 0), or one of these.
 OOC = -1
@@ -154,21 +159,21 @@ class PreparedSuite:
         }
 
     @cached_property
-    def template(self) -> dict[str, Any]:
-        """A whole results document (``fair``'s), whose suite, run and settings every persona's share."""
+    def template(self) -> RunRecord:
+        """A whole run's record (``fair``'s), whose suite, run and settings every persona's share."""
         return simulated_results(self, "fair", resamples=0)
 
     @cached_property
-    def _records(self) -> list[dict[int, dict[str, Any]]]:
+    def _records(self) -> list[dict[int, CaseRecord]]:
         return [{} for _ in self.suite.cases]
 
-    def record(self, index: int, state: int) -> dict[str, Any]:
-        """Case ``index``'s record in results.json when its outcome is ``state`` (cached: records are shared, never changed)."""
+    def record(self, index: int, state: int) -> CaseRecord:
+        """Case ``index``'s record when its outcome is ``state`` (cached: records are immutable)."""
         records = self._records[index]
         if state not in records:
             case = self.suite.cases[index]
             outcome = _outcome(case, state) if self.kind == "qa" else self.hbb_outcome(case, state)
-            records[state] = self.suite.benchmark.case_record(case, outcome)
+            records[state] = CaseRecord.from_json(Fields(self.suite.benchmark.case_record(case, outcome), "a simulated case"))
         return records[state]
 
     @cached_property
@@ -260,30 +265,26 @@ def _hbb_states(prepared: PreparedSuite, spec: Persona) -> np.ndarray:
     return first * 10_000 + a * 100 + b
 
 
-def comparison_document(prepared: PreparedSuite, persona: str | Persona) -> dict[str, Any]:
-    """The results document of ``persona``'s run as a comparison reads it (see the module doc):
-    the fast path for many repetitions, from :func:`answer_states`."""
+def comparison_document(prepared: PreparedSuite, persona: str | Persona) -> RunRecord:
+    """The record of ``persona``'s run as a comparison reads it (see the module doc): the fast
+    path for many repetitions, from :func:`answer_states`; no metric values, no verdicts."""
     spec = _persona(persona)
     states = answer_states(prepared, spec).tolist()
     template = prepared.template
     record = prepared.record
-    return {
-        **template,
-        "model": {**template["model"], "model": f"sim/{spec.spec}"},
-        "metrics": {
-            "bootstrap": template["metrics"]["bootstrap"],
-            "overall": {},
-            "by_category": {},
-            # How units were scored (HBB's flag threshold): a comparison reads it.
-            **{key: template["metrics"][key] for key in ("flag_threshold",) if key in template["metrics"]},
-        },
-        "verdicts": [],
-        "cases": [record(i, state) for i, state in enumerate(states)],
-    }
+    # How units were scored (HBB's flag threshold): a comparison reads it.
+    rest = {key: template.metrics.rest[key] for key in ("bootstrap", "flag_threshold") if key in template.metrics.rest}
+    return replace(
+        template,
+        model=replace(template.model, model=f"sim/{spec.spec}"),
+        metrics=Metrics((), template.metrics.groups, freeze(rest)),
+        verdicts=(),
+        cases=tuple(record(i, state) for i, state in enumerate(states)),
+    )
 
 
-def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int | None = None) -> dict[str, Any]:
-    """The ``results.json`` document of a run of ``persona`` on the suite, made without the server:
+def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int | None = None) -> RunRecord:
+    """The record (``results.json``) of a run of ``persona`` on the suite, made without the server:
     the same answers (faults: see the module doc), outcomes, metrics and verdicts as a real run.
     ``resamples=0`` skips the metrics' bootstrap intervals (a comparison does not read them)."""
     from biascheck.evaluation.verdicts import check_thresholds
@@ -323,11 +324,11 @@ def simulated_results(prepared: PreparedSuite, persona: str, *, resamples: int |
     result = SuiteResult(
         suite, list(suite.cases), outcomes, dict(manifest.sampling), metrics, verdicts, str(estimator) if estimator is not None else None
     )
-    return build_results(RunResult(RunConfig(model=model, store_path=Path("(simulated)")), [result]))[0]
+    return build_results(RunResult(RunConfig(model=model, store_path=Path("(simulated)")), [result]))[0][0]
 
 
-def compare_personas(prepared: PreparedSuite, baseline: str, candidate: str, settings, *, fast: bool = True) -> dict[str, Any]:
-    """The comparison document of ``candidate`` against a baseline recorded from ``baseline``
+def compare_personas(prepared: PreparedSuite, baseline: str, candidate: str, settings, *, fast: bool = True) -> Comparison:
+    """The comparison of ``candidate`` against a baseline recorded from ``baseline``
     (``fast``: the documents of :func:`comparison_document`, else of :func:`simulated_results`)."""
     from biascheck.evaluation.baseline import from_results
     from biascheck.evaluation.regression import compare
@@ -342,7 +343,7 @@ def compare_personas(prepared: PreparedSuite, baseline: str, candidate: str, set
 def regressed_checks(prepared: PreparedSuite, baseline: str, candidate: str, settings) -> list[str]:
     """``metric (scope)`` of every check the gate calls regressed, comparing two personas."""
     comparison = compare_personas(prepared, baseline, candidate, settings)
-    return [f"{r['metric']} ({r['scope']})" for r in comparison["results"] if r["verdict"] == "regressed"]
+    return [f"{c.metric} ({c.scope})" for c in comparison.regressions]
 
 
 def rates(prepared: PreparedSuite, pairs: Sequence[tuple[str, str]], settings, *, watch: str | None = None) -> dict[str, Any]:
@@ -631,10 +632,7 @@ def run_repetitions(
             candidate = comparison_document(prepared, stereotyped(experiment.p, experiment.f, 2 * r + 1))
             comparison = compare(baseline, candidate, settings, baseline_path="(simulated)")
             rows[experiment.name].append(
-                {
-                    f"{c['metric']} ({c['scope']})": (c["verdict"], c.get("worsening"), c.get("cases"), c.get("cases_to_resolve"))
-                    for c in comparison["results"]
-                }
+                {f"{c.metric} ({c.scope})": (c.verdict, c.worsening, c.cases, c.cases_to_resolve) for c in comparison.checks}
             )
         seconds.append(time.perf_counter() - started)
     return rows, seconds
