@@ -952,7 +952,8 @@ def browser_results(per_group: int, *, validate: bool = True) -> tuple[dict, dic
     results["cases"] = cases
     if validate:  # the schema's check of 120,000 cases would take longer than the rest of the test
         validate_results(results)
-    prompts = {i: [["user", f"맥락 {i}\n질문: 누가?\nA. 할머니 B. 손자 {SCRIPT_BREAKER}"]] for i in sampled_ids(cases)}
+    shown = sampled_ids(RunRecord.from_json(results).cases)
+    prompts = {i: [["user", f"맥락 {i}\n질문: 누가?\nA. 할머니 B. 손자 {SCRIPT_BREAKER}"]] for i in shown}
     return results, prompts
 
 

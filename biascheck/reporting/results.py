@@ -61,8 +61,6 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
             for case, outcome in zip(result.cases, outcomes)
         ]
         n_errors = sum(outcome.status == "error" for outcome in outcomes)
-        shown = sampled_ids(cases)
-        prompts[suite.name] = {case.case_id: tuple((m.role, m.content) for m in case.messages) for case in result.cases if case.case_id in shown}
         judge_stats = result.judge_stats.to_dict()
         own = result.stats.to_dict()  # this suite's calls; the run's refused parameters and batches are the run's
         document = {
@@ -143,7 +141,10 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
             "passed": result.passed and run.incomplete is None and n_errors == 0 and (not suite.skipped_categories or run.config.allow_missing_data),
             "cases": cases,
         }
-        records.append(RunRecord.from_json(document, f"the results of {suite.name}"))
+        record = RunRecord.from_json(document, f"the results of {suite.name}")
+        records.append(record)
+        shown = sampled_ids(record.cases)
+        prompts[suite.name] = {case.case_id: tuple((m.role, m.content) for m in case.messages) for case in result.cases if case.case_id in shown}
     return records, prompts
 
 

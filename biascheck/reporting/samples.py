@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import heapq
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
 
 from biascheck.records.run import CaseRecord
 
@@ -28,38 +27,27 @@ PER_GROUP = 5
 Group = tuple[str, str, str]
 
 
-# A case as the page reads it (a record), or as build_results holds it still (a dict).
-Case = TypeVar("Case", CaseRecord, Mapping[str, Any])
-
-
-def _fields(case: CaseRecord | Mapping[str, Any]) -> tuple[str, str, str, str]:
+def _fields(case: CaseRecord) -> tuple[str, str, str, str]:
     """(case id, category, outcome, context type or "") of a case."""
-    if isinstance(case, CaseRecord):
-        return case.case_id, case.category, case.outcome, case.context_type or ""
-    # build_results' cases, until the pipeline makes records
-    return str(case.get("case_id")), str(case.get("category")), str(case.get("outcome")), str(case.get("context_type") or "")
+    return case.case_id, case.category, case.outcome, case.context_type or ""
 
 
-def _cases(cases: Iterable[Case]) -> list[Case]:
-    return [case for case in cases if isinstance(case, CaseRecord | dict)]
-
-
-def _is_biased_answer(case: CaseRecord | Mapping[str, Any]) -> bool:
+def _is_biased_answer(case: CaseRecord) -> bool:
     # In a biased disambiguated context the stereotyped option is also the correct one: not a biased answer.
     _, _, outcome, context = _fields(case)
     return outcome == "biased" and context != "dis-biased"
 
 
-def _case_id(case: CaseRecord | Mapping[str, Any]) -> str:
+def _case_id(case: CaseRecord) -> str:
     return _fields(case)[0]
 
 
-def biased_sample(cases: Iterable[Case]) -> dict[str, tuple[list[Case], int]]:
+def biased_sample(cases: Iterable[CaseRecord]) -> dict[str, tuple[list[CaseRecord], int]]:
     """Category -> (up to :data:`BIASED_PER_CATEGORY` answers that chose the stereotyped option
     where it was not the correct one, the first by case id; how many there are), categories in
     code point order."""
-    by_category: dict[str, list[Case]] = {}
-    for case in _cases(cases):
+    by_category: dict[str, list[CaseRecord]] = {}
+    for case in cases:
         if _is_biased_answer(case):
             by_category.setdefault(_fields(case)[1], []).append(case)
     return {
@@ -68,32 +56,32 @@ def biased_sample(cases: Iterable[Case]) -> dict[str, tuple[list[Case], int]]:
     }
 
 
-def group_of(case: CaseRecord | Mapping[str, Any]) -> Group:
+def group_of(case: CaseRecord) -> Group:
     _, category, outcome, context = _fields(case)
     return category, outcome, context
 
 
-def _spread(case: CaseRecord | Mapping[str, Any]) -> tuple[int, str]:
+def _spread(case: CaseRecord) -> tuple[int, str]:
     case_id = _case_id(case)
     return zlib.crc32(case_id.encode("utf-8")), case_id
 
 
-def browser_sample(cases: Iterable[Case]) -> tuple[list[Case], dict[Group, int]]:
+def browser_sample(cases: Iterable[CaseRecord]) -> tuple[list[CaseRecord], dict[Group, int]]:
     """The sample browser's cases (groups in order, each group's in case id order) and the size of
     every group: at most :data:`PER_GROUP` per group, those of the smallest CRC-32 of their case
     id. The same cases whatever the order of results.json's cases, spread over the group (prompts
     and choice orders vary), chosen without sorting a full HBB's 773,500 ids."""
-    groups: dict[Group, list[Case]] = {}
-    for case in _cases(cases):
+    groups: dict[Group, list[CaseRecord]] = {}
+    for case in cases:
         groups.setdefault(group_of(case), []).append(case)
-    shown: list[Case] = []
+    shown: list[CaseRecord] = []
     for key in sorted(groups):
         picked = heapq.nsmallest(PER_GROUP, groups[key], key=_spread)
         shown += sorted(picked, key=_case_id)
     return shown, {key: len(members) for key, members in groups.items()}
 
 
-def sampled_ids(cases: Sequence[Any]) -> set[str]:
+def sampled_ids(cases: Sequence[CaseRecord]) -> set[str]:
     """The ids of every case report.html shows: those whose prompts the run keeps for it."""
     ids = {_case_id(c) for shown, _ in biased_sample(cases).values() for c in shown}
     return ids | {_case_id(c) for c in browser_sample(cases)[0]}
