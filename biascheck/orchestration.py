@@ -240,11 +240,13 @@ class Gate:
         *,
         progress: Progress | None = None,
         selected: dict[str, set[tuple[str, str]]] | None = None,
+        selected_regressions: dict[str, set[tuple[str, str]]] | None = None,
         prompts_of=None,
     ) -> Checked:
         """Run the selection and compare each suite with its baseline (when the options say so).
-        ``selected``: suite name -> the (scope, metric) of the checks that gate this run (pytest's
-        selected metric items); the others are marked not gated. A run that stopped (a fatal
+        ``selected``: suite name -> the (scope, metric) of the threshold checks that gate this run
+        (pytest's selected metric items), ``selected_regressions`` the same of the regression checks
+        (its selected regression items); the others are marked not gated. A run that stopped (a fatal
         error, batches pending) is neither marked nor compared: the caller reads its status."""
         from biascheck import session
         from biascheck.execution.progress import NoProgress
@@ -261,6 +263,10 @@ class Gate:
             # results say so, rather than show a FAIL the exit status does not carry.
             runs = mark_deselected(runs, selected)
         comparisons = self.compare(runs, selection) if self.baseline.compare and self.config.shard is None else {}
+        if selected_regressions is not None:
+            # Likewise the regression checks whose items were left out: the decision drops them.
+            complete = {run.suite.name: run.run.complete for run in runs}
+            comparisons = {name: c.deselect(selected_regressions.get(name, set()), complete=complete[name]) for name, c in comparisons.items()}
         return Checked(runs, comparisons, prompts, result)
 
     def compare(self, runs: Sequence[RunRecord], selection: Sequence[tuple[Suite, Sequence[Any]]]) -> dict[str, Comparison]:

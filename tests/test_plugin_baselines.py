@@ -87,6 +87,14 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
     # A deselected check is never annotated: annotations are the failed items.
     quiet = run_biascheck(gate_suite, "sim/stereotyped?p=0.9", "--biascheck-baseline", pattern, "-k", "not regression", report="quiet")
     assert quiet.ret == 0 and "::error" not in quiet.output
+    # Nor does the decision count it: every view agrees with the exit status, and says why.
+    deselected = json.loads((quiet.report_dir / "comparison.json").read_text("utf-8"))
+    assert (deselected["passed"], deselected["regressed"]) == (True, False)
+    assert all(r["gated"] is False for r in deselected["results"]) and any(r["verdict"] == "regressed" for r in deselected["results"])
+    opening = (quiet.report_dir / "report.md").read_text("utf-8").split("\n")[2]
+    assert "FAILED" not in opening and "regression" not in opening, opening
+    assert "regressed, not gated (deselected)" in (quiet.report_dir / "comparison.md").read_text("utf-8")
+    assert "biascheck decision: kobbq: FAILED" not in quiet.output
     text = summary.read_text("utf-8")
     assert "# biascheck diff: kobbq — REGRESSED" in text and "unknown -> biased" in text
     # The flip list quotes the Korean prompt as sent, byte for byte, in every format.

@@ -168,7 +168,10 @@ class BiascheckState:
         try:
             with capture.global_and_fixture_disabled():
                 self.checked = self.gate.run(
-                    [(suite_file.suite, cases) for suite_file, cases in selection], progress=RichProgress(label), selected=metrics
+                    [(suite_file.suite, cases) for suite_file, cases in selection],
+                    progress=RichProgress(label),
+                    selected=metrics,
+                    selected_regressions=self.selected_regressions,
                 )
         except BiascheckError as exc:
             # Nothing could be measured (unusable store, simulated server that would not start), or

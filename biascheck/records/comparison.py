@@ -9,8 +9,8 @@ cannot be written as /2.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from biascheck.core.errors import BiascheckError
@@ -89,6 +89,7 @@ class Check:
     explanation: str
     templates: int | None = None
     cases: int | None = None
+    gated: bool = True
     rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
@@ -97,7 +98,7 @@ class Check:
     _KEYS = (
         "metric", "scope", "better", "rule", "rule_source", "margin", "baseline", "candidate", "difference",
         "difference_ci_unadjusted", "worsening", "worsening_ci", "worsening_ci_unadjusted", "interval", "p_value",
-        "p_adjusted", "mcnemar", "mde", "cases_to_resolve", "verdict", "explanation", "templates", "cases",
+        "p_adjusted", "mcnemar", "mde", "cases_to_resolve", "verdict", "explanation", "templates", "cases", "gated",
     )  # fmt: skip
 
     @property
@@ -132,6 +133,7 @@ class Check:
             explanation=_explanation(f.req("explanation", "a string"), renamed=verdict != written),
             templates=f.opt("templates", "an integer"),
             cases=f.opt("cases", "an integer"),
+            gated=f.opt("gated", "a boolean") is not False,
             rest=f.rest(cls._KEYS),
             key_order=f.order(),
             **measured,
@@ -139,7 +141,7 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         required: list[tuple[str, Any]] = []
-        for key in self._KEYS[:-2]:
+        for key in self._KEYS[:-3]:
             value = getattr(self, key)
             if key in ("baseline", "candidate"):
                 value = value.to_json()
@@ -148,7 +150,7 @@ class Check:
             elif key in ("interval", "mcnemar"):
                 value = frozen_or_none(value)
             required.append((key, value))
-        optional = [("templates", self.templates, False), ("cases", self.cases, False)]
+        optional = [("templates", self.templates, False), ("cases", self.cases, False), ("gated", None if self.gated else False, False)]
         return emit(required, optional, self.rest, self.key_order)
 
 
@@ -328,23 +330,36 @@ class Comparison:
 
     @property
     def regressions(self) -> tuple[Check, ...]:
-        """The checks that regressed, in report order."""
-        return tuple(c for c in self.checks if c.regressed)
+        """The checks that regressed and gate the run, in report order."""
+        return tuple(c for c in self.checks if c.regressed and c.gated)
 
     @property
     def inconclusive(self) -> tuple[Check, ...]:
         """The checks that could neither show nor rule out a worsening beyond their margin."""
-        return tuple(c for c in self.checks if c.inconclusive)
+        return tuple(c for c in self.checks if c.inconclusive and c.gated)
 
     @property
     def unresolved(self) -> tuple[Check, ...]:
         """The checks an ``on_inconclusive = fail`` gate fails on: inconclusive, or not compared."""
-        return tuple(c for c in self.checks if c.verdict in UNRESOLVED)
+        return tuple(c for c in self.checks if c.verdict in UNRESOLVED and c.gated)
 
     @property
     def on_inconclusive(self) -> str:
         """What the inconclusive checks do to the gate: "pass", "warn" or "fail"."""
         return on_inconclusive(self.settings)
+
+    def deselect(self, keep: Collection[tuple[str, str]], *, complete: bool) -> Comparison:
+        """This comparison with its checks outside ``keep`` ((scope, metric) of the selected
+        regression items) not gated: -k or node ids left their items out, so they do not gate the
+        run, and its decision (``passed``, ``regressed``) is what the exit status says.
+        ``complete``: whether the candidate run completed (an incomplete run never passes)."""
+        checks = tuple(c if (c.scope, c.metric) in keep else replace(c, gated=False) for c in self.checks)
+        if all(c.gated for c in checks):
+            return self
+        marked = replace(self, checks=checks)
+        regressed = bool(marked.regressions)
+        unresolved = marked.on_inconclusive == "fail" and bool(marked.unresolved)
+        return replace(marked, regressed=regressed, passed=not regressed and not unresolved and not self.candidate_errors and complete)
 
     @classmethod
     def from_json(

@@ -11,6 +11,7 @@ from biascheck.core import format as fmt
 from biascheck.core.format import Markdown, flips_anchor, md_fence, md_row, md_text, strong
 from biascheck.evaluation.regression import OVERALL, bounds_label, resolve_text
 from biascheck.records.comparison import Comparison, Flip, Flips
+from biascheck.reporting.decision import NOT_GATED
 
 MARK = {
     "regressed": strong("REGRESSED"),
@@ -70,7 +71,7 @@ def rows(comparison: Comparison) -> list[list[str]]:
             fmt.p_value(c.p_adjusted),
             fmt.value(c.mde),
             c.rule,
-            c.verdict,
+            c.verdict if c.gated else f"{c.verdict}, {NOT_GATED}",
         ]
         for c in comparison.checks
     ]
@@ -97,8 +98,8 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         "|---|---|---:|---:|---|---:|---:|---|---|",
     ]
     for check, row in zip(comparison.checks, rows(comparison)):
-        row[-1] = MARK[check.verdict]
-        if check.regressed:
+        row[-1] = MARK[check.verdict] if check.gated else f"{check.verdict}, {NOT_GATED}"
+        if check.regressed and check.gated:
             row[-1] = Markdown(f"{MARK['regressed']} ([flips](#{evidence_anchor(comparison, check.scope)}))")
         out.append(md_row(row))
     heading = unresolved_heading(comparison)

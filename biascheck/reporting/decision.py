@@ -33,6 +33,8 @@ OTHER = "other"
 KINDS = (REGRESSION, THRESHOLD, INCONCLUSIVE, MISSING_DATA, ERRORED_CASES, INCOMPLETE, OTHER)
 
 # Where every flip is: the comparison's files beside report.md.
+# A check whose item -k or node ids left out: shown, but it gates nothing.
+NOT_GATED = "not gated (deselected)"
 FLIPS_FILES = "comparison.md / flips.jsonl"
 
 

@@ -719,9 +719,10 @@ def _regressions(comparison: Comparison) -> str:
         p_tip += f"; unadjusted 95% interval {fmt.signed_ci(c.worsening_ci_unadjusted)}"
         diff_text = "n/a" if worse is None else f'{fmt.signed(worse)} <span class="muted small under">{fmt.signed_ci(c.worsening_ci)}</span>'
         better = f' title="better: {_e(c.better)}"' if c.better else ""
-        row_class = ' class="fail"' if c.regressed else ""
+        row_class = ' class="fail"' if c.regressed and c.gated else ""
         margin = c.rule.removeprefix(f"{c.metric}:")  # the metric is the row's first cell already
         evidence = f' <a class="small" href="#{_e(evidence_anchor(comparison, c.scope))}">flips</a>' if c.regressed else ""
+        evidence += "" if c.gated else f' <span class="muted small">{NOT_GATED}</span>'
         out.append(
             f"<tr{row_class}><td{better}><code>{_e(c.metric)}</code></td>"
             f'<td class="scope"{_lang(c.scope)}>{_e(c.scope)}</td>'

@@ -25,7 +25,7 @@ from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.records.comparison import Comparison
 from biascheck.records.run import MetricValue, RunRecord, ThresholdVerdict
-from biascheck.reporting.decision import FLIPS_FILES, Decision, decide, scope_label
+from biascheck.reporting.decision import FLIPS_FILES, NOT_GATED, Decision, decide, scope_label
 from biascheck.reporting.samples import sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
@@ -361,9 +361,6 @@ def data_quality_lines(run: RunRecord) -> list[str]:
     for category, findings in found.items():
         lines.append(f"{category}: " + ", ".join(f"{fmt.count(n)} {kind.replace('_', ' ')}" for kind, n in findings.items()))
     return lines
-
-
-NOT_GATED = "not gated (deselected)"
 
 
 def deselected_line(run: RunRecord) -> str | None:

@@ -252,13 +252,14 @@ def render_comparison_terminal(comparisons: Sequence[Comparison], *, color: bool
                 continue
             verdict = row.pop()
             row.pop(-1)  # the rule is in the explanation; keep the table narrow
-            table.add_row(*map(esc, row), f"[{STYLE[verdict]}]{verdict}[/]" if STYLE[verdict] else verdict)
+            style = STYLE[check.verdict] if check.gated else "dim"
+            table.add_row(*map(esc, row), f"[{style}]{esc(verdict)}[/]" if style else esc(verdict))
         print_table(console, table)
         if quiet:
             console.print(f"  {quiet} category checks within margin (all are in comparison.md)", style="dim")
         _print_flips(console, comparison)
         for check in comparison.checks:
-            if check.regressed or (check.inconclusive and check.scope == "overall"):
+            if check.gated and (check.regressed or (check.inconclusive and check.scope == "overall")):
                 console.print(f"  {esc(check.explanation + _evidence(comparison, check))}", style=STYLE[check.verdict])
         heading = unresolved_heading(comparison)
         if heading:
