@@ -32,9 +32,9 @@ INCOMPLETE = "incomplete run"
 OTHER = "other"
 KINDS = (REGRESSION, THRESHOLD, INCONCLUSIVE, MISSING_DATA, ERRORED_CASES, INCOMPLETE, OTHER)
 
-# Where every flip is: the comparison's files beside report.md.
 # A check whose item -k or node ids left out: shown, but it gates nothing.
 NOT_GATED = "not gated (deselected)"
+# Where every flip is: the comparison's files beside report.md.
 FLIPS_FILES = "comparison.md / flips.jsonl"
 
 
