@@ -260,7 +260,7 @@ def _add_judge_commands(commands) -> None:
 
 def _judge_export(args) -> int:
     from biascheck.benchmarks.base import judged_benchmark
-    from biascheck.config.catalog import is_suite_dir, packaged_suite
+    from biascheck.config.catalog import suite_folder
     from biascheck.core.files import atomic_write_text
     from biascheck.suite import load_suite
 
@@ -270,8 +270,7 @@ def _judge_export(args) -> int:
     readme = args.out.with_name(args.out.name + ".README.txt")
     for target in (args.out, readme):
         _not_a_file_of_the_run(target, run)
-    path = Path(args.suite)
-    suite = load_suite(path if is_suite_dir(path) else packaged_suite(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
+    suite = load_suite(suite_folder(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
     if record.suite.name != suite.manifest.name:  # another suite's stories: seeds of one language, continuations of another
         raise BiascheckError(
             "--run", "suite.name", f"{run} is a run of suite {record.suite.name!r}, not of {suite.manifest.name!r}", "give a run of SUITE"

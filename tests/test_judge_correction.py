@@ -593,3 +593,20 @@ def test_export_refuses_another_suites_run_a_bad_seed_and_the_runs_own_files(run
     n = str(len(document["cases"]))
     assert main(["judge", "export", str(suite), *common, "--n", n, "--out", str(tmp_path / "s.csv")]) == 0
     assert "'=HYPERLINK(" in (tmp_path / "s.csv").read_text("utf-8") and ",=HYPERLINK" not in (tmp_path / "s.csv").read_text("utf-8")
+
+
+@pytest.mark.data
+def test_sim_label_takes_a_packaged_suite_name_as_run_and_judge_export_do(tmp_path, data_dir, capsys):
+    """issue 36 §3: sim label --suite enbbg-quick said "no such suite manifest" where run and judge
+    export accept the packaged name. A name that is no packaged suite is one line listing them."""
+    from biascheck.suite import load_suite
+
+    case = next(c for c in load_suite("enbbg-quick", data_dir=data_dir).cases)
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text(json.dumps({"case_id": case.case_id, "continuation": "a story", "label": ""}) + "\n")
+    out = tmp_path / "labelled.jsonl"
+    assert main(["sim", "label", str(sample), "--suite", "enbbg-quick", "--data", str(data_dir), "--out", str(out)]) == 0, capsys.readouterr()
+    assert json.loads(out.read_text())["label"] in CLASSES
+    assert main(["sim", "label", str(sample), "--suite", "enbbg-quik", "--data", str(data_dir), "--out", str(out)]) == exits.USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'enbbg-quik' is not a packaged suite" in err and "did you mean enbbg-quick?" in err, err
