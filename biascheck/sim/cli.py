@@ -77,7 +77,8 @@ def run_label(args: argparse.Namespace) -> int:
             )
         question = case.truth
         row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))
-    atomic_write_text(args.out, write_sample(rows, args.out))
+    # A sample exported with --show-judge keeps its judge_answer column (the fit reads it as unblinded).
+    atomic_write_text(args.out, write_sample(rows, args.out, show_judge=any("judge_answer" in row for row in rows)))
     print(f"labelled {len(rows)} stories in {args.out}")
     return 0
 
