@@ -256,7 +256,8 @@ def _add_judge_commands(commands) -> None:
         "fit",
         help="the judge's confusion matrix from a labelled sample: a calibration file for the suite's judge calibration setting",
         description="Count the labelled sample's (true label, judge answer) pairs and write the judge's calibration; "
-        "refuses too few stories of a class, and a judge no better than chance for some pair of classes.",
+        "refuses too few stories of a class, and a judge no better than chance for some pair of classes. With a second "
+        "annotator's label_2 column it reports Cohen's kappa, and refuses rows the two disagree on without an adjudicated label.",
     )
     fit.add_argument("labelled", type=Path, metavar="LABELLED", help="the exported sample with its label column filled in")
     fit.add_argument(
@@ -315,6 +316,11 @@ def _judge_fit(args) -> int:
     document = benchmark.fit_calibration(args.labelled, key)  # type: ignore[attr-defined]
     atomic_write_text(args.out, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
     print(f"wrote {args.out}: {document['per_class']} labelled stories per true class, judge {document['judge']}")
+    if annotators := document.get("annotators"):
+        print(
+            f"  two annotators: Cohen's kappa {annotators['cohen_kappa']:.3f} over {annotators['rows']} rows "
+            f"({annotators['adjudicated']} adjudicated)"
+        )
     if not document["blind"]:
         print("  the annotators saw the judge's answers (judge export --show-judge): the calibration says labels=unblinded")
     for label, row in zip(document["classes"], document["confusion"]):

@@ -684,6 +684,70 @@ def test_an_unblinded_calibration_says_so_in_its_file_id_and_the_runs_scoring(tm
     key.write_text(key.read_text().splitlines()[0] + "\n")
     with pytest.raises(BiascheckError, match=r"row 2: case_id: story '1' is not in the key file .*key.jsonl"):
         fit_calibration(path, key=key)
+    with pytest.raises(BiascheckError, match=r"nokey.jsonl: no such file; give the .key.jsonl file biascheck judge export wrote"):
+        fit_calibration(path, key=tmp_path / "nokey.jsonl")
     key.write_text((json.dumps({"case_id": "0", "judge_answer": "b"}) + "\n") * 2)
     with pytest.raises(BiascheckError, match=r"key.jsonl: line 2: case_id: story '0' is in the key twice"):
         fit_calibration(path, key=key)
+
+
+# --- two annotators: their agreement, and no fit from rows they disagree on -------------------------
+
+
+def test_cohen_kappa_matches_a_hand_computed_table():
+    from biascheck.metrics.kappa import cohen_kappa
+
+    first = list("bbcubcuubc")
+    second = list("bccubcubbu")
+    # Agreement 7/10; both annotators' shares b 0.4, c 0.3, u 0.3: chance 0.16 + 0.09 + 0.09 = 0.34.
+    assert cohen_kappa(first, second) == pytest.approx((0.7 - 0.34) / (1 - 0.34))  # 6/11
+    assert cohen_kappa(list("bc"), list("cb")) == pytest.approx(-1.0)
+    assert cohen_kappa(list("bbb"), list("bbb")) == 1.0  # one class throughout: agreement, not 0/0
+    assert math.isnan(cohen_kappa([], []))
+
+
+@given(st.lists(st.tuples(st.sampled_from(CLASSES), st.sampled_from(CLASSES)), min_size=1, max_size=60))
+def test_cohen_kappa_lies_in_minus_one_one_and_is_one_for_identical_columns(rows):
+    from biascheck.metrics.kappa import cohen_kappa
+
+    first, second = [a for a, _ in rows], [b for _, b in rows]
+    assert -1.0 - 1e-12 <= cohen_kappa(first, second) <= 1.0 + 1e-12
+    assert cohen_kappa(first, first) == 1.0
+
+
+def _two_annotators(tmp_path: Path, counts: np.ndarray, second: dict[int, str], adjudicated: dict[int, str] | None = None) -> Path:
+    """A labelled JSONL sample (the judge's answers shown) with a label_2 column: the second
+    annotator agrees with the first except on the rows in ``second``."""
+    path = _labelled(tmp_path, _rows(counts))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["label_2"] = second.get(i, row["label"])
+        if adjudicated is not None:
+            row["adjudicated"] = adjudicated.get(i, "")
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_fit_reports_two_annotators_kappa_and_refuses_their_disagreements_unless_adjudicated(tmp_path, capsys):
+    counts = np.array([[45, 3, 2], [4, 40, 6], [3, 2, 35]])  # rows 0-49 true b, 50-99 c, 100-139 u
+    agreeing = _two_annotators(tmp_path, counts, {})
+    calibration = fit_calibration(agreeing, date="2026-01-02")
+    assert calibration.to_json()["annotators"] == {"cohen_kappa": 1.0, "rows": 140, "adjudicated": 0}
+    disagreeing = _two_annotators(tmp_path, counts, {3: "c", 60: "u"})
+    with pytest.raises(BiascheckError) as refused:
+        fit_calibration(disagreeing)
+    assert str(refused.value).startswith(f"{disagreeing}: label_2: the two annotators disagree on 2 of 140 rows (rows 4, 61; Cohen's kappa 0.978)")
+    assert "write the agreed label (b, c or u) in an adjudicated column of those rows" in str(refused.value)
+    assert main(["judge", "fit", str(disagreeing), "--out", str(tmp_path / "c.json")]) == exits.USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "disagree on 2 of 140 rows" in err, err
+    settled = _two_annotators(tmp_path, counts, {3: "c", 60: "u"}, adjudicated={3: "c", 60: "c"})
+    fitted = fit_calibration(settled)
+    # Row 4 (a true-b story judged b) adjudicated c moves to true c; row 61 stays c.
+    assert fitted.matrix.sum() == 140 and fitted.matrix[1].sum() == 51 and fitted.matrix[0].sum() == 49
+    assert fitted.to_json()["annotators"]["adjudicated"] == 2
+    assert main(["judge", "fit", str(settled), "--out", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "two annotators: Cohen's kappa 0.978 over 140 rows (2 adjudicated)" in out, out
+    with pytest.raises(BiascheckError, match=r"row 2: label_2: unknown label 'x'"):
+        fit_calibration(_two_annotators(tmp_path, counts, {1: "x"}))

@@ -37,6 +37,7 @@ from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
 from biascheck.metrics.bootstrap import bootstrap_sums, percentile_interval
 from biascheck.metrics.core import MetricDef, MetricValue, divide
+from biascheck.metrics.kappa import cohen_kappa
 from biascheck.metrics.misclassification import (
     JudgeTooWeak,
     check_separable,
@@ -105,6 +106,19 @@ _TYPE_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
+@dataclass(frozen=True)
+class Agreement:
+    """Two annotators' agreement on the stories both labelled (Cohen's kappa over ``rows``), and
+    how many of those an adjudicated label settled."""
+
+    kappa: float
+    rows: int
+    adjudicated: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cohen_kappa": round(self.kappa, 6), "rows": self.rows, "adjudicated": self.adjudicated}
+
+
 def prompt_fingerprint(mrc_prompt: Mapping[str, Any]) -> str:
     """The MRC prompt a judge was calibrated with: its id, template and unknown wording."""
     return sha256_text(canonical_json([mrc_prompt.get("id"), mrc_prompt.get("template"), mrc_prompt.get("unknown")]))[:16]
@@ -123,6 +137,9 @@ class JudgeCalibration:
     #: False when the annotators saw the judge's answers (export --show-judge): their labels lean
     #: on it, so the id and a run's scoring say so.
     blind: bool = True
+    #: Two annotators' agreement where the sample had a second label column: a record of how the
+    #: labels were made, not part of the id.
+    annotators: Agreement | None = None
 
     @property
     def matrix(self) -> np.ndarray:
@@ -153,7 +170,7 @@ class JudgeCalibration:
             "counts": [list(row) for row in self.counts],
             "per_class": self.per_class(),
             "confusion": [[round(float(x), 6) for x in row] for row in self.confusion],
-        }
+        } | ({"annotators": self.annotators.to_json()} if self.annotators else {})
 
     def scoring_value(self) -> str:
         """What a run's ``scoring`` keeps: the id and the counts, enough to correct again."""
@@ -312,10 +329,13 @@ class LabelledSample:
     pairs: list[tuple[str, str, str]]
     identity: tuple[str, str, str]
     blind: bool
+    annotators: Agreement | None = None
 
 
 def _key_answers(key: Path) -> dict[str, str]:
     """Story id -> the judge's answer, from the key file the export wrote beside the sample."""
+    if not Path(key).is_file():  # read_sample's own fix names the labelled file
+        raise BiascheckError(key, None, "no such file", f"give the {KEY_SUFFIX} file biascheck judge export wrote beside the sample")
     answers: dict[str, str] = {}
     for number, row in enumerate(read_sample(key), 1):
         story = row.get("case_id")
@@ -334,8 +354,10 @@ def labelled_sample(path: Path, *, key: Path | None = None) -> LabelledSample:
     ``language`` it was exported with), each with the judge's answer: from ``key`` (the export's
     key file, joined on ``case_id``) when given, else from the sample's own ``judge_answer``
     column (an export with --show-judge: then not blind). Rows with an empty label are skipped.
-    Refuses unknown labels, mixed judges and a story labelled twice, each in one line naming the
-    file, the row and the field."""
+    A second annotator's ``label_2`` gives Cohen's kappa over the rows both labelled; a row where
+    the two differ needs an ``adjudicated`` label, which then is its label. Refuses unknown
+    labels, disagreements nobody settled, mixed judges and a story labelled twice, each in one
+    line naming the file, the row(s) and the field."""
     rows = read_sample(path)
     if not rows:
         raise BiascheckError(path, None, "has no rows", "give the file biascheck judge export wrote, with its label column filled in")
@@ -354,13 +376,21 @@ def labelled_sample(path: Path, *, key: Path | None = None) -> LabelledSample:
     identity: tuple[str, str, str] | None = None
     labelled: dict[str, int] = {}  # story (case id) -> the row that labelled it
     pairs = []
+    both: list[tuple[str, str]] = []  # (first, second) where both annotators labelled
+    disagreements: list[int] = []
+    adjudicated = 0
     for number, row in enumerate(rows, 2 if path.suffix.lower() not in (".jsonl", ".json") else 1):
-        label = str(row.get("label") or "").strip().lower()
+        where = f"{path}: row {number}"
+        first, second, settled = (_label_in(where, row, column) for column in ("label", SECOND_LABEL, ADJUDICATED))
+        if first and second:
+            both.append((first, second))
+            if first != second and not settled:
+                disagreements.append(number)
+                continue
+            adjudicated += bool(settled and first != second)
+        label = settled or first or second
         if not label:
             continue
-        where = f"{path}: row {number}"
-        if label not in CLASSES:
-            raise BiascheckError(where, "label", f"unknown label {row['label']!r}", "write b, c or u (or leave it empty to skip the row)")
         this = (str(row["judge"]), str(row["prompt"]), str(row["language"]))
         if identity is None:
             identity = this
@@ -377,9 +407,27 @@ def labelled_sample(path: Path, *, key: Path | None = None) -> LabelledSample:
             )
         labelled[story] = number
         pairs.append((story, label, _answer_of(where, story, row, answers, key)))
+    agreement = Agreement(cohen_kappa(*zip(*both)), len(both), adjudicated) if both else None
+    if disagreements:
+        assert agreement is not None  # a disagreement is a row both labelled
+        shown = ", ".join(map(str, disagreements[:10])) + (", ..." if len(disagreements) > 10 else "")
+        raise BiascheckError(
+            path,
+            SECOND_LABEL,
+            f"the two annotators disagree on {len(disagreements)} of {agreement.rows} rows (rows {shown}; Cohen's kappa {agreement.kappa:.3f})",
+            f"write the agreed label (b, c or u) in an {ADJUDICATED} column of those rows, then fit again",
+        )
     if identity is None:
         raise BiascheckError(path, "label", "no row is labelled", "fill in the label column (b, c or u)")
-    return LabelledSample(pairs, identity, blind)
+    return LabelledSample(pairs, identity, blind, agreement)
+
+
+def _label_in(where: str, row: Mapping[str, Any], column: str) -> str:
+    """A row's label in ``column`` (b, c or u), or "" where it is empty or absent."""
+    label = str(row.get(column) or "").strip().lower()
+    if label and label not in CLASSES:
+        raise BiascheckError(where, column, f"unknown label {row[column]!r}", "write b, c or u (or leave it empty to skip the row)")
+    return label
 
 
 def _answer_of(where: str, story: str, row: Mapping[str, Any], answers: Mapping[str, str] | None, key: Path | None) -> str:
@@ -408,7 +456,7 @@ def fit_calibration(path: Path, *, key: Path | None = None, date: str | None = N
     for _, label, answer in sample.pairs:
         counts[CLASSES.index(label), CLASSES.index(answer)] += 1
     day = date or _dt.date.today().isoformat()
-    calibration = JudgeCalibration(_as_rows(counts), *sample.identity, day, sample.blind)
+    calibration = JudgeCalibration(_as_rows(counts), *sample.identity, day, sample.blind, sample.annotators)
     calibration.check_usable(path)
     return calibration
 
