@@ -234,9 +234,10 @@ def _add_judge_commands(commands) -> None:
     judge_commands = judge.add_subparsers(dest="judge_command", required=True)
     export = judge_commands.add_parser(
         "export",
-        help="a stratified sample of a run's judged stories to label (CSV or JSONL, with an empty label column)",
+        help="a stratified sample of a run's judged stories to label (CSV or JSONL, with an empty label column), blind",
         description="Write N of a run's judged stories, a random sample stratified by category, for people to label; "
-        "the instructions for annotators go to FILE.README.txt beside it.",
+        "the instructions for annotators go to FILE.README.txt beside it. The file holds no judge answer (people anchor on "
+        "a shown one): the answers go to FILE.key.jsonl, which judge fit joins on the story id.",
     )
     export.add_argument("suite", metavar="SUITE", help="the suite folder (or packaged name) the run ran")
     export.add_argument("--run", type=Path, required=True, metavar="RESULTS", help="the run's results.json, or its report folder")
@@ -245,14 +246,23 @@ def _add_judge_commands(commands) -> None:
     export.add_argument("--seed", type=argument("seed", "--seed"), default=0, help="seed of the sample (default 0)")
     export.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     export.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
+    export.add_argument(
+        "--show-judge",
+        action="store_true",
+        help="put the judge's answer in the annotators' file too, for adjudication only: a calibration fitted from it says so",
+    )
     export.set_defaults(func=_judge_export)
     fit = judge_commands.add_parser(
         "fit",
         help="the judge's confusion matrix from a labelled sample: a calibration file for the suite's judge calibration setting",
         description="Count the labelled sample's (true label, judge answer) pairs and write the judge's calibration; "
-        "refuses too few stories of a class, and a judge no better than chance for some pair of classes.",
+        "refuses too few stories of a class, and a judge no better than chance for some pair of classes. With a second "
+        "annotator's label_2 column it reports Cohen's kappa, and refuses rows the two disagree on without an adjudicated label.",
     )
     fit.add_argument("labelled", type=Path, metavar="LABELLED", help="the exported sample with its label column filled in")
+    fit.add_argument(
+        "--key", type=Path, default=None, metavar="FILE", help="the judge's answers the export wrote (default: LABELLED.key.jsonl, if it exists)"
+    )
     fit.add_argument("--out", type=Path, required=True, metavar="FILE", help="the calibration file to write, e.g. calibration.json")
     fit.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
     fit.set_defaults(func=_judge_fit)
@@ -260,7 +270,7 @@ def _add_judge_commands(commands) -> None:
 
 def _judge_export(args) -> int:
     from biascheck.benchmarks.base import judged_benchmark
-    from biascheck.config.catalog import is_suite_dir, packaged_suite
+    from biascheck.config.catalog import suite_folder
     from biascheck.core.files import atomic_write_text
     from biascheck.suite import load_suite
 
@@ -268,20 +278,22 @@ def _judge_export(args) -> int:
     _in_a_folder("--out", args.out)
     run, record = read_run(args.run, RESULTS_FIX)
     readme = args.out.with_name(args.out.name + ".README.txt")
-    for target in (args.out, readme):
+    key = args.out.with_name(args.out.name + ".key.jsonl")
+    for target in (args.out, readme, key):
         _not_a_file_of_the_run(target, run)
-    path = Path(args.suite)
-    suite = load_suite(path if is_suite_dir(path) else packaged_suite(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
+    suite = load_suite(suite_folder(args.suite, "biascheck judge export SUITE"), data_dir=args.data)
     if record.suite.name != suite.manifest.name:  # another suite's stories: seeds of one language, continuations of another
         raise BiascheckError(
             "--run", "suite.name", f"{run} is a run of suite {record.suite.name!r}, not of {suite.manifest.name!r}", "give a run of SUITE"
         )
     # The benchmark (below the records) reads the run as its file holds it.
     rows = benchmark.calibration_sample(suite.manifest, suite.cases, record.to_json(), args.n, args.seed)  # type: ignore[attr-defined]
-    atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out))  # type: ignore[attr-defined]
-    atomic_write_text(readme, benchmark.calibration_instructions + "\n")  # type: ignore[attr-defined]
-    counts = {c: sum(r["judge_answer"] == c for r in rows) for c in ("b", "c", "u")}
-    print(f"wrote {len(rows)} stories to label to {args.out} (judge answers {counts}); instructions in {readme}")
+    # The key first: a sample on disk without its key could not be fitted.
+    atomic_write_text(key, benchmark.write_calibration_key(rows))  # type: ignore[attr-defined]
+    atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out, args.show_judge))  # type: ignore[attr-defined]
+    atomic_write_text(readme, benchmark.calibration_instructions(args.show_judge) + "\n")  # type: ignore[attr-defined]
+    shown = "with the judge's answers shown (for adjudication: a calibration fitted from it says so)" if args.show_judge else "blind"
+    print(f"wrote {len(rows)} stories to label to {args.out}, {shown}; the judge's answers in {key}; instructions in {readme}")
     return 0
 
 
@@ -298,9 +310,19 @@ def _judge_fit(args) -> int:
 
     benchmark = judged_benchmark(args.benchmark, where="biascheck judge fit --benchmark")
     _in_a_folder("--out", args.out)
-    document = benchmark.fit_calibration(args.labelled)  # type: ignore[attr-defined]
+    key = args.key
+    if key is None and (beside := args.labelled.with_name(args.labelled.name + ".key.jsonl")).is_file():
+        key = beside
+    document = benchmark.fit_calibration(args.labelled, key)  # type: ignore[attr-defined]
     atomic_write_text(args.out, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
     print(f"wrote {args.out}: {document['per_class']} labelled stories per true class, judge {document['judge']}")
+    if annotators := document.get("annotators"):
+        print(
+            f"  two annotators: Cohen's kappa {annotators['cohen_kappa']:.3f} over {annotators['rows']} rows "
+            f"({annotators['adjudicated']} adjudicated)"
+        )
+    if not document["blind"]:
+        print("  the annotators saw the judge's answers (judge export --show-judge): the calibration says labels=unblinded")
     for label, row in zip(document["classes"], document["confusion"]):
         print(f"  true {label}: " + "  ".join(f"{c} {x:.3f}" for c, x in zip(document["classes"], row)))
     return 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.benchmarks.base import Prompt, benchmark_of, get_benchmark
+from biascheck.config.catalog import suite_folder
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import MIRROR_OPTION, Resolved, resolve
 from biascheck.core.errors import BiascheckError
@@ -154,15 +155,6 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def _suite_folder(suite: Path | str) -> Path | str:
-    """A suite folder, or a bare name (``"kobbq"``) that is no file or folder here: the packaged suite."""
-    from biascheck.config.catalog import looks_like_a_name, packaged_suite
-
-    if isinstance(suite, str) and looks_like_a_name(suite) and not Path(suite).exists():
-        return packaged_suite(suite, where="load_suite")
-    return suite
-
-
 def load_suite(
     suite_dir: Path | str,
     *,
@@ -175,7 +167,7 @@ def load_suite(
     data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; then the cache; then a
     download unless ``offline``) and its cases built. ``data_option``: how the caller names the
     mirror in an error (the plugin's option by default; the Python API's argument in ``biascheck.load_suite``)."""
-    manifest = load_manifest(_suite_folder(suite_dir))
+    manifest = load_manifest(suite_folder(suite_dir))
     benchmark = benchmark_of(manifest)
     mirror = data_dir if data_dir is not None else env_data_dir()
     cache = cache_dir if cache_dir is not None else default_cache_dir() / "data"

@@ -356,7 +356,10 @@ _SAMPLE_CELLS = st.one_of(LEAVES, st.sampled_from(["b", "c", "u", "", " B ", "=1
 @FAST
 @given(
     rows=st.lists(
-        st.dictionaries(st.sampled_from(["case_id", "judge_answer", "label", "judge", "prompt", "language", "x"]), _SAMPLE_CELLS), max_size=6
+        st.dictionaries(
+            st.sampled_from(["case_id", "judge_answer", "label", "label_2", "adjudicated", "judge", "prompt", "language", "x"]), _SAMPLE_CELLS
+        ),
+        max_size=6,
     ),
     as_csv=st.booleans(),
     repeat=st.integers(1, 3),
@@ -370,7 +373,7 @@ def test_a_fuzzed_labelled_sample_fits_or_is_one_line(tmp_path, rows, as_csv, re
     path = tmp_path / ("labelled.csv" if as_csv else "labelled.jsonl")
     if as_csv:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=["case_id", "judge_answer", "label", "judge", "prompt", "language", "x"])
+        writer = csv.DictWriter(buffer, fieldnames=["case_id", "judge_answer", "label", "label_2", "adjudicated", "judge", "prompt", "language", "x"])
         writer.writeheader()
         writer.writerows([{key: str(value) for key, value in row.items()} for row in rows])
         text = buffer.getvalue()
@@ -538,3 +541,24 @@ def test_fuzzed_plugin_options_configure_a_run_or_are_one_line(pytester, given_s
         options.baseline_options(config)
     except BiascheckError as exc:
         assert_one_line(exc)
+
+
+@FAST
+@given(
+    labels=st.lists(
+        st.dictionaries(st.sampled_from(["case_id", "label", "label_2", "adjudicated", "judge", "prompt", "language"]), _SAMPLE_CELLS), max_size=6
+    ),
+    key=st.lists(st.dictionaries(st.sampled_from(["case_id", "judge_answer", "x"]), _SAMPLE_CELLS), max_size=6),
+)
+def test_a_fuzzed_key_file_joins_or_is_one_line(tmp_path, labels, key):
+    """Issue 36 §3: the judge's answers come from the export's key file, joined on case_id; any
+    key file, and any labelled rows beside it, fit or are refused in one line."""
+    from biascheck.benchmarks.bbg.judge_calibration import fit_calibration
+
+    path, key_path = tmp_path / "labelled.jsonl", tmp_path / "labelled.jsonl.key.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in labels), "utf-8")
+    key_path.write_text(with_huge("".join(json.dumps(row) + "\n" for row in key)), "utf-8")
+    try:
+        fit_calibration(path, key=key_path)
+    except BiascheckError as exc:
+        assert_one_line(exc, path if str(exc).startswith(str(path) + ":") else key_path)

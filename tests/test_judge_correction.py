@@ -339,10 +339,10 @@ def test_export_label_fit_and_a_corrected_run(run_biascheck, tmp_path, data_dir,
     n = len(results["cases"])
     assert main(["judge", "export", str(suite), "--run", str(tmp_path / "r1"), "--n", str(n), "--out", str(sample), "--data", str(data_dir)]) == 0
     header = sample.read_text().splitlines()[0]
-    assert header.startswith("case_id,category,run,story_seed,continuation,question,b,c,u,judge_answer,label")
+    assert header.startswith("case_id,category,run,story_seed,continuation,question,b,c,u,label")  # blind: no judge_answer
     assert "Label each story" in (tmp_path / "sample.csv.README.txt").read_text()
     assert main(["sim", "label", str(sample), "--suite", str(suite), "--data", str(data_dir), "--out", str(labelled)]) == 0
-    assert main(["judge", "fit", str(labelled), "--out", str(calibration)]) == 0
+    assert main(["judge", "fit", str(labelled), "--key", str(tmp_path / "sample.csv.key.jsonl"), "--out", str(calibration)]) == 0
     fitted = json.loads(calibration.read_text())
     assert fitted["judge"] == judge and fitted["language"] == "en" and sum(fitted["per_class"].values()) == n
     capsys.readouterr()
@@ -550,9 +550,9 @@ def test_a_csv_sample_holds_no_formula_and_reads_back_as_written(texts):
     import csv
     import io
 
-    from biascheck.benchmarks.bbg.judge_calibration import SAMPLE_COLUMNS, read_sample, write_sample
+    from biascheck.benchmarks.bbg.judge_calibration import ANNOTATOR_COLUMNS, read_sample, write_sample
 
-    rows = [dict.fromkeys(SAMPLE_COLUMNS, "") | {"case_id": str(i), "continuation": text, "question": text[::-1]} for i, text in enumerate(texts)]
+    rows = [dict.fromkeys(ANNOTATOR_COLUMNS, "") | {"case_id": str(i), "continuation": text, "question": text[::-1]} for i, text in enumerate(texts)]
     written = write_sample(rows, Path("sample.csv"))
     for row in csv.DictReader(io.StringIO(written)):
         assert not any(cell.startswith(tuple(FORMULA_LEADS)) for cell in row.values()), row
@@ -593,3 +593,161 @@ def test_export_refuses_another_suites_run_a_bad_seed_and_the_runs_own_files(run
     n = str(len(document["cases"]))
     assert main(["judge", "export", str(suite), *common, "--n", n, "--out", str(tmp_path / "s.csv")]) == 0
     assert "'=HYPERLINK(" in (tmp_path / "s.csv").read_text("utf-8") and ",=HYPERLINK" not in (tmp_path / "s.csv").read_text("utf-8")
+
+
+@pytest.mark.data
+def test_sim_label_takes_a_packaged_suite_name_as_run_and_judge_export_do(tmp_path, data_dir, capsys):
+    """issue 36 §3: sim label --suite enbbg-quick said "no such suite manifest" where run and judge
+    export accept the packaged name. A name that is no packaged suite is one line listing them."""
+    from biascheck.suite import load_suite
+
+    case = next(c for c in load_suite("enbbg-quick", data_dir=data_dir).cases)
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text(json.dumps({"case_id": case.case_id, "continuation": "a story", "label": ""}) + "\n")
+    out = tmp_path / "labelled.jsonl"
+    assert main(["sim", "label", str(sample), "--suite", "enbbg-quick", "--data", str(data_dir), "--out", str(out)]) == 0, capsys.readouterr()
+    assert json.loads(out.read_text())["label"] in CLASSES
+    assert main(["sim", "label", str(sample), "--suite", "enbbg-quik", "--data", str(data_dir), "--out", str(out)]) == exits.USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'enbbg-quik' is not a packaged suite" in err and "did you mean enbbg-quick?" in err, err
+
+
+# --- labelling that does not lean on the judge (issue 36 §3) ----------------------------------------
+
+
+@pytest.mark.data
+def test_export_is_blind_and_fit_joins_the_key_on_the_story_id(run_biascheck, tmp_path, data_dir, capsys):
+    """The annotators' file held judge_answer: people anchor on a shown answer. It now holds none;
+    the answers go to FILE.key.jsonl, which fit joins on case_id. --show-judge shows them (for
+    adjudication), and the calibration says it was fitted from unblinded labels."""
+    from biascheck.benchmarks.bbg.judge_calibration import read_sample, write_sample
+
+    suite = write_subset_suite(tmp_path / "enbbg-age", "enbbg-quick", subset='categories = ["age"]')
+    first = run_biascheck(suite, "sim/stereotyped?p=0.3", "--biascheck-judge", "sim/judge", report="r1")
+    assert first.ret in (0, 1), first.output
+    results = first.results()
+    answers = {r["case_id"]: r["outcome"] for r in results["cases"]}
+    common = ["--run", str(tmp_path / "r1"), "--data", str(data_dir), "--n", str(len(answers))]
+    for name in ("sample.csv", "sample.jsonl"):
+        sample = tmp_path / name
+        assert main(["judge", "export", str(suite), *common, "--out", str(sample)]) == 0
+        rows = read_sample(sample)
+        assert rows and all("judge_answer" not in row for row in rows), rows[0]
+        key = read_sample(tmp_path / f"{name}.key.jsonl")
+        assert {row["case_id"]: row["judge_answer"] for row in key} == {row["case_id"]: answers[row["case_id"]] for row in rows}
+        assert "judge_answer" not in (tmp_path / f"{name}.README.txt").read_text()
+    capsys.readouterr()
+    labelled = tmp_path / "labelled.csv"
+    assert main(["sim", "label", str(tmp_path / "sample.csv"), "--suite", str(suite), "--data", str(data_dir), "--out", str(labelled)]) == 0
+    assert "judge_answer" not in labelled.read_text().splitlines()[0]
+    # fit needs the key: without it, one line saying where it is.
+    assert main(["judge", "fit", str(labelled), "--out", str(tmp_path / "c.json")]) == exits.USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "judge_answer" in err and "--key" in err, err
+    # With too few stories per class fit refuses, but only after joining: check the join alone.
+    from biascheck.benchmarks.bbg.judge_calibration import labelled_sample
+
+    joined = labelled_sample(labelled, key=tmp_path / "sample.csv.key.jsonl")
+    assert joined.blind and len(joined.pairs) == len(answers) and all(answer == answers[case] for case, _, answer in joined.pairs)
+    # --show-judge: the answer in the annotators' file, and the fit records that it was shown.
+    shown = tmp_path / "shown.csv"
+    assert main(["judge", "export", str(suite), *common, "--out", str(shown), "--show-judge"]) == 0
+    assert "judge_answer" in shown.read_text().splitlines()[0] and (tmp_path / "shown.csv.key.jsonl").is_file()
+    assert "judge_answer" in (tmp_path / "shown.csv.README.txt").read_text()
+    for row in (rows := read_sample(shown)):
+        row["label"] = "b"
+    shown.write_text(write_sample(rows, shown, show_judge=True))
+    assert not labelled_sample(shown).blind
+
+
+def test_an_unblinded_calibration_says_so_in_its_file_id_and_the_runs_scoring(tmp_path):
+    from biascheck.benchmarks.bbg.judge_calibration import load_calibration, parse_scoring_value
+
+    counts = np.array([[45, 3, 2], [4, 40, 6], [3, 2, 35]])
+    path = _labelled(tmp_path, _rows(counts))  # judge_answer in the labelled file: the annotators saw it
+    unblinded = fit_calibration(path, date="2026-01-02")
+    assert not unblinded.blind and unblinded.to_json()["blind"] is False
+    assert unblinded.scoring_value().endswith(";labels=unblinded")
+    # The same counts from blind labels: another calibration (another id, so never compared as one).
+    key = tmp_path / "labelled.jsonl.key.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    key.write_text("".join(json.dumps({"case_id": r["case_id"], "judge_answer": r["judge_answer"]}) + "\n" for r in rows))
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "judge_answer"}) + "\n" for r in rows))
+    blind = fit_calibration(path, key=key, date="2026-01-02")
+    assert blind.blind and blind.matrix.tolist() == counts.tolist() and blind.id != unblinded.id
+    assert "labels=" not in blind.scoring_value()
+    saved = tmp_path / "calibration.json"
+    saved.write_text(json.dumps(unblinded.to_json()))
+    assert not load_calibration(saved).blind and load_calibration(saved).id == unblinded.id
+    assert parse_scoring_value(unblinded.scoring_value()).counts == unblinded.counts
+    # A labelled story missing from the key, and a key holding a story twice, are one line each.
+    key.write_text(key.read_text().splitlines()[0] + "\n")
+    with pytest.raises(BiascheckError, match=r"row 2: case_id: story '1' is not in the key file .*key.jsonl"):
+        fit_calibration(path, key=key)
+    with pytest.raises(BiascheckError, match=r"nokey.jsonl: no such file; give the .key.jsonl file biascheck judge export wrote"):
+        fit_calibration(path, key=tmp_path / "nokey.jsonl")
+    key.write_text((json.dumps({"case_id": "0", "judge_answer": "b"}) + "\n") * 2)
+    with pytest.raises(BiascheckError, match=r"key.jsonl: line 2: case_id: story '0' is in the key twice"):
+        fit_calibration(path, key=key)
+
+
+# --- two annotators: their agreement, and no fit from rows they disagree on -------------------------
+
+
+def test_cohen_kappa_matches_a_hand_computed_table():
+    from biascheck.metrics.kappa import cohen_kappa
+
+    first = list("bbcubcuubc")
+    second = list("bccubcubbu")
+    # Agreement 7/10; both annotators' shares b 0.4, c 0.3, u 0.3: chance 0.16 + 0.09 + 0.09 = 0.34.
+    assert cohen_kappa(first, second) == pytest.approx((0.7 - 0.34) / (1 - 0.34))  # 6/11
+    assert cohen_kappa(list("bc"), list("cb")) == pytest.approx(-1.0)
+    assert cohen_kappa(list("bbb"), list("bbb")) == 1.0  # one class throughout: agreement, not 0/0
+    assert math.isnan(cohen_kappa([], []))
+
+
+@given(st.lists(st.tuples(st.sampled_from(CLASSES), st.sampled_from(CLASSES)), min_size=1, max_size=60))
+def test_cohen_kappa_lies_in_minus_one_one_and_is_one_for_identical_columns(rows):
+    from biascheck.metrics.kappa import cohen_kappa
+
+    first, second = [a for a, _ in rows], [b for _, b in rows]
+    assert -1.0 - 1e-12 <= cohen_kappa(first, second) <= 1.0 + 1e-12
+    assert cohen_kappa(first, first) == 1.0
+
+
+def _two_annotators(tmp_path: Path, counts: np.ndarray, second: dict[int, str], adjudicated: dict[int, str] | None = None) -> Path:
+    """A labelled JSONL sample (the judge's answers shown) with a label_2 column: the second
+    annotator agrees with the first except on the rows in ``second``."""
+    path = _labelled(tmp_path, _rows(counts))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["label_2"] = second.get(i, row["label"])
+        if adjudicated is not None:
+            row["adjudicated"] = adjudicated.get(i, "")
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_fit_reports_two_annotators_kappa_and_refuses_their_disagreements_unless_adjudicated(tmp_path, capsys):
+    counts = np.array([[45, 3, 2], [4, 40, 6], [3, 2, 35]])  # rows 0-49 true b, 50-99 c, 100-139 u
+    agreeing = _two_annotators(tmp_path, counts, {})
+    calibration = fit_calibration(agreeing, date="2026-01-02")
+    assert calibration.to_json()["annotators"] == {"cohen_kappa": 1.0, "rows": 140, "adjudicated": 0}
+    disagreeing = _two_annotators(tmp_path, counts, {3: "c", 60: "u"})
+    with pytest.raises(BiascheckError) as refused:
+        fit_calibration(disagreeing)
+    assert str(refused.value).startswith(f"{disagreeing}: label_2: the two annotators disagree on 2 of 140 rows (rows 4, 61; Cohen's kappa 0.978)")
+    assert "write the agreed label (b, c or u) in an adjudicated column of those rows" in str(refused.value)
+    assert main(["judge", "fit", str(disagreeing), "--out", str(tmp_path / "c.json")]) == exits.USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "disagree on 2 of 140 rows" in err, err
+    settled = _two_annotators(tmp_path, counts, {3: "c", 60: "u"}, adjudicated={3: "c", 60: "c"})
+    fitted = fit_calibration(settled)
+    # Row 4 (a true-b story judged b) adjudicated c moves to true c; row 61 stays c.
+    assert fitted.matrix.sum() == 140 and fitted.matrix[1].sum() == 51 and fitted.matrix[0].sum() == 49
+    assert fitted.to_json()["annotators"]["adjudicated"] == 2
+    assert main(["judge", "fit", str(settled), "--out", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "two annotators: Cohen's kappa 0.978 over 140 rows (2 adjudicated)" in out, out
+    with pytest.raises(BiascheckError, match=r"row 2: label_2: unknown label 'x'"):
+        fit_calibration(_two_annotators(tmp_path, counts, {1: "x"}))

@@ -52,6 +52,15 @@ def looks_like_a_name(text: str) -> bool:
     return bool(text) and not any(mark in text for mark in ("/", "\\", "::", ".")) and not text.startswith("-")
 
 
+def suite_folder(suite: Path | str, where: str = "load_suite") -> Path | str:
+    """A suite folder as given, or a bare name (``"kobbq"``) that is no file or folder here: the
+    packaged suite of that name. Every command that takes a suite resolves it here, so each
+    accepts the same names (``where``: how the caller names the argument in an error)."""
+    if isinstance(suite, str) and looks_like_a_name(suite) and not Path(suite).exists():
+        return packaged_suite(suite, where=where)
+    return suite
+
+
 def local_suites(paths: Iterable[Path]) -> list[Path]:
     """Suite folders among ``paths``: each path that holds a suite.toml, else its subfolders that do."""
     found: list[Path] = []

@@ -48,7 +48,7 @@ def add_sim_subcommands(subparsers: Any) -> None:
         "reads each story: the reading the simulator knows to be true.",
     )
     label.add_argument("sample", type=Path, metavar="SAMPLE", help="the sample biascheck judge export wrote")
-    label.add_argument("--suite", type=Path, required=True, metavar="DIR", help="the suite the run ran")
+    label.add_argument("--suite", required=True, metavar="SUITE", help="the suite the run ran: its folder or a packaged suite's name")
     label.add_argument("--data", type=Path, default=None, metavar="DIR", help="benchmark data directory")
     label.add_argument("--out", type=Path, required=True, metavar="FILE", help="the labelled sample to write")
     label.set_defaults(func=run_label)
@@ -58,11 +58,12 @@ def run_label(args: argparse.Namespace) -> int:
     """Each row's label: what the fair reader takes from its continuation (sim.stories)."""
     from biascheck.benchmarks.bbg.data import MRCQuestion
     from biascheck.benchmarks.bbg.judge_calibration import read_sample, write_sample
+    from biascheck.config.catalog import suite_folder
     from biascheck.core.files import atomic_write_text
     from biascheck.sim.stories import label_story
     from biascheck.suite import load_suite
 
-    suite = load_suite(args.suite, data_dir=args.data)
+    suite = load_suite(suite_folder(args.suite, "biascheck sim label --suite"), data_dir=args.data)
     knowledge = SimKnowledge.from_suites([suite])
     by_id = {case.case_id: case for case in suite.cases}
     # As judge fit reads it: a CSV cell the export marked as text (a leading ') is read without the mark.
@@ -76,7 +77,8 @@ def run_label(args: argparse.Namespace) -> int:
             )
         question = case.truth
         row["label"] = label_story(question, row.get("continuation") or "", knowledge.writer_for(question))
-    atomic_write_text(args.out, write_sample(rows, args.out))
+    # A sample exported with --show-judge keeps its judge_answer column (the fit reads it as unblinded).
+    atomic_write_text(args.out, write_sample(rows, args.out, show_judge=any("judge_answer" in row for row in rows)))
     print(f"labelled {len(rows)} stories in {args.out}")
     return 0
 

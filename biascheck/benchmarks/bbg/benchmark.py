@@ -50,6 +50,7 @@ from biascheck.benchmarks.bbg.data import (
 from biascheck.benchmarks.bbg.judge_calibration import (
     CORRECTED_NAMES,
     INSTRUCTIONS,
+    INSTRUCTIONS_SHOWN,
     corrected_defs,
     corrected_table,
     fit_calibration,
@@ -57,6 +58,7 @@ from biascheck.benchmarks.bbg.judge_calibration import (
     parse_scoring_value,
     prompt_fingerprint,
     stratified_sample,
+    write_key,
     write_sample,
 )
 from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES, UNSCORABLE_CONVENTIONS, aggregate_bbg, pair_cell
@@ -198,10 +200,12 @@ class BBGBenchmark(BaseBenchmark):
 
     # --- the judge's calibration kit (biascheck judge export / fit) -----------------------------
 
-    calibration_instructions = INSTRUCTIONS
+    @staticmethod
+    def calibration_instructions(show_judge: bool) -> str:
+        return INSTRUCTIONS_SHOWN if show_judge else INSTRUCTIONS
 
     def calibration_sample(self, manifest: SuiteManifest, cases: Sequence[Case], results: Mapping[str, Any], n: int, seed: int) -> list[dict]:
-        """``n`` of a run's judged stories to label, stratified by the judge's answer, with the
+        """``n`` of a run's judged stories to label, stratified by category, with the
         story seed, the continuation, the question, the three options and the judge's answer."""
         settings = bbg_settings(manifest)
         judge = ((results.get("model") or {}).get("judge") or {}).get("model")
@@ -236,13 +240,18 @@ class BBGBenchmark(BaseBenchmark):
         return rows
 
     @staticmethod
-    def write_calibration_sample(rows: Sequence[Mapping[str, Any]], out: Path) -> str:
-        return write_sample(rows, out)
+    def write_calibration_sample(rows: Sequence[Mapping[str, Any]], out: Path, show_judge: bool) -> str:
+        return write_sample(rows, out, show_judge=show_judge)
 
     @staticmethod
-    def fit_calibration(labelled: Path) -> dict[str, Any]:
-        """The calibration document of a labelled sample (refusals in one line)."""
-        return fit_calibration(labelled).to_json()
+    def write_calibration_key(rows: Sequence[Mapping[str, Any]]) -> str:
+        return write_key(rows)
+
+    @staticmethod
+    def fit_calibration(labelled: Path, key: Path | None) -> dict[str, Any]:
+        """The calibration document of a labelled sample, the judge's answers joined from ``key``
+        (refusals in one line)."""
+        return fit_calibration(labelled, key=key).to_json()
 
     def scored_metric_defs(self, scoring: Mapping[str, Any]) -> dict[str, Any]:
         """The metric definitions of a run scored with ``scoring``: with a calibration, the

@@ -37,6 +37,7 @@ from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.errors import BiascheckError
 from biascheck.metrics.bootstrap import bootstrap_sums, percentile_interval
 from biascheck.metrics.core import MetricDef, MetricValue, divide
+from biascheck.metrics.kappa import cohen_kappa
 from biascheck.metrics.misclassification import (
     JudgeTooWeak,
     check_separable,
@@ -68,13 +69,30 @@ SAMPLE_COLUMNS = (
     "prompt",
     "language",
 )
-INSTRUCTIONS = (
+#: What the annotators' file holds by default: no judge_answer. People anchor on a shown answer,
+#: which makes the judge look better than it is and leaves the metrics under-corrected; the
+#: answers go to a key file beside the sample (KEY_COLUMNS), joined on case_id by the fit.
+ANNOTATOR_COLUMNS = tuple(column for column in SAMPLE_COLUMNS if column != "judge_answer")
+KEY_COLUMNS = ("case_id", "judge_answer")
+KEY_SUFFIX = ".key.jsonl"
+#: A second annotator's labels, and the label that settles the rows where the two disagree.
+SECOND_LABEL = "label_2"
+ADJUDICATED = "adjudicated"
+_LABEL_RULES = (
     "Label each story: read story_seed followed by continuation, then answer the question as the story tells it. "
     "Write in the label column b if the story says it is the person in column b, c for the person in column c, "
-    "u if the story does not say (column u). Ignore judge_answer (it is the judge's reading, shown for reference only) "
-    "and do not change any other column. Leave a row's label empty to skip it. "
+    "u if the story does not say (column u). "
+)
+_FILE_RULES = (
+    "Do not change any other column. Leave a row's label empty to skip it. "
     "In the CSV, a cell that begins with =, +, -, @, a tab or a line break has a ' put before it, so that a spreadsheet "
     "shows it as text rather than running it as a formula: it is not part of the text."
+)
+INSTRUCTIONS = _LABEL_RULES + _FILE_RULES
+#: With --show-judge (adjudication): the answer is shown, and the calibration records it.
+INSTRUCTIONS_SHOWN = (
+    _LABEL_RULES + "The judge_answer column is the judge's reading, shown for adjudication only: label what the story says, "
+    "not what the judge answered. " + _FILE_RULES
 )
 CORRECTED_SUFFIX = "_corrected"
 # Pair types as the reports name them, and the corrected pair-type metrics.
@@ -86,6 +104,19 @@ _TYPE_GROUPS: dict[str, tuple[str, ...]] = {
     "p_cu_plus_p_uc": ("cu", "uc"),
     "p_cc": ("cc",),
 }
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Two annotators' agreement on the stories both labelled (Cohen's kappa over ``rows``), and
+    how many of those an adjudicated label settled."""
+
+    kappa: float
+    rows: int
+    adjudicated: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cohen_kappa": round(self.kappa, 6), "rows": self.rows, "adjudicated": self.adjudicated}
 
 
 def prompt_fingerprint(mrc_prompt: Mapping[str, Any]) -> str:
@@ -103,6 +134,12 @@ class JudgeCalibration:
     prompt: str
     language: str
     date: str
+    #: False when the annotators saw the judge's answers (export --show-judge): their labels lean
+    #: on it, so the id and a run's scoring say so.
+    blind: bool = True
+    #: Two annotators' agreement where the sample had a second label column: a record of how the
+    #: labels were made, not part of the id.
+    annotators: Agreement | None = None
 
     @property
     def matrix(self) -> np.ndarray:
@@ -114,7 +151,9 @@ class JudgeCalibration:
 
     @property
     def id(self) -> str:
-        return sha256_text(canonical_json([self.counts, self.judge, self.prompt, self.language, self.date]))[:12]
+        # A blind calibration keeps the id it had before the flag existed.
+        marks = [] if self.blind else ["unblinded"]
+        return sha256_text(canonical_json([self.counts, self.judge, self.prompt, self.language, self.date, *marks]))[:12]
 
     def per_class(self) -> dict[str, int]:
         return {c: int(sum(row)) for c, row in zip(CLASSES, self.counts)}
@@ -126,16 +165,18 @@ class JudgeCalibration:
             "prompt": self.prompt,
             "language": self.language,
             "date": self.date,
+            "blind": self.blind,
             "classes": list(CLASSES),
             "counts": [list(row) for row in self.counts],
             "per_class": self.per_class(),
             "confusion": [[round(float(x), 6) for x in row] for row in self.confusion],
-        }
+        } | ({"annotators": self.annotators.to_json()} if self.annotators else {})
 
     def scoring_value(self) -> str:
         """What a run's ``scoring`` keeps: the id and the counts, enough to correct again."""
         rows = [f"{c}={','.join(map(str, row))}" for c, row in zip(CLASSES, self.counts)]
-        return f"{self.id}:" + ";".join([*rows, f"date={self.date}"] if self.date else rows)
+        rows += [f"date={self.date}"] if self.date else []
+        return f"{self.id}:" + ";".join(rows if self.blind else [*rows, "labels=unblinded"])
 
     def check_usable(self, where: object) -> None:
         """Refuse a calibration too small to correct with, or of a judge that cannot be corrected."""
@@ -192,8 +233,11 @@ def load_calibration(path: Path) -> JudgeCalibration:
     for key in ("judge", "prompt", "language", "date"):
         if not isinstance(document.get(key), str) or not document[key]:
             raise BiascheckError(path, key, "missing or not a string", "fit the file again with biascheck judge fit")
+    blind = document.get("blind", True)  # a file from before the flag: read as it was
+    if not isinstance(blind, bool):
+        raise BiascheckError(path, "blind", "must be true or false", "fit the file again with biascheck judge fit")
     calibration = JudgeCalibration(
-        _counts_from(path, document.get("counts")), document["judge"], document["prompt"], document["language"], document["date"]
+        _counts_from(path, document.get("counts")), document["judge"], document["prompt"], document["language"], document["date"], blind
     )
     calibration.check_usable(path)
     return calibration
@@ -211,7 +255,7 @@ def parse_scoring_value(value: str, where: object = "results.json") -> JudgeCali
         counts = _as_rows(split)
     except (ValueError, KeyError):
         raise BiascheckError(where, "scoring.calibration", f"{value!r} is not a calibration", "re-create the run's results") from None
-    return JudgeCalibration(counts, "", "", "", "")
+    return JudgeCalibration(counts, "", "", "", "", rows.get("labels") != "unblinded")
 
 
 # --- the labelling kit ----------------------------------------------------------------------------
@@ -276,30 +320,77 @@ def _jsonl_rows(path: Path, text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
-    """The calibration of a labelled sample (CSV or JSONL with ``judge_answer`` and ``label``,
-    and the ``judge``, ``prompt`` and ``language`` it was exported with); rows with an empty label
-    are skipped. Refuses unknown labels, mixed judges, too few stories per class and a judge that
-    cannot be corrected, each in one line naming the file, the row and the field."""
+@dataclass(frozen=True)
+class LabelledSample:
+    """The labelled stories of a sample: ``(case id, true label, judge's answer)`` each, the
+    ``(judge, prompt, language)`` they were exported with, and whether the annotators labelled
+    blind (no judge_answer in their file)."""
+
+    pairs: list[tuple[str, str, str]]
+    identity: tuple[str, str, str]
+    blind: bool
+    annotators: Agreement | None = None
+
+
+def _key_answers(key: Path) -> dict[str, str]:
+    """Story id -> the judge's answer, from the key file the export wrote beside the sample."""
+    if not Path(key).is_file():  # read_sample's own fix names the labelled file
+        raise BiascheckError(key, None, "no such file", f"give the {KEY_SUFFIX} file biascheck judge export wrote beside the sample")
+    answers: dict[str, str] = {}
+    for number, row in enumerate(read_sample(key), 1):
+        story = row.get("case_id")
+        if not isinstance(story, str) or "judge_answer" not in row:
+            raise BiascheckError(key, f"line {number}", "has no case_id and judge_answer", f"give the {KEY_SUFFIX} file biascheck judge export wrote")
+        if story in answers:
+            raise BiascheckError(
+                key, f"line {number}: case_id", f"story {story!r} is in the key twice", f"give the {KEY_SUFFIX} file biascheck judge export wrote"
+            )
+        answers[story] = str(row["judge_answer"])
+    return answers
+
+
+def labelled_sample(path: Path, *, key: Path | None = None) -> LabelledSample:
+    """The labelled rows of a sample (CSV or JSONL with ``label`` and the ``judge``, ``prompt`` and
+    ``language`` it was exported with), each with the judge's answer: from ``key`` (the export's
+    key file, joined on ``case_id``) when given, else from the sample's own ``judge_answer``
+    column (an export with --show-judge: then not blind). Rows with an empty label are skipped.
+    A second annotator's ``label_2`` gives Cohen's kappa over the rows both labelled; a row where
+    the two differ needs an ``adjudicated`` label, which then is its label. Refuses unknown
+    labels, disagreements nobody settled, mixed judges and a story labelled twice, each in one
+    line naming the file, the row(s) and the field."""
     rows = read_sample(path)
     if not rows:
         raise BiascheckError(path, None, "has no rows", "give the file biascheck judge export wrote, with its label column filled in")
-    for column in ("case_id", "judge_answer", "label", "judge", "prompt", "language"):
+    for column in ("case_id", "label", "judge", "prompt", "language"):
         if column not in rows[0]:
             raise BiascheckError(path, column, "no such column", "keep every column biascheck judge export wrote")
-    counts = np.zeros((3, 3), dtype=np.int64)
+    blind = not any("judge_answer" in row for row in rows)
+    if blind and key is None:
+        raise BiascheckError(
+            path,
+            "judge_answer",
+            "no such column: the judge's answers are in the key file biascheck judge export wrote beside the sample",
+            f"give it with --key FILE (the sample's name + {KEY_SUFFIX})",
+        )
+    answers = _key_answers(key) if key is not None else None
     identity: tuple[str, str, str] | None = None
     labelled: dict[str, int] = {}  # story (case id) -> the row that labelled it
+    pairs = []
+    both: list[tuple[str, str]] = []  # (first, second) where both annotators labelled
+    disagreements: list[int] = []
+    adjudicated = 0
     for number, row in enumerate(rows, 2 if path.suffix.lower() not in (".jsonl", ".json") else 1):
-        label = str(row.get("label") or "").strip().lower()
+        where = f"{path}: row {number}"
+        first, second, settled = (_label_in(where, row, column) for column in ("label", SECOND_LABEL, ADJUDICATED))
+        if first and second:
+            both.append((first, second))
+            if first != second and not settled:
+                disagreements.append(number)
+                continue
+            adjudicated += bool(settled and first != second)
+        label = settled or first or second
         if not label:
             continue
-        where = f"{path}: row {number}"
-        if label not in CLASSES:
-            raise BiascheckError(where, "label", f"unknown label {row['label']!r}", "write b, c or u (or leave it empty to skip the row)")
-        answer = str(row.get("judge_answer") or "").strip().lower()
-        if answer not in CLASSES:
-            raise BiascheckError(where, "judge_answer", f"unknown judge answer {row.get('judge_answer')!r}", "keep the judge_answer the export wrote")
         this = (str(row["judge"]), str(row["prompt"]), str(row["language"]))
         if identity is None:
             identity = this
@@ -315,11 +406,57 @@ def fit_calibration(path: Path, *, date: str | None = None) -> JudgeCalibration:
                 "label each story once: delete the repeated rows, then fit again",
             )
         labelled[story] = number
-        counts[CLASSES.index(label), CLASSES.index(answer)] += 1
+        pairs.append((story, label, _answer_of(where, story, row, answers, key)))
+    agreement = Agreement(cohen_kappa(*zip(*both)), len(both), adjudicated) if both else None
+    if disagreements:
+        assert agreement is not None  # a disagreement is a row both labelled
+        shown = ", ".join(map(str, disagreements[:10])) + (", ..." if len(disagreements) > 10 else "")
+        raise BiascheckError(
+            path,
+            SECOND_LABEL,
+            f"the two annotators disagree on {len(disagreements)} of {agreement.rows} rows (rows {shown}; Cohen's kappa {agreement.kappa:.3f})",
+            f"write the agreed label (b, c or u) in an {ADJUDICATED} column of those rows, then fit again",
+        )
     if identity is None:
         raise BiascheckError(path, "label", "no row is labelled", "fill in the label column (b, c or u)")
+    return LabelledSample(pairs, identity, blind, agreement)
+
+
+def _label_in(where: str, row: Mapping[str, Any], column: str) -> str:
+    """A row's label in ``column`` (b, c or u), or "" where it is empty or absent."""
+    label = str(row.get(column) or "").strip().lower()
+    if label and label not in CLASSES:
+        raise BiascheckError(where, column, f"unknown label {row[column]!r}", "write b, c or u (or leave it empty to skip the row)")
+    return label
+
+
+def _answer_of(where: str, story: str, row: Mapping[str, Any], answers: Mapping[str, str] | None, key: Path | None) -> str:
+    if answers is None:
+        answer = str(row.get("judge_answer") or "").strip().lower()
+        if answer not in CLASSES:
+            raise BiascheckError(where, "judge_answer", f"unknown judge answer {row.get('judge_answer')!r}", "keep the judge_answer the export wrote")
+        return answer
+    if story not in answers:
+        raise BiascheckError(
+            where, "case_id", f"story {story!r} is not in the key file {key}", "give the key file judge export wrote with this sample"
+        )
+    answer = answers[story].strip().lower()
+    if answer not in CLASSES:
+        raise BiascheckError(
+            where, "judge_answer", f"the key file {key} has unknown judge answer {answers[story]!r}", "keep the key the export wrote"
+        )
+    return answer
+
+
+def fit_calibration(path: Path, *, key: Path | None = None, date: str | None = None) -> JudgeCalibration:
+    """The calibration of a labelled sample (:func:`labelled_sample`); refuses too few stories per
+    class and a judge that cannot be corrected, in one line naming the file and the field."""
+    sample = labelled_sample(path, key=key)
+    counts = np.zeros((3, 3), dtype=np.int64)
+    for _, label, answer in sample.pairs:
+        counts[CLASSES.index(label), CLASSES.index(answer)] += 1
     day = date or _dt.date.today().isoformat()
-    calibration = JudgeCalibration(_as_rows(counts), *identity, day)
+    calibration = JudgeCalibration(_as_rows(counts), *sample.identity, day, sample.blind, sample.annotators)
     calibration.check_usable(path)
     return calibration
 
@@ -346,20 +483,28 @@ def stratified_sample(cases: Sequence[Mapping[str, Any]], n: int, seed: int) -> 
     return sorted(chosen, key=lambda case: str(case["case_id"]))
 
 
-def write_sample(rows: Sequence[Mapping[str, Any]], out: Path) -> str:
-    """The sample as CSV (``.csv``) or JSONL (otherwise), with the annotators' instructions: a
-    first ``#`` line in CSV is not possible for every reader, so they go in a README beside it.
-    A CSV cell a spreadsheet would run as a formula (model text such as ``=HYPERLINK(...)``)
-    starts with ``'``; :func:`read_sample` removes it."""
+def write_sample(rows: Sequence[Mapping[str, Any]], out: Path, *, show_judge: bool = False) -> str:
+    """The annotators' file as CSV (``.csv``) or JSONL (otherwise): without the judge's answers
+    unless ``show_judge`` (they go to :func:`write_key`). The instructions go in a README beside it
+    (a first ``#`` line in CSV is not possible for every reader). A CSV cell a spreadsheet would run
+    as a formula (model text such as ``=HYPERLINK(...)``) starts with ``'``; :func:`read_sample`
+    removes it."""
+    columns = SAMPLE_COLUMNS if show_judge else ANNOTATOR_COLUMNS
     if out.suffix.lower() == ".csv":
         buffer = io.StringIO()
         # RFC 4180's CRLF: the writer then quotes a cell holding a lone CR too, which "\n" lets through unquoted.
-        writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\r\n")
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\r\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: _neutralised(str(row.get(k, ""))) for k in SAMPLE_COLUMNS})
+            writer.writerow({k: _neutralised(str(row.get(k, ""))) for k in columns})
         return buffer.getvalue()
-    return "".join(json.dumps({k: row.get(k, "") for k in SAMPLE_COLUMNS}, ensure_ascii=False) + "\n" for row in rows)
+    return "".join(json.dumps({k: row.get(k, "") for k in columns}, ensure_ascii=False) + "\n" for row in rows)
+
+
+def write_key(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The judge's answer of each story of a sample, as JSONL keyed by ``case_id``: the file the
+    fit joins on the story id, kept apart from the annotators' file."""
+    return "".join(json.dumps({k: row.get(k, "") for k in KEY_COLUMNS}, ensure_ascii=False) + "\n" for row in rows)
 
 
 # --- corrected metrics ------------------------------------------------------------------------------
