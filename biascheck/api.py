@@ -90,24 +90,6 @@ def results_file(path: Path, name: str = "results.json", suite: str | None = Non
     return path / name
 
 
-def read_results(
-    path: Path,
-    baseline_fix: str = "give a run's results.json (or its report folder) here",
-    *,
-    suite: str | None = None,
-    suite_option: str | None = None,
-) -> tuple[Path, dict[str, Any]]:
-    """(the file, its checked ``results.json`` document) of a path naming a run."""
-    from biascheck.reporting.results import validate_results
-
-    path = results_file(path, suite=suite, suite_option=suite_option)
-    document = read_json(path, RESULTS_FIX)
-    if isinstance(document, dict) and document.get("schema") == BASELINE_SCHEMA:
-        raise BiascheckError(path, "schema", "is a baseline, not the results.json of a run", baseline_fix)
-    validate_results(document, str(path))
-    return path, document
-
-
 def read_run(
     path: Path,
     baseline_fix: str = "give a run's results.json (or its report folder) here",
@@ -116,8 +98,18 @@ def read_run(
     suite_option: str | None = None,
 ) -> tuple[Path, RunRecord]:
     """(the file, the record of its checked ``results.json``) of a path naming a run."""
-    file, document = read_results(path, baseline_fix, suite=suite, suite_option=suite_option)
-    return file, RunRecord.from_json(document, str(file))
+    path = results_file(path, suite=suite, suite_option=suite_option)
+    return path, run_of(path, read_json(path, RESULTS_FIX), baseline_fix)
+
+
+def run_of(path: Path, document: Any, baseline_fix: str) -> RunRecord:
+    """The record of the ``results.json`` document read from ``path``, checked against its schema."""
+    from biascheck.reporting.results import validate_results
+
+    if isinstance(document, dict) and document.get("schema") == BASELINE_SCHEMA:
+        raise BiascheckError(path, "schema", "is a baseline, not the results.json of a run", baseline_fix)
+    validate_results(document, str(path))
+    return RunRecord.from_json(document, str(path))
 
 
 # --- comparing: biascheck diff's resolution of its settings ---------------------------------------
@@ -392,7 +384,7 @@ def _records(sources: Iterable[Path | str | RunRecord | BaselineRecord]) -> list
         if isinstance(document, dict) and document.get("schema") == BASELINE_SCHEMA:
             out.append((str(file), load_baseline(file)))
         elif isinstance(document, dict) and document.get("schema") == RESULTS_SCHEMA:
-            out.append((str(file), load_run(file)))
+            out.append((str(file), run_of(file, document, "read it with load_baseline")))  # read once
         else:
             raise BiascheckError(
                 file, "schema", "is neither a results.json nor a baseline", "give results.json files, report folders or baseline files"

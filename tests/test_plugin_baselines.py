@@ -384,11 +384,12 @@ def test_on_inconclusive_conflicts_and_bad_values_are_one_line_usage_errors(run_
 
 
 def test_comparison_files_from_before_on_inconclusive_are_read_by_their_fail_inconclusive():
-    from biascheck.evaluation.regression import cases_to_resolve, on_inconclusive_of
+    from biascheck.evaluation.regression import cases_to_resolve
+    from biascheck.records.comparison import on_inconclusive
 
-    assert on_inconclusive_of({"settings": {"fail_inconclusive": True}}) == "fail"
-    assert on_inconclusive_of({"settings": {"fail_inconclusive": False}}) == "pass"  # they passed quietly
-    assert on_inconclusive_of({"settings": {"on_inconclusive": "warn", "fail_inconclusive": True}}) == "warn"
+    assert on_inconclusive({"fail_inconclusive": True}) == "fail"
+    assert on_inconclusive({"fail_inconclusive": False}) == "pass"  # they passed quietly
+    assert on_inconclusive({"on_inconclusive": "warn", "fail_inconclusive": True}) == "warn"
     # 1/sqrt(n): a detectable worsening of 3 margins beyond the margin needs 9 times the cases.
     assert cases_to_resolve(0.03, 0.01, 100) == 900
     assert cases_to_resolve(0.005, 0.01, 100) == 100  # resolvable at this size already

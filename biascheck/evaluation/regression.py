@@ -60,7 +60,7 @@ from biascheck.metrics.paired import (
     worsening_bounds,
 )
 from biascheck.records.baseline import BaselineRecord
-from biascheck.records.comparison import Check, Comparison, on_inconclusive
+from biascheck.records.comparison import Check, Comparison
 from biascheck.records.run import CaseRecord, RunRecord
 from biascheck.suite import missing_data_summary
 
@@ -103,22 +103,12 @@ class CompareSettings:
         }
 
 
-def on_inconclusive_of(comparison: Comparison | Mapping[str, Any]) -> str:
-    """What a comparison's inconclusive checks do to the gate (see
-    :func:`biascheck.records.comparison.on_inconclusive`)."""
-    return on_inconclusive(comparison.settings if isinstance(comparison, Comparison) else comparison.get("settings"))
-
-
 def resolve_text(check: Check) -> str:
     """What would resolve an inconclusive check, from ``cases_to_resolve`` (an estimate)."""
-    return resolve_check_text(check.cases_to_resolve, check.cases, check.margin)
-
-
-def resolve_check_text(needed: int | None, cases: int | None, margin: float | None) -> str:
-    """:func:`resolve_text` of a check's ``cases_to_resolve``, compared ``cases`` and ``margin``."""
+    needed, cases = check.cases_to_resolve, check.cases
     now = f" (now {cases})" if cases is not None else ""
     if needed is None:
-        if margin == 0:
+        if check.margin == 0:
             return "margin 0: no suite size resolves it; give the metric a margin"
         return "no estimate of the cases that would resolve it"
     if cases is not None and needed <= cases:

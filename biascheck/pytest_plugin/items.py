@@ -265,9 +265,7 @@ class RegressionItem(ScopedItem):
             pytest.skip(f"no selected cases in {self.scope}")
         self.user_properties.append(("biascheck_regression", check.explanation))
         verdict = check.verdict
-        from biascheck.evaluation.regression import on_inconclusive_of  # numpy and the statistics: only when comparing
-
-        strict = on_inconclusive_of(state.comparisons[self.suite_file.suite.name]) == "fail"
+        strict = state.comparisons[self.suite_file.suite.name].on_inconclusive == "fail"
         if verdict == "regressed" or (strict and verdict in ("inconclusive", "not compared")):
             raise BiascheckFailure(check.explanation)
         if verdict == "not compared":
