@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from biascheck.core.errors import BiascheckError
 
 FIX = "regenerate the file with biascheck"
 EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-T = TypeVar("T")
 
 
 def freeze(value: Any) -> Any:
@@ -150,7 +148,3 @@ def json_interval(ci: tuple[float | None, float | None]) -> list[float | None]:
 
 def frozen_or_none(value: Any) -> Any:
     return None if value is None else thaw(value)
-
-
-def as_tuple(values: Iterable[T]) -> tuple[T, ...]:
-    return tuple(values)

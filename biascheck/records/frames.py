@@ -22,7 +22,7 @@ METRIC_COLUMNS = ("suite", "model", "metric", "group", "scope", "value", "ci_low
 CHECK_COLUMNS = (
     "suite", "metric", "scope", "verdict", "baseline", "baseline_ci_low", "baseline_ci_high", "candidate", "candidate_ci_low",
     "candidate_ci_high", "difference", "worsening", "worsening_ci_low", "worsening_ci_high", "margin", "rule", "rule_source",
-    "better", "p_value", "p_adjusted", "cases", "templates", "explanation",
+    "better", "p_value", "p_adjusted", "cases", "templates", "gated", "explanation",
 )  # fmt: skip
 FLIP_COLUMNS = (
     "suite", "case_id", "category", "context_type", "transition", "baseline", "candidate", "prompt", "answer", "baseline_answer",
@@ -116,6 +116,7 @@ def checks_frame(comparison: Any) -> pd.DataFrame:
                 "p_adjusted": check.p_adjusted,
                 "cases": check.cases,
                 "templates": check.templates,
+                "gated": check.gated,
                 "explanation": check.explanation,
             }
         )

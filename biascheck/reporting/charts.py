@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from biascheck.core import format as fmt
 from biascheck.reporting.markup import esc, fmt_int, lang, shorten, text_width, verdict_class
@@ -113,14 +113,33 @@ def num(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+class Measured(Protocol):
+    """What a chart plots: a value with its interval and size (a run's metric, a comparison's side)."""
+
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def ci(self) -> tuple[float | None, float | None]: ...
+    @property
+    def n(self) -> int | None: ...
+
+
+def _read(measured: Measured | None) -> tuple[float | None, float | None, float | None, int | None, str | None]:
+    """(value, interval low, interval high, n, note) of what a row plots; all None where there is none."""
+    if measured is None:
+        return None, None, None, None, None
+    lo, hi = fmt.bounds(measured.ci)
+    return fmt.number(measured.value), lo, hi, measured.n, getattr(measured, "note", None)
+
+
 class Side(NamedTuple):
     """One bar of a chart row: its kind (``value``: the only bar, unlabelled; ``baseline`` and
-    ``candidate``; ``suite``: one of the suites across), its value dict (value, ci, n, note),
+    ``candidate``; ``suite``: one of the suites across), what it plots (None: nothing),
     whether it fails its gate (None: not gated here), its label beside the bar and what the
     tooltip adds."""
 
     kind: str
-    value: dict
+    value: Measured | None
     failing: bool | None
     label: str = ""
     extra: str = ""
@@ -133,7 +152,7 @@ def bar_svg(rows: list[tuple[str, Any, Any, list[Side]]], metric: str, *, side_w
     for _, threshold, _, sides in rows:
         points += threshold_positions(threshold)
         for side in sides:
-            points += [fmt.number(side.value.get("value")), *fmt.bounds(side.value.get("ci"))]
+            points += _read(side.value)[:3]
     lo, hi, step = domain(points)
 
     size = 12.0
@@ -181,15 +200,13 @@ def bar_svg(rows: list[tuple[str, Any, Any, list[Side]]], metric: str, *, side_w
         threshold_text = fmt.threshold(threshold)
         for j, side in enumerate(sides):
             yc = y_row + j * slot_h + slot_h / 2
-            value, failing = side.value, side.failing
-            v = fmt.number(value.get("value"))
-            c_lo, c_hi = fmt.bounds(value.get("ci"))
-            n = value.get("n")
+            failing = side.failing
+            v, c_lo, c_hi, n, note = _read(side.value)
             tip = f"{category} \u2014 {side.label or side.kind}: {metric} = {fmt.exact(v)}, 95% CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {fmt_int(n) if n is not None else 'n/a'}"
             if threshold_text and side.kind != "baseline":
                 tip += f"; threshold {threshold_text}" + ("" if failing is None else (": FAIL" if failing else ": pass"))
-            if value.get("note"):
-                tip += f"; {value['note']}"
+            if note:
+                tip += f"; {note}"
             tip += side.extra
             g = [f'<g class="mark {esc(side.kind)}"><title>{esc(tip)}</title>']
             if side.label:
@@ -232,11 +249,11 @@ def bar_svg(rows: list[tuple[str, Any, Any, list[Side]]], metric: str, *, side_w
 
 
 class Point(NamedTuple):
-    """One row of a point chart: a run or a release, its value dict (value, ci, n, note), its
-    threshold, whether it fails it (None: not judged here) and a muted note beside the label."""
+    """One row of a point chart: a run or a release, what it plots (None: nothing), its threshold,
+    whether it fails it (None: not judged here) and a muted note beside the label."""
 
     label: str
-    value: dict
+    value: Measured | None
     threshold: Any
     failing: bool | None
     note: str = ""
@@ -249,7 +266,7 @@ def point_svg(points: list[Point], metric: str, *, level: str, connect: bool = F
     positions: list[float | None] = []
     for point in points:
         positions += threshold_positions(point.threshold)
-        positions += [fmt.number(point.value.get("value")), *fmt.bounds(point.value.get("ci"))]
+        positions += _read(point.value)[:3]
     lo, hi, step = domain(positions)
     size, small = 12.0, 11.0
     label_w = min(max([text_width(p.label, size) for p in points] + [60.0]) + 12, 300.0)
@@ -287,19 +304,17 @@ def point_svg(points: list[Point], metric: str, *, level: str, connect: bool = F
             f"<title>threshold {esc(fmt.threshold(threshold))}</title></line>"
         )
     if connect:
-        trend = [(x(v), top + k * slot_h + slot_h / 2) for k, p in enumerate(points) if (v := fmt.number(p.value.get("value"))) is not None]
+        trend = [(x(v), top + k * slot_h + slot_h / 2) for k, p in enumerate(points) if (v := _read(p.value)[0]) is not None]
         if len(trend) > 1:
             svg.append('<polyline class="trend" points="' + " ".join(f"{num(a)},{num(b)}" for a, b in trend) + '"/>')
     for k, point in enumerate(points):
         yc = top + k * slot_h + slot_h / 2
-        v = fmt.number(point.value.get("value"))
-        c_lo, c_hi = fmt.bounds(point.value.get("ci"))
-        n = point.value.get("n")
+        v, c_lo, c_hi, n, note = _read(point.value)
         tip = f"{point.label}: {metric} = {fmt.exact(v)}, {level} CI [{fmt.exact(c_lo)}, {fmt.exact(c_hi)}], n = {fmt_int(n) if n is not None else 'n/a'}"
         if fmt.threshold(point.threshold):
             tip += f"; threshold {fmt.threshold(point.threshold)}" + ("" if point.failing is None else ": FAIL" if point.failing else ": pass")
-        if point.value.get("note"):
-            tip += f"; {point.value['note']}"
+        if note:
+            tip += f"; {note}"
         g = [f'<g class="mark"><title>{esc(tip)}</title>']
         shown = shorten(point.label, size, label_w - 12)
         g.append(f'<text class="cat" x="0" y="{num(yc + 4)}"{lang(point.label)}>{esc(shown)}</text>')

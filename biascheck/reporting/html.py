@@ -146,19 +146,6 @@ def _scopes(run: RunRecord, group: str) -> list[str]:
     return list(dict.fromkeys(v.scope for v in run.metrics.values if v.group == group))
 
 
-def _bar(value: MetricValue | CheckSide | None) -> dict[str, Any]:
-    """A chart's value dict (value, ci, n, note: the JSON of the value); empty where there is none."""
-    return {} if value is None else value.to_json()
-
-
-def _get(mapping: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(mapping, dict):
-            return None
-        mapping = mapping.get(key)
-    return mapping
-
-
 # --- page ----------------------------------------------------------------------------------------
 
 
@@ -338,7 +325,7 @@ def _across_chart(metric: str, suites: list[_Across]) -> tuple[str, list[str]]:
                 unmapped.append(f"{label}: {category}")
                 continue
             side_label = label if category == shared else f"{label} \u00b7 {category}"
-            by_name.setdefault(shared, []).append(Side("suite", _bar(run.metrics.table("category", category).get(metric)), None, side_label))
+            by_name.setdefault(shared, []).append(Side("suite", run.metrics.table("category", category).get(metric), None, side_label))
             having.setdefault(shared, set()).add(label)
     order = {name: i for i, name in enumerate(COMMON_CATEGORIES)}
     names = sorted(by_name, key=lambda name: (order.get(name, len(order)), name))
@@ -645,13 +632,13 @@ def _chart(run: RunRecord, comparison: Comparison | None, metric: str, legend: s
     for category in _scopes(run, "category"):
         verdict = verdicts.get((category, metric))
         threshold = verdict.threshold if verdict else default_threshold
-        candidate = _bar(run.metrics.table("category", category).get(metric))
+        candidate = run.metrics.table("category", category).get(metric)
         failing = verdict is not None and verdict.failed
         if comparison is not None:
             entry = compared.get((metric, category))
             cmp_verdict = entry.verdict if entry else "not compared"
             sides = [
-                Side("baseline", _bar(entry.baseline if entry else None), None, "baseline"),
+                Side("baseline", entry.baseline if entry else None, None, "baseline"),
                 Side("candidate", candidate, failing if verdict else None, "candidate", f"; compared with the baseline: {cmp_verdict}"),
             ]
             rows.append((category, threshold, cmp_verdict, sides))
@@ -1086,8 +1073,7 @@ def render_runs_html(view: RunsView) -> str:
         if row is None:
             continue
         points = [
-            Point(run.label, value.to_json(), value.threshold, None if value.passed is None else not value.passed)
-            for run, value in zip(runs, row.values)
+            Point(run.label, value.value, value.threshold, None if value.passed is None else not value.passed) for run, value in zip(runs, row.values)
         ]
         charts.append(_point_figure(metric, points, level=level, connect=False, what="the run's overall value"))
     if len(charts) == 1:
@@ -1166,7 +1152,7 @@ def render_history_html(view: HistoryView) -> str:
             # The verdict recorded with the release (runs.recorded_verdicts), as compare.html marks a run;
             # the date beside a revision (a release without one is labelled by its time already).
             note = r.record.created_at[:10] if r.revision else ""
-            points.append(Point(r.label, value.to_json() if value else {}, view.thresholds.get(metric), None if passed is None else not passed, note))
+            points.append(Point(r.label, value, view.thresholds.get(metric), None if passed is None else not passed, note))
         charts.append(_point_figure(metric, points, level="95%", connect=True, what="the release's overall value"))
     if len(charts) == 1:
         charts.append('<p class="muted">No headline metric is kept in these baselines.</p>')
