@@ -277,3 +277,23 @@ def test_runs_df_of_a_suites_baseline_folder_is_its_history(two_runs, tmp_path):
         "sim/stereotyped?p=0.01",
     ]
     assert overall["threshold"].iloc[0] == "|x| <= 0.05" and overall["passed"].notna().all()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("not json", "is not a results.json or a baseline"),
+        ('{"schema": "biascheck.comparison/2"}', "schema: is neither a results.json nor a baseline"),
+        ('{"schema": "biascheck.results/1", "suite": 3}', "is a required property; regenerate the file with biascheck"),
+        ("[1, 2]", "schema: is neither a results.json nor a baseline"),
+    ],
+)
+def test_runs_df_of_a_file_that_is_no_run_is_one_line(tmp_path, text, said):
+    from biascheck import runs_df
+
+    path = tmp_path / "results.json"
+    path.write_text(text, "utf-8")
+    with pytest.raises(BiascheckError) as caught:
+        runs_df([path])
+    message = str(caught.value)
+    assert message.startswith(str(path)) and said in message and "\n" not in message, message
