@@ -48,6 +48,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from biascheck.execution.llm import ModelConfig
+    from biascheck.judging.panel import JudgeOptions
     from biascheck.session import RunConfig, run
     from biascheck.suite import load_suite
 
@@ -59,10 +60,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             config = RunConfig(
                 model=ModelConfig(f"sim/{args.persona}"),
-                judge=f"sim/{args.judge}",
+                judges=JudgeOptions(models=(f"sim/{args.judge}",), unscorable=args.unscorable),
                 store_path=Path(tmp) / "store.sqlite",
                 concurrency=64,
-                unscorable=args.unscorable,
             )
             for store in ("cold", "warm"):
                 start = time.perf_counter()

@@ -22,9 +22,10 @@ from pathlib import Path
 
 def fill(suite_dir: str, store_path: Path, persona: str = "stereotyped", estimator: str | None = None, chunk: int = 5000) -> int:
     from biascheck.execution.llm import ModelConfig, first_token_logprobs
+    from biascheck.execution.planning import plan_requests
     from biascheck.execution.runner import store_request
     from biascheck.execution.store import ResponseStore, StoredResponse
-    from biascheck.session import RunConfig, _plan, answer_mode, effective_params
+    from biascheck.session import RunConfig, answer_mode, effective_params
     from biascheck.sim.knowledge import SimKnowledge
     from biascheck.sim.server import SimApp
     from biascheck.suite import load_suite
@@ -33,7 +34,7 @@ def fill(suite_dir: str, store_path: Path, persona: str = "stereotyped", estimat
     model = ModelConfig(f"sim/{persona}")
     config = RunConfig(model, store_path=store_path, estimator=estimator)
     mode = answer_mode(suite, config)
-    _, requests = _plan(suite.benchmark.requests, suite.cases, model, effective_params(suite, model), mode)
+    _, requests = plan_requests(suite.benchmark.requests, suite.cases, model, effective_params(suite, model), mode)
     app = SimApp(SimKnowledge.from_suites([suite]))
     served = persona  # the model a reply names: what litellm sends for openai/<persona>
 

@@ -212,20 +212,21 @@ def hbb(bench: Bench, args) -> None:
 
 
 def judge(bench: Bench, args) -> None:
-    from biascheck.benchmarks.base import judged_benchmark
     from biascheck.execution.llm import ModelConfig
-    from biascheck.session import RunConfig
+    from biascheck.judging.panel import JudgeOptions
+    from biascheck.judging.qualification import qualify
+    from biascheck.session import RunConfig, qa_runner
 
     server = bench.servers[SMOLLM2]
     model = ModelConfig(server.model, params={"temperature": 0, "seed": 42, "max_tokens": 8}, api_base=server.api_base, timeout=900)
     config = RunConfig(model=model, store_path=bench.tmp / "judge.sqlite", data_dir=os.environ.get("BIASCHECK_DATA_DIR"), concurrency=2)
     start = time.perf_counter()
-    qualification = judged_benchmark(None, where="bench").qualify(model, ROOT / "suites" / "bbq", config, cases=60, seed=0)
+    qualification = qualify(model, ROOT / "suites" / "bbq", qa_runner(config), data_dir=config.data_dir, cases=60, seed=0)
     bench.add(
         "judge",
         f"SmolLM2 qualified as a judge on {qualification.cases} BBQ items",
         "qualified" if qualification.qualified else "NOT qualified",
-        qualification.stats.calls,
+        qualification.stats.calls if qualification.stats is not None else "",
         time.perf_counter() - start,
     )
     bench.add("judge", "SmolLM2 as a judge: accuracy on disambiguated BBQ", qualification.accuracy if qualification.accuracy is not None else "n/a")
@@ -235,7 +236,7 @@ def judge(bench: Bench, args) -> None:
     suite_dir = subset_suite(
         bench.tmp / "enbbg", "enbbg-quick", 'categories = ["disabilitystatus"]', edits={"sampling": "{ temperature = 0, seed = 42, max_tokens = 8 }"}
     )
-    options = {"judge": server.model, "judge_api_base": server.api_base}
+    options = {"judges": JudgeOptions(models=(server.model,), api_base=server.api_base)}
     suite, result, seconds = bench.run(suite_dir, SMOLLM2, "enbbg", params={"max_tokens": 48}, **options)
     bench.add(
         "judge",

@@ -3,7 +3,7 @@
 The pipeline, one layer per package (docs/development.md, "Layout"; ``lint-imports`` holds that they import one
 way): suite manifests and data files (:mod:`.config`) -> cases (:mod:`.benchmarks`, through
 :mod:`.suite`) -> model requests and responses (:mod:`.execution`: the runner, litellm, the
-response store) -> outcomes -> metrics (:mod:`.metrics`) -> verdicts and baselines
+response store) -> outcomes (for judged benchmarks through the judge stage, :mod:`.judging`) -> metrics (:mod:`.metrics`) -> verdicts and baselines
 (:mod:`.evaluation`) -> reports (:mod:`.reporting`). :mod:`.session` runs it without pytest;
 :mod:`.pytest_plugin` adapts it to pytest and :mod:`.cli` is the ``biascheck`` command.
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from biascheck.core.errors import BiascheckError
     from biascheck.execution.batches import BatchOptions
     from biascheck.execution.llm import ModelConfig
+    from biascheck.judging.panel import JudgeOptions
     from biascheck.records.comparison import Comparison
     from biascheck.records.run import RunRecord
     from biascheck.reporting.results import build_results
@@ -34,6 +35,7 @@ __all__ = [
     "BatchOptions",
     "BiascheckError",
     "Comparison",
+    "JudgeOptions",
     "ModelConfig",
     "RunConfig",
     "RunRecord",
@@ -61,6 +63,7 @@ __getattr__, __dir__ = lazy_exports(
         "BatchOptions": "biascheck.execution.batches",
         "BiascheckError": "biascheck.core.errors",
         "Comparison": "biascheck.records.comparison",
+        "JudgeOptions": "biascheck.judging.panel",
         "ModelConfig": "biascheck.execution.llm",
         "RunConfig": "biascheck.session",
         "RunRecord": "biascheck.records.run",

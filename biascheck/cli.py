@@ -247,6 +247,12 @@ def _add_judge_commands(commands) -> None:
     export.add_argument("--data", type=Path, help="mirror folder of the benchmark files")
     export.add_argument("--benchmark", default=None, help="the judged benchmark (default: the one registered)")
     export.add_argument(
+        "--judge",
+        default=None,
+        metavar="MODEL",
+        help="of a run read by several judges, the judge whose answers to calibrate (a calibration is one judge's); default: the run's one judge",
+    )
+    export.add_argument(
         "--show-judge",
         action="store_true",
         help="put the judge's answer in the annotators' file too, for adjudication only: a calibration fitted from it says so",
@@ -287,7 +293,7 @@ def _judge_export(args) -> int:
             "--run", "suite.name", f"{run} is a run of suite {record.suite.name!r}, not of {suite.manifest.name!r}", "give a run of SUITE"
         )
     # The benchmark (below the records) reads the run as its file holds it.
-    rows = benchmark.calibration_sample(suite.manifest, suite.cases, record.to_json(), args.n, args.seed)  # type: ignore[attr-defined]
+    rows = benchmark.calibration_sample(suite.manifest, suite.cases, record.to_json(), args.n, args.seed, judge=args.judge)  # type: ignore[attr-defined]
     # The key first: a sample on disk without its key could not be fitted.
     atomic_write_text(key, benchmark.write_calibration_key(rows))  # type: ignore[attr-defined]
     atomic_write_text(args.out, benchmark.write_calibration_sample(rows, args.out, args.show_judge))  # type: ignore[attr-defined]
@@ -434,6 +440,7 @@ def _listed_suites(given: list[str]) -> list[tuple[str, str, Path]]:
 
 def _suites_run_config(args):
     """The run ``biascheck suites`` counts (and, with --model, prices)."""
+    from biascheck.judging.panel import JudgeOptions
     from biascheck.options import answer_mode_option, model_config, parse_price
     from biascheck.session import RunConfig
 
@@ -443,7 +450,7 @@ def _suites_run_config(args):
         model=model_config(model, params=args.param, api_base=args.api_base, price=args.price, names=COMMAND_NAMES),
         store_path=args.cache,
         data_dir=args.data,
-        judge_price=parse_price(args.judge_price, "--judge-price"),
+        judges=JudgeOptions(price=parse_price(args.judge_price, "--judge-price")),
     )
 
 
@@ -847,8 +854,9 @@ def _qualify_judge(args) -> int:
     from biascheck.benchmarks.base import judged_benchmark
     from biascheck.core.files import atomic_write_text
     from biascheck.execution.llm import validate_model_string
+    from biascheck.judging.qualification import qualify
     from biascheck.options import model_config
-    from biascheck.session import RunConfig
+    from biascheck.session import RunConfig, qa_runner
 
     validate_model_string(args.model, "biascheck qualify-judge MODEL", api_base=args.api_base)
     if args.json is not None:
@@ -861,8 +869,15 @@ def _qualify_judge(args) -> int:
     )
     benchmark = judged_benchmark(args.benchmark, where="biascheck qualify-judge --benchmark")
     suite = args.suite if args.suite is not None else benchmark.qualification_default
-    result = benchmark.qualify(
-        judge, suite, config, cases=args.cases, seed=args.seed, min_accuracy=args.min_accuracy, max_abs_diff_bias=args.max_abs_diff_bias
+    result = qualify(
+        judge,
+        suite,
+        qa_runner(config),
+        data_dir=args.data,
+        cases=args.cases,
+        seed=args.seed,
+        min_accuracy=args.min_accuracy,
+        max_abs_diff_bias=args.max_abs_diff_bias,
     )
     print(result.summary)
     for warning in result.warnings:

@@ -1,7 +1,7 @@
 """The dry run: what a run would send, and cost, before any call.
 
-For each suite: the distinct requests a run sends the model under test (and a judged benchmark's
-judge), less those the response store already answers; their prompt tokens (litellm's token
+For each suite: the distinct requests a run sends the model under test (and each of a judged
+benchmark's judges), less those the response store already answers; their prompt tokens (litellm's token
 counter), their output tokens bounded by each request's ``max_tokens``, and the price (litellm's
 price map, or ``--biascheck-price``). ``pytest --biascheck-dry-run`` and ``biascheck suites
 --model M`` print it. Nothing here calls a model or starts the simulator; litellm is imported
@@ -22,7 +22,8 @@ from biascheck.core.records import Case, Response
 from biascheck.execution.llm import ModelConfig, check_serves, import_litellm
 from biascheck.execution.runner import from_store
 from biascheck.execution.store import ResponseStore, request_key
-from biascheck.session import Judge, RunConfig, answer_mode, effective_params, resolve
+from biascheck.judging.panel import Judge
+from biascheck.session import RunConfig, answer_mode, effective_params, resolve
 from biascheck.suite import Suite
 
 # Prompts whose tokens are counted one by one; more are estimated from a seeded sample of this many
@@ -174,21 +175,22 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
     stored = store.stored_keys(key for key in distinct if isinstance(key, str)) if store else set()
     notes = []
     needs = getattr(estimator, "needs", None)  # an answer mode read from log-probabilities
-    if needs is not None and not config.rejudge:
+    rejudge = config.judges.rejudge
+    if needs is not None and not rejudge:
         try:
             check_serves(model, needs, "--biascheck-answer-mode", batch=config.batch is not None)
         except BiascheckError as exc:
             notes.append(f"the run would stop before its first call: {exc.problem}")
-    if config.rejudge:  # the generations come from the store only: a missing one is an error, not a call
+    if rejudge:  # the generations come from the store only: a missing one is an error, not a call
         missing = len(distinct) - len(stored)
         notes.append(f"--biascheck-rejudge: generations are read from the store ({missing:,} missing: errors, not calls)")
-    generation = Share("model", model, [] if config.rejudge else [r for k, r in distinct.items() if k not in stored], len(stored))
+    generation = Share("model", model, [] if rejudge else [r for k, r in distinct.items() if k not in stored], len(stored))
     shares = [generation]
-    judge = resolve(suite, config).judge
-    if judge is not None:
-        shares.append(_judge_share(suite, cases, per_case, judge, params, config, store, stored))
-        if config.qualify_judge:
-            notes.append("not counted: the judge's qualification run (--biascheck-qualify-judge)")
+    panel = resolve(suite, config).panel
+    if panel is not None:
+        shares += [_judge_share(suite, cases, per_case, judge, params, config, store, stored) for judge in panel.judges]
+        if config.judges.qualify:
+            notes.append("not counted: the judges' qualification runs (--biascheck-qualify-judge)")
     return SuiteEstimate(suite.name, suite.manifest.benchmark, len(cases), shares, notes)
 
 
@@ -215,7 +217,7 @@ def _judge_share(
             for messages, request_params, sample in read(case, [answers[r.key] for r in generation], judge.params):
                 request = keys(messages, request_params, sample)
                 requests[request.key] = request
-        elif not config.rejudge:  # (re-judging: no generation, no reading)
+        elif not config.judges.rejudge:  # (re-judging: no generation, no reading)
             to_come = [Response(text=_STORY_TO_COME) for _ in generation]
             for index, (messages, request_params, _) in enumerate(read(case, to_come, judge.params)):
                 # Its own key: the stories to come differ, so two readings never share an answer.

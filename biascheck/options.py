@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import pytest
 
     from biascheck.execution.llm import ModelConfig
+    from biascheck.judging.panel import JudgeOptions
     from biascheck.session import RunConfig
 
 
@@ -110,18 +111,12 @@ OPTIONS = (
         "'first-token' for multiple-choice QA, 'sampling' or 'logprob' for the hidden-bias P(a) (an estimator; "
         "--biascheck-estimator is the same option); applies to the suites whose benchmark has the mode, default: each manifest's",
     ),
-    (
-        "--biascheck-judge",
-        "biascheck_judge",
-        "BIASCHECK_JUDGE",
-        "judged suites: the evaluator model that reads the responses (litellm string or sim/<persona>); default: the suite's judge",
-    ),
-    ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "judged suites: the judge's API base URL (else its provider's variable)"),
+    ("--biascheck-judge-api-base", "biascheck_judge_api_base", None, "judged suites: the judges' API base URL (else each one's provider's variable)"),
     (
         "--biascheck-judge-price",
         "biascheck_judge_price",
         None,
-        "judged suites: INPUT/OUTPUT USD per million tokens for a judge litellm has no price for",
+        "judged suites: INPUT/OUTPUT USD per million tokens for the judges litellm has no price for",
     ),
     (
         "--biascheck-unscorable",
@@ -129,13 +124,6 @@ OPTIONS = (
         None,
         "judged suites: how what the judge could not read (an out-of-choice answer, an empty or filtered response) is scored, "
         "e.g. left out ('exclude') or read as unknown as a paper does ('unknown'); errored calls never are; default: the suite's",
-    ),
-    (
-        "--biascheck-judge-calibration",
-        "biascheck_judge_calibration",
-        None,
-        "judged suites: a calibration of the judge (biascheck judge fit); the results add the metrics corrected for its "
-        "confusion matrix beside the raw ones; default: the suite's",
     ),
     (
         "--biascheck-shard",
@@ -221,6 +209,30 @@ FLAGS = (
     ),
 )
 
+REPEATED = (
+    # (option, ini key or None, env var or None, metavar, help): given several times on the command
+    # line, one per line under the ini key, separated by whitespace in the environment variable.
+    # Given on the command line they replace the environment's, which replace the ini file's.
+    (
+        "--biascheck-judge",
+        "biascheck_judge",
+        "BIASCHECK_JUDGE",
+        "MODEL",
+        "judged suites: an evaluator model that reads the responses (litellm string or sim/<persona>); give it several "
+        "times for several judges, whose readings the suite's aggregation combines and whose agreement is reported; "
+        "default: the suite's judges",
+    ),
+    (
+        "--biascheck-judge-calibration",
+        "biascheck_judge_calibration",
+        None,
+        "FILE",
+        "judged suites: a calibration of a judge (biascheck judge fit), applied to the judge it was fitted for; give one "
+        "per calibrated judge. The results add the metrics corrected for its confusion matrix beside the raw ones; "
+        "default: the suite's",
+    ),
+)
+
 # Other spellings of an option: HBB's estimator is its answer mode.
 ALIASES = {"--biascheck-answer-mode": ("--biascheck-estimator",)}
 # The number settings, by ini key: each takes its bound (biascheck.core.bounds) wherever it is given,
@@ -259,6 +271,10 @@ def add_options(parser: pytest.Parser) -> None:
         group.addoption(option, action="store_true", default=False, help=text)
         if flag_ini:
             parser.addini(flag_ini, text, type="bool", default=False)
+    for option, ini, env, metavar, text in REPEATED:
+        group.addoption(option, action="append", default=[], metavar=metavar, help=text + (f" [env {env}]" if env else ""))
+        if ini:
+            parser.addini(ini, text + " (one per line)", type="linelist", default=[])
     group.addoption(
         "--biascheck-param",
         action="append",
@@ -370,6 +386,21 @@ def setting(config: OptionSource, option: str) -> str | None:
     raise KeyError(option)
 
 
+def repeated(config: OptionSource, option: str) -> tuple[list[str], str]:
+    """A repeated option's values and where they were given: the command line, else its environment
+    variable (whitespace-separated), else the ini file's lines; empty when not given."""
+    for name, ini, env, _, _ in REPEATED:
+        if name == option:
+            given = list(config.getoption(_dest(name)) or [])
+            if given:
+                return given, option
+            if env and os.environ.get(env, "").strip():
+                return os.environ[env].split(), env
+            lines = [line.strip() for line in (config.getini(ini) or []) if line.strip()] if ini else []
+            return lines, f"{config.inipath or 'ini file'}: {ini}"
+    raise KeyError(option)
+
+
 def flag(config: OptionSource, option: str) -> bool:
     """A flag: the command line, or (for those that have one) its ini key."""
     for name, ini, _ in FLAGS:
@@ -449,7 +480,6 @@ def _number(config: OptionSource, option: str, default):
 
 def run_config(config: OptionSource) -> RunConfig:
     """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
-    from biascheck.benchmarks.base import judged_benchmarks
     from biascheck.execution.llm import validate_model_string
     from biascheck.execution.policy import RetryPolicy
     from biascheck.session import RunConfig
@@ -476,29 +506,11 @@ def run_config(config: OptionSource) -> RunConfig:
     max_cost = _number(config, "--biascheck-max-cost", None)
     run_id = getattr(config, "workerinput", {}).get("testrunuid")
     estimator = answer_mode_option(setting(config, "--biascheck-answer-mode"))
-    judge = setting(config, "--biascheck-judge")
-    judge_api_base = setting(config, "--biascheck-judge-api-base")
-    if judge:
-        try:
-            validate_model_string(judge, "--biascheck-judge", api_base=judge_api_base)
-        except BiascheckError as exc:
-            raise BiascheckError("--biascheck-judge", None, exc.problem, exc.fix) from None
-    judge_price = setting(config, "--biascheck-judge-price")
-    unscorable = setting(config, "--biascheck-unscorable")
-    if unscorable is not None:  # the conventions are the judged benchmarks': only then are they all loaded
-        conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
-        if unscorable not in conventions:
-            raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
     shard = setting(config, "--biascheck-shard")
-    calibration = setting(config, "--biascheck-judge-calibration")
     return RunConfig(
         batch=batch_options(config),
         model=model_settings,
-        judge=judge,
-        judge_api_base=judge_api_base,
-        judge_price=parse_price(judge_price, "--biascheck-judge-price"),
-        rejudge=config.getoption("biascheck_rejudge"),
-        qualify_judge=flag(config, "--biascheck-qualify-judge"),
+        judges=judge_options(config),
         store_path=Path(cache),
         data_dir=Path(data) if data else None,
         concurrency=_number(config, "--biascheck-concurrency", DEFAULT_CONCURRENCY),
@@ -506,10 +518,41 @@ def run_config(config: OptionSource) -> RunConfig:
         policy=RetryPolicy(max_retries=_number(config, "--biascheck-retries", DEFAULT_RETRIES)),
         shared_run_id=run_id,
         estimator=estimator,
-        unscorable=unscorable,
-        judge_calibration=Path(calibration) if calibration else None,
         shard=Shard.parse(shard) if shard else None,
         allow_missing_data=flag(config, "--biascheck-allow-missing-data"),
+    )
+
+
+def judge_options(config: OptionSource) -> JudgeOptions:
+    """The run's judge options (``RunConfig.judges``): each judge's model string checked, named as given."""
+    from biascheck.benchmarks.base import judged_benchmarks
+    from biascheck.execution.llm import validate_model_string
+    from biascheck.judging.panel import JudgeOptions
+
+    models, where = repeated(config, "--biascheck-judge")
+    api_base = setting(config, "--biascheck-judge-api-base")
+    for model in models:
+        try:
+            validate_model_string(model, where, api_base=api_base)
+        except BiascheckError as exc:
+            raise BiascheckError(where, None, exc.problem, exc.fix) from None
+    twice = sorted({model for model in models if models.count(model) > 1})
+    if twice:
+        raise BiascheckError(where, None, f"names the judge {twice[0]} twice", "name each judge once")
+    unscorable = setting(config, "--biascheck-unscorable")
+    if unscorable is not None:  # the conventions are the judged benchmarks': only then are they all loaded
+        conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
+        if unscorable not in conventions:
+            raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
+    calibrations, _ = repeated(config, "--biascheck-judge-calibration")
+    return JudgeOptions(
+        models=tuple(models),
+        api_base=api_base,
+        price=parse_price(setting(config, "--biascheck-judge-price"), "--biascheck-judge-price"),
+        rejudge=config.getoption("biascheck_rejudge"),
+        qualify=flag(config, "--biascheck-qualify-judge"),
+        unscorable=unscorable,
+        calibrations=tuple(Path(path) for path in calibrations),
     )
 
 
@@ -625,6 +668,15 @@ def add_command_options(parser) -> None:
         parser.add_argument(*names, dest=_dest(option), default=None, help=text.replace("%", "%%") + (f" [env {env}]" if env else ""))
     for option, _, text in FLAGS:
         parser.add_argument(command_name(option), dest=_dest(option), action="store_true", default=False, help=text.replace("%", "%%"))
+    for option, _, env, metavar, text in REPEATED:
+        parser.add_argument(
+            command_name(option),
+            dest=_dest(option),
+            action="append",
+            default=[],
+            metavar=metavar,
+            help=text.replace("%", "%%") + (f" [env {env}]" if env else ""),
+        )
     parser.add_argument(
         "--param", dest="biascheck_param", action="append", default=[], metavar="NAME=VALUE", help="override a sampling parameter of the manifests"
     )
@@ -662,4 +714,4 @@ class CommandSettings:
         return getattr(self._args, name)
 
     def getini(self, name: str):
-        return [] if name == "biascheck_compare_fail" else None
+        return [] if name == "biascheck_compare_fail" or name in {ini for _, ini, *_ in REPEATED} else None

@@ -183,6 +183,13 @@ class Gate:
 
         return resolve(suite, self.config).fingerprint()
 
+    def gates_judge_agreement(self, suite: Suite) -> bool:
+        """Whether the suite's judges must agree to gate: several, with a min_alpha."""
+        from biascheck.session import resolve
+
+        panel = resolve(suite, self.config).panel
+        return panel is not None and panel.several and panel.min_alpha is not None
+
     def baseline_for(self, suite: Suite) -> tuple[Path, BaselineRecord]:
         """The baseline a suite is compared with: loaded and checked once (the plugin: at collection)."""
         if suite.name not in self.baselines:

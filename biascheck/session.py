@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from biascheck.benchmarks.base import JudgedBenchmark
-from biascheck.config.manifest import canonical_json
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
@@ -22,13 +20,28 @@ from biascheck.core.records import UNUSABLE_REPLY, Case, Outcome, Response
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
-from biascheck.execution.llm import LiteLLMClient, ModelConfig, Price, check_ready, check_serves, validate_model_string
+from biascheck.execution.llm import LiteLLMClient, ModelConfig, check_ready, check_serves
+from biascheck.execution.planning import plan_requests
 from biascheck.execution.policy import Budget, RetryPolicy
 from biascheck.execution.progress import NoProgress, Progress
 from biascheck.execution.providers import simulator
 from biascheck.execution.runner import NOT_RUN, ModelRequest, PartOf, RunInterrupted, execute, run_sync
 from biascheck.execution.stats import RunStats, RunStatus
-from biascheck.execution.store import ResponseStore, StoreWriteError, key_prefix, sample_key
+from biascheck.execution.store import ResponseStore, StoreWriteError
+from biascheck.judging.findings import PanelFindings, panel_findings
+from biascheck.judging.panel import Judge, JudgeOptions, Panel
+from biascheck.judging.qualification import Qualification, RunCases
+from biascheck.judging.stage import (
+    Judged,
+    JudgeRun,
+    JudgingPlan,
+    check_judges_ready,
+    check_prices,
+    judged_outcomes,
+    judging_plan,
+    qualify_judges,
+    read_stories,
+)
 from biascheck.suite import Shard, Suite
 
 REJUDGE_MISSING = "not in the response store (--biascheck-rejudge calls only the judge; run once without it)"
@@ -47,19 +60,9 @@ class RunConfig:
     # The answer mode (--biascheck-answer-mode) of the suites whose benchmark has it (QA: generate |
     # loglikelihood | first-token; HBB's estimator: sampling | logprob); None: each manifest's.
     estimator: str | None = None
-    # The evaluator of judged benchmarks (BBG), a model string; None: each suite's own. Its endpoint,
-    # price (for --biascheck-max-cost) and the run's timeout apply to whichever judge is used.
-    judge: str | None = None
-    judge_api_base: str | None = None
-    judge_price: Price | None = None
-    # Judged benchmarks: the generations come from the store only (no generation call), the judge is called.
-    rejudge: bool = False
-    # Judged benchmarks: first qualify each judge on its suite's QA items (a warning on the results).
-    qualify_judge: bool = False
-    # Judged benchmarks: how what the judge could not read is scored; None: each suite's own.
-    unscorable: str | None = None
-    # Judged benchmarks: a calibration of the judge (its confusion matrix); None: each suite's own.
-    judge_calibration: Path | None = None
+    # Judged benchmarks (BBG): the judges, their endpoint and price, re-judging, qualification, the
+    # unscorable convention and calibrations, where the run replaces the suites' own (biascheck.judging).
+    judges: JudgeOptions = JudgeOptions()
     # --biascheck-shard: this run answers one part of each suite for a later merged run; no verdicts.
     shard: Shard | None = None
     # Where the model under test was named, for errors about it (a judge being qualified: its option).
@@ -85,25 +88,54 @@ class SuiteResult:
     verdicts: list[Verdict]
     estimator: str | None = None
     estimator_note: str | None = None
-    judge: Judge | None = None
-    judge_qualification: Any = None  # a benchmarks.bbg.qualification.Qualification, when asked for
-    judge_stats: RunStats = field(default_factory=RunStats)
-    scoring: dict[str, str] | None = None  # see scoring_for
+    # A judged suite's stage: its panel, scoring and each judge's part (calls, qualification).
+    judging: JudgingPlan | None = None
+    # Each judge's outcomes beside the aggregate's (``outcomes``), and, read by several judges,
+    # their agreement and the rest of what they found.
+    judged: Judged | None = None
+    findings: PanelFindings | None = None
     served: dict[str, dict[str, int]] = field(default_factory=dict)  # see served_by
-    # This suite's own calls, its judge's included (see _SuitePlan.stats); the run's are RunResult.stats.
+    # This suite's own calls, its judges' included (see _SuitePlan.stats); the run's are RunResult.stats.
     stats: RunStats = field(default_factory=RunStats)
 
     @property
+    def panel(self) -> Panel | None:
+        return self.judging.panel if self.judging is not None else None
+
+    @property
+    def judge(self) -> Judge | None:
+        """The judge of a suite read by one."""
+        panel = self.panel
+        return panel.judges[0] if panel is not None and not panel.several else None
+
+    @property
+    def judge_qualification(self) -> Qualification | None:
+        """The qualification of a suite's one judge (several: each judge's, in ``findings``)."""
+        return self.judging.runs[0].qualification if self.judging is not None and self.judge is not None else None
+
+    @property
+    def judge_stats(self) -> RunStats:
+        return self.judging.stats if self.judging is not None else RunStats()
+
+    @property
+    def scoring(self) -> dict[str, str] | None:
+        """How the suite's units were scored where a run may choose (BBG's unscorable convention and
+        calibration); None for the other benchmarks."""
+        return self.judging.scoring.scoring if self.judging is not None else None
+
+    @property
     def passed(self) -> bool:
-        return all(v.passed for v in self.verdicts)
+        """Every threshold met and, read by several judges, their agreement at the suite's floor."""
+        agreed = self.findings is None or self.findings.agreement_passed is not False
+        return agreed and all(v.passed for v in self.verdicts)
 
 
 @dataclass
 class RunResult:
     config: RunConfig
     suites: list[SuiteResult]
-    stats: RunStats = field(default_factory=RunStats)  # every call of the run, the judge's included
-    judge_stats: RunStats = field(default_factory=RunStats)  # the judge's part
+    stats: RunStats = field(default_factory=RunStats)  # every call of the run, the judges' included
+    judge_stats: RunStats = field(default_factory=RunStats)  # the judges' part
 
     @property
     def incomplete(self) -> str | None:
@@ -166,52 +198,6 @@ class _Clients:
         yield LiteLLMClient(model, api_base=self._sim_url, require_price=require_price)
 
 
-Planned = TypeVar("Planned")  # what _plan's benchmark_requests reads per case
-
-
-def _plan(benchmark_requests, cases: Sequence[Planned], model: ModelConfig, *args):
-    """The requests of each case (keys in order) and the requests to execute (repeats included:
-    ``execute`` makes each distinct key once). A "case" is what ``benchmark_requests`` reads: a
-    case, or for the judge a case with its generations."""
-    keys: list[list[str]] = []
-    requests: list[ModelRequest] = []
-    for case in cases:
-        case_keys = []
-        # A case's k samples are the same messages and parameters: their key material is written once.
-        # (The objects are kept with it, so that no other object can take their ids meanwhile.)
-        prefixes: dict[tuple[int, int], tuple[object, object, str]] = {}
-        for messages, request_params, sample in benchmark_requests(case, *args):
-            known = prefixes.get((id(messages), id(request_params)))
-            if known is None:
-                prefix = key_prefix(model.model, model.endpoint, messages, request_params, model.revision)
-                prefixes[id(messages), id(request_params)] = (messages, request_params, prefix)
-            else:
-                prefix = known[2]
-            key = sample_key(prefix, sample)
-            case_keys.append(key)
-            requests.append(ModelRequest(key, messages, request_params, sample))
-        keys.append(case_keys)
-    return keys, requests
-
-
-@dataclass(frozen=True)
-class Judge:
-    """The evaluator of a judged benchmark (BBG): its model and the parameters sent with every call;
-    ``source`` is where it was named (the option or the manifest field), for errors about it."""
-
-    model: ModelConfig
-    params: dict[str, Any]
-    source: str = "--biascheck-judge"
-
-    def identity(self) -> dict[str, Any]:
-        """What the suite fingerprint keeps: a run judged by another model or with other parameters
-        is not comparable."""
-        return {"model": self.model.model, "params": self.params}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.model.to_dict(), "params": self.params}
-
-
 def answer_mode(suite: Suite, config: RunConfig) -> Any:
     """How the suite's cases are answered: the run's --biascheck-answer-mode when its benchmark has
     that mode, else the manifest's (the benchmark's estimator: None when there is one way)."""
@@ -219,65 +205,33 @@ def answer_mode(suite: Suite, config: RunConfig) -> Any:
     return suite.benchmark.estimator(suite.manifest, override)
 
 
-def judge_for(suite: Suite, config: RunConfig) -> Judge | None:
-    """The judge of a suite whose benchmark has one: ``--biascheck-judge`` or the manifest's, with
-    the run's judge endpoint, price and timeout."""
-    benchmark = suite.benchmark
-    if not isinstance(benchmark, JudgedBenchmark):
-        return None
-    settings = benchmark.judge_settings(suite.manifest)
-    table = f"{benchmark.settings_table}.judge"
-    name = config.judge or settings["model"]
-    if not name:
-        raise BiascheckError(
-            suite.manifest.path,
-            f"{table}.model",
-            "this suite names no evaluator model",
-            f"pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [{table}]",
-        )
-    if not config.judge:
-        try:
-            validate_model_string(name, api_base=config.judge_api_base)
-        except BiascheckError as exc:
-            raise BiascheckError(suite.manifest.path, f"{table}.model", exc.problem, exc.fix) from None
-    model = ModelConfig(
-        name, api_base=config.judge_api_base, timeout=config.model.timeout, price=config.judge_price, http_client=config.model.http_client
-    )
-    source = "--biascheck-judge" if config.judge else f"{suite.manifest.path}: {table}.model"
-    return Judge(model, dict(sorted(settings["sampling"].items())), source)
-
-
-def scoring_for(suite: Suite, config: RunConfig, judge: Judge | None) -> dict[str, str] | None:
-    """How a suite's units are scored where a run may choose: BBG's ``unscorable`` convention
-    (``--biascheck-unscorable``, else the manifest's); None for the other benchmarks."""
-    if not isinstance(suite.benchmark, JudgedBenchmark):
-        return None
-    return suite.benchmark.scoring(
-        suite.manifest, config.unscorable, calibration=config.judge_calibration, judge=judge.model.model if judge else None
-    )
-
-
 @dataclass(frozen=True)
 class SuiteSettings:
-    """What a run chose for one suite beyond its manifest: its judge (:func:`judge_for`) and, on
-    first use, its scoring convention (:func:`scoring_for`), and the fingerprint they give. The one
-    place a suite's judge is resolved: collection, the dry run, baselines and the run read it here."""
+    """What a run chose for one suite beyond its manifest: for a judged suite, its judge stage
+    (panel and scoring, :func:`biascheck.judging.stage.judging_plan`), and the fingerprint they
+    give. The one place a suite's judges are resolved: collection, the dry run, baselines and the
+    run read it here."""
 
     suite: Suite
     config: RunConfig
-    judge: Judge | None
+    judging: JudgingPlan | None
 
-    @cached_property
+    @property
+    def panel(self) -> Panel | None:
+        return self.judging.panel if self.judging is not None else None
+
+    @property
     def scoring(self) -> dict[str, str] | None:
-        return scoring_for(self.suite, self.config, self.judge)
+        return self.judging.scoring.scoring if self.judging is not None else None
 
     def fingerprint(self) -> dict[str, Any]:
-        return self.suite.fingerprint(self.judge.identity() if self.judge else None, self.scoring)
+        panel = self.panel
+        return self.suite.fingerprint(panel.identity() if panel is not None else None, self.scoring)
 
 
 def resolve(suite: Suite, config: RunConfig) -> SuiteSettings:
-    """The run's settings of one suite; a judged suite that names no usable judge is refused here."""
-    return SuiteSettings(suite, config, judge_for(suite, config))
+    """The run's settings of one suite; a judged suite whose judges cannot work is refused here."""
+    return SuiteSettings(suite, config, judging_plan(suite, config.judges, config.model))
 
 
 def check_before_collection(config: RunConfig) -> None:
@@ -290,7 +244,7 @@ def check_before_collection(config: RunConfig) -> None:
     from biascheck.execution.readiness import check_credentials, check_endpoint, store_answers_model
 
     model = config.model
-    if config.rejudge or store_answers_model(config.store_path, model.model):
+    if config.judges.rejudge or store_answers_model(config.store_path, model.model):
         return
     check_credentials(model, config.model_source)
     if config.max_cost_usd is not None and model.price is None and not model.is_sim:
@@ -304,18 +258,16 @@ def _check_ready(plans: list[_SuitePlan], config: RunConfig, store: ResponseStor
     mode. A run answered from the store needs neither; a judge whose readings are all stored is
     checked when its first call is about to be made."""
     keys = {key for plan in plans for keys in plan.keys for key in keys}
-    generating = not config.rejudge and store.count(keys) < len(keys)
+    rejudge = config.judges.rejudge
+    generating = not rejudge and store.count(keys) < len(keys)
     if generating:
         check_ready(config.model, config.model_source)
         for needs in dict.fromkeys(n for plan in plans if (n := _needs(plan)) is not None):
             check_serves(config.model, needs, _mode_source(config), batch=config.batch is not None)
         if config.batch is not None:
             batch_provider(config.model)
-    for plan in plans:
-        if plan.judge is not None and (generating or config.rejudge):
-            check_ready(plan.judge.model, plan.judge.source)
-            if config.batch is not None:
-                batch_provider(plan.judge.model, f"--biascheck-batch (the judge, {plan.judge.source})")
+    if generating or rejudge:
+        check_judges_ready([plan.judging for plan in plans if plan.judging is not None], batch=config.batch is not None)
 
 
 def _needs(plan: _SuitePlan) -> str | None:
@@ -375,43 +327,22 @@ def _refuse_unserved(plans: list[_SuitePlan], store: ResponseStore, responses: d
                     store.refuse(request.key, f"{UNUSABLE_REPLY}{reason}")
 
 
-def _check_judge_prices(plans: list[_SuitePlan]) -> None:
-    """Under a budget every judge needs a price, known before the first generation is paid for."""
-    for plan in plans:
-        judge = plan.judge
-        if judge is None or judge.model.is_sim:
-            continue
-        try:
-            LiteLLMClient(judge.model, require_price=True)
-        except BiascheckError:
-            raise BiascheckError(
-                "--biascheck-max-cost",
-                None,
-                f"litellm has no price for the judge {judge.model.model}, so spending cannot be tracked",
-                "pass --biascheck-judge-price INPUT/OUTPUT (USD per million tokens)",
-            ) from None
-
-
 @dataclass
 class _SuitePlan:
     suite: Suite
     cases: list[Case]
     params: dict[str, Any]
     estimator: Any
-    judge: Judge | None
+    judging: JudgingPlan | None  # a judged suite's stage: its judges' keys, counters, qualifications
     note: str | None = None
     keys: list[list[str]] = field(default_factory=list)
     requests: list[ModelRequest] = field(default_factory=list)
-    judge_keys: list[list[str]] = field(default_factory=list)
-    judge_stats: RunStats = field(default_factory=RunStats)  # this suite's judge calls (qualification included)
     # This suite's own counters: its requests of the model under test (one that two suites of the run
-    # share counts, like its call, for the first) and its judge's calls.
+    # share counts, like its call, for the first) and its judges' calls.
     stats: RunStats = field(default_factory=RunStats)
-    qualification: Any = None
-    scoring: dict[str, str] | None = None
 
     def plan(self, model: ModelConfig) -> None:
-        self.keys, self.requests = _plan(self.suite.benchmark.requests, self.cases, model, self.params, self.estimator)
+        self.keys, self.requests = plan_requests(self.suite.benchmark.requests, self.cases, model, self.params, self.estimator)
 
     def sent_params(self) -> dict[str, Any]:
         """The parameters the suite's requests were sent with, as results.json records them: an
@@ -422,30 +353,24 @@ class _SuitePlan:
 
 
 def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *, progress: Progress = NoProgress()) -> RunResult:
-    """Answer the selected cases and score them. Judged benchmarks take a second stage: once the
-    model's generations are in, the judge reads each one (``--biascheck-rejudge``: generations
-    only from the store, so only the judge is called)."""
+    """Answer the selected cases and score them. Judged benchmarks take a second stage
+    (:mod:`biascheck.judging`): once the model's generations are in, each judge reads each one
+    (``--biascheck-rejudge``: generations only from the store, so only the judges are called)."""
     model = config.model
     plans = []
     with collector_paused():  # a request per case, or ten: see biascheck.core.garbage
         for suite, cases in selection:
             settings = resolve(suite, config)
-            plan = _SuitePlan(
-                suite,
-                list(cases),
-                effective_params(suite, model),
-                answer_mode(suite, config),
-                settings.judge,
-                scoring=settings.scoring,
-            )
+            plan = _SuitePlan(suite, list(cases), effective_params(suite, model), answer_mode(suite, config), settings.judging)
             plan.plan(model)
             plans.append(plan)
+    judged = [plan.judging for plan in plans if plan.judging is not None]
 
     if config.max_cost_usd is not None:
-        _check_judge_prices(plans)
+        check_prices(judged)
     suites = [suite for suite, _ in selection]
-    stats, judge_stats = RunStats(), RunStats()
-    if config.qualify_judge:
+    stats = RunStats()
+    if config.judges.qualify:
         _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
     with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive(), _kept_on_interrupt(store, plans):
@@ -455,7 +380,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
 
         def call(
             requests: list[ModelRequest],
-            caller: ModelConfig = model,
+            judge: Judge | None = None,
             *,
             part: RunStats | None = None,
             offline: str | None = None,
@@ -463,6 +388,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         ) -> None:
             from rich.markup import escape
 
+            caller = model if judge is None else judge.model
             backend = in_batches(config.batch) if config.batch is not None and offline is None else None
             if backend is None and offline is None:
                 refuse_open_batches(store, caller.model, [r.key for r in requests])
@@ -472,9 +398,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     store=store,
                     model_name=caller.model,
                     open_client=lambda: clients.open(
-                        caller,
-                        require_price=config.max_cost_usd is not None,
-                        where=config.model_source if part is None else judge_source[caller.model],
+                        caller, require_price=config.max_cost_usd is not None, where=config.model_source if judge is None else judge.source
                     ),
                     concurrency=config.concurrency,
                     policy=config.policy,
@@ -483,26 +407,26 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                     shared_errors=shared,
                     offline=offline,
                     # The progress label is rich markup: the judge's model string must stay text.
-                    label=None if part is None else f"biascheck judge {escape(caller.model)}",
+                    label=None if judge is None else f"biascheck judge {escape(caller.model)}",
                     backend=backend,
                     part_of=part_of if part_of is not None else _suite_of(plans),
                 )
             )
             responses.update(execution.responses)
-            if part is not None:  # a fatal error of the judge's (e.g. its API key) names the judge
+            if judge is not None:  # a fatal error of the judge's (e.g. its API key) names the judge
                 execution.stats.blame_judge(caller.model)
-            _add(stats, execution.stats)
+            stats.add(execution.stats)
             if part is not None:
-                _add(part, execution.stats)
+                part.add(execution.stats)
             if config.shared_run_id:
                 errors = {k: r.error for k, r in execution.responses.items() if r.error is not None and k not in (shared or {})}
                 if errors:
                     store.record_run_errors(config.shared_run_id, errors)
 
-        judge_source = {plan.judge.model.model: plan.judge.source for plan in plans if plan.judge}
-        probed = _probe_answer_modes(plans, store, call, responses, config) if not config.rejudge and config.batch is None else set()
-        # Re-judging calls the judge only: every answer of the model under test comes from the store.
-        call([r for plan in plans for r in plan.requests if r.key not in probed], offline=REJUDGE_MISSING if config.rejudge else None)
+        rejudge = config.judges.rejudge
+        probed = _probe_answer_modes(plans, store, call, responses, config) if not rejudge and config.batch is None else set()
+        # Re-judging calls the judges only: every answer of the model under test comes from the store.
+        call([r for plan in plans for r in plan.requests if r.key not in probed], offline=REJUDGE_MISSING if rejudge else None)
         _refuse_unserved(plans, store, responses)
         # A provider that returns no log-probabilities: the whole suite is estimated by sampling
         # instead, and the results say so (estimators are never mixed within one run).
@@ -514,30 +438,29 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
                 plan.plan(model)
                 fallback += plan.requests
         if fallback and not stats.incomplete:
-            call(fallback, offline=REJUDGE_MISSING if config.rejudge else None)
+            call(fallback, offline=REJUDGE_MISSING if rejudge else None)
         for request in fallback:  # the run stopped before the fallback could be made
             responses.setdefault(request.key, Response(text=None, error=NOT_RUN + (stats.incomplete or "not run")))
 
-        # The judge's stage: requests exist only once the generations do.
-        # Each suite's judge calls on their own, so each suite reports its own judge counts.
+        # The judge stage: requests exist only once the generations do. Each suite's judges call
+        # on their own, so each suite (and each judge) reports its own counts.
         for plan in plans:
-            if plan.judge is None:
-                continue
-            read = plan.suite.benchmark.judge_requests
-            with_generation = [(case, [responses[k] for k in keys]) for case, keys in zip(plan.cases, plan.keys)]
-            plan.judge_keys, requests = _plan(
-                lambda pair, params: read(pair[0], pair[1], params), with_generation, plan.judge.model, plan.judge.params
-            )
-            if stats.incomplete:
-                for request in requests:
-                    responses.setdefault(request.key, Response(text=None, error=NOT_RUN + stats.incomplete))
-            else:
-                call(requests, plan.judge.model, part=plan.judge_stats, part_of=_suite_of([plan]))
+            if plan.judging is not None:
+                suite_of = _suite_of([plan])
+                read_stories(
+                    plan.judging,
+                    plan.cases,
+                    plan.keys,
+                    responses,
+                    lambda requests, judge, part: call(requests, judge, part=part, part_of=suite_of),
+                    stats.incomplete,
+                )
 
     with collector_paused():  # an outcome per case
         results = _score(plans, responses, stats, config)
-    for plan in plans:
-        _add(judge_stats, plan.judge_stats)
+    judge_stats = RunStats()
+    for stage in judged:
+        judge_stats.add(stage.stats)
     return RunResult(config, results, stats, judge_stats)
 
 
@@ -547,14 +470,22 @@ def _score(plans: list[_SuitePlan], responses: dict[str, Any], stats: RunStats, 
     pending = stats.status is RunStatus.BATCH_PENDING  # nothing is answered yet: no verdict
     for plan in plans:
         suite, benchmark, manifest = plan.suite, plan.suite.benchmark, plan.suite.manifest
-        if plan.scoring and isinstance(benchmark, JudgedBenchmark):  # this run's convention replaces the file's
-            manifest = benchmark.with_scoring(manifest, plan.scoring)
-        judge_keys = plan.judge_keys or [[] for _ in plan.cases]
-        outcomes = {
-            case.case_id: _classify(benchmark, case, [responses[k] for k in keys + extra], plan.estimator)
-            for case, keys, extra in zip(plan.cases, plan.keys, judge_keys)
-        }
-        metrics = benchmark.aggregate(plan.cases, outcomes, resamples=manifest.bootstrap_resamples, seed=manifest.bootstrap_seed, manifest=manifest)
+        judged, findings = None, None
+        resamples, seed = manifest.bootstrap_resamples, manifest.bootstrap_seed
+        if plan.judging is not None and isinstance(benchmark, JudgedBenchmark):
+            manifest = benchmark.with_scoring(manifest, plan.judging.scoring.scoring)  # this run's convention replaces the file's
+
+            def classify(case: Case, replies: list[Response]) -> Outcome:
+                return _classify(benchmark, case, replies, plan.estimator)
+
+            judged = judged_outcomes(plan.judging, plan.cases, plan.keys, responses, classify)
+            outcomes = judged.outcomes
+            findings = panel_findings(plan.judging, plan.cases, plan.keys, judged, resamples=resamples, seed=seed, gate=not (config.shard or pending))
+        else:
+            outcomes = {
+                case.case_id: _classify(benchmark, case, [responses[k] for k in keys], plan.estimator) for case, keys in zip(plan.cases, plan.keys)
+            }
+        metrics = benchmark.aggregate(plan.cases, outcomes, resamples=resamples, seed=seed, manifest=manifest)
         categories = sorted({case.category for case in plan.cases})
         kind = getattr(plan.estimator, "kind", None)
         results.append(
@@ -567,12 +498,11 @@ def _score(plans: list[_SuitePlan], responses: dict[str, Any], stats: RunStats, 
                 [] if config.shard or pending else check_thresholds(manifest, metrics, categories, kind),  # they would mislead
                 str(plan.estimator) if plan.estimator is not None else None,
                 plan.note,
-                plan.judge,
-                plan.qualification,
-                plan.judge_stats,
-                plan.scoring,
-                served_by([responses[k] for keys in plan.keys for k in keys]),
-                plan.stats,
+                judging=plan.judging,
+                judged=judged,
+                findings=findings,
+                served=served_by([responses[k] for keys in plan.keys for k in keys]),
+                stats=plan.stats,
             )
         )
     return results
@@ -584,7 +514,8 @@ def _kept_on_interrupt(store: ResponseStore, plans: list[_SuitePlan]) -> Iterato
     try:
         yield
     except KeyboardInterrupt:
-        keys = {key for plan in plans for keys in [*plan.keys, *(plan.judge_keys or [])] for key in keys}
+        keys = {key for plan in plans for keys in plan.keys for key in keys}
+        keys.update(key for plan in plans if plan.judging is not None for key in plan.judging.keys())
         raise RunInterrupted(store.path, store.count(keys), len(keys)) from None
 
 
@@ -609,25 +540,32 @@ def _classify(benchmark, case: Case, responses: list[Response], estimator) -> Ou
     return replace(outcome, truncated=True) if any(r.truncated for r in responses) else outcome
 
 
+def qa_runner(config: RunConfig) -> RunCases:
+    """How a judge is qualified through this session (:func:`biascheck.judging.qualification.qualify`):
+    its QA items answered with the judge as the model, under ``config``'s store, data, concurrency,
+    budget and model source, in their own answer mode, with no judge of their own."""
+    qualifying = replace(config, judges=JudgeOptions(), estimator=None)
+    return lambda suite, cases, model: run([(suite, cases)], replace(qualifying, model=model))
+
+
 def _qualify_judges(plans: list[_SuitePlan], config: RunConfig, stats: RunStats) -> None:
-    """Each judge once per qualification suite: on the disambiguated items of the QA suite its
-    BBG manifest names. Its calls count in the run's totals and spend its budget."""
-    done: dict[str, Any] = {}
-    for plan in plans:
-        benchmark = plan.suite.benchmark
-        if plan.judge is None or not isinstance(benchmark, JudgedBenchmark):
-            continue
-        suite_dir, bounds = benchmark.qualification(plan.suite.manifest)
-        key = canonical_json([plan.judge.model.endpoint, plan.judge.identity(), str(suite_dir), bounds])
-        if key not in done:
-            judge = replace(plan.judge.model, params=plan.judge.params)
-            budget = config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None
-            done[key] = benchmark.qualify(judge, suite_dir, replace(config, max_cost_usd=budget, model_source=plan.judge.source), **bounds)
-            for total in (stats, plan.judge_stats, plan.stats):  # counted once, for the first suite it serves
-                _add(total, done[key].stats)
-            if done[key].incomplete:
-                stats.stop_with(done[key].incomplete)
-        plan.qualification = done[key]
+    """Each judge once per qualification suite (:func:`biascheck.judging.stage.qualify_judges`),
+    answered by this session with the judge as the model: its calls count in the run's totals and
+    spend its budget."""
+    suite_stats = {id(plan.judging): plan.stats for plan in plans if plan.judging is not None}
+
+    def run_cases_for(judge: Judge) -> RunCases:
+        budget = config.max_cost_usd - stats.cost_usd if config.max_cost_usd is not None else None
+        return qa_runner(replace(config, max_cost_usd=budget, model_source=judge.source))
+
+    def counted(qualification: Qualification, judging: JudgingPlan, judge_run: JudgeRun) -> None:
+        if qualification.stats is not None:
+            for total in (stats, judge_run.stats, suite_stats[id(judging)]):
+                total.add(qualification.stats)
+        if qualification.incomplete:
+            stats.stop_with(qualification.incomplete)
+
+    qualify_judges([plan.judging for plan in plans if plan.judging is not None], run_cases_for, config.data_dir, counted)
 
 
 def _suite_of(plans: list[_SuitePlan]) -> PartOf:
@@ -641,15 +579,3 @@ def _suite_of(plans: list[_SuitePlan]) -> PartOf:
         for request in plan.requests:
             owner.setdefault(request.key, plan.stats)
     return owner.get
-
-
-def _add(total: RunStats, part: RunStats) -> None:
-    """Accumulate one execution's counters into the run's."""
-    for name in ("requests", "cache_hits", "calls", "retries", "errors", "unpriced_calls", "not_run"):
-        setattr(total, name, getattr(total, name) + getattr(part, name))
-    total.cost_usd += part.cost_usd
-    for state, count in part.batches.items():
-        total.batches[state] = total.batches.get(state, 0) + count
-    if part.incomplete and total.incomplete is None:
-        total.status, total.incomplete = part.status, part.incomplete
-    total.merge_params_notes(part)

@@ -45,8 +45,8 @@ def options_reference() -> str:
 
     recorder = _Recorder()
     options.add_options(recorder)  # type: ignore[arg-type]
-    ini_of = {option: ini for option, ini, *_ in options.OPTIONS} | {option: ini for option, ini, _ in options.FLAGS}
-    env_of = {option: env for option, _, env, _ in options.OPTIONS}
+    ini_of = {option: ini for option, ini, *_ in (*options.OPTIONS, *options.REPEATED)} | {option: ini for option, ini, _ in options.FLAGS}
+    env_of = {option: env for option, _, env, *_ in (*options.OPTIONS, *options.REPEATED)}
     lines = [
         "| option | ini key | environment | takes | what it does |",
         "|---|---|---|---|---|",

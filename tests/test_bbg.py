@@ -17,7 +17,8 @@ from biascheck.core.records import Outcome, Response
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
 from biascheck.execution.store import request_key
-from biascheck.session import RunConfig, judge_for, resolve
+from biascheck.judging.panel import JudgeOptions, panel_for
+from biascheck.session import RunConfig, resolve
 from biascheck.suite import load_suite
 
 from conftest import SUITES, write_subset_suite
@@ -277,12 +278,19 @@ def test_items_are_readable_node_names(enbbg):
     assert (name, category) == ("age-001-a-bsd[run1]", "age") and case_ids == (enbbg.cases[0].case_id,)
 
 
+def judge_for(suite, config):
+    """The one judge a suite's panel has under ``config``."""
+    panel = panel_for(suite, config.judges, config.model)
+    assert panel is not None and len(panel.judges) == 1
+    return panel.judges[0]
+
+
 def test_judge_is_required_and_part_of_the_fingerprint(tmp_path, enbbg, data_dir):
     config = RunConfig(model=ModelConfig("sim/fair", timeout=7.0), store_path=tmp_path / "s.sqlite")
     default = judge_for(enbbg, config)
     assert default.model.model == "openai/gpt-4-0613" and default.params == {"seed": 42, "temperature": 0.0}
     assert default.model.timeout == 7.0  # the run's timeout applies to the judge too
-    other = judge_for(enbbg, replace(config, judge="sim/judge", judge_api_base="http://judge:8000/v1"))
+    other = judge_for(enbbg, replace(config, judges=JudgeOptions(models=("sim/judge",), api_base="http://judge:8000/v1")))
     assert other.params == default.params and other.model.api_base == "http://judge:8000/v1"
     a, b = enbbg.fingerprint(default.identity()), enbbg.fingerprint(other.identity())
     assert a["judge"] != b["judge"] and a["suite"] != b["suite"] and a["prompts"] == b["prompts"]
@@ -304,9 +312,9 @@ def test_unscorable_convention_is_chosen_per_run_and_part_of_the_fingerprint(tmp
     paper = load_suite(tmp_path, data_dir=data_dir)
     # The command line's convention replaces the manifest's, either way.
     assert resolve(quick, config).scoring == {"unscorable": "exclude"}
-    assert resolve(quick, replace(config, unscorable="unknown")).scoring == {"unscorable": "unknown"}
+    assert resolve(quick, replace(config, judges=JudgeOptions(unscorable="unknown"))).scoring == {"unscorable": "unknown"}
     assert resolve(paper, config).scoring == {"unscorable": "unknown"}
-    assert resolve(paper, replace(config, unscorable="exclude")).scoring == {"unscorable": "exclude"}
+    assert resolve(paper, replace(config, judges=JudgeOptions(unscorable="exclude"))).scoring == {"unscorable": "exclude"}
     a, b = quick.fingerprint(), paper.fingerprint()
     assert a["scoring"] == "unscorable=exclude" and b["scoring"] == "unscorable=unknown" and a["suite"] != b["suite"]
     assert {k: v for k, v in a.items() if k not in ("scoring", "suite")} == {k: v for k, v in b.items() if k not in ("scoring", "suite")}

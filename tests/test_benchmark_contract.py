@@ -28,6 +28,7 @@ from biascheck.config.manifest import load_manifest
 from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.regression import compare, settings_from
 from biascheck.execution.llm import ModelConfig
+from biascheck.judging.panel import JudgeOptions
 from biascheck.reporting.results import build_results, validate_results
 from biascheck.session import RunConfig, run
 from biascheck.suite import load_suite
@@ -128,7 +129,7 @@ def check_round_trip(folder: Path, data_dir: Path, tmp_path: Path) -> None:
         model=ModelConfig("sim/stereotyped?p=0.3&seed=2", params={"max_tokens": 40}),
         store_path=tmp_path / "store.sqlite",
         data_dir=data_dir,
-        judge="sim/judge" if judged else None,
+        judges=JudgeOptions(models=("sim/judge",) if judged else ()),
         concurrency=8,
     )
     result = run([(suite, cases)], config)

@@ -329,6 +329,7 @@ def test_terminal_tables_never_cut_a_number_or_a_name(runs):
 
 
 def test_help_says_what_each_setting_is(pytester):
+    from biascheck.options import REPEATED
     from biascheck.pytest_plugin.hooks import FLAGS, INI_NUMBERS, OPTIONS
 
     result = pytester.runpytest("--help")
@@ -339,6 +340,7 @@ def test_help_says_what_each_setting_is(pytester):
     assert types == {
         **{ini: INI_NUMBERS.get(ini, "string") for _, ini, _, _ in OPTIONS},
         **{ini: "bool" for _, ini, _ in FLAGS if ini},
+        **{ini: "linelist" for _, ini, *_ in REPEATED if ini},
         "biascheck_compare_fail": "linelist",
     }
     assert {ini: types[ini] for ini in ("biascheck_concurrency", "biascheck_retries", "biascheck_max_cost", "biascheck_timeout")} == {

@@ -756,6 +756,16 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
         assert not args and "exit-code" not in result.outputs
 
 
+def test_the_judges_input_names_each_judge_once_and_nothing_in_it_runs(fake_python, tmp_path):
+    judges = "sim/judge\n  sim/judge?confusion=0.8,0.1,0.1,0.1,0.8,0.1,0.1,0.1,0.8&seed=1 $(touch pwned)\n"
+    result, args = fake_python({"model": "sim/fair", "suites": "suites/kobbq", "judges": judges})
+    named = [args[i + 1] for i, arg in enumerate(args) if arg == "--biascheck-judge"]
+    assert named == ["sim/judge", "sim/judge?confusion=0.8,0.1,0.1,0.1,0.8,0.1,0.1,0.1,0.8&seed=1", "$(touch", "pwned)"], result.log
+    assert not list((tmp_path / "work").glob("pwned*"))
+    _, args = fake_python({"model": "sim/fair", "suites": "suites/kobbq"})
+    assert "--biascheck-judge" not in args  # empty: each suite's own judges
+
+
 def test_prepare_step_computes_a_cache_key_and_an_artifact_name(fake_python, tmp_path):
     first, _ = fake_python({"model": "sim/stereotyped?p=0.2&seed=1", "suites": "suites/kobbq"}, step="prepare")
     assert first.proc.returncode == 0, first.log

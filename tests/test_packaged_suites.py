@@ -314,23 +314,25 @@ def bbg_and_bbq(tmp_path_factory):
 
 def run_config(store: Path | None = None):
     from biascheck.execution.llm import ModelConfig
+    from biascheck.judging.panel import JudgeOptions
     from biascheck.session import RunConfig
 
-    return RunConfig(model=ModelConfig("sim/fair"), store_path=store or Path("unused.sqlite"), judge="sim/fair")
+    return RunConfig(model=ModelConfig("sim/fair"), store_path=store or Path("unused.sqlite"), judges=JudgeOptions(models=("sim/fair",)))
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_the_dry_run_counts_distinct_requests_exactly_as_the_run_keys_them(bbg_and_bbq, tmp_path, data):
     from biascheck.dryrun import estimate
+    from biascheck.execution.planning import plan_requests
     from biascheck.execution.store import ResponseStore
-    from biascheck.session import _plan, effective_params
+    from biascheck.session import effective_params
 
     suite = data.draw(st.sampled_from(bbg_and_bbq))
     cases = data.draw(st.lists(st.sampled_from(suite.cases), max_size=300))
     config = run_config()
     estimator = suite.benchmark.estimator(suite.manifest, None)
-    keys, _ = _plan(suite.benchmark.requests, cases, config.model, effective_params(suite, config.model), estimator)
+    keys, _ = plan_requests(suite.benchmark.requests, cases, config.model, effective_params(suite, config.model), estimator)
     store = tmp_path / "empty.sqlite"
     ResponseStore(store).close()
     for store_path in (None, store):  # without a store: the cheap identity; with one: store keys
@@ -340,13 +342,14 @@ def test_the_dry_run_counts_distinct_requests_exactly_as_the_run_keys_them(bbg_a
 
 def test_the_dry_run_judges_stored_stories_exactly_and_the_rest_at_most(bbg_and_bbq, tmp_path):
     from biascheck.dryrun import estimate
+    from biascheck.execution.planning import plan_requests
     from biascheck.execution.store import ResponseStore, StoredResponse
-    from biascheck.session import _plan, effective_params
+    from biascheck.session import effective_params
 
     suite = bbg_and_bbq[0]
     config = run_config(tmp_path / "store.sqlite")
     cases = suite.cases[:40]
-    keys, _ = _plan(suite.benchmark.requests, cases, config.model, effective_params(suite, config.model), None)
+    keys, _ = plan_requests(suite.benchmark.requests, cases, config.model, effective_params(suite, config.model), None)
     # A story for the first case's generation, an empty one for the last case's; the rest not generated.
     stories = {keys[0][0]: "A long story about them.", keys[-1][0]: "   "}
     with ResponseStore(config.store_path) as store:

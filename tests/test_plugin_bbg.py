@@ -19,6 +19,7 @@ from biascheck.benchmarks.bbg.benchmark import BBG
 from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.regression import check_comparable
 from biascheck.execution.llm import ModelConfig
+from biascheck.judging.panel import JudgeOptions
 from biascheck.records.run import RunRecord
 from biascheck.reporting.terminal import render_terminal
 from biascheck.session import RunConfig, run
@@ -89,7 +90,12 @@ def test_rejudge_makes_only_judge_calls(run_biascheck, enbbg_small, tmp_path):
 
 def test_rejudge_of_nothing_stored_errors_without_a_call(enbbg_small, tmp_path, data_dir):
     suite = load_suite(enbbg_small, data_dir=data_dir)
-    config = RunConfig(model=ModelConfig("sim/fair"), judge="sim/judge", rejudge=True, store_path=tmp_path / "empty.sqlite", data_dir=data_dir)
+    config = RunConfig(
+        model=ModelConfig("sim/fair"),
+        judges=JudgeOptions(models=("sim/judge",), rejudge=True),
+        store_path=tmp_path / "empty.sqlite",
+        data_dir=data_dir,
+    )
     result = run([(suite, suite.cases)], config)
     assert result.stats.calls == 0 and not result.passed
     errors = {o.error for o in result.suites[0].outcomes.values()}

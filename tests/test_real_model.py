@@ -403,7 +403,7 @@ def test_smollm2_as_a_judge_fails_qualification_and_says_so(smollm2_server, smol
     done = subprocess.run([*command, "--param", "max_tokens=8"], capture_output=True, text=True, env=env, timeout=1800)
     print(done.stdout)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
-    assert "NOT qualified" in done.stdout and "its BBG scores are not trustworthy" in done.stdout
+    assert "NOT qualified" in done.stdout and "its readings are not trustworthy" in done.stdout
     # As writer and judge of an EnBBG subset, through the plugin: the run completes and reports.
     suite = write_subset_suite(tmp_path / "enbbg", "enbbg-quick", subset='categories = ["disabilitystatus"]')
     _edit(suite, r"^sampling = \{ temperature = 0, seed = 42 \}$", "sampling = { temperature = 0, seed = 42, max_tokens = 8 }")

@@ -31,12 +31,14 @@ def results_text(document: dict[str, Any]) -> str:
 # --- real runs --------------------------------------------------------------------------------
 
 
-SUITES = {
-    # (base suite, [subset], model, judge)
-    "kobbq": ("kobbq-quick", 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"', None),
-    "bbq": ("bbq-quick", 'sample = "one-per-group"\nseed = 42\ntemplates_per_category = 1\nchoice_orders = "original"', None),
-    "hbb": ("hbb", 'categories = ["age"]', None),
-    "bbg": ("enbbg-quick", 'categories = ["age"]', "sim/judge"),
+SUITES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # (base suite, [subset], judges)
+    "kobbq": ("kobbq-quick", 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"', ()),
+    "bbq": ("bbq-quick", 'sample = "one-per-group"\nseed = 42\ntemplates_per_category = 1\nchoice_orders = "original"', ()),
+    "hbb": ("hbb", 'categories = ["age"]', ()),
+    "bbg": ("enbbg-quick", 'categories = ["age"]', ("sim/judge",)),
+    # Several judges: results.json's judging, each case's readings and the baseline's judges.
+    "bbg-judges": ("enbbg-quick", 'categories = ["age"]', ("sim/judge", "sim/random")),
 }
 
 
@@ -45,15 +47,16 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[
     """results.json of a small run of each benchmark kind (QA twice, HBB, BBG with its judge)
     through the Python API and the report writer, and a second QA run to compare with the first."""
     from biascheck import ModelConfig, RunConfig, build_results, load_suite, run, write_reports
+    from biascheck.judging.panel import JudgeOptions
 
     tmp = tmp_path_factory.mktemp("records")
     folders = {}
-    for name, (base, subset, judge) in SUITES.items():
+    for name, (base, subset, judges) in SUITES.items():
         suite = load_suite(write_subset_suite(tmp / f"suite-{name}", base, subset=subset), data_dir=data_dir)
         for model, tag in (("sim/stereotyped?p=0.1", ""), ("sim/stereotyped?p=0.6", "-worse")):
             if tag and name != "kobbq":
                 continue
-            config = RunConfig(model=ModelConfig(model), store_path=tmp / "store.sqlite", data_dir=data_dir, judge=judge)
+            config = RunConfig(model=ModelConfig(model), store_path=tmp / "store.sqlite", data_dir=data_dir, judges=JudgeOptions(models=judges))
             result = run([(suite, suite.cases[:150])], config)
             runs, prompts = build_results(result)
             write_reports(runs, tmp / f"{name}{tag}", prompts=prompts)

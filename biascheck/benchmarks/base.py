@@ -47,7 +47,7 @@ compares are ``report_layout.bias_metrics``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -343,26 +343,48 @@ class BaseBenchmark(ABC):
 
 @runtime_checkable
 class JudgedBenchmark(Protocol):
-    """The capability of a benchmark whose responses an evaluator model reads. Its settings live in
-    the suite.toml table named ``settings_table``: the judge (``model``, ``sampling``), how what the
-    judge could not read is scored, and the QA suite the judge is qualified on."""
+    """The capability of a benchmark whose responses evaluator models (judges) read, in the judge
+    stage of a run (:mod:`biascheck.judging`). Its settings live in the suite.toml table named
+    ``settings_table``: the judges, how several judges' readings are combined, how what no judge
+    could read is scored, the calibrations, and the QA suite a judge is qualified on."""
 
     settings_table: str
-    # How what the judge could not read may be scored (``scoring``'s override takes one of these).
+    # How what the judges could not read may be scored (``scoring``'s override takes one of these).
     scoring_choices: tuple[str, ...]
     # The QA suite a judge is qualified on when the user names none (a folder or packaged name).
     qualification_default: str
+    # The classes a judge's reading may take (an answered outcome's ``answer_class``): the values
+    # of the judges' agreement.
+    reading_classes: tuple[str, ...]
+    # The metrics reported for each judge of several, beside the aggregate's (those its results have).
+    judge_metrics: tuple[str, ...]
 
     def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
-        """``{"model": str | None, "sampling": {...}}``: the judge the manifest names."""
+        """The judges the manifest names: ``{"models": [str, ...], "models_field": the field that
+        names them, "sampling": {...}, "aggregation": str, "primary": str | None, "min_alpha":
+        float | None}``."""
         ...
 
     def judge_requests(self, case: Case, generation: Sequence[Response], judge_params: dict) -> list[tuple[list[dict], dict, int]]: ...
 
-    def scoring(self, manifest: SuiteManifest, override: str | None, *, calibration: Path | None = None, judge: str | None = None) -> dict[str, str]:
+    def shown_to_judges(self, record: Mapping[str, Any]) -> tuple[str, str]:
+        """What a report shows of a judged case (results.json's record) beside its judges'
+        readings: the question they answered and the text they read."""
+        ...
+
+    def calibration_paths(self, manifest: SuiteManifest) -> list[tuple[Path, str]]:
+        """The calibrations the manifest names, each with where (for errors about it)."""
+        ...
+
+    def calibration_judge(self, path: Path, where: str) -> str:
+        """The judge model the calibration at ``path`` was fitted for."""
+        ...
+
+    def scoring(
+        self, manifest: SuiteManifest, override: str | None, *, calibration: Path | None = None, judge: str | None = None, where: str = ""
+    ) -> dict[str, str]:
         """The scoring convention of a run: ``override`` (a command-line choice), else the manifest's;
-        ``calibration``: a calibration file of the judge given for the run (else the manifest's, if
-        any), checked against ``judge``, the run's judge model."""
+        with ``calibration`` (a judge's, named at ``where``), checked against ``judge``, its id and counts."""
         ...
 
     def with_scoring(self, manifest: SuiteManifest, scoring: Mapping[str, str]) -> SuiteManifest:
@@ -374,11 +396,7 @@ class JudgedBenchmark(Protocol):
         ...
 
     def qualification(self, manifest: SuiteManifest) -> tuple[Path, dict[str, Any]]:
-        """The QA suite the judge is qualified on, and the qualification's bounds."""
-        ...
-
-    def qualify(self, judge: Any, suite_dir: Path | str, config: Any, **bounds: Any) -> Any:
-        """Run the qualification (see :meth:`qualification`) on the QA suite at ``suite_dir`` (a folder, or a packaged suite's name)."""
+        """The QA suite a judge is qualified on, and the qualification's bounds."""
         ...
 
 
@@ -514,6 +532,18 @@ def judged_benchmark(name: str | None, *, where: str) -> JudgedBenchmark:
         return judged[name]
     problem = f"{name!r} is not a judged benchmark" if name is not None else "several judged benchmarks are registered"
     raise BiascheckError(where, None, problem, f"name one of: {', '.join(judged) or '(none registered)'}")
+
+
+def reading_shown(benchmark_name: str | None) -> Callable[[Mapping[str, Any]], tuple[str, str]]:
+    """How reports show a judged case of a results document's benchmark beside its judges'
+    readings (``JudgedBenchmark.shown_to_judges``); nothing when it is not registered here."""
+    try:
+        benchmark = get_benchmark(benchmark_name or "")
+    except KeyError:
+        benchmark = None
+    if isinstance(benchmark, JudgedBenchmark):
+        return benchmark.shown_to_judges
+    return lambda record: ("", "")
 
 
 def layout_of(benchmark_name: str | None) -> ReportLayout:

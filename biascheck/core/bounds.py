@@ -89,6 +89,7 @@ BOUNDS: dict[str, Bound] = {
     "resamples": Bound(True, 100, 20_000, "1000"),
     "accuracy": Bound(False, 0, 1, "0.95"),
     "abs_diff_bias": Bound(False, 0, 2, "0.02"),
+    "agreement": Bound(False, -1, 1, "0.6"),  # a floor on judges' agreement (Krippendorff's alpha)
     # [regression] of suite.toml, as results.json and baselines record it, and numpy's seeds
     # (default_rng refuses a negative one, and only after every call was made).
     "alpha": Bound(False, 0, 0.5, "0.05", above_low=True),

@@ -171,7 +171,7 @@ class Case:
         }
 
 
-OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error"]
+OutcomeStatus = Literal["answered", "ooc", "filtered", "empty", "error", "disagreed"]
 
 
 # What an answer mode may need from a provider (execution.llm.check_serves checks it up front):
@@ -282,6 +282,8 @@ class Outcome:
     read from log-probabilities) with ``refused`` more excluded. A BBG case (an MRC question)
     has ``answer_class`` ``b`` / ``c`` / ``u``, ``generation`` (the continuation the judge read)
     and status ``empty`` when the model wrote no continuation (nothing to judge: unscorable).
+    Read by several judges, a case is ``disagreed`` when their readings settle no class under the
+    suite's aggregation (:mod:`biascheck.judging.aggregate`): unscorable under every convention.
     ``truncated``: a reply was longer than biascheck keeps and only its beginning was read.
     A QA case answered by log-likelihood also has ``answer_norm`` (the option of the highest
     length-normalised log-likelihood, lm-evaluation-harness's ``acc_norm`` reading) and

@@ -111,6 +111,8 @@ def from_results(run: RunRecord, *, git: str | None = None) -> BaselineRecord:
                 "revision": model.revision,
                 "params": model.params,
                 "judge": _judge(model.judge),
+                # Several judges: each (with one, "judge" above, as before several could read).
+                **({"judges": [_judge(judge) for judge in model.judges]} if model.judges else {}),
                 "estimator": run.run.estimator,
                 **({"served": model.served} if model.served else {}),
             }

@@ -83,6 +83,17 @@ class RunStats:
         if self.incomplete is None:
             self.status, self.incomplete = RunStatus.of(reason), reason
 
+    def add(self, part: RunStats) -> None:
+        """Accumulate one execution's counters (a suite's, a judge's) into these."""
+        for name in ("requests", "cache_hits", "calls", "retries", "errors", "unpriced_calls", "not_run"):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        self.cost_usd += part.cost_usd
+        for state, count in part.batches.items():
+            self.batches[state] = self.batches.get(state, 0) + count
+        if part.incomplete and self.incomplete is None:
+            self.status, self.incomplete = part.status, part.incomplete
+        self.merge_params_notes(part)
+
     def merge_params_notes(self, other: RunStats) -> None:
         for mine, theirs in ((self.params_dropped, other.params_dropped), (self.params_ignored, other.params_ignored)):
             for model, notes in theirs.items():

@@ -72,6 +72,8 @@ class SuiteFile(pytest.File):
             state.baseline_for(suite)
             state.regression_rules(suite)
             yield RegressionCollector.from_parent(self, name="regression")
+        if state.gate.gates_judge_agreement(suite):
+            yield JudgeAgreementItem.from_parent(self, name="judge-agreement")
         yield RunCompleteItem.from_parent(self, name="run-complete")
 
     def repr_failure(self, excinfo):
@@ -304,6 +306,28 @@ class RunCompleteItem(OneLineFailures):
         return self.path, MANIFEST_LINE, "run-complete"
 
 
+class JudgeAgreementItem(OneLineFailures):
+    """Fails when the suite's judges agree below its ``min_alpha``: their readings are too unlike
+    to gate on (a suite read by several judges with a floor)."""
+
+    def runtest(self) -> None:
+        from biascheck.reporting.decision import agreement_text
+        from biascheck.reporting.results import agreement_line
+
+        record = state_of(self).record(parent_of(self, SuiteFile))
+        if record is None:
+            pytest.skip("no case of this suite was selected")
+        judging = record.judging
+        if judging is None or judging.agreement_passed is None:
+            pytest.skip("no agreement was checked (a shard, or batches not yet scored)")
+        if judging.agreement_failed:
+            raise BiascheckFailure(agreement_text(judging))
+        self.user_properties.append(("biascheck_metric", agreement_line(judging)))
+
+    def reportinfo(self):
+        return self.path, MANIFEST_LINE, "judge-agreement"
+
+
 # Options under which every item takes pytest's full protocol: a debugger, the fixture display.
 _FULL_PROTOCOL_OPTIONS = ("usepdb", "trace", "setupshow", "setuponly", "setupplan")
 
@@ -459,6 +483,8 @@ REPORT_STATUS = {
     "c": ("counter-biased", "c", "C (COUNTER-BIASED)"),
     "u": ("undetermined", "u", "U (UNDETERMINED)"),
     "empty": ("empty", "e", "EMPTY-GENERATION"),
+    # Several judges whose readings settled no class (a tie, a split).
+    "disagreed": ("disagreed", "d", "JUDGES DISAGREE"),
 }
 
 

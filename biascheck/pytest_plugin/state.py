@@ -120,6 +120,11 @@ class BiascheckState:
                 return check
         return None
 
+    def record(self, suite_file):
+        """The suite's RunRecord, as the reports read it; None when none of its cases was selected."""
+        runs = self.checked.runs if self.checked is not None else []
+        return next((run for run in runs if run.suite.name == suite_file.suite.name), None)
+
     def outcome(self, suite_file, case_id: str):
         return self._suite_result(suite_file).outcomes[case_id]
 

@@ -321,11 +321,12 @@ class ModelInfo:
     params_dropped: Mapping[str, str] | None = None
     params_ignored: Mapping[str, str] | None = None
     served: Mapping[str, Mapping[str, int]] | None = None
-    judge: Mapping[str, Any] | None = None
+    judge: Mapping[str, Any] | None = None  # the judge of a judged benchmark read by one
+    judges: tuple[Mapping[str, Any], ...] | None = None  # read by several: each, in panel order
     rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
-    _KEYS = ("model", "params", "revision", "api_base", "timeout", "params_dropped", "params_ignored", "served", "judge")
+    _KEYS = ("model", "params", "revision", "api_base", "timeout", "params_dropped", "params_ignored", "served", "judge", "judges")
 
     @classmethod
     def from_json(cls, f: Fields) -> ModelInfo:
@@ -339,9 +340,17 @@ class ModelInfo:
             f.frozen("params_ignored", optional=True),
             f.frozen("served", optional=True),
             f.frozen("judge", optional=True),
+            f.frozen("judges", "an array", optional=True),
             f.rest(cls._KEYS),
             f.order(),
         )
+
+    @property
+    def judge_names(self) -> tuple[str, ...]:
+        """The judges' model strings, in panel order (empty: no judge)."""
+        if self.judges:
+            return tuple(str(judge["model"]) for judge in self.judges)
+        return (str(self.judge["model"]),) if self.judge else ()
 
     def to_json(self) -> dict[str, Any]:
         optional = [
@@ -352,8 +361,196 @@ class ModelInfo:
             ("params_ignored", frozen_or_none(self.params_ignored), False),
             ("served", frozen_or_none(self.served), False),
             ("judge", frozen_or_none(self.judge), False),
+            ("judges", frozen_or_none(self.judges), False),
         ]
         return emit([("model", self.model), ("params", thaw(self.params))], optional, self.rest, self.key_order)
+
+
+@dataclass(frozen=True, slots=True)
+class PanelJudge:
+    """One judge of several, as results.json's ``judging.judges`` holds it: its calls, the cases it
+    was asked about and read, its unreadable replies by status (``ooc``, ``filtered``, ``error``),
+    its own headline ``metrics`` (group "judge", scope its model string), its calibration's id."""
+
+    model: str
+    calls: int
+    cache_hits: int
+    asked: int
+    readings: int
+    unscorable: Mapping[str, int]
+    metrics: tuple[MetricValue, ...]
+    calibration: str | None = None
+    qualification: Mapping[str, Any] | None = None
+    rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    _KEYS = ("model", "calls", "cache_hits", "asked", "readings", "unscorable", "metrics", "calibration", "qualification")
+
+    @classmethod
+    def from_json(cls, f: Fields) -> PanelJudge:
+        model = f.req("model", "a string")
+        metrics = f.obj("metrics")
+        return cls(
+            model,
+            f.req("calls", "an integer"),
+            f.req("cache_hits", "an integer"),
+            f.req("asked", "an integer"),
+            f.req("readings", "an integer"),
+            f.frozen("unscorable"),
+            tuple(MetricValue.from_json(metrics.child(name, value), name, model, "judge") for name, value in metrics.value.items()),
+            f.opt("calibration", "a string", nullable=True),
+            f.frozen("qualification", optional=True),
+            f.rest(cls._KEYS),
+            f.order(),
+        )
+
+    def metric(self, name: str) -> MetricValue | None:
+        return next((value for value in self.metrics if value.metric == name), None)
+
+    @property
+    def unreadable(self) -> int:
+        """Replies of this judge that read as nothing (never a reading)."""
+        return sum(self.unscorable.values())
+
+    def to_json(self) -> dict[str, Any]:
+        required = [
+            ("model", self.model),
+            ("calls", self.calls),
+            ("cache_hits", self.cache_hits),
+            ("asked", self.asked),
+            ("readings", self.readings),
+            ("unscorable", thaw(self.unscorable)),
+            ("metrics", {value.metric: value.to_json() for value in self.metrics}),
+            ("calibration", self.calibration),
+        ]
+        return emit(required, [("qualification", frozen_or_none(self.qualification), False)], self.rest, self.key_order)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePair:
+    """Two judges' readings of the cases both were asked about: ``table[a][b]`` cases the first
+    read as a and the second as b (classes and "unscorable"); ``agreed`` of ``compared`` (both read)."""
+
+    judges: tuple[str, str]
+    agreed: int
+    compared: int
+    table: Mapping[str, Mapping[str, int]]
+    rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, f: Fields) -> JudgePair:
+        names = f.strings("judges")
+        if len(names) != 2:
+            raise BiascheckError(f.where, f"{f.path}.judges", f"names {len(names)} judges, not 2", "regenerate the file with biascheck")
+        return cls(
+            (names[0], names[1]),
+            f.req("agreed", "an integer"),
+            f.req("compared", "an integer"),
+            f.frozen("table"),
+            f.rest(("judges", "agreed", "compared", "table")),
+            f.order(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        required = [("judges", list(self.judges)), ("agreed", self.agreed), ("compared", self.compared), ("table", thaw(self.table))]
+        return emit(required, [], self.rest, self.key_order)
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """Krippendorff's alpha (nominal) over several judges' readings, its bootstrap interval over
+    stories (``confidence``), the pairable ``units`` (cases two or more judges read) and the
+    ``stories`` they come from, the reading ``classes``, and each pair of judges' table."""
+
+    alpha: float | None
+    ci: Interval
+    confidence: float
+    units: int
+    stories: int
+    classes: tuple[str, ...]
+    pairs: tuple[JudgePair, ...]
+    rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    _KEYS = ("alpha", "ci", "confidence", "units", "stories", "classes", "pairs")
+
+    @classmethod
+    def from_json(cls, f: Fields) -> Agreement:
+        return cls(
+            f.req("alpha", "a number", nullable=True),
+            f.interval("ci"),
+            f.req("confidence", "a number"),
+            f.req("units", "an integer"),
+            f.req("stories", "an integer"),
+            f.strings("classes"),
+            tuple(JudgePair.from_json(f.child(f"pairs.{i}", p)) for i, p in enumerate(f.items("pairs"))),
+            f.rest(cls._KEYS),
+            f.order(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        required = [
+            ("alpha", self.alpha),
+            ("ci", json_interval(self.ci)),
+            ("confidence", self.confidence),
+            ("units", self.units),
+            ("stories", self.stories),
+            ("classes", list(self.classes)),
+            ("pairs", [pair.to_json() for pair in self.pairs]),
+        ]
+        return emit(required, [], self.rest, self.key_order)
+
+
+@dataclass(frozen=True, slots=True)
+class Judging:
+    """results.json's ``judging``, present when several judges read the suite: how their readings
+    were combined (``aggregation``, ``primary``), each judge (:class:`PanelJudge`), their
+    :class:`Agreement`, the cases the aggregation could not settle (``disagreed``), and the suite's
+    floor on alpha (``min_alpha``) with whether the run met it (``agreement_passed``: None when
+    there is no floor or the run gates nothing)."""
+
+    aggregation: str
+    min_alpha: float | None
+    agreement_passed: bool | None
+    judges: tuple[PanelJudge, ...]
+    agreement: Agreement
+    disagreed: int
+    primary: str | None = None
+    rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    _KEYS = ("aggregation", "primary", "min_alpha", "agreement_passed", "judges", "agreement", "disagreed")
+
+    @property
+    def agreement_failed(self) -> bool:
+        """The judges agreed below the suite's floor: the run does not gate on their readings."""
+        return self.agreement_passed is False
+
+    @classmethod
+    def from_json(cls, f: Fields) -> Judging:
+        return cls(
+            f.req("aggregation", "a string"),
+            f.req("min_alpha", "a number", nullable=True),
+            f.req("agreement_passed", "a boolean", nullable=True),
+            tuple(PanelJudge.from_json(f.child(f"judges.{i}", j)) for i, j in enumerate(f.items("judges"))),
+            Agreement.from_json(f.obj("agreement")),
+            f.req("disagreed", "an integer"),
+            f.opt("primary", "a string"),
+            f.rest(cls._KEYS),
+            f.order(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        required = [
+            ("aggregation", self.aggregation),
+            ("min_alpha", self.min_alpha),
+            ("agreement_passed", self.agreement_passed),
+            ("judges", [judge.to_json() for judge in self.judges]),
+            ("agreement", self.agreement.to_json()),
+            ("disagreed", self.disagreed),
+        ]
+        return emit(required, [("primary", self.primary, False)], self.rest, self.key_order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,12 +631,13 @@ class RunRecord:
     cases: tuple[CaseRecord, ...]
     judge_qualification: Mapping[str, Any] | None = None
     scoring: Mapping[str, str] | None = None
+    judging: Judging | None = None  # several judges: their agreement and each one's findings
     schema: str = RESULTS_SCHEMA
     rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     _KEYS = (
-        "schema", "tool", "created_at", "suite", "model", "run", "judge_qualification", "scoring",
+        "schema", "tool", "created_at", "suite", "model", "run", "judge_qualification", "scoring", "judging",
         "metrics", "verdicts", "passed", "cases",
     )  # fmt: skip
 
@@ -465,6 +663,7 @@ class RunRecord:
             cases=tuple(CaseRecord.from_json(f.child(f"cases.{i}", c)) for i, c in enumerate(f.items("cases"))),
             judge_qualification=f.frozen("judge_qualification", optional=True),
             scoring=f.frozen("scoring", optional=True),
+            judging=Judging.from_json(f.obj("judging")) if "judging" in f.value else None,
             schema=schema,
             rest=f.rest(cls._KEYS),
             key_order=f.order(),
@@ -484,7 +683,11 @@ class RunRecord:
             ("passed", self.passed),
             ("cases", [c.to_json() for c in self.cases]),
         ]
-        optional = [("judge_qualification", frozen_or_none(self.judge_qualification), False), ("scoring", frozen_or_none(self.scoring), False)]
+        optional = [
+            ("judge_qualification", frozen_or_none(self.judge_qualification), False),
+            ("scoring", frozen_or_none(self.scoring), False),
+            ("judging", self.judging.to_json() if self.judging is not None else None, False),
+        ]
         return emit(required, optional, self.rest, self.key_order)
 
     # --- decisions, as the run reached them ------------------------------------------------------

@@ -19,18 +19,20 @@ from biascheck.core import format as fmt
 from biascheck.evaluation.regression import resolve_text
 from biascheck.records.comparison import Check, Comparison
 from biascheck.records.comparison import Flips as FlipsRecord
-from biascheck.records.run import RunRecord, ThresholdVerdict
+from biascheck.records.run import Judging, RunRecord, ThresholdVerdict
 from biascheck.suite import missing_data_summary
 
 # Kinds of failing checks, in the order a decision lists them: what the gate was set to catch first.
 REGRESSION = "regression"
 THRESHOLD = "threshold"
 INCONCLUSIVE = "inconclusive"  # an unresolved comparison check, failing under on_inconclusive = fail
+JUDGE_AGREEMENT = "judge agreement"  # several judges agreed below the suite's min_alpha
 MISSING_DATA = "missing data"
 ERRORED_CASES = "errored cases"
 INCOMPLETE = "incomplete run"
 OTHER = "other"
-KINDS = (REGRESSION, THRESHOLD, INCONCLUSIVE, MISSING_DATA, ERRORED_CASES, INCOMPLETE, OTHER)
+# Judges who disagree below the suite's floor come first: every other check reads their readings.
+KINDS = (JUDGE_AGREEMENT, REGRESSION, THRESHOLD, INCONCLUSIVE, MISSING_DATA, ERRORED_CASES, INCOMPLETE, OTHER)
 
 # A check whose item -k or node ids left out: shown, but it gates nothing.
 NOT_GATED = "not gated (deselected)"
@@ -134,7 +136,7 @@ class Decision:
 
 
 def _plural(kind: str, n: int) -> str:
-    if n == 1 or kind in (MISSING_DATA, ERRORED_CASES, INCOMPLETE):
+    if n == 1 or kind in (JUDGE_AGREEMENT, MISSING_DATA, ERRORED_CASES, INCOMPLETE):
         return kind
     return {INCONCLUSIVE: "inconclusive checks (on_inconclusive = fail)", OTHER: "others"}.get(kind, kind + "s")
 
@@ -170,7 +172,12 @@ def decide(run: RunRecord, comparison: Comparison | None = None, *, thresholds: 
     records' own verdicts. ``thresholds=False``: the comparison's alone (``biascheck diff`` gates on
     it, not on the run's thresholds or missing data, which the run that made the results gated)."""
     suite = run.suite.name
-    failed = [_regression(suite, comparison, c) for c in comparison.regressions] if comparison is not None else []
+    failed = (
+        [FailedCheck(JUDGE_AGREEMENT, suite, reason=agreement_text(run.judging))]
+        if thresholds and run.judging and run.judging.agreement_failed
+        else []
+    )
+    failed += [_regression(suite, comparison, c) for c in comparison.regressions] if comparison is not None else []
     failed += [_threshold(run, v) for v in run.failed_checks if thresholds]
     mode = comparison.on_inconclusive if comparison is not None else None
     if comparison is not None and mode == "fail":
@@ -245,6 +252,17 @@ def _run_failures(run: RunRecord, comparison: Comparison | None, *, missing_data
     if not info.complete:
         out.append(FailedCheck(INCOMPLETE, suite, reason=info.incomplete_reason or "reason not recorded"))
     return out
+
+
+def agreement_text(judging: Judging) -> str:
+    """Why several judges' agreement fails the run, in one line."""
+    agreement, floor = judging.agreement, judging.min_alpha
+    if agreement.alpha is None:
+        return f"no case was read by two of the {len(judging.judges)} judges, so their agreement is unknown (min_alpha {fmt.value(floor)}): nothing to gate on"
+    return (
+        f"the judges disagree too much to gate on: Krippendorff's alpha {fmt.value(agreement.alpha)} {fmt.ci(agreement.ci)} over "
+        f"{agreement.units:,} cases read by {len(judging.judges)} judges, below min_alpha {fmt.value(floor)}"
+    )
 
 
 def _unresolved_text(check: Check) -> str:

@@ -37,16 +37,22 @@ from biascheck.reporting.results import (
     CORRECTION_CI_NOTE,
     CORRECTION_NOTE,
     NOT_GATED,
+    aggregation_text,
+    agreement_line,
     calibration_heading,
     calibration_of,
     correction_rows,
     data_quality_lines,
     deselected_line,
+    disagreements,
+    excerpt,
+    judge_labels,
     judge_lines,
     missing_data_line,
     scope_label,
     served_warning,
     summary_rows,
+    unreadable_text,
 )
 from biascheck.reporting.runs import (
     NOT_COMPARED,
@@ -165,6 +171,7 @@ def render_html(run: RunRecord, comparison: Comparison | None = None, *, prompts
         _comparison_summary(comparison) if comparison is not None else "",
         _overall(run),
         _correction(run),
+        _judges(run),
         _charts(run, comparison),
         _regressions(comparison) if comparison is not None else "",
         _flips(comparison) if comparison is not None else "",
@@ -194,6 +201,7 @@ _TOC_TITLES = {
     "comparison": "Comparison with the baseline",
     "overall": "Metrics",
     "judge-correction": "Judge correction",
+    "judges": "Judges",
     "charts": "Gated metrics by category",
     "regressions": "Regression tests against the baseline",
     "flips": "Flipped answers",
@@ -588,6 +596,87 @@ def _correction(run: RunRecord) -> str:
             f"<span>dot: value; bar: {_e(CORRECTION_CI_NOTE)}</span>"
         )
         out.append(f'<figure class="chart">\n<div class="legend">{legend}</div>\n{correction_svg(rows)}\n</figure>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
+# --- several judges -------------------------------------------------------------------------------
+
+
+def _judges(run: RunRecord) -> str:
+    """A run read by several judges: each judge's own figures and unreadable replies, their
+    agreement against the suite's floor, each pair's confusion table, and a few cases they
+    disagree on with every judge's reading. Tables name the judges J1, J2, ... (the first one says
+    which model each is)."""
+    judging = run.judging
+    if judging is None:
+        return ""
+    labels = judge_labels(judging)
+    css = "alert" if judging.agreement_passed is False else "muted"
+    out = [
+        '<section id="judges">\n<h2>Judges</h2>',
+        f"<p>Readings combined by {_e(aggregation_text(judging))}.</p>",
+        f'<p class="{css}">{_e(agreement_line(judging))}.</p>',
+    ]
+    names = [value.metric for value in judging.judges[0].metrics]
+    out.append(
+        '<div class="scroll"><table><thead><tr><th></th><th>judge</th><th class="num">calls</th><th class="num">cache hits</th>'
+        '<th class="num">read</th><th>read as nothing</th>'
+        + "".join(f'<th class="num"><code>{_e(n)}</code></th>' for n in names)
+        + "</tr></thead><tbody>"
+    )
+    for judge in judging.judges:
+        cells = "".join(
+            f'<td class="num">{fmt.value(v.value)} <span class="muted small">{fmt.ci(v.ci)}</span></td>' if (v := judge.metric(n)) else "<td></td>"
+            for n in names
+        )
+        out.append(
+            f'<tr><th scope="row">{_e(labels[judge.model])}</th><td><code class="model">{_e(judge.model)}</code></td>'
+            f'<td class="num">{_fmt_int(judge.calls)}</td><td class="num">{_fmt_int(judge.cache_hits)}</td>'
+            f'<td class="num">{_fmt_int(judge.readings)} of {_fmt_int(judge.asked)}</td><td>{_e(unreadable_text(judge))}</td>{cells}</tr>'
+        )
+    out.append("</tbody></table></div>")
+    classes = [*judging.agreement.classes, "unscorable"]
+    out.append('<div class="pairs">')
+    for pair in judging.agreement.pairs:
+        first, second = (labels[name] for name in pair.judges)
+        out.append(
+            f'<div class="scroll"><table class="confusion"><caption class="muted small">Rows {_e(first)}, columns {_e(second)}: '
+            f"read alike {_fmt_int(pair.agreed)} of the {_fmt_int(pair.compared)} cases both read</caption>"
+            f"<thead><tr><th>{_e(first)} \u2193 {_e(second)} \u2192</th>"
+            + "".join(f'<th class="num">{_e(c)}</th>' for c in classes)
+            + "</tr></thead><tbody>"
+        )
+        for row in classes:
+            cells = "".join(f'<td class="num">{_fmt_int(pair.table.get(row, {}).get(col, 0))}</td>' for col in classes)
+            out.append(f'<tr><th scope="row">{_e(row)}</th>{cells}</tr>')
+        out.append("</tbody></table></div>")
+    out.append("</div>")
+    examples = disagreements(run)
+    if examples:
+        columns = list(labels.values())
+        out.append("<h3>Where the judges disagree</h3>")
+        out.append(
+            '<p class="muted small">A few of the cases the judges read differently, across categories: each judge\'s reading and, beneath it, the start of its reply.</p>'
+        )
+        out.append(
+            '<div class="scroll"><table><thead><tr><th>case</th><th>category</th><th>question</th><th>what they read (start)</th>'
+            + "".join(f"<th>{_e(j)}</th>" for j in columns)
+            + "</tr></thead><tbody>"
+        )
+        for example in examples:
+            readings = {labels.get(judge, judge): (outcome, raw) for judge, outcome, raw in example.readings}
+            cells = "".join(
+                f'<td><strong>{_e(readings[j][0])}</strong> <span class="muted small"{_lang(readings[j][1])}>{_e(excerpt(readings[j][1] or "", 40))}</span></td>'
+                if j in readings
+                else "<td></td>"
+                for j in columns
+            )
+            out.append(
+                f"<tr><td><code>{_e(example.case_id)}</code></td><td{_lang(example.category)}>{_e(example.category)}</td>"
+                f'<td{_lang(example.question)}>{_e(example.question)}</td><td class="small"{_lang(example.text)}>{_e(excerpt(example.text))}</td>{cells}</tr>'
+            )
+        out.append("</tbody></table></div>")
     out.append("</section>")
     return "\n".join(out)
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of, registered_benchmarks
+from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of, reading_shown, registered_benchmarks
 from biascheck.core import format as fmt
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
@@ -24,13 +24,16 @@ from biascheck.core.format import Markdown, md_row, md_text, strong
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.records.comparison import Comparison
-from biascheck.records.run import MetricValue, RunRecord, ThresholdVerdict
+from biascheck.records.run import Judging, MetricValue, PanelJudge, RunRecord, ThresholdVerdict
 from biascheck.reporting.decision import FLIPS_FILES, NOT_GATED, Decision, decide, scope_label
 from biascheck.reporting.samples import sampled_ids
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, missing_data_summary
 
 if TYPE_CHECKING:
-    from biascheck.session import RunResult
+    from biascheck.benchmarks.base import Benchmark
+    from biascheck.core.records import Case
+    from biascheck.judging.panel import Judge
+    from biascheck.session import RunResult, SuiteResult
 
 RESULTS_SCHEMA = "biascheck.results/1"
 
@@ -56,8 +59,13 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
         suite, manifest = result.suite, result.suite.manifest
         benchmark = suite.benchmark
         outcomes = [result.outcomes[case.case_id] for case in result.cases]
+        panel = result.panel
         cases = [
-            {**benchmark.case_record(case, outcome), **({"truncated": True} if outcome.truncated else {})}
+            {
+                **benchmark.case_record(case, outcome),
+                **({"truncated": True} if outcome.truncated else {}),
+                **({"readings": _readings(benchmark, case, result)} if panel is not None and panel.several else {}),
+            }
             for case, outcome in zip(result.cases, outcomes)
         ]
         n_errors = sum(outcome.status == "error" for outcome in outcomes)
@@ -75,7 +83,7 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
                 # The benchmark's categories by their shared names, for the view across suites.
                 "common_categories": common_categories(benchmark),
                 "manifest": manifest.path.as_posix(),
-                "fingerprint": suite.fingerprint(result.judge.identity() if result.judge else None, result.scoring),
+                "fingerprint": suite.fingerprint(panel.identity() if panel is not None else None, result.scoring),
                 "prompts": [p.id for p in suite.prompts],
                 "skipped_categories": dict(suite.skipped_categories),
                 "missing_data_allowed": run.config.allow_missing_data,
@@ -90,7 +98,8 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
                 "params": result.params,
                 **_params_notes(stats, run.config.model.model),
                 **({"served": result.served} if result.served else {}),
-                **({"judge": {**result.judge.to_dict(), **_params_notes(stats, result.judge.model.model)}} if result.judge else {}),
+                **({"judge": _judge(result.judge, stats)} if result.judge else {}),
+                **({"judges": [_judge(judge, stats) for judge in panel.judges]} if panel is not None and panel.several else {}),
             },
             "run": {
                 "cases": len(result.cases),
@@ -113,13 +122,14 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
                 "estimator": result.estimator,
                 "estimator_note": result.estimator_note,
                 **(
-                    {"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"], "rejudge": run.config.rejudge}
-                    if result.judge
+                    {"judge_calls": judge_stats["calls"], "judge_cache_hits": judge_stats["cache_hits"], "rejudge": run.config.judges.rejudge}
+                    if panel is not None
                     else {}
                 ),
             },
             **({"judge_qualification": result.judge_qualification.to_dict()} if result.judge_qualification else {}),
             **({"scoring": dict(result.scoring)} if result.scoring else {}),
+            **({"judging": result.findings.to_json()} if result.findings is not None else {}),
             "metrics": result.metrics.to_json(),
             "verdicts": [
                 {
@@ -146,6 +156,22 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
         shown = sampled_ids(record.cases)
         prompts[suite.name] = {case.case_id: tuple((m.role, m.content) for m in case.messages) for case in result.cases if case.case_id in shown}
     return records, prompts
+
+
+def _judge(judge: Judge, stats: dict[str, Any]) -> dict[str, Any]:
+    """A judge as results.json's ``model`` names it, with the parameters its endpoint dropped or ignored."""
+    return {**judge.to_dict(), **_params_notes(stats, judge.name)}
+
+
+def _readings(benchmark: Benchmark, case: Case, result: SuiteResult) -> list[dict[str, Any]]:
+    """A case's reading by each of several judges, in panel order: the outcome and the raw reply,
+    as the benchmark records a case's."""
+    assert result.judged is not None and result.panel is not None
+    out = []
+    for judge, own in zip(result.panel.judges, result.judged.by_judge):
+        record = benchmark.case_record(case, own[case.case_id])
+        out.append({"judge": judge.name, "outcome": record["outcome"], "raw": record.get("raw")})
+    return out
 
 
 @cache
@@ -238,35 +264,195 @@ def served_warning(run: RunRecord) -> str | None:
 
 
 def judge_lines(run: RunRecord, *, correction: bool = True) -> list[str]:
-    """Who judged the generations, and the warnings of the judge's qualification; ``correction``:
-    with the judge correction as text lines (the terminal; report.md and report.html show it as
-    tables, :func:`correction_rows`)."""
-    judge, info = run.model.judge, run.run
-    if not judge:
+    """Who judged the generations, and the warnings of the judges' qualification; read by several
+    judges, how their readings were combined and their agreement; ``correction``: with the judge
+    correction and each judge's own figures as text lines (the terminal; report.md and report.html
+    show them as tables, :func:`correction_rows` and :func:`judges_markdown`)."""
+    judge, info, judging = run.model.judge, run.run, run.judging
+    if not judge and judging is None:
         return []
-    params = ", ".join(f"{k}={v}" for k, v in judge["params"].items()) or "provider defaults"
-    lines = [
-        f"judged by {judge['model']} ({params}): {info.judge_calls or 0} judge calls, "
-        f"{info.judge_cache_hits or 0} cache hits" + ("; re-judged stored generations" if info.rejudge else "")
-    ]
+    rejudged = "; re-judged stored generations" if info.rejudge else ""
+    calls = f"{info.judge_calls or 0} judge calls, {info.judge_cache_hits or 0} cache hits{rejudged}"
+    if judging is None:
+        assert judge is not None
+        lines = [f"judged by {judge['model']} ({_params_text(judge)}): {calls}"]
+    else:
+        lines = panel_lines(run, calls, each_judge=correction)
     convention = (run.scoring or {}).get("unscorable")
     counts = run.metrics.rest.get("counts", {})
+    what = "no judge's answer naming an option" if judging is not None else "an out-of-choice judge answer"
     if convention == "unknown":
         lines.append(
             f"unscorable = unknown (as the paper): {counts.get('n_u_by_convention', 0)} of {counts.get('n', 0)} pairs scored "
-            "with an out-of-choice judge answer or an empty or filtered story read as u; pairs with an errored call left out"
+            f"with {what} or an empty or filtered story read as u; pairs with an errored call left out"
         )
     elif convention == "exclude":
         lines.append(
             f"unscorable = exclude: {counts.get('n_unscorable', 0) - counts.get('n_error', 0)} of {counts.get('n', 0)} pairs "
-            "with an out-of-choice judge answer or an empty or filtered story left out, never read as u"
+            f"with {what} or an empty or filtered story{', or judges who disagree,' if judging is not None else ''} left out, never read as u"
         )
     lines += correction_lines(run) if correction else []
-    qualification = run.judge_qualification
-    if qualification:
-        lines.append(qualification["summary"])
-        lines += [f"WARNING: {w}" for w in qualification["warnings"]]
+    qualifications = [run.judge_qualification] if judging is None else [j.qualification for j in judging.judges]
+    for qualification in qualifications:
+        if qualification:
+            lines.append(qualification["summary"])
+            lines += [f"WARNING: {w}" for w in qualification["warnings"]]
     return lines
+
+
+def _params_text(judge: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in judge["params"].items()) or "provider defaults"
+
+
+def aggregation_text(judging: Judging) -> str:
+    """How several judges' readings were combined, in words."""
+    if judging.aggregation == "primary":
+        return f"the primary judge's reading ({judging.primary}), the others as checks"
+    return {"majority": "majority of the judges", "unanimous": "unanimous judges"}.get(judging.aggregation, judging.aggregation)
+
+
+def agreement_line(judging: Judging) -> str:
+    """The judges' agreement, with the suite's floor and whether the run met it."""
+    agreement = judging.agreement
+    line = (
+        f"judge agreement: Krippendorff's alpha {fmt.value(agreement.alpha)} {fmt.ci(agreement.ci)} over "
+        f"{fmt.count(agreement.units)} cases read by two or more judges ({fmt.count(agreement.stories)} stories)"
+    )
+    if judging.min_alpha is not None:
+        verdict = {True: "met", False: "NOT met: the run does not gate on these readings", None: "not checked (no verdicts in this run)"}
+        line += f"; min_alpha {fmt.value(judging.min_alpha)} {verdict[judging.agreement_passed]}"
+    return line
+
+
+def judge_figures(judge: PanelJudge) -> str:
+    """One judge's own headline metrics, ``name value [ci]`` each."""
+    return ", ".join(f"{value.metric} {fmt.value(value.value)} {fmt.ci(value.ci)}" for value in judge.metrics)
+
+
+def unreadable_text(judge: PanelJudge) -> str:
+    if not judge.unreadable:
+        return "none read as nothing"
+    return f"{fmt.count(judge.unreadable)} read as nothing (" + ", ".join(f"{status} {n:,}" for status, n in judge.unscorable.items()) + ")"
+
+
+def panel_lines(run: RunRecord, calls: str, *, each_judge: bool = True) -> list[str]:
+    """A run read by several judges, in text lines: the panel, their agreement, (``each_judge``)
+    each judge's own figures and unreadable replies and each pair's agreement, the cases they did
+    not settle."""
+    judging = run.judging
+    assert judging is not None
+    params = {str(j["model"]): j for j in run.model.judges or ()}
+    lines = [f"judged by {len(judging.judges)} judges, readings combined by {aggregation_text(judging)}: {calls}", agreement_line(judging)]
+    for judge in judging.judges if each_judge else ():
+        shown = f" ({_params_text(params[judge.model])})" if judge.model in params else ""
+        lines.append(
+            f"judge {judge.model}{shown}: {judge_figures(judge)}; read {fmt.count(judge.readings)} of {fmt.count(judge.asked)} cases, "
+            f"{unreadable_text(judge)}; {fmt.count(judge.calls)} calls, {fmt.count(judge.cache_hits)} cache hits"
+        )
+    for pair in judging.agreement.pairs if each_judge else ():
+        lines.append(f"{pair.judges[0]} and {pair.judges[1]} read {fmt.count(pair.agreed)} of the {fmt.count(pair.compared)} cases both read alike")
+    if judging.disagreed:
+        lines.append(f"{fmt.count(judging.disagreed)} cases the judges did not settle ({judging.aggregation}): unscorable, never read as u")
+    calibrated = [judge.model for judge in judging.judges if judge.calibration]
+    if calibrated and not (run.scoring or {}).get("calibration"):
+        lines.append(
+            f"the {judging.aggregation} of the judges is not corrected (a calibration corrects one judge's readings): "
+            f"the corrected figures shown are each calibrated judge's own ({', '.join(calibrated)})"
+        )
+    return lines
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A case its judges read differently: what they were asked and read, and each one's reading."""
+
+    case_id: str
+    category: str
+    question: str
+    text: str
+    readings: tuple[tuple[str, str, str | None], ...]  # (judge, outcome, raw reply)
+
+
+def disagreements(run: RunRecord, limit: int = 6) -> list[Disagreement]:
+    """Up to ``limit`` cases whose judges' readings differ, chosen round-robin across categories
+    (each category's in case order): where to start reading what the judges disagree about."""
+    if run.judging is None:
+        return []
+    shown = reading_shown(run.suite.benchmark)
+    by_category: dict[str, list[Disagreement]] = {}
+    for case in run.cases:
+        readings = case.fields.get("readings") or ()
+        if len({r.get("outcome") for r in readings}) < 2:
+            continue
+        question, text = shown(case.to_json())
+        by_category.setdefault(case.category, []).append(
+            Disagreement(
+                case.case_id, case.category, question, text, tuple((str(r.get("judge")), str(r.get("outcome")), r.get("raw")) for r in readings)
+            )
+        )
+    picked: list[Disagreement] = []
+    queues = [sorted(found, key=lambda d: d.case_id) for _, found in sorted(by_category.items())]
+    while len(picked) < limit and any(queues):
+        for queue in queues:
+            if queue and len(picked) < limit:
+                picked.append(queue.pop(0))
+    return picked
+
+
+EXCERPT = 240  # characters of a story a report shows beside a disagreement
+
+
+def excerpt(text: str, limit: int = EXCERPT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def judge_labels(judging: Judging) -> dict[str, str]:
+    """Short names of several judges for the reports' tables (``J1``, ``J2``, ...), in panel order:
+    a model string (``sim/judge?confusion=...``) is too wide for a column heading."""
+    return {judge.model: f"J{i}" for i, judge in enumerate(judging.judges, 1)}
+
+
+def judges_markdown(run: RunRecord) -> list[str]:
+    """report.md's judges section, for a run read by several: each judge's figures, the agreement,
+    each pair's confusion table, and a few cases they disagree on, with every judge's reading."""
+    judging = run.judging
+    if judging is None:
+        return []
+    labels = judge_labels(judging)
+    out = ["## Judges", "", md_text(f"Readings combined by {aggregation_text(judging)}; {agreement_line(judging)}."), ""]
+    names = [value.metric for value in judging.judges[0].metrics]
+    out += [md_row(["", "judge", "calls", "cache hits", "read", "read as nothing", *names]), "|---|---|---:|---:|---:|---|" + "---:|" * len(names)]
+    for judge in judging.judges:
+        figures = [f"{fmt.value(v.value)} {fmt.ci(v.ci)}" if (v := judge.metric(name)) else "" for name in names]
+        read = f"{fmt.count(judge.readings)} of {fmt.count(judge.asked)}"
+        out.append(
+            md_row([labels[judge.model], judge.model, fmt.count(judge.calls), fmt.count(judge.cache_hits), read, unreadable_text(judge), *figures])
+        )
+    classes = [*judging.agreement.classes, "unscorable"]
+    for pair in judging.agreement.pairs:
+        first, second = (labels[name] for name in pair.judges)
+        out += ["", f"### {md_text(f'{first} (rows) and {second} (columns)')}", ""]
+        out += [md_text(f"Read alike: {fmt.count(pair.agreed)} of the {fmt.count(pair.compared)} cases both read."), ""]
+        out += [md_row([f"{first} \u2193 {second} \u2192", *classes]), "|---|" + "---:|" * len(classes)]
+        out += [md_row([row, *(fmt.count(pair.table.get(row, {}).get(col, 0)) for col in classes)]) for row in classes]
+    examples = disagreements(run)
+    if examples:
+        columns = list(labels.values())
+        out += [
+            "",
+            "### Where the judges disagree",
+            "",
+            md_text("A few of the cases the judges read differently, across categories: each judge's reading, then the start of its reply."),
+            "",
+        ]
+        out += [md_row(["case", "category", "question", "what they read (start)", *columns]), "|---|---|---|---|" + "---|" * len(columns)]
+        for example in examples:
+            readings = {
+                labels.get(judge, judge): f"{outcome}" + (f" ({excerpt(raw, 40)})" if raw else "") for judge, outcome, raw in example.readings
+            }
+            out.append(md_row([example.case_id, example.category, example.question, excerpt(example.text), *(readings.get(j, "") for j in columns)]))
+    return [*out, ""]
 
 
 CORRECTED = "_corrected"
@@ -514,6 +700,9 @@ def render_markdown(run: RunRecord, comparison: Comparison | None = None) -> str
     correction = correction_markdown(run)
     if correction:
         out += ["", *correction[:-1]]
+    judges = judges_markdown(run)
+    if judges:
+        out += ["", *judges[:-1]]
     categories = metrics.scopes("category")
     if categories:
         shown = category_metrics(run)

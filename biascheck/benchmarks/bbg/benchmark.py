@@ -51,6 +51,7 @@ from biascheck.benchmarks.bbg.judge_calibration import (
     CORRECTED_NAMES,
     INSTRUCTIONS,
     INSTRUCTIONS_SHOWN,
+    JudgeCalibration,
     corrected_defs,
     corrected_table,
     fit_calibration,
@@ -62,14 +63,21 @@ from biascheck.benchmarks.bbg.judge_calibration import (
     write_sample,
 )
 from biascheck.benchmarks.bbg.metrics import BBG_METRICS, COUNT_FIELDS, PAIR_TYPES, UNSCORABLE_CONVENTIONS, aggregate_bbg, pair_cell
-from biascheck.benchmarks.bbg.settings import bbg_settings
+from biascheck.benchmarks.bbg.settings import bbg_settings, qualification_suite
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Message, Outcome, Response
 
-# How one case ended when it has no b / c / u: "error" makes its pair unscorable under either
-# convention; the others are missing readings, scored by the suite's [bbg] unscorable.
-UNSCORABLE_STATUSES = ("ooc", "filtered", "empty", "error")
+# How one case ended when it has no b / c / u: "error" and "disagreed" (several judges whose
+# readings settled no class) make its pair unscorable under either convention; the others are
+# missing readings, scored by the suite's [bbg] unscorable.
+UNSCORABLE_STATUSES = ("ooc", "filtered", "empty", "error", "disagreed")
+
+
+def _calibration_file(path: Path, where: str) -> JudgeCalibration:
+    if not Path(path).is_file():
+        raise BiascheckError(where, None, f"{path} is not a file", "give the calibration.json biascheck judge fit wrote")
+    return load_calibration(Path(path))
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,10 @@ def _outcome_class(outcome: Outcome) -> str | None:
 
 
 def _pair_vector(first: Outcome, second: Outcome, unscorable: str) -> np.ndarray:
-    return pair_cell(_outcome_class(first), _outcome_class(second), errored="error" in (first.status, second.status), unscorable=unscorable)
+    statuses = (first.status, second.status)
+    return pair_cell(
+        _outcome_class(first), _outcome_class(second), errored="error" in statuses, unscorable=unscorable, disagreed="disagreed" in statuses
+    )
 
 
 class BBGBenchmark(BaseBenchmark):
@@ -166,20 +177,34 @@ class BBGBenchmark(BaseBenchmark):
     settings_table = "bbg"
     scoring_choices = UNSCORABLE_CONVENTIONS
     qualification_default = "kobbq"  # the paper qualified its judge on KoBBQ
+    reading_classes = ("b", "c", "u")
+    # Reported for each judge of several (the corrected ones where it has a calibration).
+    judge_metrics = ("ntr_gen", "bias_gen", "ntr_gen_corrected", "bias_gen_corrected")
 
     def judge_settings(self, manifest: SuiteManifest) -> Mapping[str, Any]:
         return bbg_settings(manifest)["judge"]
 
-    def scoring(self, manifest: SuiteManifest, override: str | None, *, calibration: Path | None = None, judge: str | None = None) -> dict[str, str]:
-        """The unscorable convention and, with a judge calibration (``calibration``, a run's option,
-        else ``[bbg.judge] calibration`` relative to the manifest), the calibration's id and counts,
-        once it is checked against the run's judge, MRC prompt and language."""
+    @staticmethod
+    def shown_to_judges(record: Mapping[str, Any]) -> tuple[str, str]:
+        """The MRC question and the continuation the judges read."""
+        return str(record.get("question") or ""), str(record.get("generation") or "")
+
+    def calibration_paths(self, manifest: SuiteManifest) -> list[tuple[Path, str]]:
+        """``[bbg.judge] calibration`` (one file or several), relative to the manifest."""
+        paths = bbg_settings(manifest)["judge"]["calibrations"]
+        return [(Path(manifest.path).parent / path, f"{manifest.path}: bbg.judge.calibration") for path in paths]
+
+    def calibration_judge(self, path: Path, where: str) -> str:
+        return _calibration_file(path, where).judge
+
+    def scoring(
+        self, manifest: SuiteManifest, override: str | None, *, calibration: Path | None = None, judge: str | None = None, where: str = ""
+    ) -> dict[str, str]:
+        """The unscorable convention and, with a judge calibration (``calibration``, named at
+        ``where``), the calibration's id and counts, once it is checked against the judge, the MRC
+        prompt and the language. Without one, a gated corrected metric is refused."""
         settings = bbg_settings(manifest)
         scoring = {"unscorable": override or settings["unscorable"]}
-        where = "--biascheck-judge-calibration"
-        if calibration is None and settings["judge"]["calibration"]:
-            calibration = Path(manifest.path).parent / settings["judge"]["calibration"]
-            where = f"{manifest.path}: bbg.judge.calibration"
         if calibration is None:
             gated = [m for m in [*manifest.thresholds, *manifest.regression.rules] if m in CORRECTED_NAMES]
             gated += [m for t in manifest.category_thresholds.values() for m in t if m in CORRECTED_NAMES]
@@ -191,9 +216,7 @@ class BBGBenchmark(BaseBenchmark):
                     "set [bbg.judge] calibration or pass --biascheck-judge-calibration (biascheck judge fit makes one)",
                 )
             return scoring
-        if not Path(calibration).is_file():
-            raise BiascheckError(where, None, f"{calibration} is not a file", "give the calibration.json biascheck judge fit wrote")
-        loaded = load_calibration(Path(calibration))
+        loaded = _calibration_file(calibration, where)
         if judge is not None:
             loaded.check_matches(calibration, judge=judge, prompt=prompt_fingerprint(settings["mrc_prompt"]), language=settings["language"])
         return {**scoring, "calibration": loaded.scoring_value()}
@@ -204,15 +227,32 @@ class BBGBenchmark(BaseBenchmark):
     def calibration_instructions(show_judge: bool) -> str:
         return INSTRUCTIONS_SHOWN if show_judge else INSTRUCTIONS
 
-    def calibration_sample(self, manifest: SuiteManifest, cases: Sequence[Case], results: Mapping[str, Any], n: int, seed: int) -> list[dict]:
-        """``n`` of a run's judged stories to label, stratified by category, with the
-        story seed, the continuation, the question, the three options and the judge's answer."""
+    def calibration_sample(
+        self, manifest: SuiteManifest, cases: Sequence[Case], results: Mapping[str, Any], n: int, seed: int, judge: str | None = None
+    ) -> list[dict]:
+        """``n`` of a run's judged stories to label, stratified by category, with the story seed,
+        the continuation, the question, the three options and the judge's answer. A run read by
+        several judges: ``judge`` names whose answers (a calibration is one judge's)."""
         settings = bbg_settings(manifest)
-        judge = ((results.get("model") or {}).get("judge") or {}).get("model")
-        if not judge:
-            raise BiascheckError("--run", "model.judge", "the results name no judge", "give the results.json of a run of this suite")
+        model = results.get("model") or {}
+        panel = [entry.get("model") for entry in model.get("judges") or []]
+        if panel:
+            if judge not in panel:
+                problem = f"the run was read by {len(panel)} judges" if judge is None else f"{judge!r} is not one of the run's judges"
+                raise BiascheckError("--judge", None, f"{problem} ({', '.join(panel)})", "name the judge whose answers to calibrate: --judge MODEL")
+            index = panel.index(judge)
+            cases_read = [{**r, "outcome": (r.get("readings") or [{}] * len(panel))[index].get("outcome")} for r in results.get("cases") or []]
+        else:
+            named = (model.get("judge") or {}).get("model")
+            if not named:
+                raise BiascheckError("--run", "model.judge", "the results name no judge", "give the results.json of a run of this suite")
+            if judge is not None and judge != named:
+                raise BiascheckError(
+                    "--judge", None, f"{judge!r} did not read this run (its judge is {named})", "leave --judge out, or give a run it read"
+                )
+            judge, cases_read = named, list(results.get("cases") or [])
         by_id = {case.case_id: case for case in cases}
-        records = [r for r in results.get("cases") or [] if r.get("case_id") in by_id and r.get("outcome") in ("b", "c", "u")]
+        records = [r for r in cases_read if r.get("case_id") in by_id and r.get("outcome") in ("b", "c", "u")]
         if not records:
             raise BiascheckError("--run", "cases", "no judged case of the run is a case of this suite", "give this suite's results.json")
         prompt = prompt_fingerprint(settings["mrc_prompt"])
@@ -267,15 +307,8 @@ class BBGBenchmark(BaseBenchmark):
         return bbg_settings(manifest)["judge_qualification"]["suite"]
 
     def qualification(self, manifest: SuiteManifest) -> tuple[Path, dict[str, Any]]:
-        from biascheck.benchmarks.bbg.qualification import qualification_suite
-
         settings = bbg_settings(manifest)["judge_qualification"]
         return qualification_suite(manifest), {k: settings[k] for k in ("cases", "seed", "min_accuracy", "max_abs_diff_bias")}
-
-    def qualify(self, judge: Any, suite_dir: Path | str, config: Any, **bounds: Any) -> Any:
-        from biascheck.benchmarks.bbg.qualification import qualify
-
-        return qualify(judge, suite_dir, config, **bounds)
 
     # --- cases -----------------------------------------------------------------------------------
 
@@ -527,8 +560,9 @@ class BBGBenchmark(BaseBenchmark):
                 return record["outcome"] if record["outcome"] in ("b", "c", "u") else None
 
             # "error" as for QA cases: a comparison with errored units cannot pass.
-            errored = "error" in (first["outcome"], second["outcome"])
-            vector = pair_cell(read(first), read(second), errored=errored, unscorable=unscorable)
+            outcomes_of_pair = (first["outcome"], second["outcome"])
+            errored = "error" in outcomes_of_pair
+            vector = pair_cell(read(first), read(second), errored=errored, unscorable=unscorable, disagreed="disagreed" in outcomes_of_pair)
             ids.append(pair_id)
             categories.append(first["category"])
             clusters.append(first["cluster"])
