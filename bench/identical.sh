@@ -24,7 +24,8 @@
 # margin"; the flips /1 listed by category must be the same cases with the same fields in /2's
 # flips.jsonl, whose counts /2's by_category must be, with the same total, directions and limit).
 # OUT defaults to a new temporary folder; GATE_MODEL (default sim/stereotyped, the recorded model:
-# no flip) gates another persona, so that the gates' flips are compared too.
+# no flip) gates another persona, so that the gates' flips are compared too. JUDGE (default
+# sim/judge) reads the judged suites' stories (enbbg, kobbg): their manifests name a paid judge.
 set -euo pipefail
 [[ $# -ge 3 ]] || { sed -n 4,5p "$0"; exit 2; }
 before=$(realpath "$1"); after=$(realpath "$2"); store=$(realpath "$3"); shift 3
@@ -33,6 +34,7 @@ py=${PYTHON:-python}
 # The gate's model: by default the recorded one (no flip); another persona makes flips to compare
 # (e.g. GATE_MODEL="sim/stereotyped?p=0.9"; its answers are simulated, not in STORE).
 gate_model=${GATE_MODEL:-sim/stereotyped}
+judge=${JUDGE:-sim/judge}
 data=$(realpath "${BIASCHECK_DATA_DIR:?set BIASCHECK_DATA_DIR to the data mirror}")
 out=$(realpath -m "${OUT:-$(mktemp -d /tmp/identical.XXXXXX)}")
 mkdir -p "$out"
@@ -52,6 +54,7 @@ for side in before after; do
       (cd "$out/work" && PYTHONPATH=$tree "$py" -m pytest -q -p no:cacheprovider -p no:randomly \
         --biascheck "suites/$suite" --biascheck-model "$model" --biascheck-data "$data" \
         --biascheck-cache "$out/work/store.sqlite" --biascheck-allow-missing-data --biascheck-report "$out/work/$suite-$step" "${extra[@]}" \
+        --biascheck-judge "$judge" \
         > "$out/work/$suite-$step.log" 2>&1) || [[ $? == 1 ]] || { echo "$side $suite $step: pytest failed (see $out/$side/$suite-$step.log)"; tail -3 "$out/work/$suite-$step.log"; mv "$out/work" "$out/$side"; exit 1; }
       echo "$side $suite $step: $(tail -1 "$out/work/$suite-$step.log" | sed 's/ in [0-9.]*s.*//; s/=//g') ($(($(date +%s) - start)) s)"
     done
