@@ -299,6 +299,9 @@ def test_two_judges_that_agree_read_as_one_and_alpha_is_one(small, data_dir, tmp
     assert judging.judges[0].calls == 0 and judging.judges[0].cache_hits > 0  # the first judge's readings were stored
     (pair,) = judging.agreement.pairs
     assert pair.agreed == pair.compared == len(two.cases) and sum(pair.table[c][c] for c in "bcu") == len(two.cases)
+    frame = two.judges_df()
+    assert list(frame["judge"].unique()) == ["sim/judge", "sim/judge?seed=7"] and set(frame["metric"]) == {"ntr_gen", "bias_gen"}
+    assert (frame["alpha"] == 1.0).all() and one.judges_df().empty
     case = two.cases[0]
     assert [r["judge"] for r in case.fields["readings"]] == ["sim/judge", "sim/judge?seed=7"] and {r["outcome"] for r in case.fields["readings"]} == {
         case.outcome

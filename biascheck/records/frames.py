@@ -28,6 +28,10 @@ FLIP_COLUMNS = (
     "suite", "case_id", "category", "context_type", "transition", "baseline", "candidate", "prompt", "answer", "baseline_answer",
     "correct_option", "stereotyped_option", "baseline_option", "candidate_option", "context", "question", "options",
 )  # fmt: skip
+JUDGE_COLUMNS = (
+    "suite", "model", "judge", "calls", "cache_hits", "asked", "readings", "unreadable", "calibration",
+    "metric", "value", "ci_low", "ci_high", "n", "alpha", "alpha_ci_low", "alpha_ci_high", "aggregation",
+)  # fmt: skip
 RUN_COLUMNS = (
     "source", "kind", "suite", "benchmark", "model", "revision", "created_at", "git_commit", "run_passed",
     "metric", "group", "scope", "value", "ci_low", "ci_high", "n", "threshold", "passed",
@@ -74,6 +78,38 @@ def _metric_row(value: Any, verdict: Any) -> dict[str, Any]:
         "threshold": _threshold(verdict),
         "passed": verdict.passed if verdict is not None else None,
     }
+
+
+def judges_frame(record: Any) -> pd.DataFrame:
+    """A row per judge and metric of a run read by several judges (none for one judge), with the
+    panel's agreement on every row."""
+    judging = record.judging
+    rows = []
+    for judge in judging.judges if judging is not None else ():
+        for value in judge.metrics:
+            rows.append(
+                {
+                    "suite": record.suite.name,
+                    "model": record.model.model,
+                    "judge": judge.model,
+                    "calls": judge.calls,
+                    "cache_hits": judge.cache_hits,
+                    "asked": judge.asked,
+                    "readings": judge.readings,
+                    "unreadable": judge.unreadable,
+                    "calibration": judge.calibration,
+                    "metric": value.metric,
+                    "value": value.value,
+                    "ci_low": value.ci[0],
+                    "ci_high": value.ci[1],
+                    "n": value.n,
+                    "alpha": judging.agreement.alpha,
+                    "alpha_ci_low": judging.agreement.ci[0],
+                    "alpha_ci_high": judging.agreement.ci[1],
+                    "aggregation": judging.aggregation,
+                }
+            )
+    return _frame(rows, JUDGE_COLUMNS)
 
 
 def metrics_frame(record: Any) -> pd.DataFrame:

@@ -716,6 +716,14 @@ class RunRecord:
 
         return cases_frame(self)
 
+    def judges_df(self) -> pd.DataFrame:
+        """Read by several judges: one row per judge and metric (its own ntr_gen, bias_gen, ...):
+        judge, calls, cache_hits, asked, readings, unreadable, calibration, metric, value, ci_low,
+        ci_high, n, and the panel's alpha with its interval and aggregation. Empty for one judge."""
+        from biascheck.records.frames import judges_frame
+
+        return judges_frame(self)
+
     def metrics_df(self) -> pd.DataFrame:
         """One row per metric and scope: metric, group, scope, value, ci_low, ci_high, n, and the
         threshold check of that metric and scope (threshold, passed, status, gated) where there is one."""

@@ -603,6 +603,11 @@ def _correction(run: RunRecord) -> str:
 # --- several judges -------------------------------------------------------------------------------
 
 
+def _breakable(text: str) -> str:
+    """Escaped ``text`` that may break after its separators (``?``, ``&``, ``,``, ``/``, ``=``) and nowhere else."""
+    return "<wbr>".join(_e(part) for part in re.split(r"(?<=[?&,/=])", text))
+
+
 def _judges(run: RunRecord) -> str:
     """A run read by several judges: each judge's own figures and unreadable replies, their
     agreement against the suite's floor, each pair's confusion table, and a few cases they
@@ -631,7 +636,7 @@ def _judges(run: RunRecord) -> str:
             for n in names
         )
         out.append(
-            f'<tr><th scope="row">{_e(labels[judge.model])}</th><td><code class="model">{_e(judge.model)}</code></td>'
+            f'<tr><th scope="row">{_e(labels[judge.model])}</th><td><code class="model">{_breakable(judge.model)}</code></td>'
             f'<td class="num">{_fmt_int(judge.calls)}</td><td class="num">{_fmt_int(judge.cache_hits)}</td>'
             f'<td class="num">{_fmt_int(judge.readings)} of {_fmt_int(judge.asked)}</td><td>{_e(unreadable_text(judge))}</td>{cells}</tr>'
         )
