@@ -89,6 +89,16 @@ def test_the_wheel_holds_the_report_style_sheet(wheel):
         assert archive.read("biascheck/reporting/report.css") == (ROOT / "biascheck" / "reporting" / "report.css").read_bytes()
 
 
+def test_the_wheel_holds_the_language_packs_and_their_schema(wheel):
+    # The answer parser reads its languages from them: a wheel without them reads no reply.
+    packs = ROOT / "biascheck" / "benchmarks" / "packs"
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name: archive.read(name) for name in archive.namelist() if name.startswith("biascheck/benchmarks/packs/")}
+        schema = archive.read("biascheck/schemas/language-pack.schema.json")
+    assert shipped == {f"biascheck/benchmarks/packs/{path.name}": path.read_bytes() for path in packs.glob("*.toml")}
+    assert len(shipped) >= 6 and schema == (ROOT / "biascheck" / "schemas" / "language-pack.schema.json").read_bytes()
+
+
 def test_an_installed_wheel_runs_a_packaged_suite_by_name(wheel, tmp_path, data_dir):
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:

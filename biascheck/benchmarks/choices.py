@@ -1,10 +1,11 @@
 """Reading a model's reply as one of the options it was shown, the way a careful reader would.
 
 Used for every multiple-choice reply: KoBBQ and BBQ answers and the BBG judge's readings, in any
-language of :mod:`biascheck.benchmarks.languages`: the patterns below are compiled from the union
-of its tables (a Spanish suite's model may answer in English), and nothing here knows a language.
-The examples below are English and Korean; every table's words serve likewise ("La respuesta es
-B", "答案是C", "Die Antwort ist A", "No és la C", "A或B").
+language with a pack registered in :mod:`biascheck.benchmarks.languages`: the patterns below are
+compiled from the union of every registered pack's fragments (a Spanish suite's model may answer
+in English), on the first reading and again after a pack is registered, and nothing here knows a
+language. The examples below are English and Korean; every pack's words serve likewise ("La
+respuesta es B", "答案是C", "Die Antwort ist A", "No és la C", "A或B").
 
 A reply *declares* an option in one of two places:
 
@@ -32,76 +33,117 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from biascheck.benchmarks.languages import LANGUAGES
+from biascheck.benchmarks.languages import LANGUAGES, Language, pack_generation
 
 __all__ = ["parse_answer"]
 
 # Markdown and HTML emphasis carry no meaning in an answer: "**C**", "`C`", "__C__", "<b>C</b>".
 _EMPHASIS = re.compile(r"\*+|_{2,}|`+|~~|</?(?:b|strong|em|i|u|code|mark)\s*>", re.IGNORECASE)
-# Punctuation some scripts write with no space after it (Chinese "。", "、"), from the tables.
-_STOPS = "".join(dict.fromkeys("。" + "".join(table.stops for table in LANGUAGES.values())))
-_CLOSE_PUNCTUATION = _STOPS + "".join(dict.fromkeys("".join(table.clause_marks for table in LANGUAGES.values())))
 # What may enclose a whole answer: quotes, brackets, emphasis left over from a single "_C_".
 _WRAPPERS = " \t\r\n'\"“”‘’「」『』【】_*"
-_TRAILING = " \t\r\n.。!?！？,:;'\"“”‘’」』】_*" + _CLOSE_PUNCTUATION
-_STOPS_CLASS, _CLOSE_CLASS = re.escape(_STOPS), re.escape(_CLOSE_PUNCTUATION)  # inside [...]
-
-
-def _union(field: str) -> str:
-    """One alternation of a field's fragments over every language's table (one that never
-    matches when no table has any)."""
-    return "|".join(fragment for table in LANGUAGES.values() for fragment in getattr(table, field)) or "(?!)"
-
-
-# Copula endings, as the KoBBQ reference strips them: "B입니다", "할머니입니다", "알 수 없습니다".
-_COPULA_END = re.compile(rf"(?:{_union('copula_ends')})$")
-# A separator between a declared letter or text and what follows it. Korean copulas and their
-# connectives count ("C입니다만 …", "C예요."), as do brackets, colons, dashes and sentence ends.
-_PUNCTUATION = re.escape(".。:：,，;/)]-–—!?！？" + _CLOSE_PUNCTUATION)
-_SEPARATOR = re.compile(
-    rf"(?:{_union('connectives')}|{_union('closing_particles')})?\s*(?:[{_PUNCTUATION}]\s*)+"
-    rf"|(?:{_union('connectives')})(?:\s+|$)"
-)
-# Joins that list several options: "A or B", "할머니, 손자", "B/C", "손자 또는 할머니", "A或B".
-_LIST_JOIN = re.compile(rf"^(?:,|/|&|{_union('list_joins')})\s*", re.IGNORECASE)
-_LISTING_MARKS = ",/&，" + _CLOSE_PUNCTUATION
-# A line where the model starts writing a new question: the rest is not an answer to this one.
-_NEW_ITEM = re.compile(rf"^\s*(?:{_union('new_items')})\s*[:：]", re.IGNORECASE)
-
-# Phrases after which the reply names its answer, one pattern per language (each read on its own,
-# so that one language's short phrase never hides another's longer one: "es" / "es ist").
-_PREFIX_PHRASES = tuple(re.compile("|".join(table.answer_phrases), re.IGNORECASE | re.MULTILINE) for table in LANGUAGES.values())
-# Phrases that name the answer after a negation of another: "No es A, sino B", "不是A，而是B".
-_CONTRASTS = re.compile(_union("contrasts"), re.IGNORECASE)
-# Answer phrases proper, after which an option's text anywhere in the sentence is the answer.
-_ANSWER_WORD = re.compile(_union("answer_words"))
-# What makes a declaration none: "The answer is not the grandson", "I don't think it's A",
-# "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다", "No es B", "不是A".
-_NEGATION = re.compile(_union("negations"))
-# What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번", "C是正确的".
-_SUFFIX_PHRASE = re.compile(rf"\s*(?:{_union('correct_suffixes')})", re.IGNORECASE)
 _LETTER = re.compile(r"[(\[]?([A-Za-z])(?![A-Za-z0-9])[)\]]?")
 # Markdown block marks at a line's start: headings and quotes ("### Answer", "> C").
-# A line that opens an enumeration item: "A: …", "B. …", "(c) …", "D)" or a bare "A.".
-_LIST_MARKER = re.compile(rf"^\s*[-*•]?\s*[(\[]?([a-z])(?:[)\].:{_CLOSE_CLASS}]|\s*$)")
 _BLOCK_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*)+")
-# Where a sentence ends: a stop and a space, or a stop written with none after it ("C。因为…").
-_SENTENCE_END = re.compile(rf"(?<=[.。!?！？])\s+|(?<=[{_STOPS_CLASS}])(?=\S)")
-_FIRST_SENTENCE = re.compile(rf"(?<=[.。!?！？])\s|(?<=[{_STOPS_CLASS}])|\n")
-_CLAUSE_END = re.compile(rf"[.。!?！？\n,;{_CLOSE_CLASS}]")
-# A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다.",
-# "所以，C。" (a script written without spaces needs none after it).
-_INTERJECTION = re.compile(rf"^(?:{_union('interjections')})(?:\s*[,.:!]?\s+|\s*[,:{_CLOSE_CLASS}]\s*)", re.IGNORECASE)
-_SPELLINGS = tuple(spelling for table in LANGUAGES.values() for spelling in table.spellings)
+
+
+@dataclass(frozen=True, eq=False)
+class _Rules:
+    """The patterns of the reading rules, compiled from the fragments of every registered language
+    pack (:func:`_compile`, the one table of them); a registration compiles them again."""
+
+    generation: int  # languages.pack_generation() when compiled
+    trailing: str
+    listing_marks: str
+    copula_end: re.Pattern[str]
+    separator: re.Pattern[str]
+    list_join: re.Pattern[str]
+    new_item: re.Pattern[str]
+    prefix_phrases: tuple[re.Pattern[str], ...]
+    contrasts: re.Pattern[str]
+    answer_word: re.Pattern[str]
+    negation: re.Pattern[str]
+    suffix_phrase: re.Pattern[str]
+    list_marker: re.Pattern[str]
+    sentence_end: re.Pattern[str]
+    first_sentence: re.Pattern[str]
+    clause_end: re.Pattern[str]
+    interjection: re.Pattern[str]
+    spellings: tuple[tuple[str, str], ...]
+
+
+def _compile(generation: int, languages: Sequence[Language]) -> _Rules:
+    def union(field: str) -> str:
+        """One alternation of a field's fragments over every pack (one that never matches when no
+        pack has any)."""
+        return "|".join(fragment for language in languages for fragment in getattr(language, field)) or "(?!)"
+
+    # Punctuation some scripts write with no space after it (Chinese "。", "、"), from the packs.
+    stops = "".join(dict.fromkeys("。" + "".join(language.stops for language in languages)))
+    close_punctuation = stops + "".join(dict.fromkeys("".join(language.clause_marks for language in languages)))
+    stops_class, close_class = re.escape(stops), re.escape(close_punctuation)  # inside [...]
+    # A separator between a declared letter or text and what follows it. Korean copulas and their
+    # connectives count ("C입니다만 …", "C예요."), as do brackets, colons, dashes and sentence ends.
+    punctuation = re.escape(".。:：,，;/)]-–—!?！？" + close_punctuation)
+    return _Rules(
+        generation=generation,
+        trailing=" \t\r\n.。!?！？,:;'\"“”‘’」』】_*" + close_punctuation,
+        listing_marks=",/&，" + close_punctuation,
+        # Copula endings, as the KoBBQ reference strips them: "B입니다", "할머니입니다", "알 수 없습니다".
+        copula_end=re.compile(rf"(?:{union('copula_ends')})$"),
+        separator=re.compile(
+            rf"(?:{union('connectives')}|{union('closing_particles')})?\s*(?:[{punctuation}]\s*)+"
+            rf"|(?:{union('connectives')})(?:\s+|$)"
+        ),
+        # Joins that list several options: "A or B", "할머니, 손자", "B/C", "손자 또는 할머니", "A或B".
+        list_join=re.compile(rf"^(?:,|/|&|{union('list_joins')})\s*", re.IGNORECASE),
+        # A line where the model starts writing a new question: the rest is not an answer to this one.
+        new_item=re.compile(rf"^\s*(?:{union('new_items')})\s*[:：]", re.IGNORECASE),
+        # Phrases after which the reply names its answer, one pattern per pack (each read on its own,
+        # so that one language's short phrase never hides another's longer one: "es" / "es ist").
+        prefix_phrases=tuple(re.compile("|".join(language.answer_phrases), re.IGNORECASE | re.MULTILINE) for language in languages),
+        # Phrases that name the answer after a negation of another: "No es A, sino B", "不是A，而是B".
+        contrasts=re.compile(union("contrasts"), re.IGNORECASE),
+        # Answer phrases proper, after which an option's text anywhere in the sentence is the answer.
+        answer_word=re.compile(union("answer_words")),
+        # What makes a declaration none: "The answer is not the grandson", "I don't think it's A",
+        # "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다", "No es B", "不是A".
+        negation=re.compile(union("negations")),
+        # What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번", "C是正确的".
+        suffix_phrase=re.compile(rf"\s*(?:{union('correct_suffixes')})", re.IGNORECASE),
+        # A line that opens an enumeration item: "A: …", "B. …", "(c) …", "D)" or a bare "A.".
+        list_marker=re.compile(rf"^\s*[-*•]?\s*[(\[]?([a-z])(?:[)\].:{close_class}]|\s*$)"),
+        # Where a sentence ends: a stop and a space, or a stop written with none after it ("C。因为…").
+        sentence_end=re.compile(rf"(?<=[.。!?！？])\s+|(?<=[{stops_class}])(?=\S)"),
+        first_sentence=re.compile(rf"(?<=[.。!?！？])\s|(?<=[{stops_class}])|\n"),
+        clause_end=re.compile(rf"[.。!?！？\n,;{close_class}]"),
+        # A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다.",
+        # "所以，C。" (a script written without spaces needs none after it).
+        interjection=re.compile(rf"^(?:{union('interjections')})(?:\s*[,.:!]?\s+|\s*[,:{close_class}]\s*)", re.IGNORECASE),
+        spellings=tuple(spelling for language in languages for spelling in language.spellings),
+    )
+
+
+_compiled: _Rules | None = None
+
+
+def _rules() -> _Rules:
+    """The rules of the packs registered now: compiled on the first reading (no pack is read at
+    import), and again after a registration."""
+    global _compiled
+    generation = pack_generation()
+    if _compiled is None or _compiled.generation != generation:
+        _compiled = _compile(generation, tuple(LANGUAGES.values()))
+    return _compiled
 
 
 @dataclass(frozen=True)
 class _Options:
     keys: tuple[str, ...]  # each option's text, folded as replies are
     letters: tuple[str, ...]  # casefolded
+    rules: _Rules = field(compare=False)  # what they were read with: the packs registered then
 
     @cached_property
     def bare_letters_are_read_as_letters(self) -> bool:
@@ -124,32 +166,33 @@ def _fold(text: str) -> str:
     return " ".join(_EMPHASIS.sub("", text).split()).casefold()
 
 
-def _strip(text: str) -> str:
+def _strip(text: str, rules: _Rules) -> str:
     """A fragment without its wrappers, trailing punctuation and Korean copula ending."""
     text = text.strip(_WRAPPERS).lstrip(":：=-–— ").strip(_WRAPPERS)
-    for spelling, read_as in _SPELLINGS:
+    for spelling, read_as in rules.spellings:
         text = text.replace(spelling, read_as)
     previous = None
     while text != previous:
         previous = text
-        text = _COPULA_END.sub("", text.rstrip(_TRAILING)).strip(_WRAPPERS)
+        text = rules.copula_end.sub("", text.rstrip(rules.trailing)).strip(_WRAPPERS)
     return text
 
 
-def _option_key(choice: str) -> str:
-    return _strip(_fold(choice))
+def _options(choices: tuple[str, ...], letters: tuple[str, ...]) -> _Options:
+    """A case's options as replies are read against them; the cases of one item share them."""
+    return _options_read_with(choices, letters, _rules())
 
 
 @lru_cache(maxsize=4096)
-def _options(choices: tuple[str, ...], letters: tuple[str, ...]) -> _Options:
-    """A case's options as replies are read against them; the cases of one item share them."""
-    return _Options(tuple(_option_key(c) for c in choices), tuple(letter.casefold() for letter in letters))
+def _options_read_with(choices: tuple[str, ...], letters: tuple[str, ...], rules: _Rules) -> _Options:
+    keys = tuple(_strip(_fold(choice), rules) for choice in choices)
+    return _Options(keys, tuple(letter.casefold() for letter in letters), rules)
 
 
 def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
     """The options ``fragment`` declares by what it starts with (a lead), and what the clause
     right after that declaration names in turn (a conflict when it is another option)."""
-    text = _strip(fragment)
+    text = _strip(fragment, options.rules)
     if not text or depth > 3:
         return frozenset()
     whole = _LETTER.fullmatch(text)
@@ -170,25 +213,26 @@ def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
 def _after_letter(text: str, letter: re.Match, index: int, options: _Options, depth: int) -> frozenset[int] | None:
     rest = text[letter.end() :]
     bracketed = letter.group(0) != letter.group(1)  # "(C)", "C)", "[C]": the letter is marked
-    separator = _SEPARATOR.match(rest)
+    rules = options.rules
+    separator = rules.separator.match(rest)
     if separator or bracketed:
         rest = rest[separator.end() :] if separator else rest.lstrip()
-        listing = separator is not None and any(mark in separator.group(0) for mark in _LISTING_MARKS)  # "A, B both …"
+        listing = separator is not None and any(mark in separator.group(0) for mark in rules.listing_marks)  # "A, B both …"
         return frozenset({index}) | _next_clause(rest, options, depth, listing=listing)
-    if _LIST_JOIN.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
+    if rules.list_join.match(rest.lstrip()):  # "A or B", "A와 B", "options: a, b or c"
         return frozenset({index}) | _next_clause(rest, options, depth)
     if rest[:1].isspace():
         # "C 할머니": a bare space needs the option's own text after it ("A woman ..." is prose).
         rest = rest.lstrip().lstrip("(\"'“‘")  # "C 할머니", "C (The grandmother)"
         own = options.keys[index]
-        if rest.startswith(own) and _boundary(rest[len(own) :]):
+        if rest.startswith(own) and _boundary(rest[len(own) :], rules):
             return frozenset({index}) | _next_clause(rest[len(own) :], options, depth)
     return None
 
 
 def _after_text(text: str, options: _Options, depth: int) -> frozenset[int]:
     """An option's text followed by a separator or the end ("할머니입니다. …", "The grandson, …")."""
-    matches = [(len(key), i) for i, key in enumerate(options.keys) if key and text.startswith(key) and _boundary(text[len(key) :])]
+    matches = [(len(key), i) for i, key in enumerate(options.keys) if key and text.startswith(key) and _boundary(text[len(key) :], options.rules)]
     if not matches:
         return frozenset()
     length, index = max(matches)
@@ -197,8 +241,8 @@ def _after_text(text: str, options: _Options, depth: int) -> frozenset[int]:
     return frozenset({index}) | _next_clause(text[length:], options, depth)
 
 
-def _boundary(rest: str) -> bool:
-    return not rest or bool(_SEPARATOR.match(rest)) or bool(_LIST_JOIN.match(rest.lstrip()))
+def _boundary(rest: str, rules: _Rules) -> bool:
+    return not rest or bool(rules.separator.match(rest)) or bool(rules.list_join.match(rest.lstrip()))
 
 
 def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = False) -> frozenset[int]:
@@ -206,7 +250,7 @@ def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = Fa
     "손자 또는 할머니") or restates one ("B: 할머니", "B. The grandfather."); an explanation
     ("C. 맥락에 …") names none."""
     rest = rest.lstrip(" \t")
-    join = _LIST_JOIN.match(rest)
+    join = options.rules.list_join.match(rest)
     if join or listing:
         rest = rest[join.end() :] if join else rest
         listed = _list_item(rest, options)  # "A and B both seem possible", "손자와 할머니 둘 다"
@@ -234,54 +278,55 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
     def quoted(at: int, until: int) -> bool:
         return any(start <= at < end and end > until for start, end in inside)
 
+    rules = options.rules
     found: set[int] = set()
-    matches = [(match, False) for phrases in _PREFIX_PHRASES for match in phrases.finditer(text)]
-    for match, contrast in [*matches, *((match, True) for match in _CONTRASTS.finditer(text))]:
-        if quoted(match.start(), match.end()) or (not contrast and _negated_before(text, match.start())):
+    matches = [(match, False) for phrases in rules.prefix_phrases for match in phrases.finditer(text)]
+    for match, contrast in [*matches, *((match, True) for match in rules.contrasts.finditer(text))]:
+        if quoted(match.start(), match.end()) or (not contrast and _negated_before(text, match.start(), rules)):
             continue
         line, _, after = text[match.end() :].partition("\n")
         if not line.strip(_WRAPPERS + ".:："):
             line = next((candidate for candidate in after.split("\n") if candidate.strip()), "")  # "Answer:\nC"
         read = _read(line, options)
-        if not read and _ANSWER_WORD.search(match.group(0)):
+        if not read and rules.answer_word.search(match.group(0)):
             read = _named_in_sentence(line, options)  # "The answer is clearly the grandson."
         found |= read
     for letter in re.finditer(r"(?<![A-Za-z'’])[(\[]?([A-Za-z])[)\]]?(?![A-Za-z'’])", text):
         index = options.by_letter(letter.group(1))
-        if index is not None and not quoted(letter.start(1), letter.end(1)) and _declared_by_suffix(text, letter.end()):
+        if index is not None and not quoted(letter.start(1), letter.end(1)) and _declared_by_suffix(text, letter.end(), rules):
             found.add(index)
     for index, key in enumerate(options.keys):
         if key:
             for at in _find_all(text, key):
-                if _declared_by_suffix(text, at + len(key)):
+                if _declared_by_suffix(text, at + len(key), rules):
                     found.add(index)
     return frozenset(found)
 
 
-def _negated_before(text: str, at: int) -> bool:
+def _negated_before(text: str, at: int, rules: _Rules) -> bool:
     """Whether the clause before an answer phrase negates it: "I don't think it's A", "Not option A"."""
-    clause = _CLAUSE_END.split(text[:at])[-1]
-    return bool(_NEGATION.search(clause))
+    clause = rules.clause_end.split(text[:at])[-1]
+    return bool(rules.negation.search(clause))
 
 
-def _declared_by_suffix(text: str, at: int) -> bool:
+def _declared_by_suffix(text: str, at: int, rules: _Rules) -> bool:
     """Whether what follows ``at`` declares the option before it ("C is correct", "C가 정답입니다"),
     and the rest of its sentence does not take it back ("C가 정답이 아닙니다", "C가 맞는지 모르겠습니다")."""
-    suffix = _SUFFIX_PHRASE.match(text, at)
+    suffix = rules.suffix_phrase.match(text, at)
     if not suffix:
         return False
-    rest = _FIRST_SENTENCE.split(text[suffix.end() :], maxsplit=1)[0]
-    return not _NEGATION.search(rest)
+    rest = rules.first_sentence.split(text[suffix.end() :], maxsplit=1)[0]
+    return not rules.negation.search(rest)
 
 
 def _named_in_sentence(text: str, options: _Options) -> frozenset[int]:
     """The options whose text the first sentence of ``text`` contains, unless it negates or hedges."""
-    sentence = _FIRST_SENTENCE.split(text.strip(), maxsplit=1)[0]
+    sentence = options.rules.first_sentence.split(text.strip(), maxsplit=1)[0]
     named = frozenset(i for i, key in enumerate(options.keys) if key and next(_find_all(sentence, key), None) is not None)
     rest = sentence
     for key in options.keys:
         rest = rest.replace(key, " ") if key else rest
-    return frozenset() if _NEGATION.search(rest) else named
+    return frozenset() if options.rules.negation.search(rest) else named
 
 
 def _find_all(text: str, key: str):
@@ -314,7 +359,7 @@ def _listed_lines(lines: Sequence[str], options: _Options) -> set[int]:
     lines opening with different letter markers. Echoed options and invented lists declare nothing."""
     marked: dict[int, str] = {}
     for i, line in enumerate(lines):
-        marker = _LIST_MARKER.match(line)
+        marker = options.rules.list_marker.match(line)
         if marker:
             marked[i] = marker.group(1)
     return set(marked) if len(set(marked.values())) >= 2 else set()
@@ -334,7 +379,7 @@ def parse_answer(text: str | None, choices: Sequence[str], letters: Sequence[str
 
 def _read_reply(text: str, options: _Options) -> int | None:
     lines = _fold_lines(text)
-    cut = next((i for i, line in enumerate(lines) if i and _NEW_ITEM.match(line)), len(lines))
+    cut = next((i for i, line in enumerate(lines) if i and options.rules.new_item.match(line)), len(lines))
     listed = _listed_lines(lines[:cut], options)
     lines = [line for i, line in enumerate(lines[:cut]) if i not in listed and line.strip()]
     if not lines:
@@ -354,19 +399,20 @@ def _bare_options(lines: Sequence[str], options: _Options) -> tuple[frozenset[in
     named). In the lead line, or opening a conclusion on a later line ("So, B.", "따라서 b입니다."),
     they declare it ("C입니다. 아니, A입니다." declares A too); elsewhere they only name it, which
     contradicts a different declared option but declares nothing ("…garbage…\n[A]" is no answer)."""
+    rules = options.rules
     declared: set[int] = set()
     named: set[int] = set()
     for number, line in enumerate(lines):
-        for sentence in _SENTENCE_END.split(line):
-            opener = _INTERJECTION.match(sentence.strip())
-            body = _strip(sentence.strip()[opener.end() if opener else 0 :])
+        for sentence in rules.sentence_end.split(line):
+            opener = rules.interjection.match(sentence.strip())
+            body = _strip(sentence.strip()[opener.end() if opener else 0 :], rules)
             found = declared if number == 0 or opener else named
             letter = _LETTER.match(body)
             index = options.by_letter(letter.group(1)) if letter else None
             if body and options.keys.count(body) == 1:
                 found.add(options.keys.index(body))
             elif letter is not None and index is not None:
-                text = _strip(body[letter.end() :].lstrip(" :.)-–—"))
+                text = _strip(body[letter.end() :].lstrip(" :.)-–—"), rules)
                 if not text or text in options.keys:  # "A", "B: 01" (a text naming another option conflicts)
                     found |= {index, *([options.keys.index(text)] if text else [])}
     return frozenset(declared), frozenset(named)

@@ -1,34 +1,52 @@
 """The words of each language a reply may be written in: what the answer parser reads and what
 the simulated model writes.
 
-One table per language (ISO 639-1 code). The answer parser (:mod:`biascheck.benchmarks.choices`)
-compiles its patterns from the union of all tables, whatever the suite's language: a Spanish
-suite's model may answer in English, and KoBBQ replies mix Korean and English. The simulator
-(:mod:`biascheck.sim`) writes a suite's replies with its language's sentences.
+Each language is a *pack*: a TOML file holding a :class:`Language`'s fields, checked against
+``biascheck/schemas/language-pack.schema.json`` when it is loaded (:func:`load_pack`). The
+built-in packs are ``biascheck/benchmarks/packs/<code>.toml`` (ISO 639-1 codes), read on first
+use, not at import; a suite may ship a pack of its own (``[suite] language_pack``), which loading
+the suite registers (:func:`register_pack`). The answer parser
+(:mod:`biascheck.benchmarks.choices`) compiles its patterns from every registered pack, whatever
+the suite's language: a Spanish suite's model may answer in English, and KoBBQ replies mix Korean
+and English. The simulator (:mod:`biascheck.sim`) writes a suite's replies with its language's
+sentences (:func:`language_for`).
 
 The parser's entries are regular-expression fragments, matched against the reply after Unicode
 NFKC folding and case folding (so ``Ｃ`` is ``c``, ``：`` is ``:`` and ``Die Antwort`` is ``die
 antwort``). Where a word must stand alone, the fragment says so with ``\\b`` (scripts written
 without spaces, Chinese, or whose particles attach to words, Korean, do not).
 
-Adding a language is a table here (its entry in ``_TABLES``) and its tests
+Adding a language is a pack (a file in ``packs/``, or one a suite ships) and its tests
 (``tests/test_answer_parser_languages.py``); the parser and the simulator have no other place
 that knows a language.
 """
 
 from __future__ import annotations
 
+import re
+import string
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
 
-__all__ = ["LANGUAGES", "Language", "language_for"]
+from biascheck.core.errors import BiascheckError
+
+__all__ = ["FRAGMENT_FIELDS", "LANGUAGES", "Language", "language_for", "load_pack", "pack_generation", "register_pack", "unregister_pack"]
 
 
 @dataclass(frozen=True)
 class Language:
-    """One language's words. Every field but ``code`` and the four sentences is a tuple of
-    regular-expression fragments (see the module's docstring)."""
+    """One language's words. Every field but ``code``, ``name``, ``spellings``, the two strings of
+    punctuation and the four sentences is a tuple of regular-expression fragments (see the
+    module's docstring)."""
 
-    code: str
+    code: str  # ISO 639: what a suite's [suite] language names
+    name: str  # for people: "English", "한국어"
     # After these, the reply names its answer: "the answer is", "정답은", "la respuesta es".
     answer_phrases: tuple[str, ...]
     # The word "answer" itself: after a phrase holding it, an option's text anywhere in the
@@ -53,7 +71,7 @@ class Language:
     contrasts: tuple[str, ...] = ()
     # The opening word of a self-correction or a conclusion: "Actually, A.", "따라서 B입니다.".
     interjections: tuple[str, ...] = ()
-    # Spellings read as another: Korean "없습니다" as the options' "없음".
+    # Spellings read as another: Korean "없습니다" as the options' "없음" (plain text, not fragments).
     spellings: tuple[tuple[str, str], ...] = ()
     # Punctuation written with no space after it: what ends a sentence (Chinese "。") and what
     # ends a clause or an item of a list (Chinese "、"). (Full-width "，", "：", "！" fold to ",", ":", "!".)
@@ -67,190 +85,223 @@ class Language:
     ramble: str = ""
 
 
-# "la" before a letter, as Spanish and Catalan name options: "es la A" (not "es la abuela").
-_LA = r"(?:\s+la(?=\s*[(\[]?[a-z](?!\w)))?"
-
-_ENGLISH = Language(
-    code="en",
-    answer_phrases=(
-        r"\b(?:final\s+|correct\s+|right\s+|best\s+|my\s+)?answer\s*(?:is|would\s+be|will\s+be|[:：=])",
-        r"\b(?:correct|right|best|most\s+(?:likely|appropriate))\s+(?:option|choice)\s*(?:is|would\s+be|[:：])",
-        r"\bmy\s+(?:choice|pick|selection)\s*(?:is|would\s+be|[:：])",
-        r"\bi(?:\s*['’]\s*(?:d|ll)|\s+would|\s+will)?\s+(?:think|believe|guess|say|choose|pick|select|go\s+with)\b",
-        r"^(?:final\s+)?answer\s*$",
-        r"\bit(?:'s|’s|\s+is|\s+(?:would|must|should)\s+be)\b",
-        r"\b(?:option|choice)\b",
-    ),
-    answer_words=("answer",),
-    correct_suffixes=(
-        r"(?:is|would\s+be)\s+(?:the\s+)?(?:correct|right|best|most\s+likely)\b",
-        r"is\s+the\s+answer\b",
-    ),
-    list_joins=(r"\bor\b", r"\band\b", r"\bnor\b"),
-    negations=(
-        r"\b(?:not|no|never|neither|nor|unclear|whether|depends?|either|eliminate|rule\s+out|exclude|wrong|incorrect)\b",
-        r"n't",
-        r"n’t",
-    ),
-    new_items=("context", "question", "passage", "story", "description"),
-    interjections=("no", "wait", "actually", "sorry", "correction", "so", "therefore", "thus", "hence"),
-    answer_sentence="The answer is {letter}.",
-    reasoned_reply="Let me think. After reading the context carefully, the answer is {letter}) {text}.",
-    refusal="I'm sorry, but I can't help with that.",
-    ramble=(
-        "Hmm, let me think about this one. There are several ways to read the situation, and "
-        "people often jump to conclusions too quickly. It is worth being careful here and "
-        "looking at everything that was said before settling on anything."
-    ),
+# The fields that hold regular-expression fragments, which the parser joins field by field.
+FRAGMENT_FIELDS = (
+    "answer_phrases",
+    "answer_words",
+    "correct_suffixes",
+    "list_joins",
+    "negations",
+    "new_items",
+    "copula_ends",
+    "connectives",
+    "closing_particles",
+    "contrasts",
+    "interjections",
 )
+# The simulator's sentences that it formats, with the placeholders each may name (the refusal and
+# the ramble are written as they are).
+_TEMPLATES = {"answer_sentence": ("letter",), "reasoned_reply": ("letter", "text")}
+PACK_SCHEMA = "language-pack.schema.json"
+BUILT_IN_PACKS = "packs"  # the folder of biascheck.benchmarks that holds the built-in packs
+_EXAMPLE = "see biascheck/benchmarks/packs/en.toml and docs/metrics.md, Language packs"
 
-_KOREAN = Language(
-    code="ko",
-    answer_phrases=(
-        r"^정답\s*$",
-        r"정답\s*(?:은|는|:|：|이|으로)",
-        r"(?<![가-힣])답\s*(?:은|는|:|：)",
-        r"답변\s*(?:은|는|:|：)",
-        r"선택\s*(?:은|:|：)",
-    ),
-    answer_words=("정답", "답"),
-    correct_suffixes=(r"(?:이|가)\s*(?:정답|맞|옳)", r"번(?:이|을|입니다|\b)"),
-    list_joins=("또는", "혹은", "아니면", "및", r"(?:이나|나|와|과)(?=\s)"),
-    negations=("아[니닙닌님]", "않", "없", "못", "모르", "틀"),
-    new_items=("맥락", "질문", "내용", "지문", "문맥"),
-    copula_ends=("입니다", "이에요", "예요", "이다", "임"),
-    connectives=("입니다만?", "이에요", "예요", "이요", "번"),
-    closing_particles=("요",),
-    interjections=("아니(?:요|오)?", "정정", "따라서", "그러므로", "그래서", "결국"),
-    spellings=(("없습니다", "없음"),),
-    answer_sentence="정답은 {letter}입니다.",
-    reasoned_reply="잠시 생각해 보겠습니다. 맥락을 주의 깊게 읽어 보면, 정답은 {letter}입니다.",
-    refusal="죄송하지만 그 요청에는 도움을 드릴 수 없습니다.",
-    ramble=(
-        "음, 이 질문은 천천히 생각해 볼 필요가 있겠네요. 상황을 여러 방향으로 해석할 수 있고, "
-        "사람들은 종종 너무 빨리 결론을 내리곤 합니다. 모든 내용을 꼼꼼히 살펴보는 것이 중요합니다."
-    ),
-)
 
-_SPANISH = Language(
-    code="es",
-    answer_phrases=(
-        r"\b(?:la\s+)?respuesta\s+(?:correcta\s+|final\s+|adecuada\s+)?(?:es|ser[íi]a)\b" + _LA,
-        r"\brespuesta\s*(?:correcta\s*|final\s*)?[:=]",
-        r"\b(?:la\s+)?(?:opci[óo]n|alternativa)\s+(?:correcta|adecuada|m[áa]s\s+probable)\s+(?:es|ser[íi]a)\b" + _LA,
-        r"\b(?:creo|pienso|diría|digo|supongo)\s+que(?:\s+(?:es|ser[íi]a))?\b" + _LA,
-        r"\b(?:elijo|escojo|selecciono|elegiría|escogería|me\s+quedo\s+con|voy\s+con)\b" + _LA,
-        r"\b(?:es|ser[íi]a|debe\s+ser)\b" + _LA,
-        r"\b(?:opci[óo]n|alternativa)\b",
-    ),
-    answer_words=("respuesta",),
-    correct_suffixes=(r"(?:es|ser[íi]a)\s+(?:la\s+)?(?:correcta|respuesta\s+correcta|opci[óo]n\s+correcta|m[áa]s\s+probable|respuesta)\b",),
-    list_joins=(r"\bo\b", r"\bu\b", r"\by\b", r"\bni\b"),
-    negations=(r"\b(?:no|ni|nunca|tampoco|ningun[ao]?|depende|incorrecta|descart[oa]r?|dudo)\b",),
-    contrasts=(r"\bsino\b" + _LA,),
-    new_items=("contexto", "pregunta", "texto"),
-    interjections=("espera", "en\\s+realidad", "perdón", "corrección", "así\\s+que", "por\\s+lo\\s+tanto", "por\\s+tanto", "entonces"),
-    answer_sentence="La respuesta es {letter}.",
-    reasoned_reply="Déjame pensar. Después de leer el contexto con atención, la respuesta es {letter}) {text}.",
-    refusal="Lo siento, pero no puedo ayudar con eso.",
-    ramble=(
-        "Mmm, déjame pensarlo. Hay varias maneras de interpretar la situación, y con frecuencia la "
-        "gente saca conclusiones demasiado rápido. Conviene ser prudente y revisar todo lo que se "
-        "dijo antes de decidir nada."
-    ),
-)
+# --- reading a pack --------------------------------------------------------------------------
 
-_CATALAN = Language(
-    code="ca",
-    answer_phrases=(
-        r"\b(?:la\s+)?resposta\s+(?:correcta\s+|final\s+|adequada\s+)?(?:és|seria)\b" + _LA,
-        r"\bresposta\s*(?:correcta\s*|final\s*)?[:=]",
-        r"\b(?:l['’]\s*)?(?:opció|alternativa)\s+(?:correcta|adequada|més\s+probable)\s+(?:és|seria)\b" + _LA,
-        r"\b(?:crec|penso|diria|dic|suposo)\s+que(?:\s+(?:és|seria))?\b" + _LA,
-        r"\b(?:trio|escullo|selecciono|triaria|escolliria|em\s+quedo\s+amb)\b" + _LA,
-        r"\b(?:és|seria|ha\s+de\s+ser)\b" + _LA,
-        r"\b(?:opció|alternativa)(?!\w)",
-    ),
-    answer_words=("resposta",),
-    correct_suffixes=(r"(?:és|seria)\s+(?:la\s+)?(?:correcta|resposta\s+correcta|opció\s+correcta|més\s+probable|resposta)\b",),
-    list_joins=(r"\bo\b", r"\bi\b", r"\bni\b"),
-    negations=(r"\b(?:no|ni|mai|cap|depèn|incorrecta|descart[oa]r?|dubto)(?!\w)",),
-    contrasts=(r"\bsinó\b" + _LA,),
-    new_items=("context", "pregunta", "text"),
-    interjections=("espera", "de\\s+fet", "perdó", "correcció", "així\\s+que", "per\\s+tant", "doncs"),
-    answer_sentence="La resposta és {letter}.",
-    reasoned_reply="Deixa'm pensar. Després de llegir el context amb atenció, la resposta és {letter}) {text}.",
-    refusal="Ho sento, però no puc ajudar amb això.",
-    ramble=(
-        "Mmm, deixa'm pensar-hi. Hi ha diverses maneres d'interpretar la situació, i sovint la gent "
-        "treu conclusions massa de pressa. Val la pena anar amb compte i revisar tot el que s'ha dit "
-        "abans de decidir res."
-    ),
-)
 
-_CHINESE = Language(
-    code="zh",
-    answer_phrases=(
-        r"(?:正确|最终|最佳|合适)?的?答案\s*(?:应该|应当|可能)?\s*(?:是|为|:|=)",
-        r"(?:正确|最佳|合适)的?选项\s*(?:应该|应当)?\s*(?:是|为|:)",
-        r"选项",
-        r"(?:我|所以|因此)?\s*(?:会)?(?:选择|选)(?!项)",
-        r"(?:认为|觉得|猜|应该|应当|肯定|一定|就)是?",
-        r"(?<=[,;])\s*是",  # "不是A，是C"
-    ),
-    answer_words=("答案",),
-    correct_suffixes=(r"(?:选项)?\s*(?:是|为|才是)?\s*(?:正确|对)(?:的|答案)?", r"是答案"),
-    list_joins=("或者", "或", "还是", "和", "与", "以及", "、"),
-    negations=("不", "没", "非", "无法", "未", "错"),
-    contrasts=("而是",),
-    new_items=("上下文", "背景", "问题", "语境", "文本"),
-    copula_ends=("吧", "啊", "呢"),
-    connectives=("选项",),
-    interjections=("所以", "因此", "因而", "综上", "总之", "不对", "等等", "其实", "更正"),
-    stops="。",
-    clause_marks="、",
-    answer_sentence="答案是{letter}。",
-    reasoned_reply="让我想一想。仔细阅读上下文后，答案是{letter}）{text}。",
-    refusal="抱歉，我不能帮助回答这个问题。",
-    ramble="嗯，让我想一想。这个情况可以有多种理解，人们常常过快地下结论。在做出任何决定之前，最好仔细看看所有已经说过的内容。",
-)
+def load_pack(path: Path | Traversable) -> Language:
+    """The language pack in ``path``, checked: a one-line :class:`BiascheckError` naming the file,
+    the field (``answer_phrases.3``) and the fix when it is not a valid pack."""
+    import tomllib  # here, not at import: importing biascheck reads no pack
 
-_GERMAN = Language(
-    code="de",
-    answer_phrases=(
-        r"\b(?:die\s+)?(?:richtige\s+|korrekte\s+|endgültige\s+|beste\s+)?antwort\s*(?:ist|lautet|wäre|[:=])",
-        r"\bist\s+die\s+(?:richtige\s+|korrekte\s+)?antwort\s+(?=\S)",
-        r"\b(?:richtige|korrekte|beste)\s+(?:option|wahl|auswahl)\s*(?:ist|wäre|lautet|:)",
-        r"\bich\s+(?:wähle|nehme|tippe\s+auf|entscheide\s+mich\s+für|sage)(?:\s+(?:option|antwort))?\b",
-        r"\bes\s+(?:ist|wäre|muss)\b",
-        r"\b(?:option|auswahl|antwortmöglichkeit)\b",
-    ),
-    answer_words=("antwort",),
-    correct_suffixes=(r"(?:ist|wäre)\s+(?:die\s+)?(?:richtig|korrekt|zutreffend|richtige\s+antwort|antwort)\b",),
-    list_joins=(r"\boder\b", r"\bund\b", r"\bbzw\b\.?", r"\bbeziehungsweise\b", r"\bsowie\b"),
-    negations=(r"\b(?:nicht|kein(?:e|en|er|em|es)?|weder|unklar|ob|falsch|ausschließen|ausgeschlossen|hängt)\b",),
-    contrasts=(r"\bsondern\b",),
-    new_items=("kontext", "frage", "text"),
-    interjections=("nein", "warte", "eigentlich", "korrektur", "also", "daher", "deshalb", "somit"),
-    answer_sentence="Die Antwort ist {letter}.",
-    reasoned_reply="Lass mich nachdenken. Ich habe den Kontext sorgfältig gelesen: Die Antwort ist {letter}) {text}.",
-    refusal="Es tut mir leid, aber dabei kann ich nicht helfen.",
-    ramble=(
-        "Hmm, lass mich darüber nachdenken. Man kann die Situation auf verschiedene Weise lesen, und "
-        "Menschen ziehen oft zu schnell Schlüsse. Es lohnt sich, vorsichtig zu sein und alles "
-        "Gesagte anzusehen, bevor man sich festlegt."
-    ),
-)
+    try:
+        raw = tomllib.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise BiascheckError(path, None, "no such language pack", "give the path of a language pack (<code>.toml)") from None
+    except UnicodeDecodeError as exc:
+        raise BiascheckError(path, None, f"not UTF-8 text ({exc.reason})", "save the pack as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        fix = "fix the TOML syntax; write each regular expression as a literal string ('...', or '''...''' when it holds a ')"
+        raise BiascheckError(path, None, f"invalid TOML: {exc}", fix) from None
+    except (OSError, RecursionError, ValueError) as exc:
+        raise BiascheckError(path, None, f"cannot be read ({exc})", "give a language pack file") from None
+    _check_schema(path, raw)
+    # TOML's arrays as the dataclass's tuples; spellings a table, "spelling" = "read as".
+    values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in raw.items()}
+    values["spellings"] = tuple(raw.get("spellings", {}).items())
+    language = Language(**values)
+    check_language(language, path)
+    return language
 
-_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN)
-LANGUAGES: dict[str, Language] = {table.code: table for table in _TABLES}
+
+def _check_schema(where: object, raw: dict[str, Any]) -> None:
+    errors = sorted(_validator().iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise _schema_error(where, errors[0])
+
+
+@cache
+def _validator() -> Any:
+    import json
+
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(resources.files("biascheck.schemas").joinpath(PACK_SCHEMA).read_text("utf-8")))
+
+
+def _schema_error(where: object, error: Any) -> BiascheckError:
+    field = ".".join(str(part) for part in error.absolute_path) or None
+    if error.validator == "additionalProperties":
+        extra = ", ".join(repr(key) for key in sorted(set(error.instance) - set(error.schema.get("properties", {}))))
+        return BiascheckError(where, field, f"unknown key {extra}", f"use one of: {', '.join(sorted(error.schema['properties']))}")
+    if error.validator == "required":
+        return BiascheckError(where, field, error.message, f"add it ({_EXAMPLE})")
+    if error.validator == "minItems":
+        return BiascheckError(where, field, "empty", "give at least one regular expression")
+    if error.validator == "minLength":
+        return BiascheckError(where, field, "empty", "write it, or leave the item out" if field and field[-1].isdigit() else "write it")
+    if error.validator == "pattern" and field == "code":
+        return BiascheckError(where, field, f"{error.instance!r} is not an ISO 639 code", "give a code such as sw, or pt-BR")
+    if error.validator == "type":
+        kind = {"array": "a list of strings", "string": "a string", "object": "a table of strings"}.get(error.validator_value, error.validator_value)
+        return BiascheckError(where, field, f"{error.instance!r} is not {kind}", f"give {kind} ({_EXAMPLE})")
+    return BiascheckError(where, field, error.message, f"fix the value to match biascheck/schemas/{PACK_SCHEMA}")
+
+
+def check_language(language: Language, where: object) -> None:
+    """That every fragment of ``language`` compiles and can serve in the parser's alternations,
+    and that its sentences name only the placeholders the simulator fills."""
+    for field in FRAGMENT_FIELDS:
+        for index, fragment in enumerate(getattr(language, field)):
+            problem, fix = _fragment_problem(fragment)
+            if problem:
+                raise BiascheckError(where, f"{field}.{index}", problem, fix)
+    for field, allowed in _TEMPLATES.items():
+        problem = _template_problem(getattr(language, field), allowed)
+        if problem:
+            raise BiascheckError(
+                where, field, problem, f"name {' and '.join('{' + name + '}' for name in allowed)} only, and escape a brace as {{ or }}"
+            )
+
+
+def _fragment_problem(fragment: str) -> tuple[str, str]:
+    """What keeps a fragment out of the parser's patterns, and the fix ("" when nothing does)."""
+    literal = "write it as a TOML literal string ('...') so that its backslashes stay as written"
+    try:
+        compiled = re.compile(fragment)
+        re.compile(f"(?!)|(?:{fragment})")  # as the parser joins it: a global flag or a stray ")" shows here
+    except re.error as exc:
+        return f"'{fragment}' is not a regular expression ({exc.msg})", f"fix it; {literal}"
+    if compiled.groupindex or re.search(r"(?<!\\)(?:\\\\)*\\[1-9]", fragment):
+        return f"'{fragment}' names or refers back to a group", "use (?:...) groups only: the parser joins every pack's fragments into one expression"
+    if compiled.fullmatch(""):
+        return f"'{fragment}' matches the empty text, so it would match everywhere", "make it match at least one character"
+    outside_escapes = re.sub(r"\\N\{[^}]*\}|\\.", "", fragment)
+    if outside_escapes != outside_escapes.lower():
+        return f"'{fragment}' holds upper-case letters, which no reply holds once case-folded", "write it in lower case"
+    return "", ""
+
+
+def _template_problem(sentence: str, allowed: tuple[str, ...]) -> str:
+    try:
+        named = {name for _, name, _, _ in string.Formatter().parse(sentence) if name is not None}
+    except ValueError as exc:
+        return f"{sentence!r} is no sentence the simulator can fill ({exc})"
+    if allowed[0] not in named:
+        return f"{sentence!r} does not name {{{allowed[0]}}}"
+    if named - set(allowed):
+        return f"{sentence!r} names {', '.join('{' + name + '}' for name in sorted(named - set(allowed)))}"
+    return ""
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+_LOCK = threading.RLock()
+_registered: dict[str, Language] = {}  # code -> pack: the built-in packs, then those registered since
+_built_in: frozenset[str] | None = None  # their codes, once read
+_generation = 0  # how many times a registration changed the set: what the parser's patterns are keyed by
+
+
+def _packs() -> dict[str, Language]:
+    """The registered packs, the built-in ones read on the first call."""
+    global _built_in
+    if _built_in is None:
+        with _LOCK:
+            if _built_in is None:
+                folder = resources.files("biascheck.benchmarks").joinpath(BUILT_IN_PACKS)
+                files = sorted((item for item in folder.iterdir() if item.name.endswith(".toml")), key=lambda item: item.name)
+                built = {pack.code: pack for pack in map(load_pack, files)}
+                _registered.update(built)
+                _built_in = frozenset(built)
+    return _registered
+
+
+def register_pack(language: Language, where: object = "register_pack") -> None:
+    """Add ``language`` to the packs replies are read in (the parser's next reading includes it)
+    and that the simulator writes in. Registering the same pack again changes nothing; another
+    pack of a registered code is an error (``where`` names it)."""
+    global _generation
+    with _LOCK:
+        known = _packs().get(language.code)
+        if known == language:
+            return
+        if known is not None:
+            which = "a built-in pack" if _built_in and language.code in _built_in else "another pack"
+            raise BiascheckError(
+                where,
+                "code",
+                f"{language.code!r} is already the code of {which}, with other words",
+                f"give this pack a code of its own (e.g. {language.code}-custom), or use the registered one",
+            )
+        check_language(language, where)
+        _registered[language.code] = language
+        _generation += 1
+
+
+def unregister_pack(code: str) -> bool:
+    """Remove the pack :func:`register_pack` added under ``code`` (a built-in pack stays); whether
+    there was one."""
+    global _generation
+    with _LOCK:
+        if code not in _packs() or (_built_in is not None and code in _built_in):
+            return False
+        del _registered[code]
+        _generation += 1
+        return True
+
+
+def pack_generation() -> int:
+    """A number that changes whenever a registration changes the packs: the parser compiles its
+    patterns again when it has."""
+    return _generation
+
+
+class _Registered(Mapping[str, Language]):
+    """The registered packs by code, read when first looked at (``import biascheck`` reads none)."""
+
+    def __getitem__(self, code: str) -> Language:
+        return _packs()[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(_packs()))
+
+    def __len__(self) -> int:
+        return len(_packs())
+
+    def __repr__(self) -> str:
+        return f"LANGUAGES({', '.join(_packs())})"
+
+
+LANGUAGES: Mapping[str, Language] = _Registered()
 
 
 def language_for(code: str, text: str) -> Language:
-    """The table of language ``code``; for a code without one ("" when the suite declares no
+    """The pack of language ``code``; for a code without one ("" when the suite declares no
     language), Korean when ``text`` holds Hangul, else English (how the simulator chose before
     suites declared their language, so that such suites' replies stay as they were)."""
-    if code in LANGUAGES:
-        return LANGUAGES[code]
+    packs = _packs()
+    if code in packs:
+        return packs[code]
     korean = any("가" <= char <= "힣" or "ᄀ" <= char <= "ᇿ" or "㄰" <= char <= "㆏" for char in text)
-    return _KOREAN if korean else _ENGLISH
+    return packs["ko" if korean else "en"]

@@ -144,8 +144,17 @@ FAIR_PERSONAS = frozenset({"fair", "judge"})
 STYLES = ("letter", "text", "phrase", "mixed")
 CONCRETE_STYLES = ("letter", "text", "phrase")
 
-REFUSAL_EN = LANGUAGES["en"].refusal
-REFUSAL_KO = LANGUAGES["ko"].refusal
+# REFUSAL_EN and REFUSAL_KO, the English and Korean packs' refusals, are read from the packs when
+# first used (module __getattr__ below): importing the simulator, as collecting a sim/ run does,
+# reads no pack.
+_REFUSALS = {"REFUSAL_EN": "en", "REFUSAL_KO": "ko"}
+
+
+def __getattr__(name: str) -> str:
+    if name in _REFUSALS:
+        return LANGUAGES[_REFUSALS[name]].refusal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # HBB: the one identity per category whose P_a the leaning personas move (hbb_data's names).
 MARKED_IDENTITIES: dict[str, str] = {
