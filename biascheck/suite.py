@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.benchmarks.base import Prompt, benchmark_of, get_benchmark
+from biascheck.benchmarks.languages import Language, load_pack, register_pack
 from biascheck.config.catalog import suite_folder
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import MIRROR_OPTION, Resolved, resolve
@@ -155,6 +156,31 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+def register_suite_pack(manifest: SuiteManifest) -> Language:
+    """Load the language pack a suite ships (``[suite] language_pack``, beside its manifest) and
+    register it, so that this process's parser reads its words and its simulator writes them; the
+    suite's ``language`` must be the pack's code."""
+    path = manifest.directory / manifest.language_pack
+    if not path.is_file():
+        raise BiascheckError(
+            manifest.path,
+            "suite.language_pack",
+            f"{manifest.language_pack!r} is no file beside the manifest",
+            "give the pack's path relative to suite.toml",
+        )
+    pack = load_pack(path)
+    if manifest.language != pack.code:
+        stated = f"language {manifest.language!r}" if manifest.language else "no language"
+        raise BiascheckError(
+            manifest.path,
+            "suite.language",
+            f"states {stated}, but its pack {manifest.language_pack} is {pack.code!r}",
+            f'set language = "{pack.code}"',
+        )
+    register_pack(pack, path)
+    return pack
+
+
 def load_suite(
     suite_dir: Path | str,
     *,
@@ -168,6 +194,8 @@ def load_suite(
     download unless ``offline``) and its cases built. ``data_option``: how the caller names the
     mirror in an error (the plugin's option by default; the Python API's argument in ``biascheck.load_suite``)."""
     manifest = load_manifest(suite_folder(suite_dir))
+    if manifest.language_pack:
+        register_suite_pack(manifest)
     benchmark = benchmark_of(manifest)
     mirror = data_dir if data_dir is not None else env_data_dir()
     cache = cache_dir if cache_dir is not None else default_cache_dir() / "data"

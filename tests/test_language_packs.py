@@ -16,12 +16,15 @@ import pytest
 from biascheck.benchmarks import languages
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.benchmarks.languages import FRAGMENT_FIELDS, LANGUAGES, Language, load_pack, pack_generation, register_pack, unregister_pack
+from biascheck.config.manifest import load_manifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Message, QATruth
+from biascheck.sim import spawn_sim_server
 from biascheck.sim.faults import freetext_reply
 from biascheck.sim.personas import parse_persona, render_reply
+from biascheck.suite import load_suite
 
-from conftest import ROOT
+from conftest import ROOT, SUITES, write_subset_suite
 
 PACKS = ROOT / "biascheck" / "benchmarks" / "packs"
 SCHEMA = ROOT / "biascheck" / "schemas" / "language-pack.schema.json"
@@ -285,3 +288,86 @@ def test_the_documented_pack_and_its_error_line_are_what_biascheck_reads_and_say
     with pytest.raises(BiascheckError) as error:
         load_pack(path)
     assert f"\n{str(error.value).replace(str(tmp_path) + '/', '')}\n" in section
+
+
+# --- a suite ships its own pack -----------------------------------------------------------------
+
+
+def _suite_with_pack(
+    folder: Path, *, language: str = 'language = "sw-testpack"', pack: str = 'language_pack = "sw.toml"', text: str = SWAHILI
+) -> Path:
+    """bbq-quick, one template per category, its [suite] naming the Swahili pack beside it."""
+    write_subset_suite(folder, "bbq-quick", subset="templates_per_category = 1\nseed = 3")
+    manifest = folder / "suite.toml"
+    manifest.write_text(manifest.read_text("utf-8").replace('language = "en"\n', f"{language}\n{pack}\n"), "utf-8")
+    (folder / "sw.toml").write_text(text, "utf-8")
+    return folder
+
+
+@pytest.fixture
+def unregistered():
+    """Whatever pack a test's suite registers is removed after it."""
+    yield
+    unregister_pack("sw-testpack")
+
+
+def test_the_manifest_names_its_pack(tmp_path):
+    manifest = load_manifest(_suite_with_pack(tmp_path / "s"))
+    assert manifest.language_pack == "sw.toml" and manifest.language == "sw-testpack"
+    assert load_manifest(SUITES / "bbq-quick").language_pack == ""
+
+
+@pytest.mark.parametrize(
+    ("language", "pack", "field", "message"),
+    [
+        ('language = "sw-testpack"', "language_pack = 3", "suite.language_pack", "3 is not of type 'string'"),
+        ('language = "sw-testpack"', 'language_pack = "sw.txt"', "suite.language_pack", "'sw.txt' is not a .toml file; name the pack's file"),
+        ('language = "sw-testpack"', 'language_pack = ""', "suite.language_pack", ""),
+        ('language = "sw-testpack"', 'language_pack = "none.toml"', "suite.language_pack", "'none.toml' is no file beside the manifest"),
+        (
+            'language = "en"',
+            'language_pack = "sw.toml"',
+            "suite.language",
+            "states language 'en', but its pack sw.toml is 'sw-testpack'; set language = \"sw-testpack\"",
+        ),
+        ("", 'language_pack = "sw.toml"', "suite.language", "states no language, but its pack sw.toml is 'sw-testpack'"),
+    ],
+)
+def test_a_suites_pack_is_checked_before_any_data_is_read(tmp_path, unregistered, language, pack, field, message):
+    folder = _suite_with_pack(tmp_path / "s", language=language, pack=pack)
+    with pytest.raises(BiascheckError) as error:
+        load_suite(folder, data_dir=tmp_path / "no-mirror", offline=True)
+    assert "\n" not in str(error.value) and error.value.field == field and message in str(error.value), str(error.value)
+    assert "sw-testpack" not in LANGUAGES
+
+
+def test_a_bad_pack_in_a_suite_is_the_packs_one_line(tmp_path, unregistered):
+    folder = _suite_with_pack(tmp_path / "s", text=SWAHILI.replace("['\\bau\\b',", "['(?P<or>au)',"))
+    with pytest.raises(BiascheckError, match=r"sw\.toml: list_joins\.0: '\(\?P<or>au\)' names or refers back to a group"):
+        load_suite(folder, data_dir=tmp_path / "no-mirror", offline=True)
+
+
+def test_loading_a_suite_registers_its_pack_for_the_parser_and_the_simulator(tmp_path, data_dir, unregistered):
+    suite = load_suite(_suite_with_pack(tmp_path / "s"), data_dir=data_dir)
+    assert LANGUAGES["sw-testpack"].refusal == "Samahani, siwezi kusaidia na hilo."
+    case = suite.cases[0]
+    assert case.language == "sw-testpack"
+    reply = render_reply(parse_persona("fair?style=phrase"), case, 1, "k")
+    assert reply == f"Jibu ni {case.letters[1]}." and parse_answer(reply, case.choices, case.letters) == 1
+    assert parse_answer(f"{case.letters[2]} ni sahihi.", case.choices, case.letters) == 2
+    load_suite(tmp_path / "s", data_dir=data_dir)  # loading it again registers the same pack: no error
+
+
+def test_the_simulator_process_registers_the_suites_pack(tmp_path, data_dir, unregistered):
+    """The simulator runs in a process of its own and loads the suite folders it is given: it writes
+    the pack's sentences there too."""
+    import urllib.request
+
+    folder = _suite_with_pack(tmp_path / "s")
+    case = load_suite(folder, data_dir=data_dir).cases[0]
+    with spawn_sim_server([folder], data_dir) as sim:
+        payload = json.dumps({"model": "fair?style=phrase", "messages": case.messages_as_dicts()}).encode()
+        request = urllib.request.Request(f"{sim.base_url.rstrip('/')}/chat/completions", payload, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            reply = json.loads(response.read())["choices"][0]["message"]["content"]
+    assert reply.startswith("Jibu ni ") and parse_answer(reply, case.choices, case.letters) is not None

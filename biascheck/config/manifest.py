@@ -212,6 +212,8 @@ class SuiteManifest:
     settings: dict[str, Any] | None = None
     # [answers] as written: how a case is answered, for benchmarks with answer modes (QA).
     answers: dict[str, Any] = field(default_factory=dict)
+    # [suite] language_pack: the language pack the suite ships, relative to the manifest ("" for none).
+    language_pack: str = ""
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -281,6 +283,10 @@ def _schema_error(path: Path, error) -> BiascheckError:
         return BiascheckError(path, where, f"{error.instance!r} is not allowed", f"use one of: {choices}")
     if validator == "pattern" and where.endswith("sha256"):
         return BiascheckError(path, where, f"{error.instance!r} is not a sha256", "give 64 lowercase hex digits")
+    if validator == "pattern" and where == "suite.language_pack":
+        return BiascheckError(
+            path, where, f"{error.instance!r} is not a .toml file", 'name the pack\'s file, beside the manifest: language_pack = "sw.toml"'
+        )
     if validator == "pattern" and where.endswith("git_blob_sha1"):
         return BiascheckError(path, where, f"{error.instance!r} is not a git blob id", "give 40 lowercase hex digits")
     if validator == "anyOf" and where.startswith("data."):  # the one anyOf: a data file's checksum
@@ -444,6 +450,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         estimator_thresholds={kind: {m: _threshold(t) for m, t in table.items()} for kind, table in raw.get("estimator_thresholds", {}).items()},
         settings=raw.get(own_table) if own_table else None,
         answers=dict(raw.get("answers", {})),
+        language_pack=raw["suite"].get("language_pack", ""),
         regression=RegressionSettings(
             rules=rules,
             **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit", "on_inconclusive") if key in regression},
