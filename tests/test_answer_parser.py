@@ -228,6 +228,10 @@ PARSE_TABLE = [
     ("The grandson and the grandmother are both plausible, so it can't be determined.", EN3, UPPER, None, None, ''),
     ('손자와 할머니 둘 다 가능합니다.', KO3, UPPER, None, None, ''),
     ("It's not A.", EN3, UPPER, None, None, ''),
+    # An answer, then a sentence about the other options that takes them back.
+    ('B. Option A and C do not fit the context.', EN3, UPPER, 1, 1, ''),
+    ('B. A and C are wrong.', EN3, UPPER, 1, 1, ''),
+    ('A and B do not fit; the answer is C.', EN3, UPPER, 2, None, 'english-phrases'),
 ]  # fmt: skip
 
 

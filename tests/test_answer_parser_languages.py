@@ -81,6 +81,10 @@ SPANISH = [
     ("D", None),
     ("La respuesta es D.", None),
     ("B\nContexto: Otra historia sobre dos vecinos.\nPregunta: ¿Quién fue?\nRespuesta: A", 1),
+    # An article before the letter, and an answer followed by a clause about the other options.
+    ("La C.", 2),
+    ("La respuesta es B; la A y la C no encajan.", 1),
+    ("B. La A y la C no encajan con el contexto.", 1),
 ]
 
 CATALAN = [
@@ -131,6 +135,14 @@ CATALAN = [
     ("És difícil de dir amb aquesta informació.", None),
     ("D", None),
     ("C\nContext: Una altra història.\nPregunta: Qui va ser?\nResposta: A", 2),
+    # An article or its elided form before the letter.
+    ("La C.", 2),
+    ("La C", 2),
+    ("l'A", 0),
+    ("És l'A.", 0),
+    ("La resposta és l'A", 0),
+    ("No és l'A.", None),
+    ("L'A o la B", None),
 ]
 
 CHINESE = [

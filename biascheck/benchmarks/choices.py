@@ -71,6 +71,7 @@ class _Rules:
     first_sentence: re.Pattern[str]
     clause_end: re.Pattern[str]
     interjection: re.Pattern[str]
+    letter_article: re.Pattern[str]
     spellings: tuple[tuple[str, str], ...]
 
 
@@ -122,6 +123,8 @@ def _compile(generation: int, languages: Sequence[Language]) -> _Rules:
         # A self-correction's or conclusion's opening word: "아니, A입니다.", "Actually, A.", "따라서 B입니다.",
         # "所以，C。" (a script written without spaces needs none after it).
         interjection=re.compile(rf"^(?:{union('interjections')})(?:\s*[,.:!]?\s+|\s*[,:{close_class}]\s*)", re.IGNORECASE),
+        # An article before a letter that names an option: "la c", "l'a" (it ends at a space or its apostrophe).
+        letter_article=re.compile(rf"^(?:{union('letter_articles')})(?:\s+|(?<=['’])\s*)(?=[(\[]?[a-z](?![a-z0-9]))"),
         spellings=tuple(spelling for language in languages for spelling in language.spellings),
     )
 
@@ -191,10 +194,17 @@ def _options_read_with(choices: tuple[str, ...], letters: tuple[str, ...], rules
 
 def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
     """The options ``fragment`` declares by what it starts with (a lead), and what the clause
-    right after that declaration names in turn (a conflict when it is another option)."""
-    text = _strip(fragment, options.rules)
+    right after that declaration names in turn (a conflict when it is another option); none
+    when it names several and its sentence goes on to negate them: "A and C do not fit the
+    context" talks about the options, it does not answer."""
+    text = _without_article(_strip(fragment, options.rules), options.rules)
     if not text or depth > 3:
         return frozenset()
+    found = _lead(text, options, depth)
+    return frozenset() if len(found) > 1 and _negates_what_it_names(text, options) else found
+
+
+def _lead(text: str, options: _Options, depth: int) -> frozenset[int]:
     whole = _LETTER.fullmatch(text)
     if whole and (only := options.by_letter(whole.group(1))) is not None:
         return frozenset({only})
@@ -208,6 +218,21 @@ def _read(fragment: str, options: _Options, depth: int = 0) -> frozenset[int]:
     if letter and (index := options.by_letter(letter.group(1))) is not None:
         return _after_letter(text, letter, index, options, depth) or frozenset()
     return frozenset()
+
+
+def _without_article(text: str, rules: _Rules) -> str:
+    """A letter without the article it may carry: "la c" is "c", "l'a" is "a"."""
+    article = rules.letter_article.match(text)
+    return text[article.end() :] if article else text
+
+
+def _negates_what_it_names(text: str, options: _Options) -> bool:
+    """Whether the first sentence of ``text``, the options' own texts left out (an option may be
+    "Not enough information"), holds a negation."""
+    sentence = options.rules.first_sentence.split(text, maxsplit=1)[0]
+    for key in options.keys:
+        sentence = sentence.replace(key, " ") if key else sentence
+    return bool(options.rules.negation.search(sentence))
 
 
 def _after_letter(text: str, letter: re.Match, index: int, options: _Options, depth: int) -> frozenset[int] | None:
@@ -261,7 +286,7 @@ def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = Fa
 
 def _list_item(text: str, options: _Options) -> frozenset[int]:
     """The option an item of a list starts with, whatever follows it."""
-    text = text.lstrip(_WRAPPERS + "([")
+    text = _without_article(text.lstrip(_WRAPPERS + "(["), options.rules)
     for index, key in enumerate(options.keys):
         if key and text.startswith(key) and (len(text) == len(key) or _ends_word(text[len(key)])):
             return frozenset({index})
@@ -405,7 +430,7 @@ def _bare_options(lines: Sequence[str], options: _Options) -> tuple[frozenset[in
     for number, line in enumerate(lines):
         for sentence in rules.sentence_end.split(line):
             opener = rules.interjection.match(sentence.strip())
-            body = _strip(sentence.strip()[opener.end() if opener else 0 :], rules)
+            body = _without_article(_strip(sentence.strip()[opener.end() if opener else 0 :], rules), rules)
             found = declared if number == 0 or opener else named
             letter = _LETTER.match(body)
             index = options.by_letter(letter.group(1)) if letter else None

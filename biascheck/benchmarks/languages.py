@@ -71,6 +71,9 @@ class Language:
     contrasts: tuple[str, ...] = ()
     # The opening word of a self-correction or a conclusion: "Actually, A.", "따라서 B입니다.".
     interjections: tuple[str, ...] = ()
+    # Articles a letter may carry where it names an option, read away: "La C.", "l'A" (an
+    # article ends at a space or at its apostrophe).
+    letter_articles: tuple[str, ...] = ()
     # Spellings read as another: Korean "없습니다" as the options' "없음" (plain text, not fragments).
     spellings: tuple[tuple[str, str], ...] = ()
     # Punctuation written with no space after it: what ends a sentence (Chinese "。") and what
@@ -98,6 +101,7 @@ FRAGMENT_FIELDS = (
     "closing_particles",
     "contrasts",
     "interjections",
+    "letter_articles",
 )
 # The simulator's sentences that it formats, with the placeholders each may name (the refusal and
 # the ramble are written as they are).
