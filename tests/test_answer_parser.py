@@ -228,10 +228,13 @@ PARSE_TABLE = [
     ("The grandson and the grandmother are both plausible, so it can't be determined.", EN3, UPPER, None, None, ''),
     ('손자와 할머니 둘 다 가능합니다.', KO3, UPPER, None, None, ''),
     ("It's not A.", EN3, UPPER, None, None, ''),
-    # An answer, then a sentence about the other options that takes them back.
+    # An answer, then a sentence about the other options that takes them back; a hedged answer.
     ('B. Option A and C do not fit the context.', EN3, UPPER, 1, 1, ''),
     ('B. A and C are wrong.', EN3, UPPER, 1, 1, ''),
     ('A and B do not fit; the answer is C.', EN3, UPPER, 2, None, 'english-phrases'),
+    ('Probably B, but I am not sure.', EN3, UPPER, 1, None, 'english-phrases'),
+    ('Probably B or C.', EN3, UPPER, None, None, ''),
+    ("Not enough information to tell", ('The grandson', 'The grandmother', 'Not enough information'), UPPER, 2, None, 'explanation-in-sentence'),
 ]  # fmt: skip
 
 

@@ -81,10 +81,15 @@ SPANISH = [
     ("D", None),
     ("La respuesta es D.", None),
     ("B\nContexto: Otra historia sobre dos vecinos.\nPregunta: ¿Quién fue?\nRespuesta: A", 1),
-    # An article before the letter, and an answer followed by a clause about the other options.
+    # The unknown option's text going on without punctuation, an article before the letter, an
+    # answer and a clause about the other options, and a hedged answer.
+    ("No hay suficiente información para saberlo", 2),
+    ("No hay suficiente información para saber quién fue.", 2),
     ("La C.", 2),
     ("La respuesta es B; la A y la C no encajan.", 1),
     ("B. La A y la C no encajan con el contexto.", 1),
+    ("Probablemente la B, aunque no estoy seguro.", 1),
+    ("Probablemente la B o la C.", None),
 ]
 
 CATALAN = [
@@ -135,7 +140,9 @@ CATALAN = [
     ("És difícil de dir amb aquesta informació.", None),
     ("D", None),
     ("C\nContext: Una altra història.\nPregunta: Qui va ser?\nResposta: A", 2),
-    # An article or its elided form before the letter.
+    # The unknown option's text going on without punctuation, an article or its elided form before
+    # the letter, and a hedged answer.
+    ("No hi ha prou informació per saber-ho", 2),
     ("La C.", 2),
     ("La C", 2),
     ("l'A", 0),
@@ -143,6 +150,7 @@ CATALAN = [
     ("La resposta és l'A", 0),
     ("No és l'A.", None),
     ("L'A o la B", None),
+    ("Probablement la B, però no n'estic segur.", 1),
 ]
 
 CHINESE = [
@@ -254,6 +262,16 @@ GERMAN = [
     ("Das lässt sich schwer sagen.", None),
     ("D", None),
     ("B\nKontext: Eine andere Geschichte.\nFrage: Wer war es?\nAntwort: A", 1),
+    # The verb after the letter, and a hedged answer.
+    ("Ich würde C wählen", 2),
+    ("Ich wähle C", 2),
+    ("Ich würde C wählen.", 2),
+    ("Ich würde mich für B entscheiden", 1),
+    ("Ich würde mich für B entscheiden, weil der Kontext es sagt.", 1),
+    ("Ich würde nicht A wählen.", None),
+    ("Ich würde A oder B wählen.", None),
+    ("Vermutlich B, aber sicher bin ich mir nicht.", 1),
+    ("Wahrscheinlich C.", 2),
 ]
 
 TABLES = {"es": (SPANISH, ES), "ca": (CATALAN, CA), "zh": (CHINESE, ZH), "de": (GERMAN, DE)}

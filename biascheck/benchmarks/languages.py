@@ -62,8 +62,8 @@ class Language:
     new_items: tuple[str, ...]
     # Endings a declared letter or text may carry, read away: Korean "입니다", Chinese "吧".
     copula_ends: tuple[str, ...] = ()
-    # Words between a declared letter and what follows it, which separate like punctuation:
-    # "C입니다만 …", "C번 …".
+    # Words between a declared letter or text and what follows it, which separate like
+    # punctuation: "C입니다만 …", "C번 …", "Ich würde C wählen", "No hay suficiente información para saberlo".
     connectives: tuple[str, ...] = ()
     # Words that separate only when punctuation follows: "C요.".
     closing_particles: tuple[str, ...] = ()
