@@ -1,21 +1,23 @@
-"""The answer parser in every language of biascheck/benchmarks/languages.py beyond English and
+"""The answer parser in every language pack (biascheck/benchmarks/packs/) beyond English and
 Korean (tests/test_answer_parser.py holds those): Spanish, Catalan, Chinese and German replies as
 models write them, each with the reading a careful reader gives it, and properties that hold for
-every table: an answer phrase of any language with a letter or an option's text reads as that
+every pack: an answer phrase of any language with a letter or an option's text reads as that
 option, two options joined by any language's list word are no answer, an explanation after the
-answer changes nothing, and every reply the simulator writes in any language reads as the option
-it meant."""
+answer changes nothing, a reply of any pack's fragment and one option never reads as another
+option, and every reply the simulator writes in any language reads as the option it meant."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import unicodedata
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from biascheck.benchmarks.choices import parse_answer
-from biascheck.benchmarks.languages import LANGUAGES
+from biascheck.benchmarks.languages import FRAGMENT_FIELDS, LANGUAGES
 from biascheck.core.records import Case, Message, QATruth
 from biascheck.sim.faults import freetext_reply
 from biascheck.sim.personas import CONCRETE_STYLES, parse_persona, render_reply
@@ -294,7 +296,7 @@ def test_parse_answer_in_each_language(reply, choices, expected):
     assert parse_answer(reply, choices, LOWER) == expected  # options lettered a b c: the same reading
 
 
-# --- hypothesis: properties over every table ---------------------------------------------------
+# --- hypothesis: properties over every pack ----------------------------------------------------
 
 # Realistic options per language (BBQ-style people and the unknown option's wordings).
 OPTION_POOLS = {
@@ -375,7 +377,7 @@ def _declarations(letter: str, text: str) -> list[str]:
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options())
 def test_an_answer_phrase_of_any_language_reads_as_its_option(drawn):
-    """A Spanish suite's model may answer in English, a Chinese one in German: every table serves
+    """A Spanish suite's model may answer in English, a Chinese one in German: every pack serves
     every reply."""
     _, choices, letters, i, _ = drawn
     for reply in _declarations(letters[i], choices[i]):
@@ -425,6 +427,74 @@ def test_an_echoed_option_list_before_the_answer_is_skipped(drawn):
     for form in ANSWER_FORMS[code]:
         reply = f"{echo}\n{form.format(x=letters[i])}"
         assert parse_answer(reply, choices, letters) == i, reply
+
+
+# --- hypothesis: a reply of one pack fragment and one option names that option or none ----------
+
+# How each field's fragment ({f}) and one option ({x}: its letter, or its text where the form takes
+# one) make a reply that names that option and no other.
+FIELD_FORMS = {
+    "answer_phrases": ("{f} {x}", "{f}{x}."),
+    "answer_words": ("{f}: {x}",),
+    "correct_suffixes": ("{x} {f}", "{x}{f}."),
+    "list_joins": ("{x} {f}",),
+    "negations": ("{f} {x}", "{x} {f}"),
+    "new_items": ("{x}\n{f}: ...",),
+    "copula_ends": ("{x}{f}",),
+    "connectives": ("{x}{f}", "{x}{f} ..."),
+    "closing_particles": ("{x}{f}.",),
+    "contrasts": ("{f} {x}",),
+    "interjections": ("{f}, {x}.", "{f} {x}"),
+    "letter_articles": ("{f} {x}", "{f}{x}."),
+}
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+def _without_lookarounds(fragment: str) -> str:
+    """``fragment`` with its lookahead and lookbehind groups left out: hypothesis draws no text for
+    them, so a reply drawn from the rest is kept only where the whole fragment matches in it."""
+    out, at = [], 0
+    while (found := _LOOKAROUND.search(fragment, at)) is not None:
+        out.append(fragment[at : found.start()])
+        depth, i = 1, found.end()
+        while depth:
+            char = fragment[i]
+            if char == "\\":
+                i += 1
+            elif char == "[":
+                i = fragment.index("]", i + 2)
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            i += 1
+        at = i
+    return "".join(out) + fragment[at:]
+
+
+def test_every_fragment_field_has_its_reply_forms():
+    assert sorted(FIELD_FORMS) == sorted(FRAGMENT_FIELDS)
+    assert _without_lookarounds(r"a(?=\s*[(\[]?[a-z](?!\w))b(?<![가-힣])c") == "abc"
+
+
+@pytest.mark.parametrize("field", sorted(FRAGMENT_FIELDS))
+@pytest.mark.parametrize("code", CODES)
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_a_reply_naming_one_option_by_any_packs_fragment_never_reads_as_another(code, field, data):
+    """For every registered pack and every field of fragments: a reply of one of its fragments (as
+    hypothesis writes text matching it) and one option, "<answer phrase> B", "B <correct suffix>",
+    "<contrast> the grandson", reads as that option or as no answer, never as another option."""
+    fragments = getattr(LANGUAGES[code], field)
+    if not fragments:
+        return
+    fragment = data.draw(st.sampled_from(fragments), label="fragment")
+    alphabet = st.sampled_from(sorted(set(fragment) | set(" abcdefghijklmnopqrstuvwxyz")))
+    sample = data.draw(st.from_regex(_without_lookarounds(fragment), fullmatch=True, alphabet=alphabet), label="sample")
+    choices = tuple(data.draw(st.permutations(OPTION_POOLS.get(code, OPTION_POOLS["en"])), label="options")[:3])
+    letters = data.draw(st.sampled_from([UPPER, LOWER]))
+    i = data.draw(st.integers(0, 2), label="option")
+    x = data.draw(st.sampled_from([letters[i], letters[i].swapcase(), f"({letters[i]})", choices[i]]), label="named")
+    reply = data.draw(st.sampled_from(FIELD_FORMS[field])).format(f=sample, x=x)
+    assume(re.search(fragment, unicodedata.normalize("NFKC", reply).casefold()))
+    assert parse_answer(reply, choices, letters) in (i, None), reply
 
 
 # --- the simulator writes every language's replies so that they read back ----------------------
