@@ -274,6 +274,7 @@ GERMAN = [
     ("Ich würde A oder B wählen.", None),
     ("Vermutlich B, aber sicher bin ich mir nicht.", 1),
     ("Wahrscheinlich C.", 2),
+    ("A und B kann man ausschließen, die Antwort ist C.", 2),  # "ß" is "ss" once case-folded
 ]
 
 TABLES = {"es": (SPANISH, ES), "ca": (CATALAN, CA), "zh": (CHINESE, ZH), "de": (GERMAN, DE)}

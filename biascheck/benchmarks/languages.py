@@ -202,8 +202,10 @@ def _fragment_problem(fragment: str) -> tuple[str, str]:
     if compiled.fullmatch(""):
         return f"'{fragment}' matches the empty text, so it would match everywhere", "make it match at least one character"
     outside_escapes = re.sub(r"\\N\{[^}]*\}|\\.", "", fragment)
-    if outside_escapes != outside_escapes.lower():
-        return f"'{fragment}' holds upper-case letters, which no reply holds once case-folded", "write it in lower case"
+    changed = sorted({char for char in outside_escapes if char.casefold() != char})
+    if changed:  # upper case, and "ß", which folds to "ss"
+        folded = ", ".join(f"{char!r} as {char.casefold()!r}" for char in changed)
+        return f"'{fragment}' holds {''.join(changed)}, which no reply holds once case-folded", f"write it case-folded: {folded}"
     return "", ""
 
 
