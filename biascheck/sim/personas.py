@@ -115,9 +115,10 @@ prompt's message key), counter the counter-biased one, random uniformly, refuser
 
 Common parameters: ``seed`` (int, default 0), ``style`` (``letter`` default: exactly
 ``case.letters[i]``; ``text``: exactly ``case.choices[i]``; ``phrase``: the answer sentence of the
-case's language (:mod:`biascheck.benchmarks.languages`): "The answer is B.", "정답은 B입니다.",
-"La respuesta es B.", "答案是B。"; a case of no known language is Korean when its prompt contains
-Hangul, else English; ``mixed``: one of the three per request),
+pack of the case's language (:mod:`biascheck.benchmarks.languages`; a suite's own pack once the
+suite is loaded): "The answer is B.", "정답은 B입니다.", "La respuesta es B.", "答案是B。"; a case of a
+language with no pack is Korean when its prompt contains Hangul, else English; ``mixed``: one of
+the three per request),
 ``logprobs`` (1 default: return log-probabilities when a request asks for them on an HBB case;
 0: never, as a provider without log-probabilities, so the request is answered as a plain one),
 and the fault-injection parameters documented in :mod:`biascheck.sim.faults`.
