@@ -193,8 +193,8 @@ def _fragment_problem(fragment: str) -> tuple[str, str]:
     """What keeps a fragment out of the parser's patterns, and the fix ("" when nothing does)."""
     literal = "write it as a TOML literal string ('...') so that its backslashes stay as written"
     try:
-        compiled = re.compile(fragment)
-        re.compile(f"(?!)|(?:{fragment})")  # as the parser joins it: a global flag or a stray ")" shows here
+        # As the parser joins it, in an alternation: a global flag or a stray ")" shows here too.
+        compiled = re.compile(f"(?!)|(?:{fragment})")
     except re.error as exc:
         return f"'{fragment}' is not a regular expression ({exc.msg})", f"fix it; {literal}"
     if compiled.groupindex or re.search(r"(?<!\\)(?:\\\\)*\\[1-9]", fragment):
