@@ -151,7 +151,9 @@ def test_a_letter_label_is_refused_in_one_line_naming_the_file_the_row_and_the_f
     with pytest.raises(BiascheckError) as info:
         load_suite(folder, offline=True)
     message = str(info.value)
-    assert message.startswith(f"{folder / 'data' / 'age.csv'}: line 2: gold: 'b' is not 0, 1 or 2") or "gold: 'a' is not 0, 1 or 2" in message, message
+    assert message.startswith(f"{folder / 'data' / 'age.csv'}: line 2: gold: 'b' is not 0, 1 or 2") or "gold: 'a' is not 0, 1 or 2" in message, (
+        message
+    )
     assert "\n" not in message
 
 
