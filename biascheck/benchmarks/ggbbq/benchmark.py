@@ -24,8 +24,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from biascheck.benchmarks.qa.bbq import BBQ_ROWS, BBQBenchmark, RowFormat, item_of_row, jsonl_rows
-from biascheck.benchmarks.qa.benchmark import QAItem
+from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAItem, RowFormat, item_of_row, jsonl_rows
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (

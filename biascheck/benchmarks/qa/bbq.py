@@ -380,6 +380,10 @@ class BBQBenchmark(QABenchmark):
         and how many rows were left out (no option holds the stereotyped groups, or two do)."""
         return load_items(path, category, row_format)
 
+    def row_format(self, manifest: SuiteManifest) -> RowFormat:
+        """How the suite's files hold BBQ's fields: its [bbq] table's, else BBQ's own layout."""
+        return row_format_of(manifest)
+
     def load(self, manifest, files):
         data = self.load_items_of(manifest, files)
         prompts = [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
@@ -390,7 +394,7 @@ class BBQBenchmark(QABenchmark):
     def load_items_of(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> QAData:
         """The suite's items from its category files (prompts empty: :meth:`load` adds them)."""
         found, skipped = category_files(manifest, files)
-        row_format = row_format_of(manifest)
+        row_format = self.row_format(manifest)
         keyed: list[tuple[QAItem, tuple]] = []
         data_quality: dict[str, dict[str, int]] = {}
         for _, category, path in found:
