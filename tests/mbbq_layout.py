@@ -89,6 +89,8 @@ def rows(category: str, language: str, control: bool) -> list[dict]:
     """One made-up category file: ``TEMPLATES`` templates x (neg, nonneg) x (ambig, disambig)."""
     stereotyped, tag, other_tag, people = CATEGORIES[category]
     first, second = people[language]
+    if category == "Gender_identity" and language == "es":  # as MBBQ's Spanish files tag people: by their word
+        tag, other_tag = first, second
     if control:  # the control set names people: no group, the tags kept (as MBBQ's files do)
         first, second = ("Anna", "Sofie") if language != "tr" else ("Ayşe", "Elif")
     ambiguous, disambiguated, negative, nonnegative = WORDS[language]

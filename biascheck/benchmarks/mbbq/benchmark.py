@@ -21,16 +21,21 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from biascheck.benchmarks.qa import QAData, QAPrompt
-from biascheck.benchmarks.qa.bbq import BBQBenchmark
-from biascheck.benchmarks.qa.benchmark import read_utf8
+from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAData, QAPrompt, RowFormat, read_utf8
 from biascheck.config.manifest import SuiteManifest
 from biascheck.config.sources import Resolved
 from biascheck.core.errors import BiascheckError
 
 LETTERS = ("A", "B", "C")
+# The translations tag some people by their word in the language rather than BBQ's F and M (the
+# Spanish Gender_identity files most): the words MBBQ's own code reads as F and M.
+GENDER_WORDS = {
+    "f": ("vrouw", "meisje", "kız", "kadın", "chica", "mujer", "maestra"),
+    "m": ("jongen", "erkek çocuk", "adam", "chico", "hombre", "maestro"),
+}
 PLACEHOLDERS = ("{context}", "{question}", "{a}", "{b}", "{c}")
 # What answer_detection.py names its English prompts and their translations.
 PROMPTS, TRANSLATED = "prompts", "trans_prompt_dict"
@@ -97,6 +102,12 @@ class MBBQBenchmark(BBQBenchmark):
     }
     settings_schema = None  # MBBQ's files are BBQ's layout: no [mbbq] table
     settings_required = True
+
+    def row_format(self, manifest: SuiteManifest) -> RowFormat:
+        aliases = dict(BBQ_ROWS.group_aliases)
+        for group, words in GENDER_WORDS.items():
+            aliases[group] = (*aliases[group], *words)
+        return replace(BBQ_ROWS, group_aliases=aliases)
 
     def load(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> QAData:
         key = manifest.prompts_from_data
