@@ -40,14 +40,19 @@ def load_suite(
     data_dir: Path | None = None,
     cache_dir: Path | None = None,
     offline: bool | None = None,
+    allow_unpinned: bool = False,
 ) -> Suite:
     """The suite in ``suite_dir`` (a folder, its suite.toml, or a packaged suite's name) with its
-    data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; then the cache; then a
-    download unless ``offline``) and its cases built. :func:`biascheck.run` reads the suite from the
-    same ``data_dir``; an error about the data names this argument."""
+    data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; a suite with its own data
+    folder, ``[suite] data``, reads there; then the cache; then a download unless ``offline``) and its
+    cases built. :func:`biascheck.run` reads the suite from the same ``data_dir``; an error about the
+    data names this argument. ``allow_unpinned``: accept files the manifest pins by no checksum
+    (pass ``RunConfig(allow_unpinned_data=True)`` to the run too)."""
     from biascheck import suite
 
-    return suite.load_suite(suite_dir, data_dir=data_dir, cache_dir=cache_dir, offline=offline, data_option=DATA_ARGUMENT)
+    return suite.load_suite(
+        suite_dir, data_dir=data_dir, cache_dir=cache_dir, offline=offline, data_option=DATA_ARGUMENT, allow_unpinned=allow_unpinned
+    )
 
 
 # --- reading files -------------------------------------------------------------------------------

@@ -406,7 +406,11 @@ def _suites(args) -> int:
         if counted is not None:
             counted.name = label
             estimates.append(counted)
-        rows.append([label, where, benchmark, f"{counted.cases:,}" if counted else "-", _calls_cell(counted)])
+        cases = f"{counted.cases:,}" if counted else "-"
+        if counted is None and problem and (declared := _declared_cases(path)) is not None:
+            cases = f"{declared:,}*"
+            notes[-1] = notes[-1].replace(": no counts: ", ": ", 1) + f"; * counted from the rows its manifest declares ({declared:,} cases)"
+        rows.append([label, where, benchmark, cases, _calls_cell(counted)])
     lines = table(rows, right=(3,)) if args.model is None else render(estimates).splitlines()
     print("\n".join(lines + [f"  {note}" for note in notes]))
     print(f"packaged suites: {packaged_suites_dir()}; run one with: pytest --biascheck-suite NAME --biascheck-model MODEL")
@@ -494,6 +498,19 @@ def _count_suite(path: Path, args, config):
             f"the counts leave them out, and a run without them is a failed check unless {ALLOW_MISSING_DATA}"
         )
     return manifest.benchmark, counted, note
+
+
+def _declared_cases(path: Path) -> int | None:
+    """The cases a suite's manifest declares, for a suite whose files are not here (see
+    ``Benchmark.declared_cases``); None when it does not say."""
+    from biascheck.benchmarks.base import get_benchmark
+    from biascheck.config.manifest import load_manifest
+
+    manifest = load_manifest(path)
+    try:
+        return get_benchmark(manifest.benchmark).declared_cases(manifest)
+    except KeyError:
+        return None
 
 
 def _nowhere(args) -> str:

@@ -184,6 +184,12 @@ FLAGS = (
         "downloaded: the results list them and say the gap was accepted (without it, each is a failed check)",
     ),
     (
+        "--biascheck-allow-unpinned-data",
+        "biascheck_allow_unpinned_data",
+        "read data files the suite manifest pins by no checksum (a dataset of your own, in the suite's data folder or the "
+        "mirror): the results list them with their sha256, and their numbers compare with no run of other bytes",
+    ),
+    (
         "--biascheck-fail-inconclusive",
         "biascheck_fail_inconclusive",
         "the same as --biascheck-on-inconclusive=fail (kept as an alias): fail regression checks that can neither show "
@@ -520,6 +526,7 @@ def run_config(config: OptionSource) -> RunConfig:
         estimator=estimator,
         shard=Shard.parse(shard) if shard else None,
         allow_missing_data=flag(config, "--biascheck-allow-missing-data"),
+        allow_unpinned_data=flag(config, "--biascheck-allow-unpinned-data"),
     )
 
 

@@ -174,7 +174,7 @@ class Gate:
         from biascheck.session import resolve
         from biascheck.suite import load_suite
 
-        suite = load_suite(folder, data_dir=self.config.data_dir)
+        suite = load_suite(folder, data_dir=self.config.data_dir, allow_unpinned=self.config.allow_unpinned_data)
         resolve(suite, self.config)
         return suite
 

@@ -72,6 +72,9 @@ class RunConfig:
     # --biascheck-allow-missing-data: a category whose data file can be had nowhere is left out and
     # the results say so, instead of failing the run (see biascheck.suite.ALLOW_MISSING_DATA).
     allow_missing_data: bool = False
+    # --biascheck-allow-unpinned-data: read data files the manifest pins by no checksum (a dataset of
+    # the user's own); the results record them. The run's simulator reads them too.
+    allow_unpinned_data: bool = False
 
     def __post_init__(self) -> None:
         # The bound of --biascheck-concurrency, for Python callers too: 0 workers would answer nothing.
@@ -181,8 +184,8 @@ class _Clients:
     one simulated server that knows these suites, started on first use and stopped with the run,
     unless an api_base names a simulator already serving (whose batches outlive the run)."""
 
-    def __init__(self, suites: Sequence[Suite], data_dir: Path | None, stack: ExitStack):
-        self._suites, self._data_dir, self._stack = suites, data_dir, stack
+    def __init__(self, suites: Sequence[Suite], data_dir: Path | None, stack: ExitStack, allow_unpinned: bool = False):
+        self._suites, self._data_dir, self._stack, self._allow_unpinned = suites, data_dir, stack, allow_unpinned
         self._sim_url: str | None = None
 
     @contextmanager
@@ -194,7 +197,8 @@ class _Clients:
             yield LiteLLMClient(model, api_base=model.api_base, require_price=require_price)
             return
         if self._sim_url is None:
-            self._sim_url = self._stack.enter_context(simulator([s.manifest.directory for s in self._suites], self._data_dir))
+            folders = [s.manifest.directory for s in self._suites]
+            self._sim_url = self._stack.enter_context(simulator(folders, self._data_dir, allow_unpinned=self._allow_unpinned))
         yield LiteLLMClient(model, api_base=self._sim_url, require_price=require_price)
 
 
@@ -374,7 +378,7 @@ def run(selection: Sequence[tuple[Suite, Sequence[Case]]], config: RunConfig, *,
         _qualify_judges(plans, config, stats)
     responses: dict[str, Any] = {}
     with ExitStack() as stack, ResponseStore(config.store_path) as store, store.exclusive(), _kept_on_interrupt(store, plans):
-        clients = _Clients(suites, data_folder(suites, config), stack)
+        clients = _Clients(suites, data_folder(suites, config), stack, config.allow_unpinned_data)
         shared = store.run_errors(config.shared_run_id) if config.shared_run_id else None
         _check_ready(plans, config, store)
 

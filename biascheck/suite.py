@@ -85,6 +85,12 @@ class Suite:
         return self._by_id[case_id]
 
     @property
+    def unpinned_data(self) -> dict[str, str]:
+        """The files the manifest pins by no checksum, read as --biascheck-allow-unpinned-data
+        allows: data key -> the sha256 of what was read (results.json's suite.unpinned_data)."""
+        return {key: r.content_sha256 or "" for key, r in sorted(self.files.items()) if r.unpinned and r.local is not None}
+
+    @property
     def categories(self) -> list[str]:
         return sorted({case.category for case in self.cases})
 
@@ -108,7 +114,7 @@ class Suite:
 
         # Each file by its pin: the sha256 where known (so fingerprints made before blob ids stay as
         # they were), else its git blob id.
-        data = sorted((key, r.file.pin) for key, r in self.files.items() if r.local is not None and measured(key))
+        data = sorted((key, r.pin) for key, r in self.files.items() if r.local is not None and measured(key))
         prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
         subset = [m.benchmark, sorted(m.categories), m.choice_orders, m.sample, m.subset_seed, m.templates_per_category]
         subset += self.benchmark.fingerprint_settings(m)
@@ -188,25 +194,37 @@ def load_suite(
     cache_dir: Path | None = None,
     offline: bool | None = None,
     data_option: str = MIRROR_OPTION,
+    allow_unpinned: bool = False,
 ) -> Suite:
     """The suite in ``suite_dir`` (a folder, its suite.toml, or a packaged suite's name) with its
-    data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; then the cache; then a
-    download unless ``offline``) and its cases built. ``data_option``: how the caller names the
-    mirror in an error (the plugin's option by default; the Python API's argument in ``biascheck.load_suite``)."""
+    data files resolved (``data_dir``: a mirror, else BIASCHECK_DATA_DIR; a suite whose manifest
+    names its own folder, ``[suite] data``, reads there instead; then the cache; then a download
+    unless ``offline``) and its cases built. ``data_option``: how the caller names the mirror in an
+    error (the plugin's option by default; the Python API's argument in ``biascheck.load_suite``).
+    ``allow_unpinned``: accept files the manifest pins by no checksum (``--biascheck-allow-unpinned-data``)."""
     manifest = load_manifest(suite_folder(suite_dir))
     if manifest.language_pack:
         register_suite_pack(manifest)
     benchmark = benchmark_of(manifest)
     mirror = data_dir if data_dir is not None else env_data_dir()
+    folder = manifest.data_folder if manifest.data_folder is not None else mirror
+    if manifest.data_folder is not None and not manifest.data_folder.is_dir():
+        raise BiascheckError(
+            manifest.path,
+            "suite.data",
+            f"{manifest.data_folder} is not a folder",
+            "give the folder of the suite's data files, relative to the manifest",
+        )
     cache = cache_dir if cache_dir is not None else default_cache_dir() / "data"
     files = {
         key: resolve(
             file,
             manifest_path=manifest.path,
-            mirror=mirror,
+            mirror=folder,
             cache_dir=cache,
             offline=env_offline() if offline is None else offline,
-            mirror_option=data_option,
+            mirror_option=data_option if manifest.data_folder is None else f"{manifest.path}: suite.data",
+            allow_unpinned=allow_unpinned,
         )
         for key, file in manifest.data.items()
     }

@@ -354,13 +354,16 @@ def test_bbq_needs_exactly_one_unknown_option(tmp_path, groups, found):
     assert_one_line_error(exc, file, "line 3: answer_info", f"exactly one 'unknown' option, found {found}")
 
 
-@pytest.mark.parametrize(("stereotyped", "ans1_group", "matches"), [(["young"], "nonOld", 0), (["old"], "old", 2), (["old", "nonOld"], "nonOld", 2)])
-def test_bbq_stereotyped_group_must_match_one_option(tmp_path, stereotyped, ans1_group, matches):
+@pytest.mark.parametrize(("stereotyped", "ans1_group"), [(["young"], "nonOld"), (["old"], "old"), (["old", "nonOld"], "nonOld")])
+def test_a_bbq_row_whose_stereotyped_groups_match_no_option_or_two_is_left_out_and_counted(tmp_path, stereotyped, ans1_group):
+    # BBQ's analysis script leaves such rows out (16 in its files: no option is the biased one);
+    # biascheck does too, and says how many in the results' data_quality.
     rows = bbq_rows()
     rows[3]["additional_metadata"]["stereotyped_groups"] = stereotyped
     rows[3]["answer_info"]["ans1"][1] = ans1_group
-    exc, file = _bbq_error(tmp_path, jsonl(rows))
-    assert_one_line_error(exc, file, "line 4: additional_metadata.stereotyped_groups", f"matches {matches} answer options")
+    suite = load(tmp_path, bbq_suite(tmp_path, jsonl(rows)))
+    assert {case.sample_id for case in suite.cases} == {"Age-0", "Age-1", "Age-2"}
+    assert suite.data_quality == {"Age": {"target_unresolved": 1}}
 
 
 @pytest.mark.parametrize(
@@ -538,7 +541,9 @@ def test_bbq_biased_option_rule(sample_id, unknown, biased):
 
     mirror = mirror_dir()
     category = sample_id.rsplit("-", 1)[0]
-    items = {item.sample_id: item for item, _ in load_items(mirror / "bbq" / f"{category}.jsonl", category)}
+    loaded, unresolved = load_items(mirror / "bbq" / f"{category}.jsonl", category)
+    assert unresolved == 0  # every row of the mirrored files names its stereotyped option once
+    items = {item.sample_id: item for item, _ in loaded}
     item = items[sample_id]
     row = _bbq_rows(mirror, category)[sample_id]
     assert item.unknown == unknown and item.biased == biased

@@ -137,7 +137,6 @@ MANIFEST_ERRORS = [
     ("sampling-out-of-range", replace("temperature = 0", "top_p = 0"), "sampling.top_p", ("less than or equal to the minimum",)),
     ("bad-sha256", replace(f'sha256 = "{sha(SAMPLES)}"', 'sha256 = "1234abcd"'), "data.samples.sha256", ("'1234abcd' is not a sha256",)),
     ("uppercase-sha256", replace(f'sha256 = "{sha(SAMPLES)}"', f'sha256 = "{sha(SAMPLES).upper()}"'), "data.samples.sha256", ("is not a sha256",)),
-    ("missing-sha256", replace(f'sha256 = "{sha(SAMPLES)}"\n', ""), "data.samples", ("has no checksum (neither sha256 nor git_blob_sha1)", "git_blob_sha1 (40")),
     ("http-url", replace("https://example.invalid/kobbq/samples.tsv", "http://example.com/kobbq/samples.tsv"), "data.samples.url", ("plain http to a non-loopback host",)),
     ("ftp-url", replace("https://example.invalid/kobbq/samples.tsv", "ftp://example.com/samples.tsv"), "data.samples.url", ("scheme 'ftp'",)),
     ("dotdot-path", replace('path = "kobbq/samples.tsv"', 'path = "../kobbq/samples.tsv"'), "data.samples.path", ("contains '..'",)),
@@ -201,6 +200,22 @@ def test_manifest_mistake_is_one_line_naming_the_field(tmp_path, text, field, fr
     with pytest.raises(BiascheckError) as again:
         load_suite(suite, data_dir=tmp_path / "no-such-mirror", cache_dir=tmp_path / "cache", offline=True)
     assert str(again.value) == str(exc.value)
+
+
+def test_an_unpinned_file_is_refused_before_any_call_unless_the_run_accepts_it(tmp_path):
+    # Not a mistake of the manifest alone (a dataset of the user's own may carry no checksum), but
+    # its bytes cannot be verified: load_suite refuses it, in one line with both fixes, unless
+    # the run accepts it; then the suite lists it with the sha256 of what it read.
+    suite = make_suite(tmp_path, replace(f'sha256 = "{sha(SAMPLES)}"\n', ""))
+    with pytest.raises(BiascheckError) as exc:
+        load(tmp_path, suite)
+    assert_manifest_error(
+        exc, suite, "data.samples", "has no checksum (neither sha256 nor git_blob_sha1)", "git_blob_sha1 (40", "--biascheck-allow-unpinned-data"
+    )
+    loaded = load_suite(suite, data_dir=tmp_path / "mirror", cache_dir=tmp_path / "cache", offline=True, allow_unpinned=True)
+    assert loaded.unpinned_data == {"samples": sha(SAMPLES)} and loaded.cases
+    pinned = load(tmp_path, make_suite(tmp_path / "pinned"))
+    assert pinned.fingerprint()["data"] == loaded.fingerprint()["data"]  # the same bytes: the same data part
 
 
 def test_manifest_not_utf8(tmp_path):

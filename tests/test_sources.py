@@ -415,15 +415,44 @@ def test_from_manifest_accepts_a_good_table():
 
 
 @pytest.mark.parametrize("optional", [False, True])
-def test_a_file_pinned_by_no_checksum_is_refused(optional):
-    # An unpinned file could never be used (its bytes cannot be verified), so it is no longer a
-    # category "skipped until someone pins it": the manifest is wrong, and says how to fix it.
+def test_a_file_pinned_by_no_checksum_is_refused_unless_the_run_accepts_it(optional, tmp_path):
+    # Bytes no checksum pins cannot be verified: such a file is refused where it would be read,
+    # with the fix, optional or not; a run that accepts it (a dataset of the user's own) reads it
+    # from the data folder alone, and the sha256 of what it read stands for its pin.
     table = {"path": GOOD["path"], "url": GOOD["url"], "optional": optional}
+    file = DataFile.from_manifest("samples", table, MANIFEST)
+    mirror = tmp_path / "mirror"
+    (mirror / "kobbq").mkdir(parents=True)
+    (mirror / GOOD["path"]).write_bytes(b"mine\n")
     with pytest.raises(BiascheckError) as info:
-        DataFile.from_manifest("samples", table, MANIFEST)
+        resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=tmp_path / "cache", offline=True)
     message = str(info.value)
     assert message.startswith(f"{MANIFEST}: data.samples: has no checksum (neither sha256 nor git_blob_sha1); ")
-    assert "git_blob_sha1 (40" in message and "sources.json" in message and "\n" not in message
+    assert "git_blob_sha1 (40" in message and "sources.json" in message and "--biascheck-allow-unpinned-data" in message and "\n" not in message
+    got = resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=tmp_path / "cache", offline=True, allow_unpinned=True)
+    assert got.unpinned and got.origin == "mirror" and got.content_sha256 == hashlib.sha256(b"mine\n").hexdigest() == got.pin
+    # Never downloaded or cached: nothing could verify the bytes.
+    elsewhere = tmp_path / "empty"
+    elsewhere.mkdir()
+    if optional:
+        missing = resolve(file, manifest_path=MANIFEST, mirror=elsewhere, cache_dir=tmp_path / "cache", allow_unpinned=True)
+        assert missing.missing and "pinned by no checksum, so it is read from the data folder alone" in (missing.reason or "")
+    else:
+        with pytest.raises(BiascheckError, match="pinned by no checksum, so it is read from the data folder alone"):
+            resolve(file, manifest_path=MANIFEST, mirror=elsewhere, cache_dir=tmp_path / "cache", allow_unpinned=True)
+
+
+def test_a_pinned_file_without_a_url_is_read_from_the_folder_and_the_cache_never_downloaded(tmp_path):
+    file = DataFile.from_manifest("samples", {"path": GOOD["path"], "sha256": hashlib.sha256(b"x\n").hexdigest()}, MANIFEST)
+    assert file.url is None
+    with pytest.raises(
+        BiascheckError, match=r"data\.samples: \S+ was not found: no mirror given; not in the cache .*; it has no url to download it from"
+    ):
+        resolve(file, manifest_path=MANIFEST, mirror=None, cache_dir=tmp_path / "cache")
+    mirror = tmp_path / "mirror"
+    (mirror / "kobbq").mkdir(parents=True)
+    (mirror / GOOD["path"]).write_bytes(b"x\n")
+    assert resolve(file, manifest_path=MANIFEST, mirror=mirror, cache_dir=tmp_path / "cache").origin == "mirror"
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/f", "http://127.9.9.9/f", "http://[::1]:1/f", "http://localhost/f"])
@@ -452,7 +481,6 @@ def test_plain_http_is_allowed_to_loopback(url):
         ({"url": "http://128.0.0.1/x.tsv"}, "url", "plain http to a non-loopback host"),
         ({"url": "https:///x.tsv"}, "url", "has no host"),
         ({"url": "example.com/x.tsv"}, "url", "has no scheme"),
-        ({"url": None}, "url", "missing"),
         ({"url": 3}, "url", "must be a string"),
         ({"optional": "yes"}, "optional", "must be true or false"),
     ],

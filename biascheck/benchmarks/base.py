@@ -26,11 +26,12 @@ Has a default (override where the benchmark differs):
 - ``metric_names`` (the keys of ``metric_defs``); ``extra_metric_defs`` (none) and
   ``scored_metric_defs(scoring)`` (``metric_defs``): metrics that depend on how a run was scored
   (BBG's judge-corrected ones); ``settings_schema`` (None: no suite.toml table of
-  its own), ``takes_prompts`` / ``takes_answers`` (False: no [prompts] / [answers] table),
+  its own; ``settings_required``, True: a suite must have it), ``takes_prompts`` / ``takes_answers``
+  (False: no [prompts] / [answers] table),
   ``records_schema`` (anything goes), ``estimators`` (none), ``common_categories`` (none);
 - ``estimator(manifest, override)`` -> None (one way to answer); ``fallback_reason(estimator,
   responses)`` -> None; ``fingerprint_settings(manifest)`` -> []; ``default_scoring(manifest)``
-  -> None; ``report_examples(cases, limit)`` -> [];
+  -> None; ``report_examples(cases, limit)`` -> []; ``declared_cases(manifest)`` -> None (no count without the data);
 - ``items(cases)``: the test items a suite shows, as (name, category, case ids): one per case;
   ``item_status(outcomes, cases, manifest)`` -> (status, error or None) of one item: the
   outcome's status.
@@ -186,9 +187,13 @@ class Benchmark(Protocol):
     def report_layout(self) -> ReportLayout: ...
 
     # The schema fragment of the benchmark's own suite.toml table, named after it (None: it takes
-    # none), and whether its suites name their prompts in [prompts] (else its table holds them).
+    # none), whether a suite must have that table, and whether its suites name their prompts in
+    # [prompts] (else its table holds them).
     @property
     def settings_schema(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def settings_required(self) -> bool: ...
 
     @property
     def takes_prompts(self) -> bool: ...
@@ -251,6 +256,11 @@ class Benchmark(Protocol):
         the benchmark shows none); columns as ``report_layout.examples_columns``."""
         ...
 
+    def declared_cases(self, manifest: SuiteManifest) -> int | None:
+        """The suite's cases from what its manifest declares alone (its data files' ``rows``),
+        for a listing of suites whose files are not here; None when the manifest cannot say."""
+        ...
+
 
 # Anything goes: a benchmark that describes its records overrides ``records_schema``.
 ANY_RECORDS: Mapping[str, Any] = {"results_case": {}, "baseline_row": {}}
@@ -302,6 +312,7 @@ class BaseBenchmark(ABC):
     # --- defaults -------------------------------------------------------------------------------
 
     settings_schema: Mapping[str, Any] | None = None
+    settings_required = True
     takes_prompts = False
     takes_answers = False
     records_schema: Mapping[str, Any] = ANY_RECORDS
@@ -330,6 +341,9 @@ class BaseBenchmark(ABC):
 
     def report_examples(self, cases: Sequence[Mapping[str, Any]], limit: int) -> list[tuple[str, ...]]:
         return []
+
+    def declared_cases(self, manifest: SuiteManifest) -> int | None:
+        return None
 
     def items(self, cases: Sequence[Case]) -> list[Item]:
         """One test item per case, named by its id."""
@@ -442,7 +456,8 @@ def check_settings(manifest: SuiteManifest, benchmark: Benchmark) -> None:
         if table is not None:
             raise BiascheckError(path, name, f"{name} suites have no [{name}] table", "remove it")
     elif table is None:
-        raise BiascheckError(path, "(top level)", f"{name!r} is a required property", f"add a [{name}] table ({EXAMPLE_FIX})")
+        if benchmark.settings_required:
+            raise BiascheckError(path, "(top level)", f"{name!r} is a required property", f"add a [{name}] table ({EXAMPLE_FIX})")
     else:
         check_table(path, name, table, dict(benchmark.settings_schema))
     if benchmark.takes_prompts and "prompts" not in manifest.raw:

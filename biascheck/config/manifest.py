@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from biascheck.config.sources import FIX_PIN, DataFile
@@ -214,6 +214,9 @@ class SuiteManifest:
     answers: dict[str, Any] = field(default_factory=dict)
     # [suite] language_pack: the language pack the suite ships, relative to the manifest ("" for none).
     language_pack: str = ""
+    # [suite] data: the suite's own folder of data files (a dataset of the user's own), resolved
+    # against the manifest; None: the mirror the run names (--biascheck-data), else the cache.
+    data_folder: Path | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -430,7 +433,7 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         description=raw["suite"].get("description", ""),
         language=raw["suite"].get("language", ""),
         data=data,
-        data_categories={k: t["category"] for k, t in raw["data"].items() if "category" in t},
+        data_categories=_data_categories(path, raw),
         prompts_from_data=prompts.get("from_data"),
         prompt_ids=tuple(prompts["use"]) if "use" in prompts else None,
         inline_prompts=inline,
@@ -451,12 +454,36 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         settings=raw.get(own_table) if own_table else None,
         answers=dict(raw.get("answers", {})),
         language_pack=raw["suite"].get("language_pack", ""),
+        data_folder=path.parent / raw["suite"]["data"] if "data" in raw["suite"] else None,
         regression=RegressionSettings(
             rules=rules,
             **{key: regression[key] for key in ("alpha", "power", "resamples", "seed", "flip_limit", "on_inconclusive") if key in regression},
         ),
         raw=raw,
     )
+
+
+def _data_categories(path: Path, raw: dict[str, Any]) -> dict[str, str]:
+    """Data key -> the category its file holds: its table's ``category``, else its file name read
+    by ``[suite] category_from`` (``"{category}_nl.jsonl"``); files that hold no one category have none."""
+    pattern = raw["suite"].get("category_from")
+    regex = re.compile(re.escape(pattern).replace(re.escape("{category}"), "(?P<category>.+)")) if pattern else None
+    found = {}
+    for key, table in raw["data"].items():
+        if "category" in table:
+            found[key] = table["category"]
+        elif regex is not None:
+            name = PurePosixPath(table["path"]).name
+            match = regex.fullmatch(name)
+            if match is None:
+                raise BiascheckError(
+                    path,
+                    f"data.{key}.path",
+                    f"the file name {name!r} is not {pattern!r} ([suite] category_from)",
+                    'give the table a category = "..."',
+                )
+            found[key] = match.group("category")
+    return found
 
 
 def _threshold(table: dict[str, float]) -> Threshold:

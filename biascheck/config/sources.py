@@ -59,8 +59,12 @@ PINS = {
     ),
 }
 # Keys a [data.<key>] table may hold; "category" belongs to the manifest layer and is ignored here.
-_MANIFEST_KEYS = ("path", "url", *PINS, "optional", "category")
-_REQUIRED_KEYS = ("path", "url")
+# A file without a url is read from the data folder alone (a dataset of the user's own).
+_MANIFEST_KEYS = ("path", "url", *PINS, "optional", "category", "rows")
+_REQUIRED_KEYS = ("path",)
+# The option that accepts a file the manifest pins by no checksum (a dataset of the user's own):
+# its bytes cannot be verified, so the results record it and its numbers compare with no one else's.
+ALLOW_UNPINNED = "--biascheck-allow-unpinned-data"
 
 _FIX_URL = "use the file's https raw URL pinned to a commit (see sources.json in the data mirror)"
 FIX_PIN = (
@@ -127,10 +131,13 @@ class DataFile:
 
     key: str  # name in the manifest, e.g. "samples" or "Age"
     path: str  # relative path inside a mirror, e.g. "kobbq/KoBBQ_test_samples.tsv"
-    url: str
-    sha256: str | None  # lowercase hex, 64 chars; None when the file is pinned by git_blob_sha1 alone
+    url: str | None  # None: read from the data folder alone, never downloaded
+    sha256: str | None  # lowercase hex, 64 chars; None when the file is pinned by git_blob_sha1 alone (or by nothing)
     optional: bool = False
     git_blob_sha1: str | None = None  # lowercase hex, 40 chars: sha1 of b"blob <size>\0" + the bytes
+    # The records the file holds, as the manifest declares them: a listing counts a suite whose
+    # files are not here from them (Benchmark.declared_cases); nothing checks a file against it.
+    rows: int | None = None
 
     @property
     def basename(self) -> str:
@@ -167,7 +174,7 @@ class DataFile:
         for field_name in _REQUIRED_KEYS:
             if field_name not in table:
                 raise BiascheckError(where, f"{name}.{field_name}", "missing", {"path": _FIX_PATH, "url": _FIX_URL}[field_name])
-        for field_name in (*_REQUIRED_KEYS, *PINS):
+        for field_name in ("path", "url", *PINS):
             if field_name in table and not isinstance(table[field_name], str):
                 raise BiascheckError(where, f"{name}.{field_name}", f"must be a string, got {type(table[field_name]).__name__}", "quote the value")
         if not isinstance(optional, bool):
@@ -175,10 +182,11 @@ class DataFile:
         file = cls(
             key=key,
             path=table["path"],
-            url=table["url"],
+            url=table.get("url"),
             sha256=table.get("sha256"),
             optional=optional,
             git_blob_sha1=table.get("git_blob_sha1"),
+            rows=table.get("rows"),
         )
         file.check(manifest_path)
         return file
@@ -189,12 +197,11 @@ class DataFile:
         problem = _path_problem(self.path)
         if problem:
             raise BiascheckError(manifest_path, f"{name}.path", f"{self.path!r} {problem}", _FIX_PATH)
-        problem = _url_problem(self.url)
+        problem = _url_problem(self.url) if self.url is not None else None
         if problem:
             raise BiascheckError(manifest_path, f"{name}.url", f"{self.url!r} {problem}", _FIX_URL)
-        # Bytes that cannot be verified are never used, wherever they are found: every file is pinned.
-        if not self.pins:
-            raise BiascheckError(manifest_path, name, "has no checksum (neither sha256 nor git_blob_sha1)", FIX_PIN)
+        # An unpinned file (no checksum) is refused where it would be read, unless the run accepts
+        # it (resolve's allow_unpinned): the manifest alone cannot say.
         for field_name, value in self.pins.items():
             pattern, fix = PINS[field_name]
             if not pattern.fullmatch(value):
@@ -211,10 +218,22 @@ class Resolved:
     local: Path | None  # None when missing (optional files only)
     origin: Origin
     reason: str | None = None  # why missing
+    # The sha256 of a file the manifest pins by no checksum, read from what was found: its
+    # fingerprint part, and what the results record of it.
+    content_sha256: str | None = None
 
     @property
     def missing(self) -> bool:
         return self.local is None
+
+    @property
+    def unpinned(self) -> bool:
+        return not self.file.pins
+
+    @property
+    def pin(self) -> str:
+        """The id of the content used: the manifest's pin, else (an unpinned file) its sha256."""
+        return self.file.pin or self.content_sha256 or ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,12 +382,14 @@ def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: floa
         ) from None
     tmp = Path(tmp_name)
     done = False
+    url = file.url
+    assert url is not None, "resolve downloads only a file with a url"
     try:
         received = 0
-        request = urllib.request.Request(file.url, headers={"User-Agent": user_agent()})
+        request = urllib.request.Request(url, headers={"User-Agent": user_agent()})
         with os.fdopen(fd, "wb") as out:
             try:
-                response = _opener(file.url).open(request, timeout=timeout)
+                response = _opener(url).open(request, timeout=timeout)
             except urllib.error.HTTPError as exc:
                 exc.close()
                 raise _DownloadFailed(f"HTTP {exc.code} {exc.reason}") from None
@@ -448,15 +469,25 @@ def resolve(
     offline: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     mirror_option: str = MIRROR_OPTION,
+    allow_unpinned: bool = False,
 ) -> Resolved:
     """Find ``file`` in the mirror, then the cache, then download it (unless ``offline``);
-    ``mirror_option``: how the caller names the mirror, for the fix of an error.
+    ``mirror_option``: how the caller names the mirror, for the fix of an error. A file the
+    manifest pins by no checksum is read from the mirror alone, and only when ``allow_unpinned``:
+    it is never cached or downloaded, since nothing could verify the bytes.
 
     Returns a verified local path, or (optional files only) ``origin == "missing"`` with the reason:
     the same words a required file's error gives. Raises :class:`BiascheckError` for a checksum
     mismatch, a bad field, or a required file that cannot be had.
     """
     file.check(manifest_path)
+    if not file.pins and not allow_unpinned:
+        raise BiascheckError(
+            manifest_path,
+            f"data.{file.key}",
+            "has no checksum (neither sha256 nor git_blob_sha1)",
+            f"{FIX_PIN}; or, for a dataset of your own, pass {ALLOW_UNPINNED} (the results say so: its numbers compare with no one else's)",
+        )
     tried: list[str] = []
 
     if mirror is not None:
@@ -470,6 +501,8 @@ def resolve(
             )
         candidate = mirror / PurePosixPath(file.path)
         if candidate.is_file():
+            if not file.pins:
+                return Resolved(file, candidate, "mirror", content_sha256=sha256_file(candidate))
             _verify_local(file, candidate, manifest_path, "mirror")
             return Resolved(file, candidate, "mirror")
         # An optional file a mirror lacks is still looked for: a mirror too small for some files
@@ -478,11 +511,20 @@ def resolve(
     else:
         tried.append("no mirror given")
 
-    cached = Path(cache_dir) / file.pin / file.basename
-    if cached.is_file():
-        _verify_local(file, cached, manifest_path, "cache")
-        return Resolved(file, cached, "cache")
-    tried.append(f"not in the cache ({cached})")
+    if file.pins:  # the cache is addressed by the pin
+        cached = Path(cache_dir) / file.pin / file.basename
+        if cached.is_file():
+            _verify_local(file, cached, manifest_path, "cache")
+            return Resolved(file, cached, "cache")
+        tried.append(f"not in the cache ({cached})")
+    if not file.pins or file.url is None:  # nothing could verify a download, or nowhere to download from
+        why = "it is pinned by no checksum, so it is read from the data folder alone" if not file.pins else "it has no url to download it from"
+        problem = f"{file.path} was not found: {'; '.join(tried)}; {why}"
+        if file.optional:
+            return Resolved(file, None, "missing", problem)
+        raise BiascheckError(
+            manifest_path, f"data.{file.key}", problem, f"put the file at {file.path} in the data folder ({_fix_mirror(mirror_option)})"
+        )
 
     if offline:
         problem = f"{file.path} was not found: {'; '.join(tried)}; downloads are disabled (offline)"
@@ -501,6 +543,6 @@ def resolve(
             manifest_path,
             f"data.{file.key}",
             problem,
-            f"{_fix_mirror(mirror_option)} or check network access to {urllib.parse.urlsplit(file.url).hostname}",
+            f"{_fix_mirror(mirror_option)} or check network access to {urllib.parse.urlsplit(file.url or '').hostname}",
         ) from None
     return Resolved(file, cached, "download")

@@ -46,9 +46,10 @@ def check_simulated_model(model: str) -> None:
     _provider(SIMULATOR).check_model(model)
 
 
-def simulator(suite_dirs: Iterable[Path | str], data_dir: Path | str | None) -> AbstractContextManager[str]:
-    """A simulated server that knows these suites, for the duration of the block: its base URL."""
-    return _provider(SIMULATOR).serve(suite_dirs, data_dir)
+def simulator(suite_dirs: Iterable[Path | str], data_dir: Path | str | None, *, allow_unpinned: bool = False) -> AbstractContextManager[str]:
+    """A simulated server that knows these suites, for the duration of the block: its base URL.
+    ``allow_unpinned``: the suites' files pinned by no checksum are read (as the run reads them)."""
+    return _provider(SIMULATOR).serve(suite_dirs, data_dir, allow_unpinned=allow_unpinned)
 
 
 def add_simulator_subcommands(command: argparse.ArgumentParser) -> None:

@@ -255,12 +255,15 @@ class SuiteInfo:
     missing_data_allowed: bool | None = None
     categories_total: int | None = None
     data_quality: Mapping[str, Mapping[str, int]] | None = None
+    # Data files read without a checksum (--biascheck-allow-unpinned-data): data key -> sha256 read.
+    unpinned_data: Mapping[str, str] | None = None
     rest: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     _KEYS = (
         "name", "benchmark", "fingerprint", "prompts", "skipped_categories", "cases_total", "thresholds", "regression",
         "description", "language", "common_categories", "manifest", "missing_data_allowed", "categories_total", "data_quality",
+        "unpinned_data",
     )  # fmt: skip
 
     @classmethod
@@ -281,6 +284,7 @@ class SuiteInfo:
             f.opt("missing_data_allowed", "a boolean"),
             f.opt("categories_total", "an integer"),
             f.frozen("data_quality", optional=True),
+            f.frozen("unpinned_data", optional=True),
             f.rest(cls._KEYS),
             f.order(),
         )
@@ -304,6 +308,7 @@ class SuiteInfo:
             ("missing_data_allowed", self.missing_data_allowed, False),
             ("categories_total", self.categories_total, False),
             ("data_quality", frozen_or_none(self.data_quality), False),
+            ("unpinned_data", frozen_or_none(self.unpinned_data), False),
         ]
         return emit(required, optional, self.rest, self.key_order)
 

@@ -52,6 +52,7 @@ from biascheck.reporting.results import (
     scope_label,
     served_warning,
     summary_rows,
+    unpinned_line,
     unreadable_text,
 )
 from biascheck.reporting.runs import (
@@ -418,6 +419,9 @@ def _header(run: RunRecord) -> str:
         out.append(f'<div class="alert"><strong>{_e(missing)}</strong><ul>')
         out += [f"<li><strong{_lang(c)}>{_e(c)}</strong>: <span{_lang(r)}>{_e(r)}</span></li>" for c, r in suite.skipped_categories.items()]
         out.append("</ul></div>")
+    unpinned = unpinned_line(run)
+    if unpinned:
+        out.append(f'<p class="alert">{_e(unpinned)}</p>')
     data_notes = data_quality_lines(run)
     if data_notes:
         out.append(f'<div class="muted small">{_e(data_notes[0])}<ul>')

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of, reading_shown, registered_benchmarks
+from biascheck.config.sources import ALLOW_UNPINNED
 from biascheck.core import format as fmt
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
@@ -90,6 +91,8 @@ def build_results(run: RunResult) -> tuple[list[RunRecord], Prompts]:
                 "categories_total": suite.categories_total,
                 "cases_total": len(suite.cases),
                 **({"data_quality": suite.data_quality} if suite.data_quality else {}),
+                # Files read without a checksum to verify them (--biascheck-allow-unpinned-data): key -> sha256 read.
+                **({"unpinned_data": suite.unpinned_data} if suite.unpinned_data else {}),
                 "thresholds": {m: t.to_dict() for m, t in manifest.thresholds.items()},
                 "regression": manifest.regression.to_dict(),
             },
@@ -549,6 +552,17 @@ def data_quality_lines(run: RunRecord) -> list[str]:
     return lines
 
 
+def unpinned_line(run: RunRecord) -> str | None:
+    """What every report says of data files the manifest pins by no checksum; None when every one is pinned."""
+    files = run.suite.unpinned_data or {}
+    if not files:
+        return None
+    return (
+        f"{len(files)} data file{'s' if len(files) > 1 else ''} read without a checksum to verify {'them' if len(files) > 1 else 'it'} "
+        f"({ALLOW_UNPINNED}: {', '.join(files)}): these numbers compare only with runs of the same bytes (sha256 in results.json)"
+    )
+
+
 def deselected_line(run: RunRecord) -> str | None:
     """One line on the checks whose metric items a selection left out, and how to gate them."""
     count = sum(not v.gated for v in run.verdicts)
@@ -673,6 +687,9 @@ def render_markdown(run: RunRecord, comparison: Comparison | None = None) -> str
     deselected = deselected_line(run)
     if deselected:
         out += [md_text(deselected), ""]
+    unpinned = unpinned_line(run)
+    if unpinned:
+        out += [md_text(unpinned), ""]
     judged = judge_lines(run, correction=False)
     if judged:
         out += [f"- {md_text(line)}" for line in judged] + [""]

@@ -38,6 +38,7 @@ from biascheck.reporting.results import (
     run_line,
     scope_label,
     summary_rows,
+    unpinned_line,
     verdicts_by_scope,
 )
 
@@ -124,6 +125,9 @@ def render_terminal(runs: Sequence[RunRecord], *, color: bool, width: int = 100)
         console.print(esc(run_line(run)), style="bold" if run.passed else "bold red")
         for line in judge_lines(run):
             console.print(f"  {esc(line)}", style="bold yellow" if line.startswith("WARNING") else None)
+        unpinned = unpinned_line(run)
+        if unpinned:
+            console.print(f"  {esc(unpinned)}", style="yellow")
         deselected = deselected_line(run)
         if deselected:
             console.print(f"  {esc(deselected)}", style="yellow")

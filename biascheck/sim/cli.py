@@ -37,6 +37,9 @@ def add_sim_subcommands(subparsers: Any) -> None:
     )
     serve.add_argument("--suite", dest="suites", action="append", type=Path, required=True, metavar="DIR", help="suite directory (repeatable)")
     serve.add_argument("--data", type=Path, default=None, metavar="DIR", help="benchmark data directory")
+    serve.add_argument(
+        "--allow-unpinned-data", action="store_true", help="read the suites' data files pinned by no checksum (as --biascheck-allow-unpinned-data)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     serve.add_argument("--port", type=argument("port", "--port"), default=0, help="port (default 0: any free port)")
     serve.add_argument("--persona", default=None, metavar="SPEC", help="persona for requests whose model names none, e.g. fair")
@@ -89,7 +92,7 @@ def run_serve(args: argparse.Namespace) -> int:
     _check_listenable(args.host, args.port)  # a busy port fails at once, not after loading the suite
     from biascheck.suite import load_suite  # lazy: the suite loader is heavier than the server
 
-    suites = [load_suite(suite_dir, data_dir=args.data) for suite_dir in args.suites]
+    suites = [load_suite(suite_dir, data_dir=args.data, allow_unpinned=args.allow_unpinned_data) for suite_dir in args.suites]
     app = SimApp(SimKnowledge.from_suites(suites), default_persona=args.persona)
     asyncio.run(_serve_until_signalled(app, args.host, args.port))
     return 0

@@ -68,6 +68,7 @@ def spawn_sim_server(
     *,
     default_persona: str | None = None,
     startup_timeout_s: float = _STARTUP_TIMEOUT_S,
+    allow_unpinned: bool = False,
 ) -> SimProcess:
     """Start the server for ``suite_dirs`` and return once it is listening."""
     command = [sys.executable, "-m", "biascheck.sim", "serve"]
@@ -77,6 +78,8 @@ def spawn_sim_server(
         command += ["--data", str(data_dir)]
     if default_persona is not None:
         command += ["--persona", default_persona]
+    if allow_unpinned:
+        command.append("--allow-unpinned-data")
     env = dict(os.environ)
     # The child must import this same biascheck, installed or not.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_PARENT), env.get("PYTHONPATH")]))

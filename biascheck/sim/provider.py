@@ -17,11 +17,12 @@ def check_model(model: str) -> None:
 
 
 @contextmanager
-def serve(suite_dirs: Iterable[Path | str], data_dir: Path | str | None) -> Iterator[str]:
-    """A simulated server that knows these suites, for the duration of the block: its base URL."""
+def serve(suite_dirs: Iterable[Path | str], data_dir: Path | str | None, *, allow_unpinned: bool = False) -> Iterator[str]:
+    """A simulated server that knows these suites, for the duration of the block: its base URL.
+    ``allow_unpinned``: it reads their files pinned by no checksum, as the run does."""
     from biascheck.sim.process import spawn_sim_server
 
-    with spawn_sim_server(suite_dirs, data_dir) as server:
+    with spawn_sim_server(suite_dirs, data_dir, allow_unpinned=allow_unpinned) as server:
         yield server.base_url
 
 

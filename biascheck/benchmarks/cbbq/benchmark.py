@@ -39,8 +39,7 @@ from pathlib import Path
 
 from biascheck.benchmarks.base import ReportLayout
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, seeded_rank
-from biascheck.benchmarks.qa.metrics import READING_METRICS
+from biascheck.benchmarks.qa import READING_METRICS, QABenchmark, QAData, QAItem, QAPrompt, seeded_rank
 from biascheck.core.errors import BiascheckError
 
 BOM_KEY = "\ufeffexample_id"

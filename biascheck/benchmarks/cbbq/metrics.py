@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from biascheck.benchmarks.qa.metrics import MetricDef, cell_scores, cell_sum, divide
+from biascheck.benchmarks import MetricDef
+from biascheck.benchmarks.qa import cell_scores, cell_sum, divide
 
 _AMB = ("amb_unknown", "amb_biased", "amb_counter")
 _DIS_BIASED = ("dis_b_biased", "dis_c_biased")

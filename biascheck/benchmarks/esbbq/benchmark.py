@@ -37,9 +37,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from biascheck.benchmarks.qa import answers
-from biascheck.benchmarks.qa.answers import AnswerMode
-from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, category_files, read_utf8, seeded_pick
+from biascheck.benchmarks.qa import AnswerMode, QABenchmark, QAData, QAItem, QAPrompt, category_files, continuations, read_utf8, seeded_pick
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, QATruth
 
@@ -297,10 +295,10 @@ class EsBBQBenchmark(QABenchmark):
         the arg max over all of them names the option, as the reference caps it at 2. Letters
         (``continuations = "letters"``) are scored as for any QA suite."""
         if mode.continuations != "options":
-            return answers.continuations(case, mode)
+            return continuations(case, mode)
         unknown = case.truth_as(QATruth).unknown
-        scored = [(index, text) for index, text in answers.continuations(case, mode) if index != unknown]
-        delimiter = "" if case.messages[-1].content[-1:].isspace() else " "  # as answers.continuations
+        scored = [(index, text) for index, text in continuations(case, mode) if index != unknown]
+        delimiter = "" if case.messages[-1].content[-1:].isspace() else " "  # as the shared continuations
         own = case.choices[unknown]
         wordings = self.unknowns if own in self.unknowns else (*self.unknowns, own)
         return scored + [(unknown, delimiter + wording) for wording in wordings]

@@ -24,8 +24,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from biascheck.benchmarks.qa.bbq import BBQBenchmark, item_of_row, jsonl_rows
-from biascheck.benchmarks.qa.benchmark import QAItem
+from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAItem, RowFormat, item_of_row, jsonl_rows
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (
@@ -90,6 +89,7 @@ def load_items(path: Path, category: str) -> list[tuple[QAItem, tuple]]:
     items, seen = [], set()
     for row, bad in rows:
         item = item_of_row(bbq_row(row, template[row["question"]], bad), category, renamed(bad))
+        assert item is not None  # refused, not left out: GG-BBQ's files have no such row
         if item[0].sample_id in seen:
             raise bad("index", f"{row['index']!r} is repeated in this file")
         seen.add(item[0].sample_id)
@@ -158,8 +158,11 @@ class GGBBQBenchmark(BBQBenchmark):
     # Both subsets measure gender identity: the view across suites shows each beside the others.
     common_categories = {"group_terms": "gender", "proper_names": "gender"}
 
-    def load_file(self, path: Path, category: str) -> list[tuple[QAItem, tuple]]:
-        return load_items(path, category)
+    settings_schema = None  # GG-BBQ's fields are its own, read by bbq_row: no [gg-bbq] table
+    settings_required = True
+
+    def load_file(self, path: Path, category: str, row_format: RowFormat = BBQ_ROWS) -> tuple[list[tuple[QAItem, tuple]], int]:
+        return load_items(path, category), 0
 
 
 GG_BBQ = GGBBQBenchmark()

@@ -218,7 +218,7 @@ class QABenchmark(BaseBenchmark):
     metric_names = QA_METRIC_NAMES
     # What a baseline keeps per case: enough to re-tally it without the suite or the model's text.
     record_columns = ("case_id", "category", "cluster", "context_type", "outcome")
-    settings_schema = None  # no table of its own: [prompts], [answers] and the common tables say it all
+    settings_schema: Mapping[str, Any] | None = None  # no table of its own: [prompts], [answers] and the common tables say it all
     takes_prompts = True
     takes_answers = True
     records_schema = schema_fragment(__package__, "records")
@@ -245,6 +245,18 @@ class QABenchmark(BaseBenchmark):
     @staticmethod
     def report_examples(cases, limit: int) -> list[tuple[str, ...]]:
         return []
+
+    def declared_cases(self, manifest: SuiteManifest) -> int | None:
+        """Every row of each category file (``sample = "all"``, no template subset) in each prompt
+        the manifest names and each choice order, when every such file declares its ``rows``."""
+        if manifest.sample != "all" or manifest.templates_per_category or manifest.prompt_ids is None and not manifest.inline_prompts:
+            return None
+        keys = [key for key, category in manifest.data_categories.items() if not manifest.categories or category in manifest.categories]
+        counts = [manifest.data[key].rows for key in keys]
+        if not counts or any(count is None for count in counts):
+            return None
+        prompts = len(manifest.prompt_ids) if manifest.prompt_ids is not None else len(manifest.inline_prompts)
+        return sum(count for count in counts if count is not None) * prompts * len(choice_orders(manifest.choice_orders))
 
     @property
     def metric_defs(self):
