@@ -294,19 +294,21 @@ def _find_all(text: str, key: str):
         start = text.find(key, start + 1)
 
 
-def _is_ideograph(char: str) -> bool:
-    return "\u3400" <= char <= "\u9fff"  # Chinese is written without spaces: "答案是老人"
+def _is_unspaced(char: str) -> bool:
+    """Whether ``char`` is of a script written without spaces between words: Han ideographs
+    ("答案是老人") and kana ("祖父が正解です", "マリアさんが")."""
+    return "\u3400" <= char <= "\u9fff" or "\u3040" <= char <= "\u30ff"
 
 
 def _starts_word(before: str) -> bool:
     """Whether a word may start after the character ``before``."""
-    return not before.isalnum() or _is_ideograph(before)
+    return not before.isalnum() or _is_unspaced(before)
 
 
 def _ends_word(after: str) -> bool:
     """Whether a word may end before the character ``after``: Korean particles attach to the word
-    ("할머니가 정답입니다"), and Chinese has no spaces."""
-    return not after.isalnum() or "가" <= after <= "힣" or _is_ideograph(after)
+    ("할머니가 정답입니다"), and scripts written without spaces have none to end it."""
+    return not after.isalnum() or "가" <= after <= "힣" or _is_unspaced(after)
 
 
 def _listed_lines(lines: Sequence[str], options: _Options) -> set[int]:
