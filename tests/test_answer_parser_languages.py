@@ -397,6 +397,15 @@ def test_an_echoed_option_list_before_the_answer_is_skipped(drawn):
         assert parse_answer(reply, choices, letters) == i, reply
 
 
+def test_a_list_word_glued_to_an_option_is_no_join():
+    """Dutch plurals end in "en" (and), Turkish accusatives in "u" (Spanish "or"): written onto an
+    option's text they make a longer word, not a list. Scripts that attach their joins still join."""
+    assert parse_answer("De studenten kwamen pas later binnen.", ("De student", "De docent", "Onbekend"), UPPER) is None
+    assert parse_answer("Torunu seçmezdim.", ("Büyükbaba", "Torun", "Yeterli bilgi yok"), UPPER) is None
+    assert parse_answer("손자와 할머니", ("손자", "할머니", "알 수 없음"), UPPER) is None
+    assert parse_answer("老人或年轻人", ZH, UPPER) is None
+
+
 # --- the simulator writes every language's replies so that they read back ----------------------
 
 

@@ -198,7 +198,9 @@ def _after_text(text: str, options: _Options, depth: int) -> frozenset[int]:
 
 
 def _boundary(rest: str) -> bool:
-    return not rest or bool(_SEPARATOR.match(rest)) or bool(_LIST_JOIN.match(rest.lstrip()))
+    # A list word joins only where the option's text ends a word: "Torunu" is no "Torun u" (Spanish
+    # "u", or), "De studenten" no "De student en" (Dutch "en", and); "손자와", "老人或" are joins.
+    return not rest or bool(_SEPARATOR.match(rest)) or (_ends_word(rest[0]) and bool(_LIST_JOIN.match(rest.lstrip())))
 
 
 def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = False) -> frozenset[int]:
