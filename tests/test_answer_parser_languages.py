@@ -337,9 +337,10 @@ def options(draw):
 
 
 def _declarations(letter: str, text: str) -> list[str]:
-    """Every answer phrase of every language with this option's letter or text."""
-    forms = [form.format(x=x) for code in CODES for form in ANSWER_FORMS[code] for x in (letter, text, f"**{letter}**")]
-    return forms + [form.format(x=letter) for code in CODES for form in LETTER_FORMS[code]]
+    """Every answer phrase of every language with this option's letter (also full-width, "Ｂ") or text."""
+    wide = chr(ord(letter) + 0xFEE0)
+    forms = [form.format(x=x) for code in CODES for form in ANSWER_FORMS[code] for x in (letter, text, f"**{letter}**", wide)]
+    return forms + [form.format(x=x) for code in CODES for form in LETTER_FORMS[code] for x in (letter, wide)]
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -379,7 +380,8 @@ def test_an_explanation_after_the_answer_changes_nothing(drawn, answer_code, exp
     _, choices, letters, i, j = drawn
     for form in ANSWER_FORMS[answer_code]:
         reply = form.format(x=letters[i])
-        sentence = reply if reply.endswith((".", "。")) else reply + ("。" if answer_code == "zh" else ".")
+        stops = LANGUAGES[answer_code].stops  # a sentence ends with the language's own stop: "。", "।"
+        sentence = reply if reply.endswith((".", *stops)) else reply + (stops[:1] or ".")
         for explanation in EXPLANATIONS[explanation_code]:
             for other in (letters[j], choices[j]):
                 text = explanation.format(o=other)
