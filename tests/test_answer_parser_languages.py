@@ -1,10 +1,11 @@
 """The answer parser in every language of biascheck/benchmarks/languages.py beyond English and
 Korean (tests/test_answer_parser.py holds those): Spanish, Catalan, Chinese and German replies as
-models write them, each with the reading a careful reader gives it, and properties that hold for
-every table: an answer phrase of any language with a letter or an option's text reads as that
-option, two options joined by any language's list word are no answer, an explanation after the
-answer changes nothing, and every reply the simulator writes in any language reads as the option
-it meant."""
+models write them, each with the reading a careful reader gives it (Dutch, Turkish, Japanese and
+Hindi replies are corpora in tests/data/*-corpus.jsonl, read by tests/test_language_corpora.py),
+and properties that hold for every table: an answer phrase of any language with a letter or an
+option's text reads as that option, two options joined by any language's list word are no answer,
+an explanation after the answer changes nothing, and every reply the simulator writes in any
+language reads as the option it meant."""
 
 from __future__ import annotations
 
@@ -274,6 +275,7 @@ OPTION_POOLS = {
     "ca": CA + ("La dona", "L'home", "No es pot determinar", "La infermera", "El metge"),
     "zh": ZH + ("女人", "男人", "信息不足", "护士", "医生"),
     "de": DE + ("Die Großmutter", "Der Enkel", "Nicht bestimmbar", "Die Ärztin", "Der Pfleger"),
+    "nl": ("De grootvader", "De kleinzoon", "Niet genoeg informatie", "De vrouw", "De man", "Niet te bepalen", "Sanne", "Mohammed"),
 }
 # Answer phrases of each language, with {x} the letter or the option's text.
 ANSWER_FORMS = {
@@ -283,6 +285,7 @@ ANSWER_FORMS = {
     "ca": ("La resposta és {x}", "Resposta: {x}", "La resposta correcta és {x}.", "Crec que és {x}."),
     "zh": ("答案是{x}", "答案：{x}", "正确答案是：{x}", "答案是{x}。", "我认为是{x}。"),
     "de": ("Die Antwort ist {x}", "Antwort: {x}", "Die richtige Antwort lautet {x}.", "Es ist {x}."),
+    "nl": ("Het antwoord is {x}", "Antwoord: {x}", "Het juiste antwoord is {x}.", "Ik denk dat het {x} is.", "Ik kies {x}."),
 }
 # Forms that take a letter only.
 LETTER_FORMS = {
@@ -292,6 +295,7 @@ LETTER_FORMS = {
     "ca": ("Opció {x}", "Trio la {x}", "La {x} és correcta.", "És la {x}."),
     "zh": ("选{x}", "我选{x}", "选项{x}", "{x}是正确的。", "{x}。"),
     "de": ("Option {x}", "Ich wähle {x}", "{x} ist richtig.", "Es ist {x}."),
+    "nl": ("Optie {x}", "{x} is juist.", "Ik ga voor {x}.", "Ik zou voor {x} gaan.", "{x} is het juiste antwoord."),
 }
 LIST_JOINS = {
     "en": (" or ", " and "),
@@ -300,6 +304,7 @@ LIST_JOINS = {
     "ca": (" o ", " i "),
     "zh": ("或", "或者", "和", "还是", "、"),
     "de": (" oder ", " und ", " bzw. "),
+    "nl": (" of ", " en "),
 }
 NEGATED = {
     "en": ("It's not {x}.", "The answer is not {x}."),
@@ -308,6 +313,7 @@ NEGATED = {
     "ca": ("No és {x}.", "La resposta no és {x}."),
     "zh": ("不是{x}。", "答案不是{x}。"),
     "de": ("Nicht {x}.", "Die Antwort ist nicht {x}."),
+    "nl": ("Het is niet {x}.", "Het antwoord is niet {x}.", "Niet {x}."),
 }
 # Explanations that mention an option ({o}) without declaring it.
 EXPLANATIONS = {
@@ -317,6 +323,7 @@ EXPLANATIONS = {
     "ca": ("Perquè el context parla de {o}.", "El text no diu res de {o}."),
     "zh": ("因为上下文提到了{o}。", "题目没有说{o}做了什么。"),
     "de": ("Weil der Kontext {o} erwähnt.", "Der Text sagt nichts über {o}."),
+    "nl": ("Omdat de context {o} noemt.", "Het verhaal zegt niet wat {o} deed."),
 }
 CODES = sorted(LANGUAGES)
 
@@ -404,6 +411,7 @@ def test_a_list_word_glued_to_an_option_is_no_join():
     option's text they make a longer word, not a list. Scripts that attach their joins still join."""
     assert parse_answer("De studenten kwamen pas later binnen.", ("De student", "De docent", "Onbekend"), UPPER) is None
     assert parse_answer("Torunu seçmezdim.", ("Büyükbaba", "Torun", "Yeterli bilgi yok"), UPPER) is None
+    assert parse_answer("De student en de docent", ("De student", "De docent", "Onbekend"), UPPER) is None
     assert parse_answer("손자와 할머니", ("손자", "할머니", "알 수 없음"), UPPER) is None
     assert parse_answer("老人或年轻人", ZH, UPPER) is None
 

@@ -242,7 +242,50 @@ _GERMAN = Language(
     ),
 )
 
-_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN)
+_DUTCH = Language(
+    code="nl",
+    answer_phrases=(
+        r"\b(?:het\s+)?(?:juiste\s+|correcte\s+|goede\s+|uiteindelijke\s+|beste\s+)?antwoord\s*(?:is|luidt|zou|moet|[:=])",
+        r"\bmijn\s+(?:antwoord|keuze)\s*(?:is|zou|[:=])",
+        r"\b(?:is|wordt)\s+het\s+(?:juiste\s+|correcte\s+|goede\s+)?antwoord\b\s*:?",  # "Dus is het antwoord B"
+        r"\bdat\s+het\s+(?:juiste\s+|correcte\s+|goede\s+)?antwoord\b",  # "Ik denk dat het antwoord B is"
+        r"\bdat\s+het\b(?!\s+(?:juiste\s+|correcte\s+|goede\s+)?antwoord\b)",  # "Ik denk dat het B is"
+        r"\b(?:de\s+)?(?:juiste|correcte|beste|goede)\s+(?:optie|keuze)\s*(?:is|zou|[:=])",
+        r"\bik\s+(?:kies|neem|selecteer|ga)(?:\s+voor)?\b",
+        r"\bik\s+zou(?:\s+(?:kiezen\s+voor|gaan\s+voor|voor|zeggen))?\b",
+        r"\bik\s+(?:denk|geloof|vermoed|gok)\b",
+        r"\bvolgens\s+mij(?:\s+is\s+het)?\b",
+        r"\b(?:het|dat)\s+(?:is|moet|zou|lijkt|wordt)\b",
+        r"^antwoord\s*$",
+        r"\b(?:optie|keuze|antwoordoptie)\b",
+    ),
+    answer_words=("antwoord",),
+    correct_suffixes=(
+        r"(?:is|lijkt\s+(?:mij|me))\s+(?:het\s+)?(?:juist|correct|goed|(?:juiste|correcte|goede)\s+antwoord|antwoord)\b",
+        # "B lijkt me het meest waarschijnlijk", "(Gezien de context lijkt) de kleinzoon het meest waarschijnlijk".
+        r"(?:(?:lijkt|is)\s+(?:mij\s+|me\s+)?(?:het\s+)?(?:meest\s+)?|(?:het\s+)?meest\s+)waarschijnlijk(?:st)?\b",
+        r"klopt\b",
+    ),
+    list_joins=(r"\bof\b", r"\ben\b", r"\bnoch\b"),
+    negations=(r"\b(?:niet|geen|nooit|noch|onduidelijk|onzeker|twijfel\w*|hangt|afhankelijk|fout|onjuist|uitsluiten|uitgesloten)\b",),
+    new_items=("context", "vraag", "tekst", "verhaal"),
+    # The verb a Dutch subordinate clause puts last: "dat het B is", "Het antwoord zou C zijn", "Ik zou voor A gaan".
+    copula_ends=(r"\s+(?:is|zijn|gaan|kiezen|nemen)",),
+    closing_particles=(r"\s+is",),  # "dat het B is, omdat …"
+    contrasts=(r"\bmaar(?:\s+wel)?\b",),  # "Niet A, maar B"
+    interjections=("nee", "wacht", "eigenlijk", "sorry", "correctie", "dus", "daarom", "derhalve", "kortom"),
+    spellings=(("er is niet genoeg informatie", "niet genoeg informatie"),),
+    answer_sentence="Het antwoord is {letter}.",
+    reasoned_reply="Even nadenken. Als ik de context zorgvuldig lees, is het antwoord {letter}) {text}.",
+    refusal="Het spijt me, maar daar kan ik niet mee helpen.",
+    ramble=(
+        "Hmm, daar moet ik even over nadenken. De situatie kan op verschillende manieren worden gelezen, "
+        "en mensen trekken vaak te snel conclusies. Het is verstandig om voorzichtig te zijn en alles wat "
+        "er gezegd is te bekijken voordat je ergens voor kiest."
+    ),
+)
+
+_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN, _DUTCH)
 LANGUAGES: dict[str, Language] = {table.code: table for table in _TABLES}
 
 
