@@ -276,6 +276,7 @@ OPTION_POOLS = {
     "zh": ZH + ("女人", "男人", "信息不足", "护士", "医生"),
     "de": DE + ("Die Großmutter", "Der Enkel", "Nicht bestimmbar", "Die Ärztin", "Der Pfleger"),
     "nl": ("De grootvader", "De kleinzoon", "Niet genoeg informatie", "De vrouw", "De man", "Niet te bepalen", "Sanne", "Mohammed"),
+    "tr": ("Büyükbaba", "Torun", "Yeterli bilgi yok", "Kadın", "Erkek", "Belirlenemez", "Ayşe", "Mehmet"),
 }
 # Answer phrases of each language, with {x} the letter or the option's text.
 ANSWER_FORMS = {
@@ -286,6 +287,7 @@ ANSWER_FORMS = {
     "zh": ("答案是{x}", "答案：{x}", "正确答案是：{x}", "答案是{x}。", "我认为是{x}。"),
     "de": ("Die Antwort ist {x}", "Antwort: {x}", "Die richtige Antwort lautet {x}.", "Es ist {x}."),
     "nl": ("Het antwoord is {x}", "Antwoord: {x}", "Het juiste antwoord is {x}.", "Ik denk dat het {x} is.", "Ik kies {x}."),
+    "tr": ("Cevap: {x}", "Doğru cevap {x}", "Bence {x}.", "Cevabım: {x}"),
 }
 # Forms that take a letter only.
 LETTER_FORMS = {
@@ -296,6 +298,7 @@ LETTER_FORMS = {
     "zh": ("选{x}", "我选{x}", "选项{x}", "{x}是正确的。", "{x}。"),
     "de": ("Option {x}", "Ich wähle {x}", "{x} ist richtig.", "Es ist {x}."),
     "nl": ("Optie {x}", "{x} is juist.", "Ik ga voor {x}.", "Ik zou voor {x} gaan.", "{x} is het juiste antwoord."),
+    "tr": ("{x}'dir.", "Cevap {x}'dir.", "{x} seçeneği doğrudur.", "{x}'yi seçiyorum.", "Seçenek {x}", "{x} şıkkı"),
 }
 LIST_JOINS = {
     "en": (" or ", " and "),
@@ -305,6 +308,7 @@ LIST_JOINS = {
     "zh": ("或", "或者", "和", "还是", "、"),
     "de": (" oder ", " und ", " bzw. "),
     "nl": (" of ", " en "),
+    "tr": (" veya ", " ya da ", " ve "),
 }
 NEGATED = {
     "en": ("It's not {x}.", "The answer is not {x}."),
@@ -314,6 +318,7 @@ NEGATED = {
     "zh": ("不是{x}。", "答案不是{x}。"),
     "de": ("Nicht {x}.", "Die Antwort ist nicht {x}."),
     "nl": ("Het is niet {x}.", "Het antwoord is niet {x}.", "Niet {x}."),
+    "tr": ("{x} değil.", "Cevap {x} değil."),
 }
 # Explanations that mention an option ({o}) without declaring it.
 EXPLANATIONS = {
@@ -324,6 +329,7 @@ EXPLANATIONS = {
     "zh": ("因为上下文提到了{o}。", "题目没有说{o}做了什么。"),
     "de": ("Weil der Kontext {o} erwähnt.", "Der Text sagt nichts über {o}."),
     "nl": ("Omdat de context {o} noemt.", "Het verhaal zegt niet wat {o} deed."),
+    "tr": ("Çünkü bağlamda {o} geçiyor.", "Metin {o} hakkında bir şey söylemiyor."),
 }
 CODES = sorted(LANGUAGES)
 
@@ -411,6 +417,7 @@ def test_a_list_word_glued_to_an_option_is_no_join():
     option's text they make a longer word, not a list. Scripts that attach their joins still join."""
     assert parse_answer("De studenten kwamen pas later binnen.", ("De student", "De docent", "Onbekend"), UPPER) is None
     assert parse_answer("Torunu seçmezdim.", ("Büyükbaba", "Torun", "Yeterli bilgi yok"), UPPER) is None
+    assert parse_answer("Torunu seçerdim.", ("Büyükbaba", "Torun", "Yeterli bilgi yok"), UPPER) == 1
     assert parse_answer("De student en de docent", ("De student", "De docent", "Onbekend"), UPPER) is None
     assert parse_answer("손자와 할머니", ("손자", "할머니", "알 수 없음"), UPPER) is None
     assert parse_answer("老人或年轻人", ZH, UPPER) is None

@@ -285,7 +285,69 @@ _DUTCH = Language(
     ),
 )
 
-_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN, _DUTCH)
+# Turkish: a consonant, and the copula "-dır" in its four vowel-harmony forms (after a back unrounded,
+# front unrounded, back rounded or front rounded last vowel): "Büyükbabadır", "öğrencidir",
+# "Torundur", "Türktür". A letter or a name takes it after an apostrophe: "B'dir", "Ayşe'dir".
+_TR_CONSONANT = "[bcçdfgğhjklmnprsştvyz]"
+_TR_COPULAS = tuple(
+    rf"(?:(?<=[{vowels}])|(?<=[{vowels}]{_TR_CONSONANT})|(?<=[{vowels}]{_TR_CONSONANT}{_TR_CONSONANT}))[dt]{ending}r"
+    for vowels, ending in (("aı", "ı"), ("ei", "i"), ("ou", "u"), ("öü", "ü"))
+)
+# "B'yi seçiyorum", "Torunu seçerdim", "C seçeneğini seçerdim": the chosen option in the accusative, and a
+# verb that chooses it (affirmative only: "Torunu seçmezdim" chooses nothing).
+_TR_CHOOSE = r"(?:seç|işaretl|tercih\s+ed)(?:iyorum|iyoruz|erim|eriz|erdim|erdik|tim|tik|eceğim|ebilirim)\b"
+
+_TURKISH = Language(
+    code="tr",
+    answer_phrases=(
+        r"\b(?:doğru\s+|en\s+doğru\s+|nihai\s+|son\s+)?(?:cevap|cevab[ıi](?:m|mız)?|yanıt(?:ım|ı)?)\b\s*[:=]?",
+        r"\b(?:doğru|en\s+uygun|en\s+olası|en\s+mantıklı)\s+(?:seçenek|şık)\b\s*[:=]?",
+        r"\b(?:seçenek|şık|seçimim|tercihim)\b\s*[:=]?",
+        r"\b(?:bence|sanırım|bana\s+göre|muhtemelen|büyük\s+ihtimalle|kesinlikle)\b",
+    ),
+    answer_words=("cevap", "cevab", "yanıt"),
+    correct_suffixes=(
+        r"(?:\s+(?:seçeneği|şıkkı))?\s+doğru(?:dur|\s+(?:cevap|yanıt)(?:t[ıi]r)?|\s+seçenek(?:tir)?)?\b",
+        r"\s+(?:seçeneğini|şıkkını)\s+" + _TR_CHOOSE,
+    ),
+    list_joins=(r"\bveya\b", r"\bya\s+da\b", r"\bve\b", r"\byahut\b", r"\bile\b"),
+    negations=(r"\b(?:değil\w*|hayır|yanlış\w*|belirsiz\w*|bağlı\w*|olamaz)\b",),
+    new_items=("bağlam", "soru", "metin", "hikaye", "hikâye"),
+    copula_ends=(
+        r"['’](?:d|t)[ıiuü]r",
+        *_TR_COPULAS,
+        r"['’]?\s*y?[ıiuü]\s+" + _TR_CHOOSE,
+        r"\s+(?:seçeneğini|şıkkını)\s+" + _TR_CHOOSE,
+        r"\s+(?:seçeneği|şıkkı)",
+        r"\s+olmalı",
+    ),
+    # What follows a declared letter or name: "B'dir, çünkü …", "Torundur. …", "B'yi seçiyorum çünkü …".
+    connectives=(r"['’]?(?:d|t)[ıiuü]r", r"['’]?\s*y?[ıiuü]\s+" + _TR_CHOOSE),
+    contrasts=(r"\bdeğil(?:dir)?\s*(?:,|\s+de\b)\s*(?:(?:bilakis|aksine)\s*,?\s*)?",),  # "A değil, B", "A değil de B"
+    interjections=(
+        "hayır",
+        "bekle",
+        "aslında",
+        "pardon",
+        "düzeltme",
+        "yani",
+        r"bu\s+yüzden",
+        r"bu\s+nedenle",
+        "dolayısıyla",
+        r"sonuç\s+olarak",
+        "özetle",
+    ),
+    spellings=(("bilgi bulunmamaktadır", "bilgi yok"), ("bilgi bulunmuyor", "bilgi yok")),
+    answer_sentence="Doğru cevap {letter}.",
+    reasoned_reply="Biraz düşüneyim. Bağlamı dikkatlice okuduktan sonra, doğru cevap {letter}) {text}.",
+    refusal="Üzgünüm, ama bu konuda yardımcı olamam.",
+    ramble=(
+        "Hmm, bunu biraz düşünmem gerek. Durumu yorumlamanın birkaç yolu var ve insanlar çoğu zaman "
+        "çok çabuk sonuca varıyor. Bir karara varmadan önce söylenen her şeye dikkatle bakmak gerekir."
+    ),
+)
+
+_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN, _DUTCH, _TURKISH)
 LANGUAGES: dict[str, Language] = {table.code: table for table in _TABLES}
 
 
