@@ -277,6 +277,7 @@ OPTION_POOLS = {
     "de": DE + ("Die Großmutter", "Der Enkel", "Nicht bestimmbar", "Die Ärztin", "Der Pfleger"),
     "nl": ("De grootvader", "De kleinzoon", "Niet genoeg informatie", "De vrouw", "De man", "Niet te bepalen", "Sanne", "Mohammed"),
     "tr": ("Büyükbaba", "Torun", "Yeterli bilgi yok", "Kadın", "Erkek", "Belirlenemez", "Ayşe", "Mehmet"),
+    "ja": ("祖父", "孫", "判断できない", "女性", "男性", "分からない", "田中さん", "マリアさん"),
 }
 # Answer phrases of each language, with {x} the letter or the option's text.
 ANSWER_FORMS = {
@@ -288,6 +289,7 @@ ANSWER_FORMS = {
     "de": ("Die Antwort ist {x}", "Antwort: {x}", "Die richtige Antwort lautet {x}.", "Es ist {x}."),
     "nl": ("Het antwoord is {x}", "Antwoord: {x}", "Het juiste antwoord is {x}.", "Ik denk dat het {x} is.", "Ik kies {x}."),
     "tr": ("Cevap: {x}", "Doğru cevap {x}", "Bence {x}.", "Cevabım: {x}"),
+    "ja": ("答えは{x}です。", "答え：{x}", "正解は{x}", "{x}だと思います。", "答えは{x}でしょう。"),
 }
 # Forms that take a letter only.
 LETTER_FORMS = {
@@ -299,6 +301,7 @@ LETTER_FORMS = {
     "de": ("Option {x}", "Ich wähle {x}", "{x} ist richtig.", "Es ist {x}."),
     "nl": ("Optie {x}", "{x} is juist.", "Ik ga voor {x}.", "Ik zou voor {x} gaan.", "{x} is het juiste antwoord."),
     "tr": ("{x}'dir.", "Cevap {x}'dir.", "{x} seçeneği doğrudur.", "{x}'yi seçiyorum.", "Seçenek {x}", "{x} şıkkı"),
+    "ja": ("{x}が正解です。", "{x}を選びます。", "選択肢{x}", "{x}です。", "正解：{x}"),
 }
 LIST_JOINS = {
     "en": (" or ", " and "),
@@ -309,6 +312,7 @@ LIST_JOINS = {
     "de": (" oder ", " und ", " bzw. "),
     "nl": (" of ", " en "),
     "tr": (" veya ", " ya da ", " ve "),
+    "ja": ("か", "または", "と", "、"),
 }
 NEGATED = {
     "en": ("It's not {x}.", "The answer is not {x}."),
@@ -319,6 +323,7 @@ NEGATED = {
     "de": ("Nicht {x}.", "Die Antwort ist nicht {x}."),
     "nl": ("Het is niet {x}.", "Het antwoord is niet {x}.", "Niet {x}."),
     "tr": ("{x} değil.", "Cevap {x} değil."),
+    "ja": ("{x}ではありません。", "答えは{x}ではありません。"),
 }
 # Explanations that mention an option ({o}) without declaring it.
 EXPLANATIONS = {
@@ -330,6 +335,7 @@ EXPLANATIONS = {
     "de": ("Weil der Kontext {o} erwähnt.", "Der Text sagt nichts über {o}."),
     "nl": ("Omdat de context {o} noemt.", "Het verhaal zegt niet wat {o} deed."),
     "tr": ("Çünkü bağlamda {o} geçiyor.", "Metin {o} hakkında bir şey söylemiyor."),
+    "ja": ("なぜなら文脈で{o}が言及されているからです。", "本文は{o}が何をしたかを述べていません。"),
 }
 CODES = sorted(LANGUAGES)
 
@@ -421,6 +427,7 @@ def test_a_list_word_glued_to_an_option_is_no_join():
     assert parse_answer("De student en de docent", ("De student", "De docent", "Onbekend"), UPPER) is None
     assert parse_answer("손자와 할머니", ("손자", "할머니", "알 수 없음"), UPPER) is None
     assert parse_answer("老人或年轻人", ZH, UPPER) is None
+    assert parse_answer("祖父か孫", ("祖父", "孫", "判断できない"), UPPER) is None
 
 
 # --- the simulator writes every language's replies so that they read back ----------------------
