@@ -278,6 +278,7 @@ OPTION_POOLS = {
     "nl": ("De grootvader", "De kleinzoon", "Niet genoeg informatie", "De vrouw", "De man", "Niet te bepalen", "Sanne", "Mohammed"),
     "tr": ("Büyükbaba", "Torun", "Yeterli bilgi yok", "Kadın", "Erkek", "Belirlenemez", "Ayşe", "Mehmet"),
     "ja": ("祖父", "孫", "判断できない", "女性", "男性", "分からない", "田中さん", "マリアさん"),
+    "hi": ("दादा", "पोता", "पर्याप्त जानकारी नहीं", "महिला", "पुरुष", "निर्धारित नहीं किया जा सकता", "राहुल", "प्रिया"),
 }
 # Answer phrases of each language, with {x} the letter or the option's text.
 ANSWER_FORMS = {
@@ -290,6 +291,7 @@ ANSWER_FORMS = {
     "nl": ("Het antwoord is {x}", "Antwoord: {x}", "Het juiste antwoord is {x}.", "Ik denk dat het {x} is.", "Ik kies {x}."),
     "tr": ("Cevap: {x}", "Doğru cevap {x}", "Bence {x}.", "Cevabım: {x}"),
     "ja": ("答えは{x}です。", "答え：{x}", "正解は{x}", "{x}だと思います。", "答えは{x}でしょう。"),
+    "hi": ("उत्तर {x} है।", "उत्तर: {x}", "सही उत्तर {x} है", "मेरा उत्तर {x} है।"),
 }
 # Forms that take a letter only.
 LETTER_FORMS = {
@@ -302,6 +304,7 @@ LETTER_FORMS = {
     "nl": ("Optie {x}", "{x} is juist.", "Ik ga voor {x}.", "Ik zou voor {x} gaan.", "{x} is het juiste antwoord."),
     "tr": ("{x}'dir.", "Cevap {x}'dir.", "{x} seçeneği doğrudur.", "{x}'yi seçiyorum.", "Seçenek {x}", "{x} şıkkı"),
     "ja": ("{x}が正解です。", "{x}を選びます。", "選択肢{x}", "{x}です。", "正解：{x}"),
+    "hi": ("विकल्प {x}", "{x} सही है।", "{x} सही उत्तर है।", "मैं {x} चुनूँगा।"),
 }
 LIST_JOINS = {
     "en": (" or ", " and "),
@@ -313,6 +316,7 @@ LIST_JOINS = {
     "nl": (" of ", " en "),
     "tr": (" veya ", " ya da ", " ve "),
     "ja": ("か", "または", "と", "、"),
+    "hi": (" या ", " और ", " अथवा "),
 }
 NEGATED = {
     "en": ("It's not {x}.", "The answer is not {x}."),
@@ -324,6 +328,7 @@ NEGATED = {
     "nl": ("Het is niet {x}.", "Het antwoord is niet {x}.", "Niet {x}."),
     "tr": ("{x} değil.", "Cevap {x} değil."),
     "ja": ("{x}ではありません。", "答えは{x}ではありません。"),
+    "hi": ("उत्तर {x} नहीं है।", "{x} नहीं।", "यह {x} नहीं है।"),
 }
 # Explanations that mention an option ({o}) without declaring it.
 EXPLANATIONS = {
@@ -336,6 +341,7 @@ EXPLANATIONS = {
     "nl": ("Omdat de context {o} noemt.", "Het verhaal zegt niet wat {o} deed."),
     "tr": ("Çünkü bağlamda {o} geçiyor.", "Metin {o} hakkında bir şey söylemiyor."),
     "ja": ("なぜなら文脈で{o}が言及されているからです。", "本文は{o}が何をしたかを述べていません。"),
+    "hi": ("क्योंकि संदर्भ में {o} का उल्लेख है।", "कहानी यह नहीं बताती कि {o} ने क्या किया।"),
 }
 CODES = sorted(LANGUAGES)
 

@@ -380,7 +380,45 @@ _JAPANESE = Language(
     ),
 )
 
-_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN, _DUTCH, _TURKISH, _JAPANESE)
+# Hindi: Devanagari vowel signs are no word characters to `\b`, so its words are bounded by hand.
+_DEVANAGARI = "\u0900-\u097f"
+_HI_START, _HI_END = rf"(?<![\w{_DEVANAGARI}])", rf"(?![\w{_DEVANAGARI}])"
+
+_HINDI = Language(
+    code="hi",
+    answer_phrases=(
+        # "उत्तर B है", "उत्तर है: B"; not "पोता सही उत्तर है", where the answer stands before it.
+        rf"{_HI_START}(?:सही\s+|अंतिम\s+|उचित\s+|मेरा\s+)?(?:उत्तर|जवाब){_HI_END}(?:\s*(?:है|होगा)\s*:|(?!\s*(?:है|हैं|होगा){_HI_END}))\s*[:=]?",
+        rf"{_HI_START}(?:सही\s+)?विकल्प{_HI_END}\s*[:=]?",
+        rf"{_HI_START}मुझे\s+लगता\s+है(?:\s+कि)?{_HI_END}",
+        rf"{_HI_START}मेरे\s+(?:विचार|अनुसार)(?:\s+(?:से|में))?{_HI_END}",
+        rf"{_HI_START}(?:यह|ये){_HI_END}",  # "यह B है"
+    ),
+    answer_words=("उत्तर", "जवाब"),
+    correct_suffixes=(
+        rf"\s*(?:विकल्प\s+)?(?:ही\s+)?(?:सही|ठीक|उचित)(?:\s+(?:उत्तर|जवाब|विकल्प))?{_HI_END}",
+        rf"\s*(?:ही\s+)?(?:उत्तर|जवाब)\s+(?:है|हैं|होगा){_HI_END}",
+        r"\s*(?:को\s+)?चुन",
+    ),
+    list_joins=(rf"या{_HI_END}", rf"और{_HI_END}", rf"अथवा{_HI_END}", rf"तथा{_HI_END}", rf"एवं{_HI_END}"),
+    negations=("नहीं", rf"{_HI_START}(?:नही|न|मत){_HI_END}", "ग\u093c?लत", "अस्पष्ट", "निर्भर"),
+    new_items=("संदर्भ", "प्रश्न", "सवाल", "पाठ", "कहानी"),
+    copula_ends=(r"\s*(?:है|हैं|होगा|होगी)", r"\s+ही"),
+    connectives=(r"\s+(?:है|हैं|होगा|होगी)",),  # "C है, क्योंकि …"
+    contrasts=(rf"{_HI_START}बल्कि{_HI_END}",),  # "A नहीं, बल्कि B"
+    interjections=("नहीं", "रुकिए", "रुको", r"वास्तव\s+में", r"असल\s+में", "सुधार", "इसलिए", "अतः", "तो", "अंततः"),
+    spellings=(("जानकारी उपलब्ध नहीं", "जानकारी नहीं"),),
+    stops="।॥",
+    answer_sentence="उत्तर {letter} है।",
+    reasoned_reply="मुझे सोचने दीजिए। संदर्भ को ध्यान से पढ़ने के बाद, सही उत्तर {letter}) {text} है।",
+    refusal="क्षमा करें, लेकिन मैं इसमें मदद नहीं कर सकता।",
+    ramble=(
+        "हम्म, मुझे इस पर थोड़ा सोचना होगा। इस स्थिति को कई तरह से समझा जा सकता है, और लोग अक्सर बहुत "
+        "जल्दी निष्कर्ष निकाल लेते हैं। कुछ भी तय करने से पहले जो कुछ कहा गया है उसे ध्यान से देखना ज़रूरी है।"
+    ),
+)
+
+_TABLES = (_ENGLISH, _KOREAN, _SPANISH, _CATALAN, _CHINESE, _GERMAN, _DUTCH, _TURKISH, _JAPANESE, _HINDI)
 LANGUAGES: dict[str, Language] = {table.code: table for table in _TABLES}
 
 
