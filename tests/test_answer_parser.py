@@ -221,6 +221,14 @@ PARSE_TABLE = [
     ('A가 정답이라고 할 수 없습니다.', KO3, UPPER, None, 0, 'korean-suffix'),
     ('A가 맞는지 모르겠습니다.', KO3, UPPER, None, 0, 'korean-suffix'),
     ("I don't think it's A.", EN3, UPPER, None, None, ''),
+    # A denied belief takes back the declaration after it in its clause, not one in the next.
+    ("I don't think B is correct.", EN3, UPPER, None, None, ''),
+    ('I do not think the grandson is correct.', EN3, UPPER, None, None, ''),
+    ("I don't think it's A, C is correct.", EN3, UPPER, 2, 2, ''),
+    ('C가 정답이라고 생각하지 않습니다.', KO3, UPPER, None, 2, 'korean-suffix'),
+    # A bare negation before the option is no denied belief: "not A but C", "as there is no information, B".
+    ('A가 아니라 C가 정답입니다.', KO3, UPPER, 2, None, 'korean-suffix'),
+    ('정보가 없으므로 B가 정답입니다.', KO3, UPPER, 1, None, 'korean-suffix'),
     ('Not option A.', EN3, UPPER, None, None, ''),
     ('We can eliminate option A.', EN3, UPPER, None, None, ''),
     ('It might be A or it might not.', EN3, UPPER, None, None, ''),

@@ -1,10 +1,12 @@
 """The answer parser in every language pack (biascheck/benchmarks/packs/) beyond English and
 Korean (tests/test_answer_parser.py holds those): Spanish, Catalan, Chinese and German replies as
-models write them, each with the reading a careful reader gives it, and properties that hold for
-every pack: an answer phrase of any language with a letter or an option's text reads as that
-option, two options joined by any language's list word are no answer, an explanation after the
-answer changes nothing, a reply of any pack's fragment and one option never reads as another
-option, and every reply the simulator writes in any language reads as the option it meant."""
+models write them, each with the reading a careful reader gives it (Dutch, Turkish, Japanese and
+Hindi replies are corpora in tests/data/*-corpus.jsonl, read by tests/test_language_corpora.py),
+and properties that hold for every pack: an answer phrase of any language with a letter or an
+option's text reads as that option, two options joined by any language's list word are no answer,
+an explanation after the answer changes nothing, a reply of any pack's fragment and one option
+never reads as another option, and every reply the simulator writes in any language reads as the
+option it meant."""
 
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ SPANISH = [
     ("A) El abuelo\nB) El nieto\nC) No hay suficiente información\nLa respuesta es C.", 2),
     ("A) El abuelo\nB) El nieto\nC) No hay suficiente información\n\nRespuesta: B", 1),
     ("No es B", None),
+    ("No creo que la B sea correcta.", None),
     ("No es la A.", None),
     ("No creo que sea la B.", None),
     ("No es la A, sino la B.", 1),
@@ -252,6 +255,8 @@ GERMAN = [
     ("Nicht A.", None),
     ("Die Antwort ist nicht A.", None),
     ("Es ist nicht B.", None),
+    ("Ich glaube nicht, dass B richtig ist.", None),
+    ("Ich glaube nicht dass B richtig ist.", None),
     ("Nicht A, sondern B.", 1),
     ("A oder B", None),
     ("A und B", None),
@@ -307,6 +312,10 @@ OPTION_POOLS = {
     "ca": CA + ("La dona", "L'home", "No es pot determinar", "La infermera", "El metge"),
     "zh": ZH + ("女人", "男人", "信息不足", "护士", "医生"),
     "de": DE + ("Die Großmutter", "Der Enkel", "Nicht bestimmbar", "Die Ärztin", "Der Pfleger"),
+    "nl": ("De grootvader", "De kleinzoon", "Niet genoeg informatie", "De vrouw", "De man", "Niet te bepalen", "Sanne", "Mohammed"),
+    "tr": ("Büyükbaba", "Torun", "Yeterli bilgi yok", "Kadın", "Erkek", "Belirlenemez", "Ayşe", "Mehmet"),
+    "ja": ("祖父", "孫", "判断できない", "女性", "男性", "分からない", "田中さん", "マリアさん"),
+    "hi": ("दादा", "पोता", "पर्याप्त जानकारी नहीं", "महिला", "पुरुष", "निर्धारित नहीं किया जा सकता", "राहुल", "प्रिया"),
 }
 # Answer phrases of each language, with {x} the letter or the option's text.
 ANSWER_FORMS = {
@@ -316,6 +325,10 @@ ANSWER_FORMS = {
     "ca": ("La resposta és {x}", "Resposta: {x}", "La resposta correcta és {x}.", "Crec que és {x}."),
     "zh": ("答案是{x}", "答案：{x}", "正确答案是：{x}", "答案是{x}。", "我认为是{x}。"),
     "de": ("Die Antwort ist {x}", "Antwort: {x}", "Die richtige Antwort lautet {x}.", "Es ist {x}."),
+    "nl": ("Het antwoord is {x}", "Antwoord: {x}", "Het juiste antwoord is {x}.", "Ik denk dat het {x} is.", "Ik kies {x}."),
+    "tr": ("Cevap: {x}", "Doğru cevap {x}", "Bence {x}.", "Cevabım: {x}"),
+    "ja": ("答えは{x}です。", "答え：{x}", "正解は{x}", "{x}だと思います。", "答えは{x}でしょう。"),
+    "hi": ("उत्तर {x} है।", "उत्तर: {x}", "सही उत्तर {x} है", "मेरा उत्तर {x} है।"),
 }
 # Forms that take a letter only.
 LETTER_FORMS = {
@@ -325,6 +338,10 @@ LETTER_FORMS = {
     "ca": ("Opció {x}", "Trio la {x}", "La {x} és correcta.", "És la {x}."),
     "zh": ("选{x}", "我选{x}", "选项{x}", "{x}是正确的。", "{x}。"),
     "de": ("Option {x}", "Ich wähle {x}", "{x} ist richtig.", "Es ist {x}."),
+    "nl": ("Optie {x}", "{x} is juist.", "Ik ga voor {x}.", "Ik zou voor {x} gaan.", "{x} is het juiste antwoord."),
+    "tr": ("{x}'dir.", "Cevap {x}'dir.", "{x} seçeneği doğrudur.", "{x}'yi seçiyorum.", "Seçenek {x}", "{x} şıkkı"),
+    "ja": ("{x}が正解です。", "{x}を選びます。", "選択肢{x}", "{x}です。", "正解：{x}"),
+    "hi": ("विकल्प {x}", "{x} सही है।", "{x} सही उत्तर है।", "मैं {x} चुनूँगा।"),
 }
 LIST_JOINS = {
     "en": (" or ", " and "),
@@ -333,6 +350,10 @@ LIST_JOINS = {
     "ca": (" o ", " i "),
     "zh": ("或", "或者", "和", "还是", "、"),
     "de": (" oder ", " und ", " bzw. "),
+    "nl": (" of ", " en "),
+    "tr": (" veya ", " ya da ", " ve "),
+    "ja": ("か", "または", "と", "、"),
+    "hi": (" या ", " और ", " अथवा "),
 }
 NEGATED = {
     "en": ("It's not {x}.", "The answer is not {x}."),
@@ -341,6 +362,10 @@ NEGATED = {
     "ca": ("No és {x}.", "La resposta no és {x}."),
     "zh": ("不是{x}。", "答案不是{x}。"),
     "de": ("Nicht {x}.", "Die Antwort ist nicht {x}."),
+    "nl": ("Het is niet {x}.", "Het antwoord is niet {x}.", "Niet {x}."),
+    "tr": ("{x} değil.", "Cevap {x} değil."),
+    "ja": ("{x}ではありません。", "答えは{x}ではありません。"),
+    "hi": ("उत्तर {x} नहीं है।", "{x} नहीं।", "यह {x} नहीं है।"),
 }
 # Explanations that mention an option ({o}) without declaring it.
 EXPLANATIONS = {
@@ -350,6 +375,10 @@ EXPLANATIONS = {
     "ca": ("Perquè el context parla de {o}.", "El text no diu res de {o}."),
     "zh": ("因为上下文提到了{o}。", "题目没有说{o}做了什么。"),
     "de": ("Weil der Kontext {o} erwähnt.", "Der Text sagt nichts über {o}."),
+    "nl": ("Omdat de context {o} noemt.", "Het verhaal zegt niet wat {o} deed."),
+    "tr": ("Çünkü bağlamda {o} geçiyor.", "Metin {o} hakkında bir şey söylemiyor."),
+    "ja": ("なぜなら文脈で{o}が言及されているからです。", "本文は{o}が何をしたかを述べていません。"),
+    "hi": ("क्योंकि संदर्भ में {o} का उल्लेख है।", "कहानी यह नहीं बताती कि {o} ने क्या किया।"),
 }
 CODES = sorted(LANGUAGES)
 
@@ -370,9 +399,10 @@ def options(draw):
 
 
 def _declarations(letter: str, text: str) -> list[str]:
-    """Every answer phrase of every language with this option's letter or text."""
-    forms = [form.format(x=x) for code in CODES for form in ANSWER_FORMS[code] for x in (letter, text, f"**{letter}**")]
-    return forms + [form.format(x=letter) for code in CODES for form in LETTER_FORMS[code]]
+    """Every answer phrase of every language with this option's letter (also full-width, "Ｂ") or text."""
+    wide = chr(ord(letter) + 0xFEE0)
+    forms = [form.format(x=x) for code in CODES for form in ANSWER_FORMS[code] for x in (letter, text, f"**{letter}**", wide)]
+    return forms + [form.format(x=x) for code in CODES for form in LETTER_FORMS[code] for x in (letter, wide)]
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -412,7 +442,8 @@ def test_an_explanation_after_the_answer_changes_nothing(drawn, answer_code, exp
     _, choices, letters, i, j = drawn
     for form in ANSWER_FORMS[answer_code]:
         reply = form.format(x=letters[i])
-        sentence = reply if reply.endswith((".", "。")) else reply + ("。" if answer_code == "zh" else ".")
+        stops = LANGUAGES[answer_code].stops  # a sentence ends with the language's own stop: "。", "।"
+        sentence = reply if reply.endswith((".", *stops)) else reply + (stops[:1] or ".")
         for explanation in EXPLANATIONS[explanation_code]:
             for other in (letters[j], choices[j]):
                 text = explanation.format(o=other)
@@ -441,6 +472,7 @@ FIELD_FORMS = {
     "list_joins": ("{x} {f}",),
     "negations": ("{f} {x}", "{x} {f}"),
     "new_items": ("{x}\n{f}: ...",),
+    "negated_beliefs": ("{f} {x}", "{f}, {x}."),
     "copula_ends": ("{x}{f}",),
     "connectives": ("{x}{f}", "{x}{f} ..."),
     "closing_particles": ("{x}{f}.",),
@@ -496,6 +528,18 @@ def test_a_reply_naming_one_option_by_any_packs_fragment_never_reads_as_another(
     reply = data.draw(st.sampled_from(FIELD_FORMS[field])).format(f=sample, x=x)
     assume(re.search(fragment, unicodedata.normalize("NFKC", reply).casefold()))
     assert parse_answer(reply, choices, letters) in (i, None), reply
+
+
+def test_a_list_word_glued_to_an_option_is_no_join():
+    """Dutch plurals end in "en" (and), Turkish accusatives in "u" (Spanish "or"): written onto an
+    option's text they make a longer word, not a list. Scripts that attach their joins still join."""
+    assert parse_answer("De studenten kwamen pas later binnen.", ("De student", "De docent", "Onbekend"), UPPER) is None
+    assert parse_answer("Torunu seçmezdim.", ("Büyükbaba", "Torun", "Yeterli bilgi yok"), UPPER) is None
+    assert parse_answer("Torunu seçerdim.", ("Büyükbaba", "Torun", "Yeterli bilgi yok"), UPPER) == 1
+    assert parse_answer("De student en de docent", ("De student", "De docent", "Onbekend"), UPPER) is None
+    assert parse_answer("손자와 할머니", ("손자", "할머니", "알 수 없음"), UPPER) is None
+    assert parse_answer("老人或年轻人", ZH, UPPER) is None
+    assert parse_answer("祖父か孫", ("祖父", "孫", "判断できない"), UPPER) is None
 
 
 # --- the simulator writes every language's replies so that they read back ----------------------

@@ -65,7 +65,7 @@ def swahili(tmp_path):
 
 def test_each_built_in_pack_is_a_file_named_by_its_code():
     files = sorted(PACKS.glob("*.toml"))
-    assert [path.stem for path in files] == ["ca", "de", "en", "es", "ko", "zh"]
+    assert [path.stem for path in files] == ["ca", "de", "en", "es", "hi", "ja", "ko", "nl", "tr", "zh"]
     for path in files:
         pack = load_pack(path)
         assert pack.code == path.stem and pack.name

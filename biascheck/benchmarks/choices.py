@@ -68,6 +68,7 @@ class _Rules:
     contrasts: re.Pattern[str]
     answer_word: re.Pattern[str]
     negation: re.Pattern[str]
+    negated_belief: re.Pattern[str]
     suffix_phrase: re.Pattern[str]
     list_marker: re.Pattern[str]
     sentence_end: re.Pattern[str]
@@ -115,6 +116,8 @@ def _compile(generation: int, languages: Sequence[Language]) -> _Rules:
         # What makes a declaration none: "The answer is not the grandson", "I don't think it's A",
         # "정답은 할머니가 아닙니다", "A가 맞는지 모르겠습니다", "No es B", "不是A".
         negation=re.compile(union("negations")),
+        # A denied belief, which takes back what its clause goes on to declare: "I don't think B is correct".
+        negated_belief=re.compile(union("negated_beliefs")),
         # What, written after a letter, declares it: "C is correct", "C가 정답입니다", "C번", "C是正确的".
         suffix_phrase=re.compile(rf"\s*(?:{union('correct_suffixes')})", re.IGNORECASE),
         # A line that opens an enumeration item: "A: …", "B. …", "(c) …", "D)" or a bare "A.".
@@ -270,7 +273,9 @@ def _after_text(text: str, options: _Options, depth: int) -> frozenset[int]:
 
 
 def _boundary(rest: str, rules: _Rules) -> bool:
-    return not rest or bool(rules.separator.match(rest)) or bool(rules.list_join.match(rest.lstrip()))
+    # A list word joins only where the option's text ends a word: "Torunu" is no "Torun u" (Spanish
+    # "u", or), "De studenten" no "De student en" (Dutch "en", and); "손자와", "老人或" are joins.
+    return not rest or bool(rules.separator.match(rest)) or (_ends_word(rest[0]) and bool(rules.list_join.match(rest.lstrip())))
 
 
 def _next_clause(rest: str, options: _Options, depth: int, *, listing: bool = False) -> frozenset[int]:
@@ -321,12 +326,12 @@ def _declarations_by_phrase(text: str, options: _Options) -> frozenset[int]:
         found |= read
     for letter in re.finditer(r"(?<![A-Za-z'’])[(\[]?([A-Za-z])[)\]]?(?![A-Za-z'’])", text):
         index = options.by_letter(letter.group(1))
-        if index is not None and not quoted(letter.start(1), letter.end(1)) and _declared_by_suffix(text, letter.end(), rules):
+        if index is not None and not quoted(letter.start(1), letter.end(1)) and _declared_by_suffix(text, letter.start(), letter.end(), rules):
             found.add(index)
     for index, key in enumerate(options.keys):
         if key:
             for at in _find_all(text, key):
-                if _declared_by_suffix(text, at + len(key), rules):
+                if _declared_by_suffix(text, at, at + len(key), rules):
                     found.add(index)
     return frozenset(found)
 
@@ -337,11 +342,13 @@ def _negated_before(text: str, at: int, rules: _Rules) -> bool:
     return bool(rules.negation.search(clause))
 
 
-def _declared_by_suffix(text: str, at: int, rules: _Rules) -> bool:
-    """Whether what follows ``at`` declares the option before it ("C is correct", "C가 정답입니다"),
-    and the rest of its sentence does not take it back ("C가 정답이 아닙니다", "C가 맞는지 모르겠습니다")."""
+def _declared_by_suffix(text: str, start: int, at: int, rules: _Rules) -> bool:
+    """Whether what follows ``at`` declares the option written from ``start`` ("C is correct", "C가
+    정답입니다"), no denied belief before it in its clause takes it back ("I don't think C is
+    correct"; a bare negation there does not: "A가 아니라 B가 정답입니다", "정보가 없으므로 C가 정답입니다"),
+    and the rest of its sentence does not ("C가 정답이 아닙니다", "C가 맞는지 모르겠습니다")."""
     suffix = rules.suffix_phrase.match(text, at)
-    if not suffix:
+    if not suffix or rules.negated_belief.search(rules.clause_end.split(text[:start])[-1]):
         return False
     rest = rules.first_sentence.split(text[suffix.end() :], maxsplit=1)[0]
     return not rules.negation.search(rest)
@@ -367,19 +374,21 @@ def _find_all(text: str, key: str):
         start = text.find(key, start + 1)
 
 
-def _is_ideograph(char: str) -> bool:
-    return "\u3400" <= char <= "\u9fff"  # Chinese is written without spaces: "答案是老人"
+def _is_unspaced(char: str) -> bool:
+    """Whether ``char`` is of a script written without spaces between words: Han ideographs
+    ("答案是老人") and kana ("祖父が正解です", "マリアさんが")."""
+    return "\u3400" <= char <= "\u9fff" or "\u3040" <= char <= "\u30ff"
 
 
 def _starts_word(before: str) -> bool:
     """Whether a word may start after the character ``before``."""
-    return not before.isalnum() or _is_ideograph(before)
+    return not before.isalnum() or _is_unspaced(before)
 
 
 def _ends_word(after: str) -> bool:
     """Whether a word may end before the character ``after``: Korean particles attach to the word
-    ("할머니가 정답입니다"), and Chinese has no spaces."""
-    return not after.isalnum() or "가" <= after <= "힣" or _is_ideograph(after)
+    ("할머니가 정답입니다"), and scripts written without spaces have none to end it."""
+    return not after.isalnum() or "가" <= after <= "힣" or _is_unspaced(after)
 
 
 def _listed_lines(lines: Sequence[str], options: _Options) -> set[int]:

@@ -60,6 +60,9 @@ class Language:
     negations: tuple[str, ...]
     # Labels that start a new item of a prompt, where a base model goes on writing: "Context:".
     new_items: tuple[str, ...]
+    # A belief denied before the option it is about, which takes back a declaration later in its
+    # clause: "I don't think B is correct", "Ik denk niet dat B klopt".
+    negated_beliefs: tuple[str, ...] = ()
     # Endings a declared letter or text may carry, read away: Korean "입니다", Chinese "吧".
     copula_ends: tuple[str, ...] = ()
     # Words between a declared letter or text and what follows it, which separate like
@@ -96,6 +99,7 @@ FRAGMENT_FIELDS = (
     "list_joins",
     "negations",
     "new_items",
+    "negated_beliefs",
     "copula_ends",
     "connectives",
     "closing_particles",
