@@ -3,10 +3,13 @@ reading it stays cheap: ``import biascheck`` (and every public package) imports 
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import subprocess
 import sys
+
+import pytest
 
 from conftest import ROOT
 
@@ -78,3 +81,40 @@ def test_importing_the_public_packages_and_the_benchmark_names_imports_no_litell
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def biascheck_imports(path) -> list[tuple[str, str]]:
+    """The ``from biascheck... import name`` statements of a module: (module, name)."""
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    return [
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "biascheck"
+        for alias in node.names
+    ]
+
+
+def test_a_third_party_adapter_imports_only_documented_public_names():
+    """examples/minibbq, written against docs/api.md, needs nothing from an internal module."""
+    docs = documented()
+    imports = biascheck_imports(ROOT / "examples" / "minibbq" / "minibbq.py")
+    assert imports, "the example imports nothing from biascheck"
+    private = [f"{module}.{name}" for module, name in imports if name not in docs.get(module, ())]
+    assert not private, f"examples/minibbq imports names docs/api.md does not list: {private}"
+
+
+# The BBQ-family adapters built in: each reads its data with the QA layer's public building blocks.
+BBQ_FAMILY = ("cbbq", "esbbq", "ggbbq", "mbbq")
+
+
+@pytest.mark.parametrize("package", BBQ_FAMILY)
+def test_the_built_in_bbq_family_adapters_use_only_the_public_building_blocks(package):
+    """What an in-tree adapter imports from biascheck is its own package's, a documented public
+    name, or BiascheckError from its home module (biascheck re-exports it; the top-level package
+    sits above the benchmarks' layer)."""
+    docs = documented()
+    own = f"biascheck.benchmarks.{package}"
+    for path in sorted((ROOT / "biascheck" / "benchmarks" / package).glob("*.py")):
+        for module, name in biascheck_imports(path):
+            allowed = module.startswith(own) or name in docs.get(module, ()) or (module, name) == ("biascheck.core.errors", "BiascheckError")
+            assert allowed, f"{path.relative_to(ROOT)} imports {module}.{name}, which docs/api.md does not list"

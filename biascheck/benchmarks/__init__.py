@@ -21,6 +21,8 @@ if TYPE_CHECKING:
         registered_benchmarks,
         schema_fragment,
     )
+    from biascheck.config.manifest import SuiteManifest
+    from biascheck.config.sources import Resolved
     from biascheck.core.records import Case, Message, Outcome, QATruth, Response
     from biascheck.metrics.core import MetricDef, MetricValue, metric_table, tables_json
 
@@ -39,7 +41,9 @@ __all__ = [
     "Prompt",
     "QATruth",
     "ReportLayout",
+    "Resolved",
     "Response",
+    "SuiteManifest",
     "get_benchmark",
     "metric_table",
     "registered_benchmarks",
@@ -58,6 +62,9 @@ __getattr__, __dir__ = lazy_exports(
         **dict.fromkeys(["get_benchmark", "registered_benchmarks", "schema_fragment"], _BASE),
         **dict.fromkeys(["Case", "Message", "Outcome", "QATruth", "Response"], _RECORDS),
         **dict.fromkeys(["MetricDef", "MetricValue", "metric_table", "tables_json"], "biascheck.metrics.core"),
+        # What a benchmark's load() is given: the suite's manifest and its data files as resolved.
+        "SuiteManifest": "biascheck.config.manifest",
+        "Resolved": "biascheck.config.sources",
     },
     __all__,
 )

@@ -13,10 +13,12 @@ names the file as ``[data.items]`` and its prompts inline (``[[prompts.inline]]`
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from biascheck import BiascheckError
+from biascheck.benchmarks import Resolved, SuiteManifest
 from biascheck.benchmarks.qa import QABenchmark, QAData, QAItem, QAPrompt
 
 CONTEXT_KINDS: dict[str, Literal["amb", "dis"]] = {"amb": "amb", "dis": "dis"}
@@ -68,7 +70,7 @@ def _item(path: Path, line: int, row: dict[str, str]) -> QAItem:
 class MiniBBQBenchmark(QABenchmark):
     name = "minibbq"
 
-    def load(self, manifest, files) -> QAData:
+    def load(self, manifest: SuiteManifest, files: Mapping[str, Resolved]) -> QAData:
         resolved = files.get("items")
         if resolved is None:
             raise BiascheckError(manifest.path, "data.items", "missing", "name the CSV file as [data.items]")

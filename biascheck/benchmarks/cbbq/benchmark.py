@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from biascheck.benchmarks.base import ReportLayout
+from biascheck.benchmarks import ReportLayout
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS
 from biascheck.benchmarks.qa import READING_METRICS, QABenchmark, QAData, QAItem, QAPrompt, seeded_rank
 from biascheck.core.errors import BiascheckError

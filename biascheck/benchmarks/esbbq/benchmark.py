@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from biascheck.benchmarks import Case, QATruth
 from biascheck.benchmarks.qa import AnswerMode, QABenchmark, QAData, QAItem, QAPrompt, category_files, continuations, read_utf8, seeded_pick
 from biascheck.core.errors import BiascheckError
-from biascheck.core.records import Case, QATruth
 
 COLUMNS = (
     "instance_id",

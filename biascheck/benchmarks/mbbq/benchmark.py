@@ -24,9 +24,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from biascheck.benchmarks import Resolved, SuiteManifest
 from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAData, QAPrompt, RowFormat, read_utf8
-from biascheck.config.manifest import SuiteManifest
-from biascheck.config.sources import Resolved
 from biascheck.core.errors import BiascheckError
 
 LETTERS = ("A", "B", "C")
