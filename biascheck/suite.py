@@ -5,6 +5,7 @@ This is the first stage of the pipeline and needs neither pytest nor litellm.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.benchmarks.base import Prompt, benchmark_of, get_benchmark
-from biascheck.benchmarks.languages import Language, load_pack, register_pack
+from biascheck.benchmarks.languages import load_pack, register_pack
 from biascheck.config.catalog import suite_folder
 from biascheck.config.manifest import SuiteManifest, canonical_json, load_manifest, sha256_text
 from biascheck.config.sources import MIRROR_OPTION, Resolved, resolve
@@ -69,6 +70,10 @@ class Suite:
     # The mirror its files were looked for in (load_suite's data_dir, else BIASCHECK_DATA_DIR): a
     # run's simulator reads the suite from the same one.
     data_dir: Path | None = None
+    # The digest of the words of the language pack the suite ships ([suite] language_pack; not of
+    # its comments), None for none: they decide how replies are read, so the fingerprint holds it
+    # as it holds the prompts.
+    language_pack_sha256: str | None = None
     _by_id: dict[str, Case] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -116,6 +121,8 @@ class Suite:
         # they were), else its git blob id.
         data = sorted((key, r.pin) for key, r in self.files.items() if r.local is not None and measured(key))
         prompts = [[p.id, p.template, p.unknown, list(p.letters)] for p in self.prompts]
+        if self.language_pack_sha256 is not None:  # only then: the fingerprints of other suites stay as they were
+            prompts.append(["language_pack", self.language_pack_sha256])
         subset = [m.benchmark, sorted(m.categories), m.choice_orders, m.sample, m.subset_seed, m.templates_per_category]
         subset += self.benchmark.fingerprint_settings(m)
         parts: dict[str, str | int] = {
@@ -162,10 +169,11 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def register_suite_pack(manifest: SuiteManifest) -> Language:
+def register_suite_pack(manifest: SuiteManifest) -> str:
     """Load the language pack a suite ships (``[suite] language_pack``, beside its manifest) and
     register it, so that this process's parser reads its words and its simulator writes them; the
-    suite's ``language`` must be the pack's code."""
+    suite's ``language`` must be the pack's code. Returns the sha256 of the pack's fields (its
+    words and sentences, not its comments or layout)."""
     path = manifest.directory / manifest.language_pack
     if not path.is_file():
         raise BiascheckError(
@@ -184,7 +192,7 @@ def register_suite_pack(manifest: SuiteManifest) -> Language:
             f'set language = "{pack.code}"',
         )
     register_pack(pack, path)
-    return pack
+    return sha256_text(canonical_json(dataclasses.asdict(pack)))
 
 
 def load_suite(
@@ -203,8 +211,7 @@ def load_suite(
     error (the plugin's option by default; the Python API's argument in ``biascheck.load_suite``).
     ``allow_unpinned``: accept files the manifest pins by no checksum (``--biascheck-allow-unpinned-data``)."""
     manifest = load_manifest(suite_folder(suite_dir))
-    if manifest.language_pack:
-        register_suite_pack(manifest)
+    pack_sha256 = register_suite_pack(manifest) if manifest.language_pack else None
     benchmark = benchmark_of(manifest)
     mirror = data_dir if data_dir is not None else env_data_dir()
     folder = manifest.data_folder if manifest.data_folder is not None else mirror
@@ -238,4 +245,5 @@ def load_suite(
         skipped_categories=built.skipped_categories,
         data_quality=built.data_quality,
         data_dir=Path(mirror) if mirror is not None else None,
+        language_pack_sha256=pack_sha256,
     )
