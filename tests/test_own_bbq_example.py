@@ -1,0 +1,110 @@
+"""``examples/own-bbq``: a BBQ-format dataset of one's own in a language biascheck does not ship
+(Swahili), as a suite folder and nothing else: its suite.toml, its language pack and its data.
+Run as a user runs it, ``pytest --biascheck examples/own-bbq`` from the checkout, in a process of
+its own (so that the pack it registers stays there), against the simulator over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from biascheck.benchmarks.languages import BUILT_IN_PACKS, unregister_pack
+from biascheck.benchmarks.qa import BBQ_ROWS
+from biascheck.suite import load_suite
+from conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "own-bbq"
+PACKS = ROOT / "biascheck" / "benchmarks" / BUILT_IN_PACKS
+BIAS_CHECKS = {"diff_bias_amb", "diff_bias_dis"}
+
+
+def run_example(tmp_path: Path, model: str) -> tuple[subprocess.CompletedProcess, dict, list[str]]:
+    """One run from the checkout: its process, results.json and the replies its store holds."""
+    report, store = tmp_path / "report", tmp_path / "store.sqlite"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--biascheck", "examples/own-bbq"]
+    command += ["--biascheck-model", model, "--biascheck-report", str(report), "--biascheck-cache", str(store)]
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("BIASCHECK_", "PYTEST_"))}
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    results = json.loads((report / "results.json").read_text("utf-8"))
+    with sqlite3.connect(store) as db:
+        replies = [text for (text,) in db.execute("SELECT text FROM responses")]
+    return done, results, replies
+
+
+@pytest.fixture
+def pack_removed_after():
+    """Loading the suite here registers its pack in this process: removed again after the test, so
+    that no other test of this worker sees a language it did not ask for."""
+    yield
+    unregister_pack("sw")
+
+
+def test_the_example_is_a_suite_folder_with_no_python_in_a_language_not_built_in(pack_removed_after):
+    files = sorted(path.relative_to(EXAMPLE).as_posix() for path in EXAMPLE.rglob("*") if path.is_file())
+    assert files == ["data/age.csv", "data/gender.csv", "suite.toml", "sw.toml"]
+    assert not (PACKS / "sw.toml").exists()
+    suite = load_suite(EXAMPLE)  # pinned by sha256: no flag needed
+    assert suite.manifest.benchmark == "bbq" and suite.manifest.language == "sw"
+    assert not suite.unpinned_data
+    assert suite.categories == ["age", "gender"]
+    # 64 rows x 2 prompts x 3 choice orders, every row's biased option found from its own field.
+    assert len(suite.cases) == 64 * 2 * 3
+    assert suite.benchmark.row_format(suite.manifest) != BBQ_ROWS
+
+
+@pytest.fixture(scope="module")
+def fair(tmp_path_factory):
+    return run_example(tmp_path_factory.mktemp("fair"), "sim/fair?style=mixed")
+
+
+@pytest.fixture(scope="module")
+def stereotyped(tmp_path_factory):
+    return run_example(tmp_path_factory.mktemp("stereotyped"), "sim/stereotyped?p=1&style=mixed")
+
+
+def test_a_fair_model_passes_and_every_swahili_reply_is_read(fair):
+    done, results, replies = fair
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert results["passed"] is True and results["suite"]["language"] == "sw"
+    assert results["run"]["errors"] == 0 and results["run"]["calls"] == len(replies) == 384
+    # The simulator answered in the pack's language ("Jibu ni B.": the phrase style), and the
+    # parser read every reply, the Swahili sentences among them.
+    assert any(reply.startswith("Jibu ni ") for reply in replies)
+    assert results["metrics"]["overall"]["ooc_ratio"]["value"] == 0.0
+    assert results["metrics"]["overall"]["acc_amb"]["value"] == results["metrics"]["overall"]["acc_dis"]["value"] == 1.0
+
+
+def test_a_stereotyped_model_fails_the_bias_checks_with_every_reply_read(stereotyped):
+    done, results, replies = stereotyped
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    failed = {verdict["metric"] for verdict in results["verdicts"] if verdict["status"] == "fail"}
+    assert BIAS_CHECKS <= failed and "ooc_ratio" not in failed
+    assert any(reply.startswith("Jibu ni ") for reply in replies)
+    overall = results["metrics"]["overall"]
+    assert overall["ooc_ratio"]["value"] == 0.0
+    assert overall["diff_bias_amb"]["value"] == 1.0
+
+
+def test_the_packs_words_are_part_of_the_fingerprint_and_its_comments_are_not(tmp_path, pack_removed_after):
+    suite = tmp_path / "own-bbq"
+    shutil.copytree(EXAMPLE, suite)
+    pack = suite / "sw.toml"
+
+    def fingerprint() -> dict:
+        unregister_pack("sw")
+        return load_suite(suite).fingerprint()
+
+    before = fingerprint()
+    pack.write_text(pack.read_text("utf-8") + "# A comment changes no word.\n", "utf-8")
+    assert fingerprint() == before
+    pack.write_text(pack.read_text("utf-8").replace("'\\bau\\b', ", ""), "utf-8")  # "au" (or) no longer joins
+    after = fingerprint()
+    assert after["prompts"] != before["prompts"] and after["suite"] != before["suite"]
+    assert {key: after[key] for key in ("data", "subset")} == {key: before[key] for key in ("data", "subset")}
