@@ -515,13 +515,18 @@ def test_a_reply_naming_one_option_by_any_packs_fragment_never_reads_as_another(
     """For every registered pack and every field of fragments: a reply of one of its fragments (as
     hypothesis writes text matching it) and one option, "<answer phrase> B", "B <correct suffix>",
     "<contrast> the grandson", reads as that option or as no answer, never as another option."""
-    fragments = getattr(LANGUAGES[code], field)
+    check_a_fragment_and_one_option(data, getattr(LANGUAGES[code], field), field, OPTION_POOLS.get(code, OPTION_POOLS["en"]))
+
+
+def check_a_fragment_and_one_option(data: st.DataObject, fragments: tuple[str, ...], field: str, pool: tuple[str, ...]) -> None:
+    """Draw a reply of one of ``fragments`` (a pack's ``field``) and one option of three drawn from
+    ``pool``, and check that it reads as that option or as none (also for a suite's own pack)."""
     if not fragments:
         return
     fragment = data.draw(st.sampled_from(fragments), label="fragment")
     alphabet = st.sampled_from(sorted(set(fragment) | set(" abcdefghijklmnopqrstuvwxyz")))
     sample = data.draw(st.from_regex(_without_lookarounds(fragment), fullmatch=True, alphabet=alphabet), label="sample")
-    choices = tuple(data.draw(st.permutations(OPTION_POOLS.get(code, OPTION_POOLS["en"])), label="options")[:3])
+    choices = tuple(data.draw(st.permutations(pool), label="options")[:3])
     letters = data.draw(st.sampled_from([UPPER, LOWER]))
     i = data.draw(st.integers(0, 2), label="option")
     x = data.draw(st.sampled_from([letters[i], letters[i].swapcase(), f"({letters[i]})", choices[i]]), label="named")
