@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from mbbq_layout import CATEGORIES, PROMPTS_EN, TEMPLATES, TRANSLATED, rows, write_mbbq
 
 from biascheck.benchmarks.mbbq.benchmark import read_prompts
+from biascheck.config.manifest import load_manifest
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.llm import ModelConfig
 from biascheck.reporting.results import build_results
@@ -164,15 +166,29 @@ def test_the_packaged_suites_list_mbbq(tmp_path, capsys):
     out = capsys.readouterr().out
     assert all(name in out for name in NAMES)
     # Without its files (never in a mirror), a whole suite is counted from the rows its manifest
-    # declares: 10,088 examples x 5 prompts x 1 order; a quick suite's sample needs the files.
-    assert re.search(r"^mbbq-nl\s+packaged\s+mbbq\s+50,440\*", out, re.M) and re.search(r"^mbbq-nl-quick\s+packaged\s+mbbq\s+-", out, re.M), out
-    assert "mbbq-nl: mbbq/answer_detection.py is neither in the mirror" in out and "counted from the rows its manifest declares (50,440 cases)" in out
+    # declares: 10,088 examples less the 16 Gender_identity rows whose stereotyped group names no
+    # option (rows_left_out), x 5 prompts x 1 order; a quick suite's sample needs the files.
+    assert re.search(r"^mbbq-nl\s+packaged\s+mbbq\s+50,360\*", out, re.M) and re.search(r"^mbbq-nl-quick\s+packaged\s+mbbq\s+-", out, re.M), out
+    assert "mbbq-nl: mbbq/answer_detection.py is neither in the mirror" in out and "counted from the rows its manifest declares (50,360 cases)" in out
     # With the files, the declared count is the count.
     folder = write_mbbq(tmp_path, "mbbq-nl")
     text = (folder / "suite.toml").read_text("utf-8")
     assert main(["suites", str(folder), "--data", str(tmp_path)]) == 0
     assert re.search(rf"{re.escape(str(folder))}\s+local\s+mbbq\s+{len(CATEGORIES) * len(rows('Age', 'nl', False)) * 5}\s", capsys.readouterr().out)
     assert "rows = 3320" in text  # (the made-up files are smaller than the rows declared: a count is read, not trusted)
+
+
+def test_more_rows_left_out_than_declared_is_a_one_line_error(tmp_path):
+    folder = tmp_path / "mbbq-nl"
+    shutil.copytree(SUITES / "mbbq-nl", folder)
+    manifest = folder / "suite.toml"
+    manifest.write_text(manifest.read_text("utf-8").replace("rows_left_out = 16", "rows_left_out = 1000"), "utf-8")
+    with pytest.raises(BiascheckError) as info:
+        load_manifest(folder)
+    assert str(info.value) == (
+        f"{manifest}: data.Gender_identity.rows_left_out: 1000 is more than the rows declared (544); "
+        "declare rows, the records the file holds, and at most as many left out"
+    )
 
 
 @pytest.mark.parametrize("path", sorted(Path(SUITES).glob("mbbq-*/suite.toml")), ids=lambda p: p.parent.name)

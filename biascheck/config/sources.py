@@ -60,7 +60,7 @@ PINS = {
 }
 # Keys a [data.<key>] table may hold; "category" belongs to the manifest layer and is ignored here.
 # A file without a url is read from the data folder alone (a dataset of the user's own).
-_MANIFEST_KEYS = ("path", "url", *PINS, "optional", "category", "rows")
+_MANIFEST_KEYS = ("path", "url", *PINS, "optional", "category", "rows", "rows_left_out")
 _REQUIRED_KEYS = ("path",)
 # The option that accepts a file the manifest pins by no checksum (a dataset of the user's own):
 # its bytes cannot be verified, so the results record it and its numbers compare with no one else's.
@@ -138,6 +138,9 @@ class DataFile:
     # The records the file holds, as the manifest declares them: a listing counts a suite whose
     # files are not here from them (Benchmark.declared_cases); nothing checks a file against it.
     rows: int | None = None
+    # Of those, the records its benchmark leaves out when it reads them (a BBQ-format row whose
+    # stereotyped groups name no option), as counted in the pinned file: not counted as cases.
+    rows_left_out: int = 0
 
     @property
     def basename(self) -> str:
@@ -187,6 +190,7 @@ class DataFile:
             optional=optional,
             git_blob_sha1=table.get("git_blob_sha1"),
             rows=table.get("rows"),
+            rows_left_out=table.get("rows_left_out", 0),
         )
         file.check(manifest_path)
         return file
@@ -200,6 +204,13 @@ class DataFile:
         problem = _url_problem(self.url) if self.url is not None else None
         if problem:
             raise BiascheckError(manifest_path, f"{name}.url", f"{self.url!r} {problem}", _FIX_URL)
+        if self.rows_left_out and (self.rows is None or self.rows_left_out > self.rows):
+            raise BiascheckError(
+                manifest_path,
+                f"{name}.rows_left_out",
+                f"{self.rows_left_out} is more than the rows declared ({self.rows})",
+                "declare rows, the records the file holds, and at most as many left out",
+            )
         # An unpinned file (no checksum) is refused where it would be read, unless the run accepts
         # it (resolve's allow_unpinned): the manifest alone cannot say.
         for field_name, value in self.pins.items():

@@ -247,12 +247,14 @@ class QABenchmark(BaseBenchmark):
         return []
 
     def declared_cases(self, manifest: SuiteManifest) -> int | None:
-        """Every row of each category file (``sample = "all"``, no template subset) in each prompt
-        the manifest names and each choice order, when every such file declares its ``rows``."""
+        """Every row of each category file (``sample = "all"``, no template subset) but those it
+        declares left out, in each prompt the manifest names and each choice order, when every such
+        file declares its ``rows``."""
         if manifest.sample != "all" or manifest.templates_per_category or manifest.prompt_ids is None and not manifest.inline_prompts:
             return None
         keys = [key for key, category in manifest.data_categories.items() if not manifest.categories or category in manifest.categories]
-        counts = [manifest.data[key].rows for key in keys]
+        files = [manifest.data[key] for key in keys]
+        counts = [None if file.rows is None else file.rows - file.rows_left_out for file in files]
         if not counts or any(count is None for count in counts):
             return None
         prompts = len(manifest.prompt_ids) if manifest.prompt_ids is not None else len(manifest.inline_prompts)
