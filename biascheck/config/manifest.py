@@ -395,7 +395,9 @@ def load_manifest(suite: Path | str) -> SuiteManifest:
         raise BiascheckError(path, "prompts", "give exactly one of prompts.from_data or prompts.inline", EXAMPLE_FIX)
     if "from_data" in prompts and prompts["from_data"] not in data:
         raise BiascheckError(path, "prompts.from_data", f"{prompts['from_data']!r} is not a key of [data]", f"use one of: {', '.join(data)}")
-    inline = tuple(InlinePrompt(p["id"], p["template"], p.get("unknown"), (p["letters"][0], p["letters"][1], p["letters"][2])) for p in prompts.get("inline", ()))
+    inline = tuple(
+        InlinePrompt(p["id"], p["template"], p.get("unknown"), (p["letters"][0], p["letters"][1], p["letters"][2])) for p in prompts.get("inline", ())
+    )
     for prompt in inline:
         for placeholder in ("{context}", "{question}", "{a}", "{b}", "{c}"):
             if placeholder not in prompt.template and not (placeholder in OPTION_PLACEHOLDERS and lists_no_options(raw, prompt.template)):
