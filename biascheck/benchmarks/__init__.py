@@ -1,5 +1,5 @@
 """Benchmarks: the protocol a benchmark implements, its base class, the records it works on and
-the registry (entry-point group ``biascheck.benchmarks``). README "Adding a benchmark"; the
+the registry (entry-point group ``biascheck.benchmarks``). How to write one: docs/adding-a-benchmark.md; the
 public names are ``__all__`` (docs/api.md); the benchmark packages below are internal, except
 :mod:`biascheck.benchmarks.qa`, the shared layer of BBQ-style multiple-choice benchmarks."""
 
