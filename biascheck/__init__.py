@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from biascheck.core.errors import BiascheckError
     from biascheck.execution.batches import BatchOptions
     from biascheck.execution.llm import ModelConfig
+    from biascheck.execution.stats import RunStatus
     from biascheck.judging.panel import JudgeOptions
     from biascheck.records.comparison import Comparison
     from biascheck.records.run import RunRecord
@@ -40,6 +41,7 @@ __all__ = [
     "RunConfig",
     "RunRecord",
     "RunResult",
+    "RunStatus",
     "Shard",
     "Suite",
     "SuiteResult",
@@ -68,6 +70,7 @@ __getattr__, __dir__ = lazy_exports(
         "RunConfig": "biascheck.session",
         "RunRecord": "biascheck.records.run",
         "RunResult": "biascheck.session",
+        "RunStatus": "biascheck.execution.stats",
         "Shard": "biascheck.suite",
         "Suite": "biascheck.suite",
         "SuiteResult": "biascheck.session",

@@ -10,8 +10,9 @@ from typing import Any
 
 
 class RunStatus(enum.Enum):
-    """How a run ended. An incomplete run's reason (results.json ``incomplete_reason``) starts with
-    its status's prefix; code decides on the status, never on the text."""
+    """How a run ended (a run's ``RunResult.stats.status``). An incomplete run's reason
+    (``RunResult.incomplete``, results.json ``incomplete_reason``) starts with its status's prefix;
+    code decides on the status, never on the text."""
 
     COMPLETE = ""
     BUDGET_REACHED = "budget"  # the reason is the budget's own sentence, without a prefix
