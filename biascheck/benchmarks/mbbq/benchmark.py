@@ -27,6 +27,7 @@ from pathlib import Path
 from biascheck.benchmarks import Resolved, SuiteManifest
 from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAData, QAPrompt, RowFormat, read_utf8
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import option
 
 LETTERS = ("A", "B", "C")
 # The translations tag some people by their word in the language rather than BBQ's F and M (the
@@ -120,7 +121,7 @@ class MBBQBenchmark(BBQBenchmark):
                 manifest.path,
                 f"data.{key}",
                 files[key].reason or "not available",
-                "point --biascheck-data at a folder holding it, or allow downloads",
+                f"point {option('data')} at a folder holding it, or allow downloads",
             )
         data = super().load_items_of(manifest, files)
         return data._replace(prompts=read_prompts(prompts_file, manifest.language))
