@@ -34,6 +34,7 @@ pytest's config model.
 
 from __future__ import annotations
 
-from biascheck.cli.main import main
+from biascheck.cli.main import main as main
 
-__all__ = ["main"]
+# The command is no Python API: `main` is its entry point (pyproject's [project.scripts]).
+__all__: list[str] = []

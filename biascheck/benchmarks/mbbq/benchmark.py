@@ -24,10 +24,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from biascheck.benchmarks import Resolved, SuiteManifest
+from biascheck.benchmarks import Resolved, SuiteManifest, option
 from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAData, QAPrompt, RowFormat, read_utf8
 from biascheck.core.errors import BiascheckError
-from biascheck.core.spelling import option
 
 LETTERS = ("A", "B", "C")
 # The translations tag some people by their word in the language rather than BBQ's F and M (the
