@@ -19,6 +19,7 @@ from typing import Any
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Response
+from biascheck.core.spelling import Option, option
 from biascheck.execution.llm import ModelConfig, check_serves, import_litellm
 from biascheck.execution.runner import from_store
 from biascheck.execution.store import ResponseStore, request_key
@@ -126,7 +127,7 @@ def estimate(
     *,
     store: Path | None = None,
     price: bool = True,
-    price_options: tuple[str, str] = ("--biascheck-price", "--biascheck-judge-price"),
+    price_options: tuple[object, object] = (Option("price"), Option("judge-price")),
 ) -> list[SuiteEstimate]:
     """The calls (and with ``price``, tokens and USD) of a run of ``selection`` under ``config``,
     less the answers of the response store at ``store`` (if it exists); ``price_options`` are
@@ -148,7 +149,7 @@ def existing_store(path: Path | None) -> Path | None:
         return None
     if not Path(path).is_file():
         kind = "a folder" if Path(path).is_dir() else "not a regular file"
-        raise BiascheckError(path, None, f"is {kind}, not a response store", "name the store's file (the --biascheck-cache of a run)")
+        raise BiascheckError(path, None, f"is {kind}, not a response store", f"name the store's file (the {option('cache')} of a run)")
     return Path(path)
 
 
@@ -178,19 +179,19 @@ def _estimate_suite(suite: Suite, cases: list[Case], config: RunConfig, store: R
     rejudge = config.judges.rejudge
     if needs is not None and not rejudge:
         try:
-            check_serves(model, needs, "--biascheck-answer-mode", batch=config.batch is not None)
+            check_serves(model, needs, f"{option('answer-mode')}", batch=config.batch is not None)
         except BiascheckError as exc:
             notes.append(f"the run would stop before its first call: {exc.problem}")
     if rejudge:  # the generations come from the store only: a missing one is an error, not a call
         missing = len(distinct) - len(stored)
-        notes.append(f"--biascheck-rejudge: generations are read from the store ({missing:,} missing: errors, not calls)")
+        notes.append(f"{option('rejudge')}: generations are read from the store ({missing:,} missing: errors, not calls)")
     generation = Share("model", model, [] if rejudge else [r for k, r in distinct.items() if k not in stored], len(stored))
     shares = [generation]
     panel = resolve(suite, config).panel
     if panel is not None:
         shares += [_judge_share(suite, cases, per_case, judge, params, config, store, stored) for judge in panel.judges]
         if config.judges.qualify:
-            notes.append("not counted: the judges' qualification runs (--biascheck-qualify-judge)")
+            notes.append(f"not counted: the judges' qualification runs ({option('qualify-judge')})")
     return SuiteEstimate(suite.name, suite.manifest.benchmark, len(cases), shares, notes)
 
 
@@ -232,7 +233,7 @@ def _judge_share(
 # --- tokens and price ------------------------------------------------------------------------
 
 
-def _price(share: Share, price_option: str) -> None:
+def _price(share: Share, price_option: object) -> None:
     """Fill in the share's tokens and USD, or say in a note why the cost is unknown."""
     model = share.model
     share.output_tokens = _output_tokens(share.requests)
@@ -248,14 +249,14 @@ def _price(share: Share, price_option: str) -> None:
         return
     tokens, share.sampled = counted
     if share.story_tokens is None:
-        share.notes.append("cost unknown: no max_tokens bounds the stories the judge reads (--biascheck-param max_tokens=N)")
+        share.notes.append(f"cost unknown: no max_tokens bounds the stories the judge reads ({option('param')} max_tokens=N)")
         return
     share.prompt_tokens = tokens + share.story_tokens
     rates = _rates(model, batch=share.batch)
     if rates is None:
         share.notes.append(f"cost unknown: pass {price_option} IN/OUT (USD per million tokens); litellm has no price for {model.model}")
     elif share.output_tokens is None:
-        where = "--biascheck-param max_tokens=N" if share.role == "model" else "max_tokens in the judge's sampling table of suite.toml"
+        where = f"{option('param')} max_tokens=N" if share.role == "model" else "max_tokens in the judge's sampling table of suite.toml"
         share.notes.append(f"cost unknown: no max_tokens bounds the replies ({where}); the prompts alone: {_usd(share.prompt_tokens * rates[0])} USD")
     else:
         share.usd = share.prompt_tokens * rates[0] + share.output_tokens * rates[1]

@@ -1,6 +1,14 @@
-"""What a run is configured with: pytest's options, ini keys and environment variables mapped to a
-:class:`biascheck.session.RunConfig` and the baseline options, in one place. The ``biascheck``
-command builds its runs with the same defaults and checks (:func:`model_config`, :func:`parse_rules`).
+"""What a run is configured with: the option table (:data:`OPTIONS`, :data:`FLAGS`,
+:data:`REPEATED`), its ini keys and environment variables, mapped to a
+:class:`biascheck.session.RunConfig` and the baseline options, in one place.
+
+The table names each option by its key (``model``, ``update-baseline``), which each front end
+spells its own way (:mod:`biascheck.core.spelling`): pytest ``--biascheck-model``
+(:func:`add_options`), the ``biascheck`` command ``--model`` (:func:`add_command_options`).
+The settings are read from a :class:`Settings`, which either front end fills: pytest's config
+(:func:`pytest_settings`), the command's parsed arguments (:func:`command_settings`). The
+``biascheck`` command builds its other runs with the same defaults and checks
+(:func:`model_config`, :func:`parse_rules`).
 
 pytest is imported only where a pytest object is read: ``biascheck`` (the command) imports this
 module without it.
@@ -9,12 +17,15 @@ module without it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from biascheck.core import exits
 from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import PYTEST_PREFIX, Option, Spelling, option
 from biascheck.orchestration import BaselineOptions
 
 if TYPE_CHECKING:
@@ -25,45 +36,12 @@ if TYPE_CHECKING:
     from biascheck.session import RunConfig
 
 
-class _Invoked(Protocol):
-    """pytest's InvocationParams as the settings read it: the folder the run was started in."""
-
-    @property
-    def dir(self) -> Path: ...
-
-
-class OptionSource(Protocol):
-    """What the settings of a run are read from: a pytest config, or :class:`CommandSettings`
-    (``biascheck run``'s arguments) read the same way."""
-
-    @property
-    def inipath(self) -> Path | None: ...
-
-    @property
-    def invocation_params(self) -> _Invoked: ...
-
-    def getoption(self, name: str) -> Any: ...
-
-    def getini(self, name: str) -> Any: ...
-
-
 # The defaults of a run, shared by the plugin and the ``biascheck`` command.
 DEFAULT_STORE = Path(".biascheck") / "responses.sqlite"
 DEFAULT_CONCURRENCY = 32
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 6
 
-# How errors name a setting: the plugin's options, or the command's (``biascheck suites --price``).
-PLUGIN_NAMES = {
-    "model": "--biascheck-model",
-    "param": "--biascheck-param",
-    "price": "--biascheck-price",
-    "compare_fail": "--biascheck-compare-fail",
-    "data": "--biascheck-data",
-    "allow_fingerprint_mismatch": "--biascheck-allow-fingerprint-mismatch",
-    "on_inconclusive": "--biascheck-on-inconclusive",
-    "fail_inconclusive": "--biascheck-fail-inconclusive",
-}
 
 OPTIONS = (
     # (option, ini key, env var, help)
@@ -256,6 +234,11 @@ EXIT_BATCH_PENDING = exits.BATCH_PENDING
 DEFAULT_BATCH_POLL = 30.0
 
 
+# The two repeated options without an environment variable: --biascheck-param, --biascheck-compare-fail.
+PARAM_HELP = "override a sampling parameter of the manifests (temperature, seed, max_tokens, ...)"
+COMPARE_FAIL_HELP = "regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)"
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("biascheck", "bias regression testing")
     group.addoption(
@@ -270,15 +253,15 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="run a suite shipped with biascheck, by name (implies --biascheck); see `biascheck suites`",
     )
-    for option, ini, env, text in OPTIONS:
-        group.addoption(option, *ALIASES.get(option, ()), default=None, help=text + (f" [env {env}]" if env else ""))
+    for name, ini, env, text in OPTIONS:
+        group.addoption(name, *ALIASES.get(name, ()), default=None, help=text + (f" [env {env}]" if env else ""))
         parser.addini(ini, text, type=INI_NUMBERS.get(ini, "string"), default=None)
-    for option, flag_ini, text in FLAGS:
-        group.addoption(option, action="store_true", default=False, help=text)
+    for name, flag_ini, text in FLAGS:
+        group.addoption(name, action="store_true", default=False, help=text)
         if flag_ini:
             parser.addini(flag_ini, text, type="bool", default=False)
-    for option, ini, env, metavar, text in REPEATED:
-        group.addoption(option, action="append", default=[], metavar=metavar, help=text + (f" [env {env}]" if env else ""))
+    for name, ini, env, metavar, text in REPEATED:
+        group.addoption(name, action="append", default=[], metavar=metavar, help=text + (f" [env {env}]" if env else ""))
         if ini:
             parser.addini(ini, text + " (one per line)", type="linelist", default=[])
     group.addoption(
@@ -286,14 +269,14 @@ def add_options(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="override a sampling parameter of the manifests (temperature, seed, max_tokens, ...)",
+        help=PARAM_HELP,
     )
     group.addoption(
         "--biascheck-compare-fail",
         action="append",
         default=[],
         metavar="METRIC:MARGIN",
-        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)",
+        help=COMPARE_FAIL_HELP,
     )
     parser.addini("biascheck_compare_fail", "regression rules, one METRIC:MARGIN per line", type="linelist", default=[])
 
@@ -361,58 +344,108 @@ def enabled(config: pytest.Config) -> bool:
     return bool(config.getoption("biascheck") or config.getoption("biascheck_suite"))
 
 
-def _setting(config: OptionSource, option: str, ini: str, env: str | None) -> str | None:
-    return _given(config, option, ini, env)[0]
+# --- what the settings are read from -------------------------------------------------------------
 
 
-def _given(config: OptionSource, option: str, ini: str, env: str | None) -> tuple[str | None, str, str | None]:
-    """An option's text and where it was given (where, field): the command line, else its
-    environment variable, else the ini file and key."""
+def key(option: str) -> str:
+    """An option's key in the table: its pytest name without ``--biascheck-`` (``model``)."""
+    return option.removeprefix(PYTEST_PREFIX)
+
+
+def _no_ini(name: str) -> Any:
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run's settings are read from, whichever front end parsed them: ``given(key)``, an
+    option's command-line value by its key (None, False or [] when not given); ``ini(name)``, an
+    ini key's value (None or [] when unset; the command reads no ini file) and ``inipath`` the file
+    it came from; ``folder``, where the run was started (a relative store path starts there); and,
+    under pytest-xdist, the id its workers share."""
+
+    given: Callable[[str], Any]
+    ini: Callable[[str], Any] = _no_ini
+    inipath: Path | None = None
+    folder: Path = Path(".")
+    shared_run_id: str | None = None
+
+
+def pytest_settings(config: pytest.Config) -> Settings:
+    """pytest's options and ini file as :class:`Settings`."""
     import pytest
 
-    value = config.getoption(option.lstrip("-").replace("-", "_"))
+    def ini(name: str) -> Any:
+        try:
+            return config.getini(name)
+        except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
+            if name not in BOUNDED:
+                raise
+            bound = BOUNDS[BOUNDED[name]]
+            kind = "a whole number" if bound.whole else "a number"
+            raise BiascheckError(
+                config.inipath or "ini file", name, f"is not {kind}", f"give {bound.describe()}, e.g. {name} = {bound.example}"
+            ) from None
+
+    return Settings(
+        given=lambda name: config.getoption(_dest(PYTEST_PREFIX + name)),
+        ini=ini,
+        inipath=config.inipath,
+        folder=Path(config.invocation_params.dir),
+        shared_run_id=getattr(config, "workerinput", {}).get("testrunuid"),
+    )
+
+
+def command_settings(args: Any, folder: Path | None = None) -> Settings:
+    """The ``biascheck`` command's parsed arguments (:func:`add_command_options`) as :class:`Settings`:
+    no ini file; the environment variables apply as for the plugin."""
+    return Settings(given=lambda name: getattr(args, _command_dest(name)), folder=folder or Path.cwd())
+
+
+def _settings(source: Settings | pytest.Config) -> Settings:
+    return source if isinstance(source, Settings) else pytest_settings(source)
+
+
+def _given(config: Settings, option: str, ini: str, env: str | None) -> tuple[str | None, object, str | None]:
+    """An option's text and where it was given (where, field): the command line, else its
+    environment variable, else the ini file and key."""
+    value = config.given(key(option))
     if value is not None:
-        return value, option, None
+        return value, Option(key(option)), None
     if env and os.environ.get(env):
         return os.environ[env], env, None
-    try:
-        value = config.getini(ini)
-    except (ValueError, TypeError, pytest.UsageError):  # pytest's message names neither the file nor the key
-        bound = BOUNDS[BOUNDED[ini]]
-        kind = "a whole number" if bound.whole else "a number"
-        raise BiascheckError(config.inipath or "ini file", ini, f"is not {kind}", f"give {bound.describe()}, e.g. {ini} = {bound.example}") from None
+    value = config.ini(ini)
     return (None if value in (None, "") else str(value)), str(config.inipath or "ini file"), ini
 
 
-def setting(config: OptionSource, option: str) -> str | None:
+def setting(config: Settings, option: str) -> str | None:
     """An option's text: the command line, else its environment variable, else the ini file."""
     for name, ini, env, _ in OPTIONS:
         if name == option:
-            return _setting(config, name, ini, env)
+            return _given(config, name, ini, env)[0]
     raise KeyError(option)
 
 
-def repeated(config: OptionSource, option: str) -> tuple[list[str], str]:
+def repeated(config: Settings, option: str) -> tuple[list[str], object]:
     """A repeated option's values and where they were given: the command line, else its environment
     variable (whitespace-separated), else the ini file's lines; empty when not given."""
     for name, ini, env, _, _ in REPEATED:
         if name == option:
-            given = list(config.getoption(_dest(name)) or [])
+            given = list(config.given(key(name)) or [])
             if given:
-                return given, option
+                return given, Option(key(option))
             if env and os.environ.get(env, "").strip():
                 return os.environ[env].split(), env
-            lines = [line.strip() for line in (config.getini(ini) or []) if line.strip()] if ini else []
+            lines = [line.strip() for line in (config.ini(ini) or []) if line.strip()] if ini else []
             return lines, f"{config.inipath or 'ini file'}: {ini}"
     raise KeyError(option)
 
 
-def flag(config: OptionSource, option: str) -> bool:
+def flag(config: Settings, option: str) -> bool:
     """A flag: the command line, or (for those that have one) its ini key."""
     for name, ini, _ in FLAGS:
         if name == option:
-            given = config.getoption(name.lstrip("-").replace("-", "_"))
-            return bool(given or (ini and config.getini(ini)))
+            return bool(config.given(key(name)) or (ini and config.ini(ini)))
     raise KeyError(option)
 
 
@@ -425,28 +458,27 @@ def model_config(
     timeout: float = DEFAULT_TIMEOUT,
     revision: str | None = None,
     http_client: str | None = None,
-    names: dict[str, str] = PLUGIN_NAMES,
 ) -> ModelConfig:
     """The model under test, checked: its model string, sampling overrides and price.
     ``http_client`` as checked by :func:`check_http_client`; None: BIASCHECK_HTTP_CLIENT, else fast."""
     from biascheck.config.manifest import parse_sampling_overrides
     from biascheck.execution.llm import ModelConfig, Price, validate_model_string
 
-    validate_model_string(model, names["model"], api_base=api_base)
+    validate_model_string(model, Option("model"), api_base=api_base)
     if http_client is None:
         http_client = check_http_client(os.environ.get("BIASCHECK_HTTP_CLIENT") or None, "BIASCHECK_HTTP_CLIENT")
     return ModelConfig(
         model=model,
-        params=parse_sampling_overrides(params, where=names["param"]),
+        params=parse_sampling_overrides(params, where=Option("param")),
         api_base=api_base,
         timeout=timeout,
-        price=Price.parse(price, where=names["price"]) if price else None,
+        price=Price.parse(price, where=Option("price")) if price else None,
         revision=revision or None,
         http_client=http_client,
     )
 
 
-def check_http_client(text: str | None, where: str, field: str | None = None) -> str:
+def check_http_client(text: str | None, where: object, field: str | None = None) -> str:
     """--biascheck-http-client's value (the default when not given), or one line naming where it was given."""
     from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS
 
@@ -462,20 +494,20 @@ def check_http_client(text: str | None, where: str, field: str | None = None) ->
     return text
 
 
-def parse_price(text: str | None, where: str):
+def parse_price(text: str | None, where: object):
     from biascheck.execution.llm import Price
 
     return Price.parse(text, where=where) if text else None
 
 
-def parse_rules(texts: list[str], where: str = PLUGIN_NAMES["compare_fail"]) -> list:
+def parse_rules(texts: list[str], where: object = Option("compare-fail")) -> list:
     """Regression rules given on a command line (``METRIC:MARGIN``)."""
     from biascheck.config.manifest import Rule
 
     return [Rule.parse_option(text, where=where) for text in texts]
 
 
-def _number(config: OptionSource, option: str, default):
+def _number(config: Settings, option: str, default):
     """A number setting within its bound, from wherever it was given; ``default`` when not given."""
     for name, ini, env, _ in OPTIONS:
         if name == option:
@@ -484,25 +516,26 @@ def _number(config: OptionSource, option: str, default):
     raise KeyError(option)
 
 
-def run_config(config: OptionSource) -> RunConfig:
+def run_config(source: Settings | pytest.Config) -> RunConfig:
     """The run the options describe; a :class:`BiascheckError` naming the option when one is wrong."""
     from biascheck.execution.llm import validate_model_string
     from biascheck.execution.policy import RetryPolicy
     from biascheck.session import RunConfig
     from biascheck.suite import Shard
 
+    config = _settings(source)
     model = setting(config, "--biascheck-model")
     if not model:
-        raise BiascheckError("--biascheck-model", None, "no model named", "pass --biascheck-model MODEL (e.g. sim/fair or openai/gpt-4o-mini)")
+        raise BiascheckError(Option("model"), None, "no model named", f"pass {option('model')} MODEL (e.g. sim/fair or openai/gpt-4o-mini)")
     api_base = setting(config, "--biascheck-api-base")
     validate_model_string(model, api_base=api_base)
     data = setting(config, "--biascheck-data")
     # Relative to where pytest was started, not its rootdir: the rootdir is the common ancestor of
     # every path-like argument (a data mirror elsewhere makes it /), which no user expects.
-    cache = setting(config, "--biascheck-cache") or str(Path(config.invocation_params.dir) / DEFAULT_STORE)
+    cache = setting(config, "--biascheck-cache") or str(config.folder / DEFAULT_STORE)
     model_settings = model_config(
         model,
-        params=config.getoption("biascheck_param"),
+        params=config.given("param"),
         api_base=api_base,
         timeout=_number(config, "--biascheck-timeout", DEFAULT_TIMEOUT),
         price=setting(config, "--biascheck-price"),
@@ -510,7 +543,6 @@ def run_config(config: OptionSource) -> RunConfig:
         http_client=check_http_client(*_given(config, "--biascheck-http-client", "biascheck_http_client", "BIASCHECK_HTTP_CLIENT")),
     )
     max_cost = _number(config, "--biascheck-max-cost", None)
-    run_id = getattr(config, "workerinput", {}).get("testrunuid")
     estimator = answer_mode_option(setting(config, "--biascheck-answer-mode"))
     shard = setting(config, "--biascheck-shard")
     return RunConfig(
@@ -522,20 +554,21 @@ def run_config(config: OptionSource) -> RunConfig:
         concurrency=_number(config, "--biascheck-concurrency", DEFAULT_CONCURRENCY),
         max_cost_usd=max_cost,
         policy=RetryPolicy(max_retries=_number(config, "--biascheck-retries", DEFAULT_RETRIES)),
-        shared_run_id=run_id,
+        shared_run_id=config.shared_run_id,
         estimator=estimator,
-        shard=Shard.parse(shard) if shard else None,
+        shard=Shard.parse(shard, Option("shard")) if shard else None,
         allow_missing_data=flag(config, "--biascheck-allow-missing-data"),
         allow_unpinned_data=flag(config, "--biascheck-allow-unpinned-data"),
     )
 
 
-def judge_options(config: OptionSource) -> JudgeOptions:
+def judge_options(source: Settings | pytest.Config) -> JudgeOptions:
     """The run's judge options (``RunConfig.judges``): each judge's model string checked, named as given."""
     from biascheck.benchmarks.base import judged_benchmarks
     from biascheck.execution.llm import validate_model_string
     from biascheck.judging.panel import JudgeOptions
 
+    config = _settings(source)
     models, where = repeated(config, "--biascheck-judge")
     api_base = setting(config, "--biascheck-judge-api-base")
     for model in models:
@@ -550,20 +583,20 @@ def judge_options(config: OptionSource) -> JudgeOptions:
     if unscorable is not None:  # the conventions are the judged benchmarks': only then are they all loaded
         conventions = list(dict.fromkeys(choice for judged in judged_benchmarks().values() for choice in judged.scoring_choices))
         if unscorable not in conventions:
-            raise BiascheckError("--biascheck-unscorable", None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
+            raise BiascheckError(Option("unscorable"), None, f"{unscorable!r} is not a convention", f"use {' or '.join(conventions)}")
     calibrations, _ = repeated(config, "--biascheck-judge-calibration")
     return JudgeOptions(
         models=tuple(models),
         api_base=api_base,
-        price=parse_price(setting(config, "--biascheck-judge-price"), "--biascheck-judge-price"),
-        rejudge=config.getoption("biascheck_rejudge"),
+        price=parse_price(setting(config, "--biascheck-judge-price"), Option("judge-price")),
+        rejudge=bool(config.given("rejudge")),
         qualify=flag(config, "--biascheck-qualify-judge"),
         unscorable=unscorable,
         calibrations=tuple(Path(path) for path in calibrations),
     )
 
 
-def answer_mode_option(mode: str | None, where: str = "--biascheck-answer-mode") -> str | None:
+def answer_mode_option(mode: str | None, where: object = Option("answer-mode")) -> str | None:
     """An answer mode some registered benchmark has (each suite takes it when its benchmark does)."""
     from biascheck.benchmarks.base import get_benchmark, registered_benchmarks
 
@@ -577,7 +610,7 @@ def answer_mode_option(mode: str | None, where: str = "--biascheck-answer-mode")
     return mode
 
 
-def batch_options(config: OptionSource):
+def batch_options(config: Settings):
     """--biascheck-batch and its companions; None for an online run (the companions are then refused)."""
     from biascheck.execution.batches import RESEND_CHOICES, BatchOptions
 
@@ -585,30 +618,31 @@ def batch_options(config: OptionSource):
     resend = setting(config, "--biascheck-batch-resend")
     poll = _number(config, "--biascheck-batch-poll", DEFAULT_BATCH_POLL)
     if not flag(config, "--biascheck-batch"):
-        given = [name for name, value in (("--biascheck-batch-wait", wait), ("--biascheck-batch-resend", resend)) if value is not None]
+        given = [name for name, value in (("batch-wait", wait), ("batch-resend", resend)) if value is not None]
         if given:
-            raise BiascheckError(given[0], None, "only applies to a batch run", "add --biascheck-batch, or drop it")
+            raise BiascheckError(Option(given[0]), None, "only applies to a batch run", f"add {option('batch')}, or drop it")
         return None
     if wait not in (None, "yes", "no"):
-        raise BiascheckError("--biascheck-batch-wait", None, f"{wait!r} is not yes or no", "e.g. --biascheck-batch-wait=no")
+        raise BiascheckError(Option("batch-wait"), None, f"{wait!r} is not yes or no", f"e.g. {option('batch-wait')}=no")
     if resend not in (None, *RESEND_CHOICES):
-        raise BiascheckError("--biascheck-batch-resend", None, f"{resend!r} is not a way to resend", f"use {' or '.join(RESEND_CHOICES)}")
+        raise BiascheckError(Option("batch-resend"), None, f"{resend!r} is not a way to resend", f"use {' or '.join(RESEND_CHOICES)}")
     return BatchOptions(wait=wait != "no", poll_interval=poll, resend=resend)
 
 
-def baseline_options(config: OptionSource) -> BaselineOptions:
-    texts = list(config.getini("biascheck_compare_fail")) + list(config.getoption("biascheck_compare_fail"))
+def baseline_options(source: Settings | pytest.Config) -> BaselineOptions:
+    config = _settings(source)
+    texts = list(config.ini("biascheck_compare_fail") or []) + list(config.given("compare-fail"))
     return BaselineOptions(
         pattern=setting(config, "--biascheck-baseline"),
-        update=config.getoption("biascheck_update_baseline"),
+        update=bool(config.given("update-baseline")),
         rules=parse_rules(texts),
-        allow_mismatch=config.getoption("biascheck_allow_fingerprint_mismatch"),
+        allow_mismatch=bool(config.given("allow-fingerprint-mismatch")),
         on_inconclusive=on_inconclusive(config),
         strict_record=flag(config, "--biascheck-strict-record"),
     )
 
 
-def check_on_inconclusive(value: str | None, alias: bool, where: str, field: str | None, alias_name: str) -> str | None:
+def check_on_inconclusive(value: str | None, alias: bool, where: object, field: str | None, alias_name: str) -> str | None:
     """An on-inconclusive setting and its fail-inconclusive alias, given at one place: checked, and
     refused when they disagree. None when neither was given."""
     from biascheck.evaluation.regression import ON_INCONCLUSIVE
@@ -622,103 +656,68 @@ def check_on_inconclusive(value: str | None, alias: bool, where: str, field: str
     return value or ("fail" if alias else None)
 
 
-def on_inconclusive(config: OptionSource) -> str | None:
+def on_inconclusive(config: Settings) -> str | None:
     """--biascheck-on-inconclusive (or its alias --biascheck-fail-inconclusive), else the ini keys
     biascheck_on_inconclusive / biascheck_fail_inconclusive; None when none was given (the suite's
     manifest decides). The command line wins over the ini file; two that disagree in one place are
     a usage error."""
     given = check_on_inconclusive(
-        config.getoption("biascheck_on_inconclusive"),
-        config.getoption("biascheck_fail_inconclusive"),
-        "--biascheck-on-inconclusive",
-        None,
-        "--biascheck-fail-inconclusive",
+        config.given("on-inconclusive"), bool(config.given("fail-inconclusive")), Option("on-inconclusive"), None, option("fail-inconclusive")
     )
     if given is not None:
         return given
-    ini = config.getini("biascheck_on_inconclusive")
+    ini = config.ini("biascheck_on_inconclusive")
     return check_on_inconclusive(
         ini or None,
-        bool(config.getini("biascheck_fail_inconclusive")),
+        bool(config.ini("biascheck_fail_inconclusive")),
         str(config.inipath or "ini file"),
         "biascheck_on_inconclusive",
         "biascheck_fail_inconclusive = true",
     )
 
 
-def report_dir(config: OptionSource) -> Path | None:
+def report_dir(source: Settings | pytest.Config) -> Path | None:
     """--biascheck-report: a folder (created if missing), never a file; None when not given (the
     plugin writes to :func:`biascheck.reporting.write.default_report_dir`)."""
-    report = setting(config, "--biascheck-report")
+    report = setting(_settings(source), "--biascheck-report")
     if report and Path(report).exists() and not Path(report).is_dir():
-        raise BiascheckError("--biascheck-report", None, f"{report} is a file", "give a folder (it is created if missing)")
+        raise BiascheckError(Option("report"), None, f"{report} is a file", "give a folder (it is created if missing)")
     return Path(report) if report else None
 
 
-# --- the same options for `biascheck run` ----------------------------------------------------------
+# --- the same table for the ``biascheck`` command ------------------------------------------------
 
-COMMAND_PREFIX = "--biascheck-"
-
-
-def command_name(option: str) -> str:
-    """An option as ``biascheck run`` spells it: without the ``--biascheck-`` prefix."""
-    return "--" + option.removeprefix(COMMAND_PREFIX)
+# The command's spelling of every option: the key, as ``--key``.
+COMMAND = Spelling("--")
 
 
-def add_command_options(parser) -> None:
+def add_command_options(parser: Any) -> None:
     """The plugin's options (:data:`OPTIONS`, :data:`FLAGS`, the repeated ones) on an argparse
-    parser, each under its :func:`command_name` and stored where pytest stores it, so that
-    :class:`CommandSettings` reads them as :func:`run_config` reads pytest's. No ini file is read;
-    the environment variables apply as for the plugin."""
-    for option, _, env, text in OPTIONS:
-        names = [command_name(name) for name in (option, *ALIASES.get(option, ()))]
-        parser.add_argument(*names, dest=_dest(option), default=None, help=text.replace("%", "%%") + (f" [env {env}]" if env else ""))
-    for option, _, text in FLAGS:
-        parser.add_argument(command_name(option), dest=_dest(option), action="store_true", default=False, help=text.replace("%", "%%"))
-    for option, _, env, metavar, text in REPEATED:
+    parser, each spelled ``--key`` and stored under the key, so that :func:`command_settings`
+    reads them as :func:`pytest_settings` reads pytest's."""
+    for name, _, env, text in OPTIONS:
+        names = [COMMAND(key(spelling)) for spelling in (name, *ALIASES.get(name, ()))]
+        parser.add_argument(*names, dest=_command_dest(key(name)), default=None, help=text.replace("%", "%%") + (f" [env {env}]" if env else ""))
+    for name, _, text in FLAGS:
+        parser.add_argument(COMMAND(key(name)), dest=_command_dest(key(name)), action="store_true", default=False, help=text.replace("%", "%%"))
+    for name, _, env, metavar, text in REPEATED:
         parser.add_argument(
-            command_name(option),
-            dest=_dest(option),
+            COMMAND(key(name)),
+            dest=_command_dest(key(name)),
             action="append",
             default=[],
             metavar=metavar,
             help=text.replace("%", "%%") + (f" [env {env}]" if env else ""),
         )
-    parser.add_argument(
-        "--param", dest="biascheck_param", action="append", default=[], metavar="NAME=VALUE", help="override a sampling parameter of the manifests"
-    )
-    parser.add_argument(
-        "--compare-fail",
-        dest="biascheck_compare_fail",
-        action="append",
-        default=[],
-        metavar="METRIC:MARGIN",
-        help="regression rule, e.g. diff_bias_amb:+0.02 or acc_dis:-2%% (overrides the manifest's margin)",
-    )
+    parser.add_argument(COMMAND("param"), dest="param", action="append", default=[], metavar="NAME=VALUE", help=PARAM_HELP)
+    parser.add_argument(COMMAND("compare-fail"), dest="compare_fail", action="append", default=[], metavar="METRIC:MARGIN", help=COMPARE_FAIL_HELP)
 
 
 def _dest(option: str) -> str:
+    """Where pytest stores an option: ``--biascheck-model`` in ``biascheck_model``."""
     return option.lstrip("-").replace("-", "_")
 
 
-class _Invocation:
-    def __init__(self, folder: Path):
-        self.dir = folder
-
-
-class CommandSettings:
-    """``biascheck run``'s parsed arguments as an :class:`OptionSource`, read through the calls
-    :func:`run_config`, :func:`baseline_options` and :func:`report_dir` make of a pytest config:
-    one option table, one reading of it. There is no ini file: every ini key reads as not set."""
-
-    inipath = None
-
-    def __init__(self, args, folder: Path | None = None):
-        self._args = args
-        self.invocation_params = _Invocation(folder or Path.cwd())
-
-    def getoption(self, name: str):
-        return getattr(self._args, name)
-
-    def getini(self, name: str):
-        return [] if name == "biascheck_compare_fail" or name in {ini for _, ini, *_ in REPEATED} else None
+def _command_dest(name: str) -> str:
+    """Where the command stores an option: ``update-baseline`` in ``update_baseline``."""
+    return name.replace("-", "_")

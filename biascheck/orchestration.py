@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.files import RUN_MARKER
+from biascheck.core.spelling import Option, option
 
 if TYPE_CHECKING:
     from biascheck.execution.progress import Progress
@@ -224,7 +225,7 @@ class Gate:
                 )
         if self.baseline.update and len(selection) > 1 and self.baseline.pattern and "{suite}" not in self.baseline.pattern:
             raise BiascheckError(
-                f"--biascheck-baseline {self.baseline.pattern}",
+                f"{option('baseline')} {self.baseline.pattern}",
                 None,
                 f"{len(selection)} suites would overwrite one file",
                 "put {suite} in the path, e.g. baselines/{suite}/release.json",
@@ -235,7 +236,7 @@ class Gate:
                     raise BiascheckError(
                         suite.manifest.path,
                         None,
-                        f"--biascheck-update-baseline: only {len(cases)} of the suite's {len(suite.cases)} cases are selected",
+                        f"{option('update-baseline')}: only {len(cases)} of the suite's {len(suite.cases)} cases are selected",
                         "a baseline must cover the whole suite: run it without -k or node ids",
                     )
 
@@ -278,20 +279,16 @@ class Gate:
 
     def compare(self, runs: Sequence[RunRecord], selection: Sequence[tuple[Suite, Sequence[Any]]]) -> dict[str, Comparison]:
         """Each suite's comparison with its baseline, by suite name."""
-        from biascheck.evaluation.regression import compare, settings_from
-
         comparisons = {}
         for run, (suite, cases) in zip(runs, selection):
             path, baseline = self.baseline_for(suite)
-            mode: _ModeOverride = {"on_inconclusive": self.baseline.on_inconclusive} if self.baseline.on_inconclusive else {}
-            settings = settings_from(run, self.baseline.rules, allow_fingerprint_mismatch=self.baseline.allow_mismatch, **mode)
             prompts = {case.case_id: case.messages[-1].content for case in cases}
-            comparisons[suite.name] = compare(baseline, run, settings, baseline_path=shown_path(path), prompts=prompts)
+            comparisons[suite.name] = compare_run(baseline, run, self.baseline, baseline_path=shown_path(path), prompts=prompts)
         return comparisons
 
     # --- after the run: reports and baselines ----------------------------------------------
 
-    def publish(self, checked: Checked, *, option: str = "--biascheck-report") -> list[Notice]:
+    def publish(self, checked: Checked, *, option: object = Option("report")) -> list[Notice]:
         """GitHub's job summary (in GitHub Actions) and the report folder (when one was asked for, or
         by default: ``default_report``)."""
         from biascheck.reporting.write import default_report_dir
@@ -339,6 +336,32 @@ class Gate:
         return notices
 
 
+def compare_run(
+    baseline: BaselineRecord,
+    run: RunRecord,
+    options: BaselineOptions,
+    *,
+    baseline_path: str,
+    prompts: Mapping[str, str] | None = None,
+    regression: Mapping[str, Any] | None = None,
+    where: str | None = None,
+    candidate: str = "results.json",
+    baseline_answers: Mapping[str, str | None] | None = None,
+) -> Comparison:
+    """A run's comparison with its baseline, as the gate tests it: the ``[regression]`` table the
+    run records (the run just made), or ``regression`` read from ``where`` (``biascheck diff``: the
+    baseline's or the suite's, never the candidate file's own), under the options' rules,
+    fingerprint allowance and on-inconclusive mode. ``prompts`` and ``baseline_answers`` (case id ->
+    the prompt, the reference's raw reply) are for the flips only."""
+    from biascheck.evaluation.regression import compare, settings_from
+
+    mode: _ModeOverride = {"on_inconclusive": options.on_inconclusive} if options.on_inconclusive else {}
+    settings = settings_from(
+        run, options.rules, regression=regression, where=where, candidate=candidate, allow_fingerprint_mismatch=options.allow_mismatch, **mode
+    )
+    return compare(baseline, run, settings, baseline_path=baseline_path, prompts=prompts, baseline_answers=baseline_answers)
+
+
 def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
     """In GitHub Actions, the run's job summary appended to ``$GITHUB_STEP_SUMMARY``; without
     ``reports``, the comparisons alone (``biascheck diff``: the run's report is in the summary of
@@ -351,7 +374,7 @@ def github_summary(checked: Checked, *, reports: bool = True) -> list[Notice]:
     return [Notice(problem, Level.WARNING)] if problem else []
 
 
-def write_report_folder(checked: Checked, folder: Path, *, option: str = "--biascheck-report") -> tuple[list[Path], list[Notice]]:
+def write_report_folder(checked: Checked, folder: Path, *, option: object = Option("report")) -> tuple[list[Path], list[Notice]]:
     """The report folder (:func:`biascheck.reporting.write.write_reports`): its files, or an ERROR
     notice when it could not be written: a gate whose evidence was not written must not pass."""
     from biascheck.reporting.write import write_reports

@@ -17,6 +17,7 @@ from biascheck.core.bounds import BOUNDS
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
 from biascheck.core.records import UNUSABLE_REPLY, Case, Outcome, Response
+from biascheck.core.spelling import Option, option
 from biascheck.evaluation.verdicts import Verdict, check_thresholds
 from biascheck.execution.batch_runner import in_batches, refuse_open_batches
 from biascheck.execution.batches import BatchOptions, batch_provider
@@ -66,7 +67,7 @@ class RunConfig:
     # --biascheck-shard: this run answers one part of each suite for a later merged run; no verdicts.
     shard: Shard | None = None
     # Where the model under test was named, for errors about it (a judge being qualified: its option).
-    model_source: str = "--biascheck-model"
+    model_source: object = Option("model")
     # --biascheck-batch: the calls the store lacks go as provider batches (execution/batch_runner.py).
     batch: BatchOptions | None = None
     # --biascheck-allow-missing-data: a category whose data file can be had nowhere is left out and
@@ -189,7 +190,7 @@ class _Clients:
         self._sim_url: str | None = None
 
     @contextmanager
-    def open(self, model: ModelConfig, *, require_price: bool, where: str = "--biascheck-model") -> Iterator[LiteLLMClient]:
+    def open(self, model: ModelConfig, *, require_price: bool, where: object = Option("model")) -> Iterator[LiteLLMClient]:
         if not model.is_sim:
             yield LiteLLMClient(model, require_price=require_price, where=where)
             return
@@ -280,7 +281,7 @@ def _needs(plan: _SuitePlan) -> str | None:
 
 
 def _mode_source(config: RunConfig) -> str:
-    return "--biascheck-answer-mode" if config.estimator else config.model_source
+    return option("answer-mode") if config.estimator else str(config.model_source)
 
 
 def _probe_answer_modes(plans: list[_SuitePlan], store: ResponseStore, call, responses: dict[str, Any], config: RunConfig) -> set[str]:
@@ -309,7 +310,7 @@ def _probe_answer_modes(plans: list[_SuitePlan], store: ResponseStore, call, res
                 _mode_source(config),
                 None,
                 f"{config.model.model} cannot answer {plan.suite.manifest.name} by {plan.estimator.kind}: {reason}",
-                "answer by generate (--biascheck-answer-mode generate), or serve what the mode needs",
+                f"answer by generate ({option('answer-mode')} generate), or serve what the mode needs",
             )
     return probed
 

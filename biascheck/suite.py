@@ -21,6 +21,7 @@ from biascheck.config.sources import MIRROR_OPTION, Resolved, resolve
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Case
+from biascheck.core.spelling import Option
 
 # Bump when a metric definition changes: baselines computed under another version are not comparable.
 METRICS_VERSION = 1
@@ -155,7 +156,7 @@ class Shard:
     count: int
 
     @classmethod
-    def parse(cls, text: str, where: str = "--biascheck-shard") -> Shard:
+    def parse(cls, text: str, where: object = Option("shard")) -> Shard:
         index, slash, count = text.strip().partition("/")
         if slash and index.strip().isdigit() and count.strip().isdigit() and 1 <= int(index) <= int(count):
             return cls(int(index), int(count))
@@ -201,7 +202,7 @@ def load_suite(
     data_dir: Path | None = None,
     cache_dir: Path | None = None,
     offline: bool | None = None,
-    data_option: str = MIRROR_OPTION,
+    data_option: object = MIRROR_OPTION,
     allow_unpinned: bool = False,
 ) -> Suite:
     """The suite in ``suite_dir`` (a folder, its suite.toml, or a packaged suite's name) with its

@@ -124,3 +124,32 @@ def test_a_path_the_system_refuses_is_one_line_in_every_command(tmp_path, capsys
     assert main(["store", "merge", str(tmp_path / "out.sqlite"), str(tmp_path / ("9" * 5000))]) == 2
     err = _one_line(capsys)
     assert "File name too long; check the path" in err and len(err) < 1000, err
+
+
+# --- one option table, spelled by each front end (issue 38) ---------------------------------------
+
+
+def test_an_error_keeps_the_options_key_and_each_front_end_spells_it(tmp_path, capsys):
+    """The table names an option by its key; pytest spells it --biascheck-KEY, the command --KEY,
+    and an error raised by the library for either says it that way: no text is rewritten."""
+    import argparse
+    from contextlib import nullcontext
+
+    import pytest
+
+    from biascheck.cli import main
+    from biascheck.core.errors import BiascheckError
+    from biascheck.core.spelling import spelled_as
+    from biascheck.options import COMMAND, add_command_options, command_settings, run_config
+
+    parser = argparse.ArgumentParser()
+    add_command_options(parser)
+    settings = command_settings(parser.parse_args([]))
+    for context, name in ((nullcontext(), "--biascheck-model"), (spelled_as(COMMAND), "--model")):
+        with pytest.raises(BiascheckError) as raised, context:
+            run_config(settings)
+        assert raised.value.option == "model" and raised.value.where == name and f"pass {name} MODEL" in str(raised.value)
+    # The command: an error of a run names its options as the command does.
+    assert main(["run", str(tmp_path), "--model", "sim/fair", "--concurrency", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("biascheck: --concurrency: ") and "--biascheck-" not in err

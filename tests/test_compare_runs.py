@@ -319,13 +319,17 @@ def test_history_over_a_baseline_replaced_twice(documents, suite_dir, tmp_path, 
     assert sorted(p.name for p in (path.parent / "history").iterdir()) == ["v1.0.json", "v1.1.json"]
     assert baselines.load(kept).model_name == "sim/fair"  # kept whole: it still loads, digest and all
 
-    monkeypatch.chdir(tmp_path)  # --baselines' default, ./baselines; history.html lands here
+    monkeypatch.chdir(tmp_path)  # --baselines' default, ./baselines
     assert main(["history", str(suite_dir)]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # Without --out, beside the reports (.biascheck/, which a project ignores), not in the working folder.
+    assert not (tmp_path / "history.html").exists() and not (tmp_path / "history.json").exists()
+    assert "wrote .biascheck/history/kobbq/history.json, .biascheck/history/kobbq/history.html" in captured.err
     rows = [line for line in printed.splitlines() if line.startswith("| ") and "sim/" in line]
     assert [row.split(" | ")[0] for row in rows] == ["| v1.0", "| v1.1", "| 2026-03-05T10:00:00+00:00"]
     assert r"| diff_bias_amb (\|x\| <= 0.05) | diff_bias_dis (\|x\| <= 0.05) | acc_dis (x >= 0.8) | ooc_ratio (x <= 0.1) |" in printed
-    page = (tmp_path / "history.html").read_text("utf-8")
+    page = (tmp_path / ".biascheck" / "history" / "kobbq" / "history.html").read_text("utf-8")
     charts = re.findall(r'<figure class="chart" id="chart-([a-z_]+)">(.*?)</figure>', page, re.S)
     assert [metric for metric, _ in charts] == ["diff_bias_amb", "diff_bias_dis", "acc_dis", "ooc_ratio"]
     for _, chart in charts:  # a row per release, the trend through them, the suite's threshold

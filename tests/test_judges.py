@@ -245,21 +245,21 @@ def test_a_panel_that_cannot_work_is_refused_before_any_call(tmp_path, data_dir)
 def test_judges_are_given_several_times_on_the_command_line_in_the_environment_or_the_ini_file(monkeypatch, tmp_path):
     import argparse
 
-    from biascheck.options import CommandSettings, add_command_options, judge_options
+    from biascheck.options import add_command_options, command_settings, judge_options
 
     parser = argparse.ArgumentParser()
     add_command_options(parser)
-    given = judge_options(CommandSettings(parser.parse_args(["--judge", "sim/judge", "--judge", f"sim/judge?confusion={NOISY}"])))
+    given = judge_options(command_settings(parser.parse_args(["--judge", "sim/judge", "--judge", f"sim/judge?confusion={NOISY}"])))
     assert given.models == ("sim/judge", f"sim/judge?confusion={NOISY}")
     monkeypatch.setenv("BIASCHECK_JUDGE", "sim/judge  sim/random\n")
-    assert judge_options(CommandSettings(parser.parse_args([]))).models == ("sim/judge", "sim/random")
-    assert judge_options(CommandSettings(parser.parse_args(["--judge", "sim/counter"]))).models == ("sim/counter",)  # the command line wins
+    assert judge_options(command_settings(parser.parse_args([]))).models == ("sim/judge", "sim/random")
+    assert judge_options(command_settings(parser.parse_args(["--judge", "sim/counter"]))).models == ("sim/counter",)  # the command line wins
     monkeypatch.setenv("BIASCHECK_JUDGE", "sim/judge sim/oracle")
     with pytest.raises(BiascheckError, match=r"^BIASCHECK_JUDGE: unknown persona 'oracle'"):
-        judge_options(CommandSettings(parser.parse_args([])))
+        judge_options(command_settings(parser.parse_args([])))
     monkeypatch.setenv("BIASCHECK_JUDGE", "sim/judge sim/judge")
     with pytest.raises(BiascheckError, match=r"^BIASCHECK_JUDGE: names the judge sim/judge twice"):
-        judge_options(CommandSettings(parser.parse_args([])))
+        judge_options(command_settings(parser.parse_args([])))
 
 
 # --- runs through the simulator -------------------------------------------------------------------

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from biascheck.config.manifest import SuiteManifest
     from biascheck.config.sources import Resolved
     from biascheck.core.records import Case, Message, Outcome, QATruth, Response
+    from biascheck.core.spelling import option
     from biascheck.metrics.core import MetricDef, MetricValue, metric_table, tables_json
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "SuiteManifest",
     "get_benchmark",
     "metric_table",
+    "option",
     "registered_benchmarks",
     "schema_fragment",
     "tables_json",
@@ -65,6 +67,8 @@ __getattr__, __dir__ = lazy_exports(
         # What a benchmark's load() is given: the suite's manifest and its data files as resolved.
         "SuiteManifest": "biascheck.config.manifest",
         "Resolved": "biascheck.config.sources",
+        # An option named in an error's fix, as the front end running the code spells it.
+        "option": "biascheck.core.spelling",
     },
     __all__,
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from biascheck.config.manifest import MANIFEST_NAME
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Option
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the biascheck package folder
 
@@ -36,7 +37,7 @@ def packaged_suites() -> dict[str, Path]:
     return {path.name: path for path in sorted(root.iterdir()) if is_suite_dir(path)}
 
 
-def packaged_suite(name: str, where: str = "--biascheck-suite") -> Path:
+def packaged_suite(name: str, where: object = Option("suite")) -> Path:
     """The folder of the packaged suite ``name``; an unknown name is one line listing the known ones."""
     known = packaged_suites()
     if name in known:

@@ -23,6 +23,7 @@ from biascheck.config.sources import FIX_PIN, DataFile
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import THRESHOLD_WORDS
+from biascheck.core.spelling import Option, option
 
 MANIFEST_NAME = "suite.toml"
 # Keys of [thresholds] that say how gates are judged (see verdicts.judge); every other key names a gated metric.
@@ -99,7 +100,7 @@ class Rule:
     source: str = "default"
 
     @classmethod
-    def parse(cls, metric: str, text: str | float | int, *, where: str, field: str, source: str) -> Rule:
+    def parse(cls, metric: str, text: str | float | int, *, where: object, field: str, source: str) -> Rule:
         match = _RULE.match(str(text)) if not isinstance(text, bool) else None
         if not metric or match is None or not math.isfinite(float(match["number"])):
             raise BiascheckError(
@@ -120,7 +121,7 @@ class Rule:
         return cls(metric, margin, bool(match["percent"]), sign, source)
 
     @classmethod
-    def parse_option(cls, text: str, where: str = "--biascheck-compare-fail") -> Rule:
+    def parse_option(cls, text: str, where: object = Option("compare-fail")) -> Rule:
         metric, sep, margin = text.partition(":")
         if not sep or not metric.strip():
             raise BiascheckError(where, text, "expected METRIC:MARGIN", "e.g. diff_bias_amb:+0.02 or acc_dis:-2%")
@@ -493,7 +494,7 @@ def _threshold(table: dict[str, float]) -> Threshold:
     return Threshold(kind, float(limit))
 
 
-def parse_sampling_overrides(pairs: list[str], where: str = "--biascheck-param") -> dict[str, Any]:
+def parse_sampling_overrides(pairs: list[str], where: object = Option("param")) -> dict[str, Any]:
     """``["temperature=0.7", "seed=1"]`` -> typed dict; bad names or values are one-line errors."""
     result: dict[str, Any] = {}
     for pair in pairs:
@@ -504,7 +505,7 @@ def parse_sampling_overrides(pairs: list[str], where: str = "--biascheck-param")
                 where,
                 name or pair,
                 f"expected NAME=VALUE with NAME one of {', '.join(SAMPLING_PARAMS)}, got {pair!r}",
-                "e.g. --biascheck-param temperature=0",
+                f"e.g. {option('param')} temperature=0",
             )
         try:
             typed = SAMPLING_PARAMS[name](value.strip())
@@ -517,7 +518,7 @@ def parse_sampling_overrides(pairs: list[str], where: str = "--biascheck-param")
             if problem is None and key in bounds and not test(bounds[key]):
                 problem = f"is out of range ({key} {bounds[key]})"
         if problem:
-            raise BiascheckError(where, name, f"{value.strip()!r} {problem}", "give a finite value in range, e.g. --biascheck-param temperature=0")
+            raise BiascheckError(where, name, f"{value.strip()!r} {problem}", f"give a finite value in range, e.g. {option('param')} temperature=0")
         result[name] = typed
     return result
 

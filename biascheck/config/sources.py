@@ -44,6 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Option, option
 
 CHUNK_SIZE = 1 << 20  # 1 MiB: hashing and download chunk
 DEFAULT_TIMEOUT = 60.0
@@ -74,10 +75,10 @@ FIX_PIN = (
 _FIX_PATH = "give a relative path inside the mirror folder, e.g. <benchmark>/<file>, as the packaged suites do"
 # Where a mirror folder is named: the plugin's option (the command speaks of its --data), or the
 # Python API's argument (biascheck.load_suite passes it), so that each error names what its caller can change.
-MIRROR_OPTION = "--biascheck-data"
+MIRROR_OPTION = Option("data")
 
 
-def _fix_mirror(option: str) -> str:
+def _fix_mirror(option: object) -> str:
     return f'point {option} at a mirror folder (see docs/suites.md, "Data")'
 
 
@@ -378,7 +379,7 @@ def _opener(url: str) -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(proxies, _SafeRedirect)
 
 
-def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: float, mirror_option: str = MIRROR_OPTION) -> None:
+def _fetch(file: DataFile, manifest_path: Path | str, final: Path, timeout: float, mirror_option: object = MIRROR_OPTION) -> None:
     """Download ``file.url`` to ``final`` atomically; raise _DownloadFailed on network failure.
 
     A checksum mismatch or a cache that cannot be written is a BiascheckError. Either way no file
@@ -479,7 +480,7 @@ def resolve(
     cache_dir: Path | str,
     offline: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
-    mirror_option: str = MIRROR_OPTION,
+    mirror_option: object = MIRROR_OPTION,
     allow_unpinned: bool = False,
 ) -> Resolved:
     """Find ``file`` in the mirror, then the cache, then download it (unless ``offline``);
@@ -497,7 +498,7 @@ def resolve(
             manifest_path,
             f"data.{file.key}",
             "has no checksum (neither sha256 nor git_blob_sha1)",
-            f"{FIX_PIN}; or, for a dataset of your own, pass {ALLOW_UNPINNED} (the results say so: its numbers compare with no one else's)",
+            f"{FIX_PIN}; or, for a dataset of your own, pass {option('allow-unpinned-data')} (the results say so: its numbers compare with no one else's)",
         )
     tried: list[str] = []
 

@@ -32,6 +32,7 @@ from biascheck.benchmarks.base import document_schema, get_benchmark, metric_def
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Spelled, option
 from biascheck.core.version import VERSION
 from biascheck.records._json import freeze, thaw
 from biascheck.records.baseline import BaselineRecord, BaselineVerdict
@@ -46,7 +47,7 @@ FINGERPRINT_PARTS = ("data", "prompts", "subset", "metrics_version", "judge", "s
 DEFAULT_PATTERN = "baselines/{suite}/release.json"
 # Where a replaced baseline is kept, beside it: history/<revision>.json (see :func:`replace`).
 HISTORY = "history"
-FIX_RECREATE = "restore it from version control, or re-create it with --biascheck-update-baseline"
+FIX_RECREATE = Spelled("restore it from version control, or re-create it with {update-baseline}")
 
 
 def model_slug(model: str) -> str:
@@ -332,7 +333,7 @@ def load(path: Path) -> BaselineRecord:
     try:
         text = path.read_text("utf-8")
     except FileNotFoundError:
-        raise BiascheckError(where, None, "no such baseline", "create it with --biascheck-update-baseline, or fix --biascheck-baseline") from None
+        raise BiascheckError(where, None, "no such baseline", f"create it with {option('update-baseline')}, or fix {option('baseline')}") from None
     except IsADirectoryError:
         raise BiascheckError(where, None, "is a folder", "give a baseline file; {suite} in the path stands for the suite name") from None
     except UnicodeDecodeError:

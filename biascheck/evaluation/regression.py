@@ -45,6 +45,7 @@ from biascheck.benchmarks.base import get_benchmark, metric_defs_for
 from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Option, option
 from biascheck.evaluation.baseline import ComparisonUnits, fingerprint_differences, scoring_of
 from biascheck.metrics.bootstrap import cluster_bootstrap_many
 from biascheck.metrics.core import number
@@ -121,7 +122,7 @@ def resolve_rules(
     gated: Sequence[str],
     manifest_rules: Mapping[str, Rule],
     command_line: Sequence[Rule],
-    where: str = "--biascheck-compare-fail",
+    where: object = Option("compare-fail"),
 ) -> dict[str, Rule]:
     """The rules a run checks: every gated metric and every metric with a rule; a command-line rule
     (given as ``where`` names it) replaces the manifest's; a gated metric without one gets margin 0
@@ -145,7 +146,7 @@ def settings_from(
     regression: Mapping[str, Any] | None = None,
     where: str | None = None,
     candidate: str = "results.json",
-    rules_where: str = "--biascheck-compare-fail",
+    rules_where: object = Option("compare-fail"),
     **overrides: Any,
 ) -> CompareSettings:
     """The comparison settings of a candidate's ``results`` (read from ``candidate``): the rules of
@@ -273,7 +274,7 @@ def check_comparable(b_suite: Mapping[str, Any], suite: Mapping[str, Any], *, al
             "suite.fingerprint",
             "was made with other "
             + ", ".join(f"{what[d]} ({d} {shown(b_suite['fingerprint'], d)}, this run {shown(suite['fingerprint'], d)})" for d in differences),
-            "re-create the baseline with --biascheck-update-baseline, or pass --biascheck-allow-fingerprint-mismatch to compare the cases both share",
+            f"re-create the baseline with {option('update-baseline')}, or pass {option('allow-fingerprint-mismatch')} to compare the cases both share",
         )
     return differences
 
@@ -289,7 +290,7 @@ def check_same_answer_mode(baseline: BaselineRecord, candidate: Candidate, *, pa
             path,
             "model.estimator",
             f"was answered by {shown['baseline']}, and this run by {shown['this run']}: answers read in different ways are not comparable",
-            "run in the baseline's answer mode (--biascheck-answer-mode), or record a baseline in this one (--biascheck-update-baseline)",
+            f"run in the baseline's answer mode ({option('answer-mode')}), or record a baseline in this one ({option('update-baseline')})",
         )
 
 
@@ -326,7 +327,7 @@ def compare(
             baseline_path,
             "cases",
             f"none of the run's {len(cand.ids)} units is in the baseline, so nothing can be compared",
-            "re-create the baseline for this suite with --biascheck-update-baseline",
+            f"re-create the baseline for this suite with {option('update-baseline')}",
         )
     bi = np.array([p[0] for p in pairs], dtype=np.int64)
     ci = np.array([p[1] for p in pairs], dtype=np.int64)

@@ -28,6 +28,7 @@ from typing import Any
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Response
+from biascheck.core.spelling import option
 from biascheck.execution.batches import (
     BatchAPI,
     BatchLine,
@@ -91,8 +92,8 @@ def refuse_open_batches(store: ResponseStore, model: str, keys: Iterable[str]) -
             None,
             f"{count:,} of this run's requests are in {len(held)} provider batch{'es' if len(held) > 1 else ''} an earlier run submitted, "
             f"not yet collected ({', '.join(list(held)[:3])}{', ...' if len(held) > 3 else ''}); sending them online would pay for them twice",
-            "collect them with --biascheck-batch (add --biascheck-batch-wait=no to take only what has ended, without waiting), "
-            "or cancel the batch at the provider and run with --biascheck-batch --biascheck-batch-resend=online to pay again online",
+            f"collect them with {option('batch')} (add {option('batch-wait')}=no to take only what has ended, without waiting), "
+            f"or cancel the batch at the provider and run with {option('batch')} {option('batch-resend')}=online to pay again online",
         )
 
 
@@ -119,7 +120,7 @@ class BatchRun:
         try:
             with open_client() as client:
                 if not isinstance(client, LiteLLMClient):
-                    raise BiascheckError("--biascheck-batch", None, "batch mode needs a litellm model client", "run without --biascheck-batch")
+                    raise BiascheckError(f"{option('batch')}", None, "batch mode needs a litellm model client", f"run without {option('batch')}")
                 api = open_batch_api(client)
                 try:
                     await self.answer(api)
@@ -207,10 +208,10 @@ class BatchRun:
             limit = request.params.get("max_tokens") or request.params.get("max_completion_tokens") or api.default_max_tokens
             if not isinstance(limit, int):
                 raise BiascheckError(
-                    "--biascheck-max-cost",
+                    f"{option('max-cost')}",
                     None,
                     "the batch's cost cannot be bounded: its requests set no max_tokens",
-                    "set one (--biascheck-param max_tokens=N) or run without --biascheck-max-cost",
+                    f"set one ({option('param')} max_tokens=N) or run without {option('max-cost')}",
                 )
             messages = request.messages
             if id(messages) not in counted:  # the k samples of a prompt share its messages
@@ -221,18 +222,18 @@ class BatchRun:
         left = budget - self.stats.cost_usd
         if cost is None:
             raise BiascheckError(
-                "--biascheck-max-cost",
+                f"{option('max-cost')}",
                 None,
                 f"litellm has no price for {client.config.model}",
-                "pass --biascheck-price INPUT/OUTPUT (USD per million tokens)",
+                f"pass {option('price')} INPUT/OUTPUT (USD per million tokens)",
             )
         if cost > left:
             raise BiascheckError(
-                "--biascheck-max-cost",
+                f"{option('max-cost')}",
                 None,
                 f"the batch of {len(keys):,} requests could cost up to ${cost:.4f} at {api.provider}'s batch rate "
                 f"({prompt_tokens:,} prompt tokens, up to {answer_tokens:,} answer tokens), over the ${left:.4f} left of the budget; nothing was sent",
-                "raise --biascheck-max-cost, lower max_tokens, or select fewer cases",
+                f"raise {option('max-cost')}, lower max_tokens, or select fewer cases",
             )
 
     async def submit(self, api: BatchAPI, keys: list[str]) -> None:

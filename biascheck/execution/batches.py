@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Option, option
 from biascheck.execution.call_errors import CallError, one_line_error
 from biascheck.execution.llm import MAX_REPLY_CHARS, Completion, LiteLLMClient, ModelConfig, Sent
 from biascheck.execution.redaction import redact
@@ -103,7 +104,7 @@ class BatchAPI(Protocol):
     async def aclose(self) -> None: ...
 
 
-def batch_provider(model: ModelConfig, where: str = "--biascheck-batch") -> str:
+def batch_provider(model: ModelConfig, where: object = Option("batch")) -> str:
     """The batch API that serves ``model``, or a one-line refusal naming those that exist."""
     if model.is_sim:
         return "openai"
@@ -122,7 +123,7 @@ def batch_provider(model: ModelConfig, where: str = "--biascheck-batch") -> str:
         where,
         None,
         f"{model.model}: biascheck has no batch API for {prefix}/ models",
-        f"batch mode serves {', '.join(p + '/' for p in SUPPORTED)} models; run this one online (without --biascheck-batch)",
+        f"batch mode serves {', '.join(p + '/' for p in SUPPORTED)} models; run this one online (without {option('batch')})",
     )
 
 

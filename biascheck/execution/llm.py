@@ -38,6 +38,7 @@ from biascheck.core.records import (
     logprob_value,
     shown,
 )
+from biascheck.core.spelling import Option, option
 from biascheck.execution.call_errors import UNREACHABLE, CallError, broken_body, one_line_error, refusal_line, refused_params, retry_after_of
 from biascheck.execution.fast_http import DEFAULT_HTTP_CLIENT, HTTP_CLIENTS, FastPath, Plain, fast_path_applies
 from biascheck.execution.providers import SIM_PREFIX, check_simulated_model, is_simulated
@@ -52,7 +53,7 @@ class Price:
     output_per_million: float
 
     @classmethod
-    def parse(cls, text: str, where: str = "--biascheck-price") -> Price:
+    def parse(cls, text: str, where: object = Option("price")) -> Price:
         parts = text.split("/")
         try:
             values = [float(p) for p in parts]
@@ -89,7 +90,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.http_client not in HTTP_CLIENTS:
-            raise BiascheckError("--biascheck-http-client", None, f"{self.http_client!r} is not an HTTP client", f"use {' or '.join(HTTP_CLIENTS)}")
+            raise BiascheckError(f"{option('http-client')}", None, f"{self.http_client!r} is not an HTTP client", f"use {' or '.join(HTTP_CLIENTS)}")
         # litellm would read the provider's environment variable (OPENAI_API_BASE,
         # HOSTED_VLLM_API_BASE, ...) itself; reading it here, once, puts the server that answers
         # into the store key and the report, so two servers never share cached answers.
@@ -116,7 +117,7 @@ class ModelConfig:
         }
 
 
-def validate_model_string(model: str, where: str = "--biascheck-model", *, api_base: str | None = None) -> None:
+def validate_model_string(model: str, where: object = Option("model"), *, api_base: str | None = None) -> None:
     """Refuse, in milliseconds and before litellm is imported (2-4 s), a model string that cannot
     work: blank, an unknown sim persona, or a provider prefix litellm does not know (``opneai/``).
     :func:`check_ready` asks litellm itself once it is imported."""
@@ -166,7 +167,7 @@ def known_providers() -> frozenset[str]:
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL")
 
 
-def check_ready(config: ModelConfig, where: str = "--biascheck-model", *, api_key: str | None = None) -> None:
+def check_ready(config: ModelConfig, where: object = Option("model"), *, api_key: str | None = None) -> None:
     """Stop before the first call a model that cannot work: litellm cannot route it (unknown
     provider) or its provider's credentials are not set (unless ``api_key`` is given), as
     ``litellm.validate_environment`` tells. One line naming the environment variable or the fix.
@@ -479,7 +480,7 @@ def check_serves(config: ModelConfig, needs: str, where: str, *, batch: bool = F
     provider asked for prompt log-probabilities, or one litellm says returns no log-probabilities.
     (What only the endpoint can tell, the run's first reply tells: see the session's probe.)"""
     if batch and needs == PROMPT_LOGPROBS:
-        raise BiascheckError(where, None, "loglikelihood answers are not sent as provider batches", "drop --biascheck-batch for this run")
+        raise BiascheckError(where, None, "loglikelihood answers are not sent as provider batches", f"drop {option('batch')} for this run")
     if config.is_sim:
         return
     litellm = import_litellm()
@@ -500,7 +501,7 @@ def check_serves(config: ModelConfig, needs: str, where: str, *, batch: bool = F
                 where,
                 None,
                 f"OpenAI's API returns prompt log-probabilities only for {' and '.join(sorted(_OPENAI_ECHO_MODELS))}, not {name}",
-                "answer by generate or first-token, or give --biascheck-api-base of an OpenAI-compatible server",
+                f"answer by generate or first-token, or give {option('api-base')} of an OpenAI-compatible server",
             )
     elif needs == TOKEN_LOGPROBS and provider not in _COMPLETIONS_PROVIDERS:
         try:
@@ -561,7 +562,7 @@ class LiteLLMClient:
         api_base: str | None = None,
         api_key: str | None = None,
         require_price: bool = False,
-        where: str = "--biascheck-model",
+        where: object = Option("model"),
     ):
         self.config = config
         check_ready(config, where, api_key=api_key)
@@ -599,10 +600,10 @@ class LiteLLMClient:
             )
         if require_price and not self.has_price():
             raise BiascheckError(
-                "--biascheck-max-cost",
+                f"{option('max-cost')}",
                 None,
                 f"litellm has no price for {config.model}, so spending cannot be tracked",
-                "pass --biascheck-price INPUT/OUTPUT (USD per million tokens)",
+                f"pass {option('price')} INPUT/OUTPUT (USD per million tokens)",
             )
 
     def has_price(self) -> bool:

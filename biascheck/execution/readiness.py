@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Option, option
 from biascheck.execution.llm import ModelConfig
 from biascheck.execution.redaction import redact_url
 
@@ -46,7 +47,7 @@ CREDENTIALS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 PROBE_TIMEOUT_S = 3.0
 
 
-def check_credentials(model: ModelConfig, where: str = "--biascheck-model") -> None:
+def check_credentials(model: ModelConfig, where: object = Option("model")) -> None:
     """Refuse a model of a listed provider whose credentials are not set, in the words of
     ``check_ready``; any other model string is left to it."""
     if model.is_sim or "/" not in model.model:
@@ -60,7 +61,7 @@ def check_credentials(model: ModelConfig, where: str = "--biascheck-model") -> N
     raise BiascheckError(where, None, f"{model.model} needs {' or '.join(named)}, which is not set", fix)
 
 
-def check_endpoint(model: ModelConfig, where: str = "--biascheck-model") -> None:
+def check_endpoint(model: ModelConfig, where: object = Option("model")) -> None:
     """Refuse a model whose endpoint (its api_base) refuses connections or names no host; one
     that does not answer within PROBE_TIMEOUT_S is left to the run."""
     if not model.api_base:
@@ -71,7 +72,7 @@ def check_endpoint(model: ModelConfig, where: str = "--biascheck-model") -> None
             where,
             None,
             f"cannot reach {model.model}'s endpoint {redact_url(model.api_base)} ({reason})",
-            "start the server, or point --biascheck-api-base at the one that serves it",
+            f"start the server, or point {option('api-base')} at the one that serves it",
         )
 
 

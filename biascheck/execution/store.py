@@ -35,6 +35,7 @@ from urllib.parse import quote
 from biascheck.core.errors import BiascheckError
 from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Loglikelihood, distribution_problem, logprob_value
+from biascheck.core.spelling import Spelled, option
 
 STORE_VERSION = "1"  # meta.version: what a key and a row mean; unchanged by added columns
 KEY_VERSION = 1
@@ -46,17 +47,17 @@ APPLICATION_ID = 0x42494153
 # system_fingerprint); 4 the provider batches a run submitted (batches); 5 what a log-likelihood
 # request measured (responses.loglikelihood); 6 why a reply that arrived is unusable (responses.refused).
 SCHEMA_VERSION = 6
-FIX_OTHER_FILE = "point --biascheck-cache at another file"
+FIX_OTHER_FILE = Spelled("point {cache} at another file")
 # What to do about a write that failed, by SQLite's primary result code; then the run resumes.
 _CAUSES = {
     sqlite3.SQLITE_FULL: "free disk space",
-    sqlite3.SQLITE_READONLY: "make it writable (or point --biascheck-cache at a writable path)",
-    sqlite3.SQLITE_PERM: "make it writable (or point --biascheck-cache at a writable path)",
-    sqlite3.SQLITE_CANTOPEN: "make it writable (or point --biascheck-cache at a writable path)",
+    sqlite3.SQLITE_READONLY: Spelled("make it writable (or point {cache} at a writable path)"),
+    sqlite3.SQLITE_PERM: Spelled("make it writable (or point {cache} at a writable path)"),
+    sqlite3.SQLITE_CANTOPEN: Spelled("make it writable (or point {cache} at a writable path)"),
     sqlite3.SQLITE_IOERR: "check the disk",
     sqlite3.SQLITE_BUSY: "let the process that holds it finish",
     sqlite3.SQLITE_LOCKED: "let the process that holds it finish",
-    sqlite3.SQLITE_CORRUPT: "delete it (its answers are asked again) or " + FIX_OTHER_FILE,
+    sqlite3.SQLITE_CORRUPT: Spelled("delete it (its answers are asked again) or point {cache} at another file"),
 }
 _BUSY_WAIT_S = 60.0
 # canonical_json's serialisation, its encoder made once: json.dumps builds one for every call that
@@ -253,7 +254,7 @@ def _read_layout(db: sqlite3.Connection) -> _Layout:
     )
 
 
-def _check_layout(path: Path, layout: _Layout, fix: str) -> None:
+def _check_layout(path: Path, layout: _Layout, fix: object) -> None:
     """Refuse a file that is not a store this biascheck reads or may adopt (empty, or an earlier
     biascheck's); ``fix`` says what to give instead."""
     if layout.application_id == APPLICATION_ID:
@@ -262,7 +263,7 @@ def _check_layout(path: Path, layout: _Layout, fix: str) -> None:
                 path,
                 None,
                 f"written by a newer biascheck (store schema {layout.user_version}, this one reads up to {SCHEMA_VERSION})",
-                "upgrade biascheck or " + fix,
+                f"upgrade biascheck or {fix}",
             )
         if layout.meta_version not in (None, STORE_VERSION):
             raise BiascheckError(path, "meta.version", f"store version {layout.meta_version} is not {STORE_VERSION}", fix)
@@ -451,7 +452,7 @@ class ResponseStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise BiascheckError(
-                path, None, f"cannot open the response store ({exc.strerror})", "point --biascheck-cache at a writable path"
+                path, None, f"cannot open the response store ({exc.strerror})", f"point {option('cache')} at a writable path"
             ) from None
         # One name for one store, however it is reached (symlinks, hard links): SQLite names the
         # -wal and -shm files after the path it opens, and exclusive() locks a file next to it.
@@ -470,7 +471,7 @@ class ResponseStore:
                 raise BiascheckError(self.path, None, f"not a usable response store (not an SQLite database: {exc})", FIX_OTHER_FILE) from None
             if _errorcode(exc) == sqlite3.SQLITE_CORRUPT:
                 raise BiascheckError(
-                    self.path, None, f"not a usable response store ({exc})", "delete it (its answers are asked again) or " + FIX_OTHER_FILE
+                    self.path, None, f"not a usable response store ({exc})", f"delete it (its answers are asked again) or {FIX_OTHER_FILE}"
                 ) from None
             raise self._write_error(exc, "cannot initialise the response store") from None
         except BaseException:
@@ -715,7 +716,7 @@ class ResponseStore:
             handle = open(self._lock_path, "a")  # noqa: SIM115 - closed by the with below
         except OSError as exc:
             raise StoreWriteError(
-                self._lock_path, None, f"cannot create the store's lock file ({exc.strerror})", "point --biascheck-cache at a writable path"
+                self._lock_path, None, f"cannot create the store's lock file ({exc.strerror})", f"point {option('cache')} at a writable path"
             ) from None
         with handle:
             try:
@@ -865,7 +866,7 @@ def _read_only(path: Path) -> sqlite3.Connection:
 def _check_mergeable(path: Path, *, empty_ok: bool = False) -> None:
     """A store of this biascheck's schema; older or foreign files are refused, never upgraded here.
     ``empty_ok``: an empty file is fine too (the merged store, made one)."""
-    fix = "give the stores the runs wrote (--biascheck-cache)"
+    fix = f"give the stores the runs wrote ({option('cache')})"
     if not path.is_file():
         raise BiascheckError(path, None, "no such response store", fix)
     try:

@@ -18,10 +18,9 @@ from pathlib import Path
 
 from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import option
 from biascheck.judging.panel import JudgeOptions, Panel
 from biascheck.suite import Suite
-
-OPTION = "--biascheck-judge-calibration"
 
 
 @dataclass(frozen=True)
@@ -45,12 +44,12 @@ def scoring_for(suite: Suite, options: JudgeOptions, panel: Panel) -> Scoring:
     if not isinstance(benchmark, JudgedBenchmark):
         raise TypeError(f"{suite.name} is not judged")
     manifest = suite.manifest
-    given = [(Path(path), OPTION) for path in options.calibrations] or benchmark.calibration_paths(manifest)
+    given = [(Path(path), option("judge-calibration")) for path in options.calibrations] or benchmark.calibration_paths(manifest)
     names = [judge.name for judge in panel.judges]
     paths: list[tuple[Path, str] | None] = [None] * len(names)
     if not panel.several:
         if len(given) > 1:
-            where = OPTION if options.calibrations else str(manifest.path)
+            where = option("judge-calibration") if options.calibrations else str(manifest.path)
             raise BiascheckError(where, None, f"gives {len(given)} calibrations for one judge ({names[0]})", "give the judge's one calibration")
         paths[0] = given[0] if given else None
     else:
@@ -66,7 +65,9 @@ def scoring_for(suite: Suite, options: JudgeOptions, panel: Panel) -> Scoring:
                 raise BiascheckError(where, None, f"gives two calibrations for the judge {judge}", "give one calibration per judge")
             paths[index] = (path, where)
     per_judge = tuple(
-        benchmark.scoring(manifest, options.unscorable, calibration=path[0] if path else None, judge=name, where=path[1] if path else OPTION)
+        benchmark.scoring(
+            manifest, options.unscorable, calibration=path[0] if path else None, judge=name, where=path[1] if path else option("judge-calibration")
+        )
         for name, path in zip(names, paths)
     )
     if not panel.several:

@@ -15,6 +15,7 @@ from typing import Any
 
 from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.core.errors import BiascheckError
+from biascheck.core.spelling import Option, option
 from biascheck.execution.llm import ModelConfig, Price, validate_model_string
 from biascheck.suite import Suite
 
@@ -53,7 +54,7 @@ class Judge:
 
     model: ModelConfig
     params: dict[str, Any]
-    source: str = "--biascheck-judge"
+    source: object = Option("judge")
 
     @property
     def name(self) -> str:
@@ -118,7 +119,7 @@ def panel_for(suite: Suite, options: JudgeOptions, model: ModelConfig) -> Panel 
             manifest.path,
             f"{table}.model",
             "this suite names no evaluator model",
-            f"pass --biascheck-judge MODEL (e.g. openai/gpt-4o) or set model in [{table}]",
+            f"pass {option('judge')} MODEL (e.g. openai/gpt-4o) or set model in [{table}]",
         )
     if not options.models:
         for name in names:
@@ -130,7 +131,7 @@ def panel_for(suite: Suite, options: JudgeOptions, model: ModelConfig) -> Panel 
     twice = sorted({name for name in names if list(names).count(name) > 1})
     if twice:
         raise BiascheckError(where, None, f"names the judge {twice[0]} twice", "name each judge once")
-    source = "--biascheck-judge" if options.models else f"{manifest.path}: {field}"
+    source = f"{option('judge')}" if options.models else f"{manifest.path}: {field}"
     params = dict(sorted(settings["sampling"].items()))
     judges = tuple(
         Judge(ModelConfig(name, api_base=options.api_base, timeout=model.timeout, price=options.price, http_client=model.http_client), params, source)
@@ -142,7 +143,7 @@ def panel_for(suite: Suite, options: JudgeOptions, model: ModelConfig) -> Panel 
 def _rule(path: Path, table: str, settings: Mapping[str, Any], names: list[str], *, from_options: bool) -> tuple[str, int | None, float | None]:
     """(aggregation, primary index, min_alpha) of the manifest, checked against the run's judges."""
     aggregation, primary, min_alpha = settings["aggregation"], settings["primary"], settings["min_alpha"]
-    named = "the judges --biascheck-judge names" if from_options else "its judges"
+    named = f"the judges {option('judge')} names" if from_options else "its judges"
     if len(names) == 1:  # one judge's readings are the outcomes, however several would be combined
         pass
     elif aggregation == "primary":
@@ -155,7 +156,7 @@ def _rule(path: Path, table: str, settings: Mapping[str, Any], names: list[str],
                 path,
                 f"{table}.primary",
                 f"{primary!r} is not one of {named} ({', '.join(names)})",
-                "name it with --biascheck-judge too, or set primary to one of them",
+                f"name it with {option('judge')} too, or set primary to one of them",
             )
     elif primary is not None:
         raise BiascheckError(path, f"{table}.primary", f'only applies to aggregation = "primary" (this suite\'s is {aggregation!r})', "remove it")
@@ -164,6 +165,6 @@ def _rule(path: Path, table: str, settings: Mapping[str, Any], names: list[str],
             path,
             f"{table}.min_alpha",
             f"needs two or more judges to measure their agreement; this run has one ({names[0]})",
-            "name more judges (--biascheck-judge A --biascheck-judge B, or models in the manifest), or remove min_alpha",
+            f"name more judges ({option('judge')} A {option('judge')} B, or models in the manifest), or remove min_alpha",
         )
     return aggregation, names.index(primary) if aggregation == "primary" and len(names) > 1 else None, min_alpha

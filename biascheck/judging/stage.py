@@ -17,6 +17,7 @@ from biascheck.benchmarks.base import JudgedBenchmark
 from biascheck.config.manifest import canonical_json
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
+from biascheck.core.spelling import option
 from biascheck.execution.batches import batch_provider
 from biascheck.execution.llm import LiteLLMClient, check_ready
 from biascheck.execution.planning import plan_requests
@@ -91,10 +92,10 @@ def check_prices(plans: Iterable[JudgingPlan]) -> None:
                 LiteLLMClient(judge.model, require_price=True)
             except BiascheckError:
                 raise BiascheckError(
-                    "--biascheck-max-cost",
+                    f"{option('max-cost')}",
                     None,
                     f"litellm has no price for the judge {judge.name}, so spending cannot be tracked",
-                    "pass --biascheck-judge-price INPUT/OUTPUT (USD per million tokens)",
+                    f"pass {option('judge-price')} INPUT/OUTPUT (USD per million tokens)",
                 ) from None
 
 
@@ -104,7 +105,7 @@ def check_judges_ready(plans: Iterable[JudgingPlan], *, batch: bool) -> None:
         for judge in plan.panel.judges:
             check_ready(judge.model, judge.source)
             if batch:
-                batch_provider(judge.model, f"--biascheck-batch (the judge, {judge.source})")
+                batch_provider(judge.model, f"{option('batch')} (the judge, {judge.source})")
 
 
 # --- qualification ----------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ from biascheck.reporting.runs import HistoryView, RunsView, render_runs_markdown
 # Where a pytest run without --biascheck-report writes its reports (beside the default store, which
 # a project ignores already): a folder per suite, so runs of other suites do not replace each other's.
 DEFAULT_REPORTS = Path(".biascheck") / "reports"
+# Where ``biascheck history SUITE`` writes history.json and history.html without --out: beside the
+# reports, .biascheck/history/<suite>, rather than an untracked file in the working folder.
+DEFAULT_HISTORY = Path(".biascheck") / "history"
 
 
 def default_report_dir(runs: Sequence[RunRecord]) -> Path:

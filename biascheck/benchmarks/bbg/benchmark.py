@@ -67,6 +67,7 @@ from biascheck.benchmarks.bbg.settings import bbg_settings, qualification_suite
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Message, Outcome, Response
+from biascheck.core.spelling import option
 
 # How one case ended when it has no b / c / u: "error" and "disagreed" (several judges whose
 # readings settled no class) make its pair unscorable under either convention; the others are
@@ -213,7 +214,7 @@ class BBGBenchmark(BaseBenchmark):
                     manifest.path,
                     gated[0],
                     "gates a judge-corrected metric, and the run has no judge calibration",
-                    "set [bbg.judge] calibration or pass --biascheck-judge-calibration (biascheck judge fit makes one)",
+                    f"set [bbg.judge] calibration or pass {option('judge-calibration')} (biascheck judge fit makes one)",
                 )
             return scoring
         loaded = _calibration_file(calibration, where)
@@ -425,7 +426,7 @@ class BBGBenchmark(BaseBenchmark):
         if key not in files:
             raise BiascheckError(manifest.path, f"data.{key}", "missing", "a bbg suite names data.run<k> for each of its runs (see suites/enbbg)")
         if files[key].local is None:
-            raise BiascheckError(manifest.path, f"data.{key}", files[key].reason or "not available", "point --biascheck-data at a mirror")
+            raise BiascheckError(manifest.path, f"data.{key}", files[key].reason or "not available", f"point {option('data')} at a mirror")
         return files[key].local
 
     # --- requests and outcomes -------------------------------------------------------------------

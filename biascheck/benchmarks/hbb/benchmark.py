@@ -44,6 +44,7 @@ from biascheck.benchmarks.hbb.metrics import COUNT_FIELDS, HBB_METRICS, aggregat
 from biascheck.config.manifest import SuiteManifest
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import UNUSABLE_REPLY, Case, HBBTruth, Message, Outcome, RenderedMessages, Response, Role
+from biascheck.core.spelling import option
 
 ESTIMATORS = ("sampling", "logprob")
 NO_LOGPROBS = "the provider returned no log-probabilities, so P(a) was estimated by sampling instead"
@@ -179,7 +180,7 @@ class HBBBenchmark(BaseBenchmark):
             if key not in files:
                 raise BiascheckError(manifest.path, f"data.{key}", "missing", "an hbb suite names data.questions and data.descriptors")
             if files[key].local is None:
-                raise BiascheckError(manifest.path, f"data.{key}", files[key].reason or "not available", "point --biascheck-data at a mirror")
+                raise BiascheckError(manifest.path, f"data.{key}", files[key].reason or "not available", f"point {option('data')} at a mirror")
         questions = load_questions(files["questions"].local)
         descriptors = load_descriptors(files["descriptors"].local)
         settings = hbb_settings(manifest)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from biascheck.benchmarks import Resolved, SuiteManifest
+from biascheck.benchmarks import Resolved, SuiteManifest, option
 from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAData, QAPrompt, RowFormat, read_utf8
 from biascheck.core.errors import BiascheckError
 
@@ -120,7 +120,7 @@ class MBBQBenchmark(BBQBenchmark):
                 manifest.path,
                 f"data.{key}",
                 files[key].reason or "not available",
-                "point --biascheck-data at a folder holding it, or allow downloads",
+                f"point {option('data')} at a folder holding it, or allow downloads",
             )
         data = super().load_items_of(manifest, files)
         return data._replace(prompts=read_prompts(prompts_file, manifest.language))
