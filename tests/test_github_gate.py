@@ -545,6 +545,13 @@ def test_action_and_workflows_are_wired_as_documented():
         "pytest -n 2",
         "pytest -n 2 -m slow",
     ]
+    # The plugin's tests again with the oldest pytest pyproject.toml accepts: the lower bound it reads.
+    oldest = [s["run"] for s in ci["jobs"]["oldest-pytest"]["steps"] if "run" in s]
+    assert '"pytest==$oldest"' in oldest[0] and oldest[1].startswith("pytest -n 2 tests/test_plugin*.py ")
+    script = re.search(r"python -c '([^']*)'", oldest[0])
+    assert script is not None
+    declared = subprocess.run([sys.executable, "-c", script[1]], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    assert declared and f"pytest>={declared}" in (ROOT / "pyproject.toml").read_text("utf-8")
 
 
 # --- (b) the action's pytest step, run with bash -----------------------------------------------
@@ -716,8 +723,7 @@ def test_run_step_turns_inputs_into_pytest_arguments_without_evaluating_them(fak
         "diff_bias_amb:+0.02",
         "--biascheck-compare-fail",
         "acc_dis:-2%",
-        "--biascheck-data",
-        "../mirror dir",
+        "--biascheck-data=../mirror dir",
         "--biascheck-max-cost",
         "2.5",
         "--biascheck-report",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -645,3 +646,49 @@ def test_secrets_in_the_api_base_query_are_redacted_from_error_text(monkeypatch)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-000000")
     LiteLLMClient(ModelConfig("openai/m", api_base="http://127.0.0.1:9/v1?key=QUERYSECRET123456"))
     assert "QUERYSECRET123456" not in redact("400: bad path /v1?key=QUERYSECRET123456/chat/completions")
+
+
+MIXED = """
+import pytest
+
+ORDER = []
+
+
+@pytest.fixture(scope="module")
+def module_resource():
+    ORDER.append("set up " + __name__)
+    yield
+    ORDER.append("torn down " + __name__)
+
+
+def test_one(module_resource):
+    ORDER.append("ran " + __name__)
+"""
+
+
+def test_case_items_between_other_tests_keep_their_setup_and_teardown(run_biascheck, tiny_kobbq, pytester, tmp_path):
+    # Case items move pytest's setup state only at the last case of a category (see items.run_case):
+    # the tests before and after them set up and tear down as in any session, the one after them
+    # in a folder that shares none of theirs (pytest's setup checks that what it finds set up is
+    # its own: a folder of the cases left set up would fail it).
+    shutil.copytree(tiny_kobbq, pytester.path / "suite")
+    pytester.mkpydir("first").joinpath("test_first.py").write_text(MIXED)
+    (tmp_path / "last").mkdir()
+    (tmp_path / "last" / "__init__.py").write_text("")
+    (tmp_path / "last" / "test_last.py").write_text(MIXED)
+    pytester.makeconftest(
+        "def pytest_collection_modifyitems(items):\n"
+        "    rank = lambda item: 0 if 'test_first' in item.nodeid else 1 if '::cases::' in item.nodeid else 2 if 'test_last' in item.nodeid else 3\n"
+        "    items.sort(key=rank)\n"
+        "def pytest_terminal_summary(terminalreporter):\n"
+        "    import first.test_first, last.test_last\n"
+        "    terminalreporter.write_line('ORDER ' + ' | '.join(first.test_first.ORDER + last.test_last.ORDER))\n"
+    )
+    run = run_biascheck(pytester.path / "suite", "sim/fair", "first", str(tmp_path / "last"), "-k", "age or test_one")
+    assert run.ret == 0, run.output
+    order = next(line for line in run.output.splitlines() if line.startswith("ORDER "))
+    assert (
+        order
+        == "ORDER set up first.test_first | ran first.test_first | torn down first.test_first | set up last.test_last | ran last.test_last | torn down last.test_last"
+    )
+    assert run.result.parseoutcomes()["passed"] >= 3

@@ -17,7 +17,6 @@ from biascheck import options
 from biascheck.options import FLAGS, INI_NUMBERS, OPTIONS
 from biascheck.pytest_plugin import items as plugin_items
 from biascheck.pytest_plugin import once
-from biascheck.pytest_plugin.rootdir import correct_rootdir
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState, pause_collector, resume_collector, session_state
 
 __all__ = ["FLAGS", "INI_NUMBERS", "OPTIONS"]  # the option tables, read by the tests of `pytest --help`
@@ -25,12 +24,6 @@ __all__ = ["FLAGS", "INI_NUMBERS", "OPTIONS"]  # the option tables, read by the 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
-    """``--biascheck-data ../shared/datasets`` (two arguments) leaves the rootdir where it belongs."""
-    correct_rootdir(early_config, args)
 
 
 def pytest_configure(config: pytest.Config) -> None:

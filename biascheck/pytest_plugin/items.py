@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeGuard, TypeVar
+from typing import Any, Literal, TypeGuard, TypeVar
 
 import pytest
 
@@ -20,9 +20,6 @@ from biascheck.core.errors import BiascheckError
 from biascheck.evaluation.verdicts import OVERALL
 from biascheck.pytest_plugin.state import STATE_KEY, BiascheckState
 from biascheck.suite import ALLOW_MISSING_DATA, MISSING_DATA_FIX, Shard, Suite, missing_data_summary
-
-if TYPE_CHECKING:
-    from _pytest._code.code import TerminalRepr, TracebackStyle
 
 STATUS_PROPERTY = "biascheck_status"
 # The line every item reports (reportinfo): an item has no line of its own in suite.toml, and pytest
@@ -34,10 +31,16 @@ class BiascheckFailure(Exception):
     """A failed check whose message is the whole story (no traceback is shown)."""
 
 
+# pytest's --tb styles, which Item.repr_failure takes (pytest does not export the name).
+TracebackStyle = Literal["long", "short", "line", "no", "native", "value", "auto"]
+
+
 class OneLineFailures(pytest.Item):
     """Items whose failures are one line of text, not a traceback into biascheck's internals."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None) -> str | TerminalRepr:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None) -> Any:
+        """The failure's text for a BiascheckFailure, else pytest's own representation (Any: its
+        type, a string or pytest's TerminalRepr, is not public)."""
         if isinstance(excinfo.value, BiascheckFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
@@ -344,26 +347,30 @@ def light_protocol(item: pytest.Item) -> TypeGuard[CaseItem]:
 
 def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
     """pytest's run-test protocol for a case item, less what a case has no use for. A case has no
-    fixtures and neither prints nor logs (it reads an outcome made before any item ran), so its
-    setup and teardown only keep pytest's setup state, without the hooks that capture output and
-    logs around each phase; those cost KoBBQ's 34,200 cases some ten seconds. The call is reported
-    through pytest_runtest_logreport as always (the terminal, --lf, junitxml, xdist), and so is a
-    setup or teardown that fails or skips, with its report from pytest_runtest_makereport, and so
-    from every plugin's. A setup or teardown that passes carries nothing (no output was captured)
-    and is not reported: pytest's terminal keeps every such report and scans them all once per
-    failing test for teardown output, which cost a warm KoBBQ run with 39 failing checks over two
-    seconds. Under --junitxml the teardown is reported, as pytest writes it, since junitxml writes
-    a test's properties (the case's status) from it."""
-    from _pytest.outcomes import Exit
-
+    fixtures and neither prints nor logs (it reads an outcome made before any item ran), so the
+    hooks that capture output and logs around each phase, and keep pytest's setup state, run only
+    where the setup state must move: for the last case of its category (the next item has another
+    parent, or there is none), whose pytest_runtest_setup and pytest_runtest_teardown set up what
+    the next item shares with it and tear down the rest. The cases before it in its category need
+    neither: what they share with the next case is already set up, and a case's own setup is
+    empty. Around every case, those hooks cost KoBBQ's 34,200 cases some ten seconds. The call is
+    reported through pytest_runtest_logreport as always (the terminal, --lf, junitxml, xdist), and
+    so is a setup or teardown that fails or skips, with its report from pytest_runtest_makereport,
+    and so from every plugin's. A setup or teardown that passes carries nothing (no output was
+    captured) and is not reported: pytest's terminal keeps every such report and scans them all
+    once per failing test for teardown output, which cost a warm KoBBQ run with 39 failing checks
+    over two seconds. Under --junitxml the teardown is reported, as pytest writes it, since
+    junitxml writes a test's properties (the case's status) from it."""
     ihook = item.ihook
     nodeid, location = item.nodeid, item.location
     ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
     keywords = {item.name: 1, **item.category.report_keywords()}  # what dict.fromkeys(item.keywords, 1) gives, unmarked
     report_id = getattr(item, "id", nodeid)  # pytest 9's structured id, which reports would parse from the text
-    setup_state = item.session._setupstate
-    reraise = (Exit, KeyboardInterrupt)
+    reraise = (pytest.exit.Exception, KeyboardInterrupt)
     unreported = ("setup",) if item.config.option.xmlpath else ("setup", "teardown")
+    # Whether the setup state moves at this case (see above): decided before its call, whose
+    # failure may stop the session (-x), as pytest's setup is.
+    moves = nextitem is None or nextitem.parent is not item.parent
 
     def phase(when, func) -> bool:
         call = pytest.CallInfo.from_call(func, when=when, reraise=reraise)
@@ -378,16 +385,23 @@ def run_case(item: CaseItem, nextitem: pytest.Item | None) -> None:
         ihook.pytest_runtest_logreport(report=report)
         return report.passed
 
-    if phase("setup", lambda: setup_state.setup(item)):
+    if not moves or phase("setup", lambda: ihook.pytest_runtest_setup(item=item)):
         phase("call", item.runtest)
     if item.session.shouldfail or item.session.shouldstop:
-        nextitem = None
-    phase("teardown", lambda: setup_state.teardown_exact(nextitem))
+        nextitem = None  # as pytest's protocol: the session ends after this item (its end tears down the rest)
+    if moves:
+        phase("teardown", lambda: ihook.pytest_runtest_teardown(item=item, nextitem=nextitem))
+    elif "teardown" not in unreported:
+        phase("teardown", _nothing)
     ihook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
+def _nothing() -> None:
+    """A case's own teardown: it set nothing up."""
+
+
 def run_items(session: pytest.Session) -> bool | None:
-    """pytest's test loop (``_pytest.main.pytest_runtestloop``), where a case item that may take the
+    """pytest's test loop (its own pytest_runtestloop), where a case item that may take the
     light protocol runs :func:`run_case` without going through pytest_runtest_protocol: that hook's
     wrappers (warnings capture, assertion hooks, faulthandler) have nothing to act on in a case,
     which only reads its outcome, and cost KoBBQ's 34,200 cases over a second. None (pytest's own

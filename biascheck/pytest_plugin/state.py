@@ -6,6 +6,8 @@ comparisons with the baselines, the reports and baselines written at the end. Th
 from __future__ import annotations
 
 import gc
+import os
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -201,7 +203,7 @@ class BiascheckState:
     def stop(self, session: pytest.Session, message: str, status: int) -> None:
         """End the session after collection with ``message``, one line, and exit ``status``: no
         item runs (pytest_runtestloop), and pytest_sessionfinish sets the status. pytest.exit would
-        wrap the line in pytest's internals ("! _pytest.outcomes.Exit: ... !"). An xdist worker
+        wrap the line in the name of pytest's exception ("! ...Exit: ... !"). An xdist worker
         still exits through it: its controller reports why it stopped."""
         if hasattr(self.config, "workerinput"):
             pytest.exit(message, returncode=status)
@@ -297,17 +299,13 @@ class BiascheckState:
         checked = self.checked
         if checked is None or not checked.runs:
             return  # nothing was selected, or this is an xdist worker
-        import os
-
         from biascheck.reporting import github
         from biascheck.reporting.decision import decisions
         from biascheck.reporting.terminal import render_comparison_terminal, render_decision_terminal, render_terminal
 
         runs, records = checked.runs, checked.comparisons
 
-        # A CI log has no edge: unless it says its width (COLUMNS, which pytest reads), it gets a wide
-        # summary rather than pytest's fallback of 80 columns, which wraps every table.
-        width = terminalreporter._tw.fullwidth if terminalreporter.isatty or os.environ.get("COLUMNS") else 160
+        width = summary_width(terminalreporter.isatty)
         terminalreporter.write_sep("=", "biascheck summary")
         if self.one_process_note:
             terminalreporter.write_line(self.one_process_note)
@@ -334,6 +332,16 @@ class BiascheckState:
         last = self.gate.last_line(self.checked) if self.checked else None
         if last:
             terminalreporter.write_line(last, bold=True)
+
+
+def summary_width(isatty: bool) -> int:
+    """The width of biascheck's summary tables: the terminal's, as pytest measures it (COLUMNS, else
+    the terminal, else 80; under 40 is 80). A CI log has no edge: unless it says its width (COLUMNS),
+    it gets a wide summary rather than the fallback of 80 columns, which wraps every table."""
+    if not isatty and not os.environ.get("COLUMNS"):
+        return 160
+    width = shutil.get_terminal_size(fallback=(80, 24)).columns
+    return width if width >= 40 else 80
 
 
 COLORS = {Level.OK: "green", Level.WARNING: "yellow", Level.ERROR: "red"}
