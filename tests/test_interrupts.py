@@ -139,7 +139,8 @@ def _assert_says_what_was_kept(output: str, store: Path) -> None:
     with closing(sqlite3.connect(store)) as db:
         assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == ANSWERED
     assert "Traceback" not in output and "KeyboardInterrupt" not in output and "runners.py" not in output, output
-    lines = [line for line in output.splitlines() if "interrupted" in line]
+    # One line says what was kept (the last progress line says "interrupted after" too).
+    lines = [line for line in output.splitlines() if "interrupted" in line and ": interrupted after " not in line]
     assert len(lines) == 1, output
     assert f"interrupted: {ANSWERED} of the run's " in lines[0] and f"answers are kept in {store}" in lines[0], lines[0]
     assert "run the same command again to resume" in lines[0], lines[0]
@@ -157,11 +158,14 @@ def test_ctrl_c_in_a_pytest_run_says_what_the_store_kept_and_how_to_resume(tmp_p
     assert code == pytest.ExitCode.INTERRUPTED, output
     _assert_says_what_was_kept(output, store)
     # Issue 34: the sentence alone, not wrapped in pytest's internals ("! _pytest.outcomes.Exit: ... !").
-    (line,) = [line for line in output.splitlines() if "interrupted" in line]
+    (line,) = [line for line in output.splitlines() if line.startswith("biascheck: interrupted")]
     assert line.startswith("biascheck: interrupted: ") and line.endswith("(stored answers are not asked again)"), line
     assert "_pytest.outcomes" not in output and "Exit:" not in output, output
+    # Issue 38: the last progress line says it was interrupted and counts the answers stored, not
+    # a finished run's "N requests, 0 cache hits, M calls".
     last_progress = [line for line in output.splitlines() if line.startswith("biascheck openai/x:")][-1]
-    assert f", {ANSWERED} calls," in last_progress, output
+    assert ": interrupted after " in last_progress and f": {ANSWERED} of " in last_progress, output
+    assert f"requests have their answers stored (0 cache hits, {ANSWERED} calls," in last_progress, output
 
 
 def test_ctrl_c_in_a_command_says_what_the_store_kept(tmp_path, tiny_kobbq, data_dir):
