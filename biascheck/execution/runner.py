@@ -48,11 +48,9 @@ class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during a run's calls, with what the store kept: the answers made so far are committed
     as they arrive, so the same run started again asks only for the rest."""
 
-    def __init__(self, store: object, kept: int, requests: int):
-        super().__init__(
-            f"interrupted: {kept:,} of the run's {requests:,} answers are kept in {store}; "
-            "run the same command again to resume (stored answers are not asked again)"
-        )
+    def __init__(self, store: object, kept: int | None, requests: int | None = None):
+        what = "no call was being made; the answers already stored are" if kept is None else f"{kept:,} of the run's {requests:,} answers are"
+        super().__init__(f"interrupted: {what} kept in {store}; run the same command again to resume (stored answers are not asked again)")
 
 
 @dataclass(frozen=True, slots=True)
