@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.core.errors import BiascheckError
+from biascheck.core.garbage import collector_paused
 from biascheck.core.records import Case, Response
 from biascheck.core.spelling import Option, option
 from biascheck.execution.llm import ModelConfig, check_serves, import_litellm
@@ -132,7 +133,7 @@ def estimate(
     """The calls (and with ``price``, tokens and USD) of a run of ``selection`` under ``config``,
     less the answers of the response store at ``store`` (if it exists); ``price_options`` are
     named when a model has no known price."""
-    with _open_store(store) as opened:
+    with _open_store(store) as opened, collector_paused():  # a request per case, or eleven: see biascheck.core.garbage
         estimates = [_estimate_suite(suite, list(cases), config, opened) for suite, cases in selection]
     if price:
         for suite_estimate in estimates:

@@ -255,7 +255,27 @@ class Gate:
         ``selected``: suite name -> the (scope, metric) of the threshold checks that gate this run
         (pytest's selected metric items), ``selected_regressions`` the same of the regression checks
         (its selected regression items); the others are marked not gated. A run that stopped (a fatal
-        error, batches pending) is neither marked nor compared: the caller reads its status."""
+        error, batches pending) is neither marked nor compared: the caller reads its status.
+        Ctrl-C raises :class:`~biascheck.execution.runner.RunInterrupted`, the one line that says what
+        the store kept, whether calls were being made or not (requests planned, outcomes scored):
+        never a traceback, which pytest would spend seconds formatting with every frame's arguments."""
+        from biascheck.execution.runner import RunInterrupted
+
+        try:
+            return self._run(selection, progress=progress, selected=selected, selected_regressions=selected_regressions)
+        except RunInterrupted:
+            raise
+        except KeyboardInterrupt:
+            raise RunInterrupted(self.config.store_path, None) from None
+
+    def _run(
+        self,
+        selection: Sequence[tuple[Suite, Sequence[Any]]],
+        *,
+        progress: Progress | None,
+        selected: dict[str, set[tuple[str, str]]] | None,
+        selected_regressions: dict[str, set[tuple[str, str]]] | None,
+    ) -> Checked:
         from biascheck import session
         from biascheck.execution.progress import NoProgress
         from biascheck.execution.stats import RunStatus

@@ -77,6 +77,11 @@ class Suite:
     language_pack_sha256: str | None = None
     _by_id: dict[str, Case] | None = field(default=None, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        # Short: a traceback pytest formats on Ctrl-C shows each frame's arguments, and the default
+        # repr of a suite rendered every case (seconds for KoBBQ's 34,200).
+        return f"Suite({self.manifest.name!r}, {len(self.cases)} cases)"
+
     @property
     def name(self) -> str:
         return self.manifest.name

@@ -22,7 +22,9 @@ class Progress(Protocol):
     # What a batch run has to say besides requests answered: its batches and expected finish.
     def note(self, text: str) -> None: ...
 
-    def stop(self, stats: RunStats) -> None: ...
+    # ``interrupted``: the execution was cut short (Ctrl-C), with this many of its requests'
+    # answers in the store (those it found there and those it stored); None: it ran to its end.
+    def stop(self, stats: RunStats, interrupted: int | None = None) -> None: ...
 
 
 class NoProgress:
@@ -32,7 +34,7 @@ class NoProgress:
 
     def note(self, text: str) -> None: ...
 
-    def stop(self, stats: RunStats) -> None: ...
+    def stop(self, stats: RunStats, interrupted: int | None = None) -> None: ...
 
 
 class RichProgress:
@@ -136,21 +138,31 @@ class RichProgress:
         if self._progress is not None:
             self._progress.update(self._task, description=f"{self._label}\n  {text}")
 
-    def stop(self, stats: RunStats) -> None:
+    def stop(self, stats: RunStats, interrupted: int | None = None) -> None:
+        """The last line: the execution's counts, or, ``interrupted``, that it was, and how many
+        of its requests have their answer in the store (what the same run started again skips).
+        On a terminal the bar stays as it was, and only an interrupted run adds that line."""
         self._stats = stats
         if self._progress is not None:
             self._progress.update(self._task, completed=self._done, **self._fields())
             self._progress.stop()
             self._progress = None
-            return
+            if interrupted is None:
+                return
         if self._ticker is not None:
             self._stopped.set()
             self._ticker.join()
             self._ticker = None
         rate, _ = self._pace()
-        self.console.print(
-            f"{self._label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
-            f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f} in {self._duration(self.clock() - self._started)}, {rate}"
-            + (f"; {self._note}" if self._note else ""),
-            soft_wrap=True,
-        )
+        took = self._duration(self.clock() - self._started)
+        if interrupted is not None:
+            line = (
+                f"{self._label}: interrupted after {took}: {interrupted} of {stats.requests} requests have their answers stored "
+                f"({stats.cache_hits} cache hits, {stats.calls} calls, {stats.retries} retries, {stats.errors} errors), ${stats.cost_usd:.4f}, {rate}"
+            )
+        else:
+            line = (
+                f"{self._label}: {stats.requests} requests, {stats.cache_hits} cache hits, {stats.calls} calls, "
+                f"{stats.retries} retries, {stats.errors} errors, ${stats.cost_usd:.4f} in {took}, {rate}"
+            )
+        self.console.print(line + (f"; {self._note}" if self._note else ""), soft_wrap=True)

@@ -11,7 +11,6 @@ in :mod:`biascheck.execution.stats`.
 from __future__ import annotations
 
 import asyncio
-import gc
 import math
 import random
 import time
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from biascheck.core import garbage
 from biascheck.core.records import UNUSABLE_REPLY, Response
 from biascheck.execution.call_errors import CallError, one_line_error
 from biascheck.execution.llm import Completion
@@ -48,11 +48,9 @@ class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during a run's calls, with what the store kept: the answers made so far are committed
     as they arrive, so the same run started again asks only for the rest."""
 
-    def __init__(self, store: object, kept: int, requests: int):
-        super().__init__(
-            f"interrupted: {kept:,} of the run's {requests:,} answers are kept in {store}; "
-            "run the same command again to resume (stored answers are not asked again)"
-        )
+    def __init__(self, store: object, kept: int | None, requests: int | None = None):
+        what = "no call was being made; the answers already stored are" if kept is None else f"{kept:,} of the run's {requests:,} answers are"
+        super().__init__(f"interrupted: {what} kept in {store}; run the same command again to resume (stored answers are not asked again)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +250,7 @@ class Executor:
         self.done = 0
         self.waiting = 0  # workers sleeping on ``turn``
         self._unwritten: _Rows | None = None  # see keep
+        self.kept = 0  # answers this execution stored
 
     def answer_without_calling(self, requests: Sequence[ModelRequest], shared_errors: dict[str, str], offline: str | None) -> list[ModelRequest]:
         """Answers from the store and from other workers' errors; what is left to call (nothing offline)."""
@@ -331,14 +330,17 @@ class Executor:
         queue: asyncio.Queue[ModelRequest] = asyncio.Queue()
         for request in pending:
             queue.put_nowait(request)
-        # While the calls run, the collector leaves alone what the process held before them (the
-        # suites' cases, litellm's modules: hundreds of thousands of objects). Each full collection
-        # walked all of them, set off by the calls' short-lived objects: a third of the CPU of a
-        # call on the fast path. (Unfrozen after the calls: a process that froze objects of its own
-        # finds them unfrozen. gc.get_freeze_count, which would tell, walks them all.)
-        gc.freeze()
+        frozen = interrupted = False
         try:
             with open_client() as client, warnings.catch_warnings():
+                # While the calls run, the collector leaves alone what the process held before them
+                # (the suites' cases, litellm's modules, which opening the client may have imported:
+                # hundreds of thousands of objects). Each full collection walked all of them, set off by
+                # the calls' short-lived objects: a third of the CPU of a call on the fast path. (Thawed
+                # after the calls; a freeze that holds around them, the pytest plugin's, keeps the heap
+                # frozen: see biascheck.core.garbage.)
+                garbage.freeze()
+                frozen = True
                 # pydantic's remarks on litellm's response types (serializer warnings on an odd reply,
                 # schema notes on first use) are litellm's business, not the user's.
                 warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\.")
@@ -346,10 +348,15 @@ class Executor:
                     await asyncio.gather(*(self.worker(client, queue) for _ in range(min(concurrency, len(pending)))))
                 finally:
                     await client.aclose()
+        except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: asyncio.run cancels the execution
+            interrupted = True
+            raise
         finally:
             self._write()  # answers whose workers were cancelled (Ctrl-C) before their rows were written
-            gc.unfreeze()
-            self.progress.stop(self.stats)
+            if frozen:
+                garbage.thaw()
+            # Interrupted, the last line counts the answers in the store: those found there and those stored.
+            self.progress.stop(self.stats, self.stats.cache_hits + self.kept if interrupted else None)
 
     def finish(self) -> Execution:
         _note_params(self.run, self.unique, {**self.dropped_before, **self.dropped}, self.model_name)
@@ -495,10 +502,12 @@ class Executor:
             return
         try:
             self.store.put_many(rows.rows)
+            self.kept += len(rows.rows)
         except StoreWriteError:
             for row in rows.rows:
                 try:
                     self.store.put(*row)
+                    self.kept += 1
                 except StoreWriteError as exc:
                     rows.failed[row[0]] = str(exc)
         for written in rows.written:

@@ -8,12 +8,13 @@ up front, concurrently; then items read their outcomes and the gated metrics bec
 
 from __future__ import annotations
 
-import gc
+import sys
 from pathlib import Path
 
 import pytest
 
 from biascheck import options
+from biascheck.core import garbage
 from biascheck.options import FLAGS, INI_NUMBERS, OPTIONS
 from biascheck.pytest_plugin import items as plugin_items
 from biascheck.pytest_plugin import once
@@ -34,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "biascheck-state")
     config.pluginmanager.register(once, "biascheck-once")  # a failed check printed once (see .once)
-    config.add_cleanup(gc.unfreeze)  # registered before pytest's own cleanups, so run after them: see state.pause_collector
+    config.add_cleanup(garbage.thaw)  # registered before pytest's own cleanups, so run after them: see state.pause_collector
 
 
 @pytest.hookimpl(wrapper=True)
@@ -66,6 +67,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     resume_collector(session.config)  # before any call: see state.pause_collector
     if state is None or session.config.option.collectonly:
         return  # --collect-only: no model call, and litellm stays unimported
+    if sys.exc_info()[1] is not None:
+        # pytest calls this hook in a ``finally``: collection was cut short (Ctrl-C, an error), and
+        # no call may start on the part it collected.
+        return
     state.selected_regressions = plugin_items.selected_metrics(session.items, plugin_items.RegressionItem)
     state.collection_finish(session, plugin_items.selection(session.items), plugin_items.selected_metrics(session.items))
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from biascheck import options
+from biascheck.core import garbage
 from biascheck.core.errors import BiascheckError
 from biascheck.options import BaselineOptions
 from biascheck.orchestration import Checked, Gate, Level
@@ -359,7 +360,8 @@ def pause_collector(config: pytest.Config) -> bool:
     pytest_collection_finish makes inside pytest_collection (their clients make cyclic garbage).
     What is frozen goes back in its sight at the session's very end (a cleanup registered by
     pytest_configure, so run after pytest's own: its unraisable-exception check collects garbage
-    twice, which would otherwise traverse everything). Reference counting frees what is dropped
+    twice, which would otherwise traverse everything); the model calls' own freeze nests in this
+    one (biascheck.core.garbage), so it holds through them. Reference counting frees what is dropped
     meanwhile. False, and nothing done, when the collector was off already."""
     if not gc.isenabled():
         return False
@@ -372,7 +374,7 @@ def resume_collector(config: pytest.Config) -> None:
     """See :func:`pause_collector`; nothing when it is not paused."""
     if config.stash.get(COLLECTOR_PAUSED, False):
         config.stash[COLLECTOR_PAUSED] = False
-        gc.freeze()
+        garbage.freeze()
         gc.enable()
 
 

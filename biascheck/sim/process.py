@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,10 @@ def _wait_for_listening_line(process: subprocess.Popen[str], timeout_s: float, s
         process.kill()
         process.wait()
         problem = f"did not start listening within {timeout_s:g} s"
+    elif process.returncode == -signal.SIGINT:
+        # A terminal's Ctrl-C reaches the whole process group: this process is being interrupted
+        # too, which asyncio only notes while this code blocks its loop. The interrupt, not a failure.
+        raise KeyboardInterrupt
     else:
         problem = f"exited with code {process.returncode}: {_last_line(stderr_file) or 'no error output'}"
     raise BiascheckError("biascheck sim serve", None, problem, "run `python -m biascheck.sim serve --suite DIR` to see the full error")
