@@ -218,7 +218,24 @@ def load_suite(
     ``allow_unpinned``: accept files the manifest pins by no checksum (``--biascheck-allow-unpinned-data``)."""
     manifest = load_manifest(suite_folder(suite_dir))
     pack_sha256 = register_suite_pack(manifest) if manifest.language_pack else None
-    benchmark = benchmark_of(manifest)
+    benchmark_of(manifest)  # an unknown benchmark is named before any file is looked for
+    files, mirror = resolve_files(
+        manifest, data_dir=data_dir, cache_dir=cache_dir, offline=offline, data_option=data_option, allow_unpinned=allow_unpinned
+    )
+    return build_suite(manifest, files, mirror, pack_sha256)
+
+
+def resolve_files(
+    manifest: SuiteManifest,
+    *,
+    data_dir: Path | None = None,
+    cache_dir: Path | None = None,
+    offline: bool | None = None,
+    data_option: object = MIRROR_OPTION,
+    allow_unpinned: bool = False,
+) -> tuple[dict[str, Resolved], Path | None]:
+    """The manifest's data files, found and verified as :func:`load_suite` finds them, and the
+    mirror they were looked for in; no case is built."""
     mirror = data_dir if data_dir is not None else env_data_dir()
     folder = manifest.data_folder if manifest.data_folder is not None else mirror
     if manifest.data_folder is not None and not manifest.data_folder.is_dir():
@@ -241,6 +258,13 @@ def load_suite(
         )
         for key, file in manifest.data.items()
     }
+    return files, mirror
+
+
+def build_suite(manifest: SuiteManifest, files: dict[str, Resolved], mirror: Path | None, pack_sha256: str | None) -> Suite:
+    """The suite of ``manifest`` with its cases built from ``files`` (:func:`resolve_files`);
+    ``pack_sha256``: what :func:`register_suite_pack` returned for the pack it ships, if any."""
+    benchmark = benchmark_of(manifest)
     with collector_paused():
         built = benchmark.build_cases(manifest, files)
     return Suite(

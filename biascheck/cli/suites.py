@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from biascheck.cli.common import add_data, add_param, listed_suites, spelling_of
-from biascheck.core.errors import BiascheckError
 from biascheck.core.spelling import Option
 
 
@@ -45,23 +44,25 @@ def add_parser(commands: Any) -> None:
 def _suites(args) -> int:
     from biascheck.config.catalog import packaged_suites_dir
     from biascheck.dryrun import existing_store, render, table
+    from biascheck.listing import count_suite
 
     existing_store(args.cache)  # refused once, not read as no store, nor as a note on every suite
     config = _suites_run_config(args)
+    priced = args.model is not None
     rows, estimates, notes = [["suite", "where", "benchmark", "cases", "model calls"]], [], []
     for label, where, path in listed_suites(args.suites):
-        benchmark, counted, problem = _count_suite(path, args, config)
-        if problem:
-            notes.append(f"{label}: {problem}")
-        if counted is not None:
-            counted.name = label
-            estimates.append(counted)
-        cases = f"{counted.cases:,}" if counted else "-"
-        if counted is None and problem and (declared := _declared_cases(path)) is not None:
+        counted = count_suite(path, config, data_dir=args.data, nowhere=_nowhere(args), price=priced, cached=not priced and args.cache is None)
+        if counted.problem:
+            notes.append(f"{label}: {counted.problem}")
+        if counted.estimate is not None:
+            counted.estimate.name = label
+            estimates.append(counted.estimate)
+        cases = f"{counted.cases:,}" if counted.cases is not None else "-"
+        if counted.cases is None and counted.problem and (declared := _declared_cases(path)) is not None:
             cases = f"{declared:,}*"
             notes[-1] = notes[-1].replace(": no counts: ", ": ", 1) + f"; * counted from the rows its manifest declares ({declared:,} cases)"
-        rows.append([label, where, benchmark, cases, _calls_cell(counted)])
-    lines = table(rows, right=(3,)) if args.model is None else render(estimates).splitlines()
+        rows.append([label, where, counted.benchmark, cases, _calls_cell(counted)])
+    lines = table(rows, right=(3,)) if not priced else render(estimates).splitlines()
     print("\n".join(lines + [f"  {note}" for note in notes]))
     print(f"packaged suites: {packaged_suites_dir()}; run one with: pytest --biascheck-suite NAME --biascheck-model MODEL")
     return 0
@@ -81,46 +82,6 @@ def _suites_run_config(args):
         data_dir=args.data,
         judges=JudgeOptions(price=parse_price(args.judge_price, Option("judge-price"))),
     )
-
-
-def _count_suite(path: Path, args, config):
-    """(benchmark, the suite's estimate or None, a one-line problem or None) of one suite folder."""
-    from biascheck.config.manifest import load_manifest
-    from biascheck.dryrun import estimate
-    from biascheck.suite import ALLOW_MISSING_DATA, load_suite, missing_data_summary
-
-    try:
-        manifest = load_manifest(path)
-    except BiascheckError as exc:
-        return "?", None, f"not a valid suite: {exc}"
-    try:
-        suite = load_suite(path, data_dir=args.data, offline=True)  # a listing downloads nothing
-    except BiascheckError as exc:
-        if exc.field and exc.field.startswith("data.") and "was not found" in exc.problem:
-            missing = manifest.data[exc.field[len("data.") :]].path
-            return manifest.benchmark, None, f"no counts: {missing} is {_nowhere(args)}"
-        return manifest.benchmark, None, f"no counts: {exc}"
-    skipped = sorted(suite.skipped_categories)
-    if skipped and not suite.cases:
-        return manifest.benchmark, None, f"no counts: its data files are {_nowhere(args)}"
-    try:
-        (counted,) = estimate([(suite, suite.cases)], config, store=args.cache, price=args.model is not None)
-    except BiascheckError as exc:
-        return manifest.benchmark, None, f"no counts: {exc}"
-    note = None
-    if skipped:
-        # Only the files that could not be had: a category may lack one of its files (CBBQ's age
-        # has its ambiguous half in the mirror and not its disambiguated one).
-        files = [
-            suite.manifest.data[key].path
-            for key, category in suite.manifest.data_categories.items()
-            if category in skipped and (key not in suite.files or suite.files[key].local is None)
-        ]
-        note = (
-            f"{missing_data_summary(skipped, suite.categories_total)}: {', '.join(files)} {'is' if len(files) == 1 else 'are'} {_nowhere(args)}; "
-            f"the counts leave them out, and a run without them is a failed check unless {ALLOW_MISSING_DATA}"
-        )
-    return manifest.benchmark, counted, note
 
 
 def _declared_cases(path: Path) -> int | None:
@@ -145,7 +106,7 @@ def _nowhere(args) -> str:
 
 
 def _calls_cell(counted) -> str:
-    if counted is None:
+    if counted.model_calls is None:
         return "-"
-    model, *judges = counted.shares
-    return " + ".join([f"{model.calls:,}"] + [f"{'≤' if j.uncertain else ''}{j.calls:,} judge" for j in judges])
+    judges = [f"{'≤' if j.uncertain else ''}{j.calls:,} judge" for j in counted.judge_calls]
+    return " + ".join([f"{counted.model_calls:,}"] + judges)
