@@ -24,8 +24,10 @@ server sorts the 262,144-token vocabulary of Gemma at every echoed position (30-
 2 cores) and, for a model without BOS, scores each echoed token by the distribution after it.
 
 An echo request reuses what it can of the one before: the positions of the longest common token
-prefix are not scored again, and llama.cpp's KV cache keeps that prefix, so a case's second and
-third options (the same prompt, another continuation) cost the few tokens that differ.
+prefix are not scored again, and llama.cpp's KV cache keeps that prefix up to the last multiple of
+128 tokens before the first difference, so a case's second and third options (the same prompt,
+another continuation) cost the tokens from there, and every row of logits is the one a fresh start
+computes (decoded with the same tokens around it: the answer does not depend on earlier requests).
 
 Sampling is llama.cpp's own sampler chain (``Llama.generate``), with llama-cpp-python's server's
 defaults for what a request leaves out (temperature 0.8, top_p 0.95, top_k 40, min_p 0.05,
@@ -429,7 +431,11 @@ class ServedModel:
             positions.append((None, []))
         first = len(positions)  # the first position still to score, by the row of position first - 1
         in_cache = _common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
-        start = min(in_cache, first - 1, n - 1)  # decode from here: every row from first - 1 on, and the last
+        # Decode from here: every row from first - 1 on, and the last. From the start of a chunk, so
+        # that each row is computed by the same decode of the same tokens as in a fresh start (a
+        # decode of fewer tokens takes other kernels, whose logits differ by up to 1e-2): what a
+        # request is answered does not depend on the requests before it.
+        start = min(in_cache, first - 1, n - 1) // _ECHO_CHUNK * _ECHO_CHUNK
         mem = api.llama_get_memory(llama.ctx)
         if not api.llama_memory_seq_rm(mem, -1, start, -1):
             start = 0
@@ -459,6 +465,9 @@ class ServedModel:
                 values, tops = score_rows(rows[lo - chunk : hi - chunk], tokens[lo + 1 : hi + 1], top_n)
                 positions.extend(zip(values, tops))
         self._scored = _Scored(list(tokens), top_n, positions)
+        # The context's last logits are the last position's: Llama.generate samples from them as
+        # they are, rather than decoding that token again on its own (other kernels, other logits).
+        llama._requires_eval = False
         return positions
 
     def _generate(self, tokens: list[int], sampling: Sampling, top_n: int | None) -> _Generated:
