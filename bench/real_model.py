@@ -3,17 +3,19 @@
     BIASCHECK_DATA_DIR=../shared/datasets python bench/real_model.py [--parts bbq,kobbq,...] [--samples 10]
     BIASCHECK_DATA_DIR=../shared/datasets python bench/real_model.py --kobbq-replies FILE [--model NAME] [--param temperature=1]
 
-Both models of the [local-model] extra on llama-cpp-python's server, through litellm's
-OpenAI-compatible path, each part into its own response store, and one table at the end:
+Both models of the [local-model] extra on ``biascheck serve-local``'s server (llama.cpp's Python
+bindings), through litellm's OpenAI-compatible path, each part into its own response store, and
+one table at the end:
 
 - ``bbq``: SmolLM2-135M-Instruct on BBQ (Religion, prompt En-1, the original order: 100 cases) by
   generation and by first token: each one's out-of-choice ratio, the first token's choice mass, and
   how the two modes' answers agree (Cohen's kappa over the cases both answered).
 - ``kobbq``: the same on a KoBBQ subset (one template of each of 8 categories, prompt 1, the
   original order: 64 cases).
-- ``loglikelihood``: Gemma 3 270M, a base model, on the first 4 cases of that KoBBQ subset (one
-  template's four contexts) by log-likelihood and by generation; and SmolLM2 by log-likelihood,
-  which the server's echo gets one token late (refused after its first request).
+- ``loglikelihood``: Gemma 3 270M, a base model, on that KoBBQ subset by log-likelihood and by
+  generation; and SmolLM2 on the BBQ subset by log-likelihood beside generation, with how the two
+  modes' answers agree (SmolLM2 has no BOS token, which llama_cpp.server's echo got one token
+  late; serve-local scores it right). bench/loglikelihood_rps.py measures the requests per second.
 - ``hbb``: SmolLM2 on an HBB subset (``--questions`` seeded questions of ``ses``) under both
   estimators (``--samples`` answers per question for sampling): the share of instances each scores
   and their agreement on flags.
@@ -149,43 +151,21 @@ def kobbq(bench: Bench, args) -> None:
 
 
 def loglikelihood(bench: Bench, args) -> None:
-    from biascheck.core.errors import BiascheckError
-    from biascheck.core.records import QATruth
-    from biascheck.suite import load_suite
-
-    suite_dir = subset_suite(bench.tmp / "kobbq-ll", "kobbq", KOBBQ_SUBSET, prompts='from_data = "prompts"\nuse = ["1"]')
-
-    # An ambiguous context and one disambiguated context of each kind (biased, counter-biased) of
-    # the first category: every metric has its cases. Each request costs llama-cpp-python a sort of
-    # Gemma's 262,144-token vocabulary per prompt position (30 to 60 s on 2 cores).
-    ordered = sorted(load_suite(suite_dir, data_dir=os.environ.get("BIASCHECK_DATA_DIR")).cases, key=lambda c: c.case_id)
-    first_of = {}
-    for case in ordered:
-        if case.category == ordered[0].category:
-            first_of.setdefault(case.truth_as(QATruth).context_type, case.case_id)
-    cases = set(first_of.values())
-    for mode in ("loglikelihood", "generate"):
-        suite, result, seconds = bench.run(suite_dir, GEMMA, "loglikelihood", mode=mode, cases=cases)
-        bench.add(
-            "loglikelihood",
-            f"Gemma 3 270M by {mode}: ooc_ratio of {len(cases)} KoBBQ cases",
-            metric(result, "ooc_ratio"),
-            result.stats.calls,
-            seconds,
-        )
-        if mode == "loglikelihood":
-            answered = sum(o.status == "answered" for o in result.suites[0].outcomes.values())
-            bench.add("loglikelihood", "Gemma 3 270M by loglikelihood: cases answered", f"{answered} of {len(cases)}")
+    kobbq_dir = subset_suite(bench.tmp / "kobbq-ll", "kobbq", KOBBQ_SUBSET, prompts='from_data = "prompts"\nuse = ["1"]')
+    bbq_dir = subset_suite(bench.tmp / "bbq-ll", "bbq", BBQ_SUBSET, prompts='use = ["En-1"]')
+    for model, label, suite_dir in ((GEMMA, "Gemma 3 270M", kobbq_dir), (SMOLLM2, "SmolLM2", bbq_dir)):
+        by_mode = {}
+        for mode in ("loglikelihood", "generate"):
+            suite, result, seconds = bench.run(suite_dir, model, f"loglikelihood-{model}", mode=mode)
+            by_mode[mode] = result
+            cases = len(suite.cases)
+            bench.add("loglikelihood", f"{label} by {mode}: ooc_ratio of {cases} cases", metric(result, "ooc_ratio"), result.stats.calls, seconds)
             for name in ("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis"):
-                bench.add("loglikelihood", f"Gemma 3 270M by loglikelihood: {name}", metric(result, name))
-        bench.warm("loglikelihood", suite_dir, GEMMA, "loglikelihood", mode=mode, cases=cases)
-    start = time.perf_counter()
-    try:
-        bench.run(suite_dir, SMOLLM2, "loglikelihood-smollm2", mode="loglikelihood", cases=cases)
-        outcome = "not refused"
-    except BiascheckError as exc:
-        outcome = "refused: " + ("one token late" if "one token late" in str(exc) else str(exc))
-    bench.add("loglikelihood", "SmolLM2 by loglikelihood (no BOS token: echo one token late)", outcome, 1, time.perf_counter() - start)
+                bench.add("loglikelihood", f"{label} by {mode}: {name}", metric(result, name))
+            bench.warm("loglikelihood", suite_dir, model, f"loglikelihood-{model}", mode=mode)
+        n, observed, kappa = kappa_of_answers(by_mode["generate"], by_mode["loglikelihood"])
+        bench.add("loglikelihood", f"{label}, generate vs loglikelihood answers: agreement over the {n} cases both answered", observed)
+        bench.add("loglikelihood", f"{label}, generate vs loglikelihood answers: Cohen's kappa", kappa)
 
 
 def hbb(bench: Bench, args) -> None:
@@ -323,8 +303,7 @@ def main() -> int:
         return 2
     wanted = {args.model} if args.kobbq_replies else {SMOLLM2} | ({GEMMA} if "loglikelihood" in parts else set())
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        # Gemma serves only KoBBQ prompts here: a short context keeps its echo's log-softmax small.
-        servers = {name: stack.enter_context(start_local_server(model=name, n_ctx=1024 if name == GEMMA else 4096)) for name in sorted(wanted)}
+        servers = {name: stack.enter_context(start_local_server(model=name)) for name in sorted(wanted)}
         for name, server in servers.items():
             print(f"server: {name} at {server.api_base} ({server.model_path.name})", flush=True)
         if args.kobbq_replies:

@@ -1,11 +1,12 @@
 """Real models on a real server: Gemma 3 270M (a base model) and SmolLM2-135M-Instruct (an
-instruction-tuned one) on llama-cpp-python's OpenAI-compatible server, reached through litellm's
-ordinary ``openai/`` path, end to end through the plugin. What the simulator cannot show: a real
-tokenizer and chat template, real log-probability token shapes, real parameter handling, real
-latency, a base model's replies that are mostly not answers, and numbers read from real answers:
-by generation, by first token and by log-likelihood.
+instruction-tuned one) on ``biascheck serve-local``'s OpenAI-compatible server over llama.cpp's
+Python bindings, reached through litellm's ordinary ``openai/`` path (and biascheck's fast path),
+end to end through the plugin. What the simulator cannot show: a real tokenizer and chat template,
+real log-probability token shapes, real parameter handling, real latency, a base model's replies
+that are mostly not answers, and numbers read from real answers: by generation, by first token
+and by log-likelihood, whose log-probabilities are checked against a direct computation.
 
-``pytest -m real`` (about 40 minutes on 2 cores; excluded from the default run). Needs the
+``pytest -m real`` (excluded from the default run; docs/real-models.md gives its time). Needs the
 ``[local-model]`` extra and the data mirror; skips with the reason otherwise. Each test prints the
 figures it checks; bench/real_model.py prints them all in one table.
 """
@@ -56,13 +57,6 @@ def local_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def smollm2_server(tmp_path_factory):
     with _serve(tmp_path_factory, "smollm2-135m-instruct") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def gemma_short_context(tmp_path_factory):
-    """Gemma for KoBBQ prompts alone: its echo log-softmaxes the whole context (n_ctx x 262,144)."""
-    with _serve(tmp_path_factory, "gemma-3-270m", n_ctx=1024) as server:
         yield server
 
 
@@ -125,31 +119,6 @@ def _check_warm(first: dict, warm) -> None:
     again = warm.results()
     assert again["run"]["calls"] == 0 and again["run"]["cache_hits"] == first["run"]["requests"]
     assert [c["outcome"] for c in again["cases"]] == [c["outcome"] for c in first["cases"]]
-
-
-def test_kobbq_subset(real, tmp_path):
-    categories = [
-        "age",
-        "disability_status",
-        "gender_identity",
-        "physical_appearance",
-        "race_ethnicity_nationality",
-        "religion",
-        "ses",
-        "sexual_orientation",
-    ]
-    suite = write_subset_suite(
-        tmp_path / "kobbq",
-        subset=f'categories = {json.dumps(categories)}\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"',
-        prompts='from_data = "prompts"\nuse = ["1"]',
-    )
-    run = real(suite)
-    results = _check_run(run, cases=64)
-    assert results["model"]["params"]["max_tokens"] == 30 and "params_dropped" not in results["model"]
-    assert results["run"]["calls"] >= 64
-    ooc = results["metrics"]["overall"]["ooc_ratio"]["value"]
-    print(f"kobbq subset: ooc_ratio {ooc}")
-    _check_warm(results, real(suite, report="warm"))
 
 
 def test_bbq_subset_with_seed_and_penalties(real, tmp_path):
@@ -263,6 +232,9 @@ KOBBQ_8 = (
     'categories = ["age", "disability_status", "gender_identity", "physical_appearance", "race_ethnicity_nationality", '
     '"religion", "ses", "sexual_orientation"]\ntemplates_per_category = 1\nseed = 7\nchoice_orders = "original"'
 )
+KOBBQ_16 = KOBBQ_8.replace("templates_per_category = 1", "templates_per_category = 2")
+# What the figures of two answer modes are printed and compared by.
+FIGURES = ("ooc_ratio", "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis")
 
 
 def _bbq_religion(folder: Path) -> Path:
@@ -285,27 +257,59 @@ def _kappa(first: dict, second: dict) -> tuple[int, float]:
     return n, (observed - chance) / (1 - chance) if chance < 1 else math.nan
 
 
-def _by_generation_and_first_token(run, suite: Path) -> dict[str, dict]:
+def _by_mode(run, suite: Path, modes: tuple[str, ...] = ("generate", "first-token")) -> dict[str, dict]:
     by_mode = {}
-    for mode in ("generate", "first-token"):
+    for mode in modes:
         first = run(suite, "--biascheck-answer-mode", mode, report=mode)
         by_mode[mode] = _check_run(first, cases=len(first.results()["cases"]))
         assert by_mode[mode]["run"]["errors"] == 0
         _check_warm(by_mode[mode], run(suite, "--biascheck-answer-mode", mode, report=f"{mode}-warm"))
     # A first-token case is out of choice exactly when the letters held less than half.
-    for case in by_mode["first-token"]["cases"]:
+    for case in by_mode.get("first-token", {"cases": []})["cases"]:
         assert (case["outcome"] == "ooc") == (case["choice_mass"] < 0.5), case
+    if "loglikelihood" in by_mode:
+        _check_loglikelihood(by_mode["loglikelihood"])
     return by_mode
 
 
-def test_smollm2_answers_bbq_by_generation_and_first_token(smollm2, tmp_path):
-    by_mode = _by_generation_and_first_token(smollm2, _bbq_religion(tmp_path / "bbq"))
-    generate, first = by_mode["generate"], by_mode["first-token"]
-    assert len(generate["cases"]) == 100
+def _check_loglikelihood(results: dict) -> None:
+    """Every case answered by log-likelihood: three requests each, every metric computed."""
+    cases = results["cases"]
+    assert results["run"]["calls"] == 3 * len(cases) and results["run"]["errors"] == 0
+    assert results["run"]["estimator"].startswith("loglikelihood")
+    overall = results["metrics"]["overall"]
+    assert overall["ooc_ratio"]["value"] == 0.0 and all(case["outcome"] in ANSWERED for case in cases)
+    assert {case["context_type"] for case in cases} == {"amb", "dis-biased", "dis-counter"}
+    for name in ("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "acc_norm_amb", "acc_norm_dis"):
+        assert overall[name]["value"] is not None, name  # computed on every case
+    for case in cases:
+        assert len(case["loglikelihoods"]) == 3 and all(v < 0 for v in case["loglikelihoods"]), case
+
+
+def _figures(label: str, by_mode: dict[str, dict]) -> str:
+    """The figures of each mode side by side, one line per figure."""
+    lines = [f"{label} ({len(next(iter(by_mode.values()))['cases'])} cases): " + " | ".join(f"{mode:>13}" for mode in by_mode)]
+    for name in FIGURES:
+        values = [doc["metrics"]["overall"].get(name, {}).get("value") for doc in by_mode.values()]
+        lines.append(f"  {name:<14}" + " | ".join(f"{'-' if v is None else f'{v:.3f}':>13}" for v in values))
+    return "\n".join(lines)
+
+
+def test_smollm2_answers_bbq_by_generation_first_token_and_loglikelihood(smollm2, tmp_path):
+    # SmolLM2 has no BOS token: llama_cpp.server's echo scored each token by the distribution after
+    # it, and biascheck refused it. serve-local scores it by the distribution before it.
+    by_mode = _by_mode(smollm2, _bbq_religion(tmp_path / "bbq"), ("generate", "first-token", "loglikelihood"))
+    generate, first, scored = by_mode["generate"], by_mode["first-token"], by_mode["loglikelihood"]
+    assert len(generate["cases"]) == len(scored["cases"]) == 100
     ooc = {mode: doc["metrics"]["overall"]["ooc_ratio"]["value"] for mode, doc in by_mode.items()}
     n, kappa = _kappa(generate, first)
+    n_ll, kappa_ll = _kappa(generate, scored)
     mass = first["metrics"]["overall"]["choice_mass"]["value"]
-    print(f"SmolLM2 on BBQ Religion: ooc_ratio {ooc}; first-token choice_mass {mass:.3f}; kappa {kappa:.3f} over {n} cases both answered")
+    print(_figures("SmolLM2 on BBQ Religion", by_mode))
+    print(
+        f"SmolLM2 on BBQ Religion: first-token choice_mass {mass:.3f}; kappa with generation: first-token {kappa:.3f} over {n} cases "
+        f"both answered, loglikelihood {kappa_ll:.3f} over {n_ll}"
+    )
     # An instruction-tuned model answers: most replies name an option (a base model's named none).
     assert ooc["generate"] < 0.5 and ooc["first-token"] < 0.5
     # The two readings of one model mostly agree, well beyond chance.
@@ -315,7 +319,7 @@ def test_smollm2_answers_bbq_by_generation_and_first_token(smollm2, tmp_path):
 
 def test_smollm2_on_a_kobbq_subset_by_generation_and_first_token(smollm2, tmp_path):
     suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
-    by_mode = _by_generation_and_first_token(smollm2, suite)
+    by_mode = _by_mode(smollm2, suite)
     ooc = {mode: doc["metrics"]["overall"]["ooc_ratio"]["value"] for mode, doc in by_mode.items()}
     mass = by_mode["first-token"]["metrics"]["overall"]["choice_mass"]["value"]
     n, kappa = _kappa(by_mode["generate"], by_mode["first-token"])
@@ -325,42 +329,83 @@ def test_smollm2_on_a_kobbq_subset_by_generation_and_first_token(smollm2, tmp_pa
     assert len(by_mode["generate"]["cases"]) == 64 and all(0.0 <= v <= 1.0 for v in ooc.values())
 
 
-def test_gemma_by_loglikelihood_names_an_option_in_every_kobbq_case(gemma_short_context, serving, tmp_path):
-    # An ambiguous context and the two disambiguated kinds (counter-biased: version a, biased: b) of
-    # one template: every metric has its cases. Each request costs the server a sort of Gemma's
-    # 262,144-token vocabulary per prompt position (30 to 60 s): three cases are nine requests.
-    run = serving(gemma_short_context)
-    suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
-    select = ("-k", "age-005a-001-amb-bsd or age-005a-001-dis-bsd or age-005b-001-dis-bsd")
-    scored = run(suite, *select, "--biascheck-answer-mode", "loglikelihood", report="loglikelihood")
-    results = _check_run(scored, cases=3)
-    assert results["run"]["calls"] == 9 and results["run"]["errors"] == 0
-    assert sorted(case["context_type"] for case in results["cases"]) == ["amb", "dis-biased", "dis-counter"]
-    assert results["run"]["estimator"].startswith("loglikelihood")
-    overall = results["metrics"]["overall"]
-    assert overall["ooc_ratio"]["value"] == 0.0 and all(case["outcome"] in ANSWERED for case in results["cases"])
-    for name in ("acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis", "acc_norm_amb", "acc_norm_dis"):
-        assert overall[name]["value"] is not None, name  # computed on every case
-    for case in results["cases"]:
-        assert len(case["loglikelihoods"]) == 3 and all(v < 0 for v in case["loglikelihoods"]), case
-    _check_warm(results, run(suite, *select, "--biascheck-answer-mode", "loglikelihood", report="warm"))
-    generated = _check_run(run(suite, *select, report="generate"), cases=3)
-    print(
-        f"Gemma 3 270M on 3 KoBBQ cases: ooc_ratio {overall['ooc_ratio']['value']} by loglikelihood "
-        f"(log-likelihoods {[c['loglikelihoods'] for c in results['cases']]}), "
-        f"{generated['metrics']['overall']['ooc_ratio']['value']} by generation"
-    )
-    assert generated["metrics"]["overall"]["ooc_ratio"]["value"] >= 2 / 3  # a base model's replies name no option
+def test_gemma_on_a_kobbq_subset_by_generation_and_loglikelihood(real, tmp_path):
+    # Two templates of each of 8 categories, prompt 1, the original order: 128 cases, each read
+    # twice. By log-likelihood a case costs one forward pass over its prompt and two over the few
+    # tokens its other options do not share with it.
+    suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_16, prompts='from_data = "prompts"\nuse = ["1"]')
+    run = real(suite, report="generate")
+    generated = _check_run(run, cases=len(run.results()["cases"]))
+    cases = len(generated["cases"])
+    assert cases >= 100
+    assert generated["model"]["params"]["max_tokens"] == 30 and "params_dropped" not in generated["model"]
+    assert generated["run"]["calls"] >= cases
+    _check_warm(generated, real(suite, report="generate-warm"))
+    scored = _check_run(real(suite, "--biascheck-answer-mode", "loglikelihood", report="loglikelihood"), cases=cases)
+    _check_loglikelihood(scored)
+    _check_warm(scored, real(suite, "--biascheck-answer-mode", "loglikelihood", report="loglikelihood-warm"))
+    print(_figures("Gemma 3 270M on KoBBQ", {"generate": generated, "loglikelihood": scored}))
+    # A base model's replies mostly name no option; its log-likelihoods always name one.
+    assert generated["metrics"]["overall"]["ooc_ratio"]["value"] >= 0.5
 
 
-def test_an_echo_one_token_late_is_refused_after_one_request(smollm2, tmp_path):
-    # llama-cpp-python scores each echoed token by the distribution after it when the model has no
-    # BOS token (SmolLM2): log-likelihoods read from it would be wrong, so the run stops at once.
-    suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_8, prompts='from_data = "prompts"\nuse = ["1"]')
-    run = smollm2(suite, "-k", "age-005a", "--biascheck-answer-mode", "loglikelihood")
-    assert run.ret == 4 and "Traceback" not in run.output and "INTERNALERROR" not in run.output
-    (line,) = [line for line in run.output.splitlines() if "cannot answer" in line]
-    assert "one token late" in line
+# Prompts whose echo is checked against the bindings: English, Korean (characters split over
+# tokens), special-token text, and a pair sharing a prefix longer than Gemma's sliding window (the
+# second reuses the first's positions and KV cache).
+_LONG = "The committee met on Tuesday to review the budget, and every member spoke in turn. " * 40
+ECHO_PROMPTS = (
+    "Context: The doctor and the nurse left the room.\nQuestion: Who left first?\nA: the doctor\nB: the nurse\nC: unknown\nAnswer: A",
+    "맥락: 의사와 간호사가 방을 나갔다.\n질문: 누가 먼저 나갔습니까?\nA: 의사\nB: 간호사\nC: 알 수 없음\n답: B",
+    "<start_of_turn>user\nWho left?<end_of_turn>\n<start_of_turn>model\nThe nurse",
+    _LONG + "Answer: A",
+    _LONG + "Answer: B",
+)
+
+
+@pytest.mark.parametrize("which", ["gemma", "smollm2"])
+def test_echoed_log_probabilities_equal_a_direct_computation_from_the_bindings(which, request):
+    """Each echoed token's log-probability is the log-softmax of the logits after the tokens before
+    it, computed here from llama.cpp's bindings (every position's logits kept), to 1e-4: for Gemma,
+    whose prompts start with BOS (not echoed; the first echoed token is scored after it), and for
+    SmolLM2, which has none (its first token has nothing before it: null)."""
+    import llama_cpp
+    import numpy as np
+    from llama_cpp import Llama
+
+    server = request.getfixturevalue("smollm2_server" if which == "smollm2" else "local_server")
+    direct = Llama(str(server.model_path), n_ctx=2048, logits_all=True, verbose=False)
+    vocab = llama_cpp.llama_model_get_vocab(direct.model)
+    bos = direct.token_bos() if llama_cpp.llama_vocab_get_add_bos(vocab) else None
+    assert (bos is not None) == (which == "gemma")
+    worst = 0.0
+    for prompt in ECHO_PROMPTS:
+        body = {"model": server.served.name, "prompt": prompt, "echo": True, "logprobs": 5, "max_tokens": 1, "temperature": 0}
+        echoed = _post(server.api_base, "/v1/completions", body)["choices"][0]["logprobs"]
+        tokens = ([bos] if bos is not None else []) + direct.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        direct.reset()
+        direct.eval(tokens)
+        table = Llama.logits_to_logprobs(direct.scores[: len(tokens)])  # row i: the distribution after tokens[: i + 1]
+        skip = 1 if bos is not None else 0
+        got, listed = echoed["token_logprobs"][:-1], echoed["top_logprobs"][:-1]  # the one generated token aside
+        assert len(got) == len(tokens) - skip
+        assert (got[0] is None) == (bos is None)
+        for position, (value, top) in enumerate(zip(got, listed), start=skip):
+            if position == 0:
+                assert value is None and top is None
+                continue
+            row = table[position - 1]
+            assert abs(value - row[tokens[position]]) < 1e-4, (prompt[:30], position)
+            worst = max(worst, abs(value - float(row[tokens[position]])))
+            for token in np.argpartition(row, -5)[-5:]:
+                text = direct.detokenize([int(token)], special=True).decode("utf-8", errors="ignore")
+                assert top[text] >= row[token] - 1e-4  # another token of the same text may list higher
+        # The generated token is the greedy one, with its log-probability.
+        assert abs(echoed["token_logprobs"][-1] - float(table[len(tokens) - 1].max())) < 1e-4
+        # The echoed tokens spell the prompt, each at its offset.
+        assert "".join(echoed["tokens"][:-1]) == prompt
+        for offset, token in zip(echoed["text_offset"], echoed["tokens"][:-1]):
+            assert prompt.startswith(token, offset)
+    print(f"{which}: echoed log-probabilities of {len(ECHO_PROMPTS)} prompts differ from the direct computation by at most {worst:.2e}")
 
 
 def test_hbb_on_smollm2_under_both_estimators(smollm2, tmp_path, data_dir):

