@@ -4,10 +4,14 @@ which turns that skip into a failure so CI can never pass by skipping."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy  # noqa: F401
 import pytest
@@ -34,6 +38,62 @@ import litellm  # noqa: E402, F401
 # that run imported its modules, pytester would remove them, so that a later import made another
 # MRCQuestion class than the one of the kept benchmark's cases (isinstance on a case's truth fails).
 import biascheck.benchmarks.bbg.benchmark  # noqa: E402, F401
+
+# One simulated server per test process (each xdist worker), in a thread of it, for every in-process
+# run of a sim/ model (pytester's in-process runs, the CLI's and the API's main called here): a run
+# otherwise starts `python -m biascheck.sim serve`, which imports biascheck and loads the suites
+# again (about half a second of CPU and a second of waiting, some hundreds of times). Each run still
+# gets a simulator of its own: a fresh SimApp (its attempt counters, faults and batches start from
+# nothing, as a new process's do) knowing exactly the suites the run names, loaded as the simulator's
+# process loads them; only the thread and the listening socket are shared. Runs in a subprocess
+# (runpytest_subprocess, `python -m biascheck.cli`) start the simulator's process as users' runs
+# do, and so does a suite the simulator could not load (its process says why, as it would).
+# BIASCHECK_TEST_SIM=process gives every run its own process again.
+import biascheck.sim.provider as _sim_provider  # noqa: E402
+
+
+class SharedSimulator:
+    def __init__(self) -> None:
+        self._server: Any = None
+
+    def _started(self) -> Any:
+        if self._server is None:
+            from biascheck.sim.knowledge import SimKnowledge
+            from biascheck.sim.server import SimServer
+
+            self._server = SimServer(SimKnowledge.from_cases([])).start()
+            atexit.register(self._server.close)
+        return self._server
+
+    @contextlib.contextmanager
+    def serve(self, suite_dirs: Iterable[Path | str], data_dir: Path | str | None, *, allow_unpinned: bool = False) -> Iterator[str]:
+        from biascheck.sim.knowledge import SimKnowledge
+        from biascheck.sim.server import SimApp
+        from biascheck.suite import load_suite
+
+        suite_dirs = list(suite_dirs)
+        data = Path(data_dir) if data_dir is not None else None
+        try:
+            suites = [load_suite(Path(folder), data_dir=data, allow_unpinned=allow_unpinned) for folder in suite_dirs]
+        except Exception:
+            suites = None
+        if suites is None:
+            with _SPAWNED_SERVE(suite_dirs, data_dir, allow_unpinned=allow_unpinned) as url:
+                yield url
+            return
+        server = self._started()
+        app = SimApp(SimKnowledge.from_suites(suites))
+        server.app = server._http.app = app
+        try:
+            yield server.base_url
+        finally:
+            # Nothing of this run's simulator answers the next run (a request still in flight is refused).
+            server.app = server._http.app = SimApp(SimKnowledge.from_cases([]))
+
+
+_SPAWNED_SERVE = _sim_provider.serve
+if os.environ.get("BIASCHECK_TEST_SIM") != "process":
+    _sim_provider.serve = SharedSimulator().serve  # type: ignore[assignment]
 
 
 def mirror_or_skip() -> Path:

@@ -654,9 +654,9 @@ def test_an_unknown_http_client_is_one_line_naming_where_it_was_given(pytester, 
         check_http_client("curl", "pytest.ini", "biascheck_http_client")
     with pytest.raises(BiascheckError, match="'aiohttp' is not an HTTP client"):
         ModelConfig("sim/fair", http_client="aiohttp")
-    result = pytester.runpytest_subprocess("--biascheck", str(tiny_kobbq), "--biascheck-model", "sim/fair", "--biascheck-http-client", "requests")
+    result = pytester.runpytest_inprocess("--biascheck", str(tiny_kobbq), "--biascheck-model", "sim/fair", "--biascheck-http-client", "requests")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--biascheck-http-client: 'requests' is not an HTTP client" in result.stderr.str()
     monkeypatch.setenv("BIASCHECK_HTTP_CLIENT", "nope")
-    result = pytester.runpytest_subprocess("--biascheck", str(tiny_kobbq), "--biascheck-model", "sim/fair")
+    result = pytester.runpytest_inprocess("--biascheck", str(tiny_kobbq), "--biascheck-model", "sim/fair")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "BIASCHECK_HTTP_CLIENT: 'nope' is not an HTTP client" in result.stderr.str()

@@ -236,7 +236,7 @@ def test_usage_errors_are_one_line_without_traceback(pytester, small_kobbq):
         (["--biascheck-model", "sim/fair", "--biascheck-compare-fail", "diff_bias_amb"], "--biascheck-compare-fail"),
     ]
     for args, needle in cases:
-        result = pytester.runpytest_subprocess("--biascheck", str(small_kobbq), *args)
+        result = pytester.runpytest_inprocess("--biascheck", str(small_kobbq), *args)
         text = result.stdout.str() + result.stderr.str()
         assert result.ret == pytest.ExitCode.USAGE_ERROR, text
         lines = [line for line in text.splitlines() if line.startswith("ERROR:")]
@@ -245,7 +245,7 @@ def test_usage_errors_are_one_line_without_traceback(pytester, small_kobbq):
 
 
 def test_number_ini_keys_are_typed_in_help_and_checked_with_the_file_and_key(pytester, small_kobbq):
-    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    help_text = pytester.runpytest_inprocess("--help").stdout.str()
     for key, kind in (
         ("biascheck_concurrency", "int"),
         ("biascheck_retries", "int"),
@@ -255,7 +255,7 @@ def test_number_ini_keys_are_typed_in_help_and_checked_with_the_file_and_key(pyt
     ):
         assert re.search(rf"{key} \({kind}\):", help_text), key
     ini = pytester.makeini("[pytest]\nbiascheck_concurrency = many\n")
-    result = pytester.runpytest_subprocess("-c", str(ini), "--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair")
+    result = pytester.runpytest_inprocess("-c", str(ini), "--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair")
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "Traceback" not in text, text
     assert (
@@ -625,7 +625,7 @@ def test_manifest_sampling_values_are_typed_like_command_line_values(small_kobbq
 
 def test_non_finite_option_values_are_refused(pytester, small_kobbq):
     for option in ("--biascheck-max-cost", "--biascheck-timeout"):
-        result = pytester.runpytest_subprocess("--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair", option, "nan")
+        result = pytester.runpytest_inprocess("--biascheck", str(small_kobbq), "--biascheck-model", "sim/fair", option, "nan")
         assert result.ret == pytest.ExitCode.USAGE_ERROR and option in result.stderr.str()
 
 

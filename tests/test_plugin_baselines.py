@@ -237,7 +237,7 @@ def test_bad_rules_and_one_file_for_several_suites_are_refused_before_any_call(r
 
 def test_pytest_help_lists_every_biascheck_option(pytester):
     """argparse formats help with %: one unescaped percent sign broke `pytest --help`."""
-    result = pytester.runpytest_subprocess("--help")
+    result = pytester.runpytest_inprocess("--help")
     assert result.ret == 0, result.stderr.str()
     text = result.stdout.str()
     for option in (
