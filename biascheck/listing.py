@@ -55,11 +55,10 @@ class SuiteCount:
     estimate: SuiteEstimate | None = None
 
 
-def count_suite(path: Path, config: RunConfig, *, data_dir: Path | None, nowhere: str, price: bool, cached: bool) -> SuiteCount:
+def count_suite(path: Path, config: RunConfig, *, data_dir: Path | None, nowhere: str, price: bool) -> SuiteCount:
     """The counts of the suite folder ``path`` under ``config`` (its store: requests it answers are
-    not calls). ``nowhere``: how a line says a data file is missing; ``price``: price the calls;
-    ``cached``: read and keep the counts in the download cache (only for counts that depend on no
-    store and no price)."""
+    not calls). ``nowhere``: how a line says a data file is missing; ``price``: price the calls.
+    Counts that depend on no store and no price are read from and kept in the download cache."""
     try:
         manifest = load_manifest(path)
     except BiascheckError as exc:
@@ -73,7 +72,7 @@ def count_suite(path: Path, config: RunConfig, *, data_dir: Path | None, nowhere
             missing = manifest.data[exc.field[len("data.") :]].path
             return SuiteCount(manifest.benchmark, problem=f"no counts: {missing} is {nowhere}")
         return SuiteCount(manifest.benchmark, problem=f"no counts: {exc}")
-    entry = _entry(manifest, files, pack_sha256, config, nowhere) if cached else None
+    entry = None if price or config.store_path is not None else _entry(manifest, files, pack_sha256, config, nowhere)
     if entry is not None and (hit := _read(entry)) is not None:
         return hit
     counted = _count(manifest, files, mirror, pack_sha256, config, nowhere, price)

@@ -51,7 +51,7 @@ def _suites(args) -> int:
     priced = args.model is not None
     rows, estimates, notes = [["suite", "where", "benchmark", "cases", "model calls"]], [], []
     for label, where, path in listed_suites(args.suites):
-        counted = count_suite(path, config, data_dir=args.data, nowhere=_nowhere(args), price=priced, cached=not priced and args.cache is None)
+        counted = count_suite(path, config, data_dir=args.data, nowhere=_nowhere(args), price=priced)
         if counted.problem:
             notes.append(f"{label}: {counted.problem}")
         if counted.estimate is not None:
