@@ -96,6 +96,42 @@ if os.environ.get("BIASCHECK_TEST_SIM") != "process":
     _sim_provider.serve = SharedSimulator().serve  # type: ignore[assignment]
 
 
+def _import_what_a_run_imports(folder: Path) -> None:
+    """Every biascheck module, then, with the data mirror, one small KoBBQ run per answer mode for
+    the modules a run imports on its way (litellm's and openai's lazy ones, at the first call)."""
+    import importlib
+    import pkgutil
+
+    import hypothesis.internal.observability  # noqa: F401  (its pytest plugin imports it at each run's end)
+
+    import biascheck
+    from biascheck import ModelConfig, RunConfig, load_suite, run
+
+    for module in pkgutil.walk_packages(biascheck.__path__, "biascheck."):
+        if not module.name.endswith("__main__"):
+            with contextlib.suppress(ImportError):  # an optional extra's module (serve-local: llama_cpp)
+                importlib.import_module(module.name)
+    mirror = os.environ.get("BIASCHECK_DATA_DIR")
+    if not mirror or not Path(mirror).is_dir():
+        return
+    suite = load_suite(write_subset_suite(folder / "kobbq", subset="templates_per_category = 1\ncategories = [\"age\"]"), data_dir=Path(mirror))
+    for mode in ("generate", "loglikelihood", "first-token"):
+        run([(suite, suite.cases[:3])], RunConfig(model=ModelConfig("sim/fair"), store_path=folder / f"{mode}.sqlite", data_dir=Path(mirror), estimator=mode))
+
+
+@pytest.fixture(scope="session")
+def _modules_a_run_imports(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _import_what_a_run_imports(tmp_path_factory.mktemp("warm-up"))
+
+
+@pytest.fixture
+def pytester(_modules_a_run_imports: None, pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester, once this process has imported what a run imports. An in-process run's imports
+    are removed when it ends (pytester restores sys.modules), so that each run imported them again:
+    some 630 modules, openai's SDK most of them, about a second of CPU a run."""
+    return pytester
+
+
 def mirror_or_skip() -> Path:
     value = os.environ.get("BIASCHECK_DATA_DIR")
     if not value:
