@@ -7,9 +7,11 @@ library these skip, except in CI (``CI=true`` or ``BIASCHECK_REQUIRE_DATA=1``), 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -62,7 +64,8 @@ class MlflowServer:
         log = (self.folder / "server.log").open("ab")
         # No job runner (it would import MLflow's GenAI evaluation, and litellm with it): a tracking server.
         env = os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
+        # Its own process group: `mlflow server` serves from a uvicorn child, which a kill must reach too.
+        self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -76,8 +79,9 @@ class MlflowServer:
         raise AssertionError("mlflow server did not answer /health in 120 s")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(30)
 
 

@@ -50,7 +50,7 @@ def send(parent: TrackedRun | None, runs: Sequence[TrackedRun], options: LogOpti
                 run_id = _create(client, experiment, run, parent_id)
                 _fill(client, run_id, run)
                 lines.append(f"mlflow: logged {run.name} to experiment {name!r} at {uri} (run {run_id})")
-            if parent is not None and not parent_done:
+            if parent is not None and parent_id is not None and not parent_done:
                 # Last: a parent finished holds every suite (a send cut short leaves it unfinished).
                 _fill(client, parent_id, parent)
             return lines
