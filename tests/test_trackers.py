@@ -336,8 +336,9 @@ def test_a_gated_run_reads_back_from_mlflow_and_wandb_equal_to_its_files(run_bia
     assert any(key.startswith("acc_amb/category/") for key in metrics) and "acc_amb/ci_low" in metrics
     assert run.data.tags["biascheck.passed"] == "true" and len(run.data.tags["biascheck.run_id"]) == 16
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == ["comparison.json", "report.html", "results.json"]
-    downloaded = Path(client.download_artifacts(run.info.run_id, "report.html", str(tmp_path / "down")))
-    assert downloaded.read_bytes() == (gated.report_dir / "report.html").read_bytes()
+    for name in ("report.html", "results.json", "comparison.json"):
+        downloaded = Path(client.download_artifacts(run.info.run_id, name, str(tmp_path / "down")))
+        assert downloaded.read_bytes() == (gated.report_dir / name).read_bytes(), name
     assert [line for line in biascheck_lines(gated.output, "mlflow")] == [
         f"biascheck: mlflow: logged kobbq-sim/fair to experiment {experiment!r} at {os.environ['MLFLOW_TRACKING_URI']} (run {run.info.run_id})"
     ]
