@@ -260,11 +260,11 @@ def test_the_documented_examples_of_the_names():
 # --- options -----------------------------------------------------------------------------------
 
 
-def test_a_bad_run_name_template_or_a_companion_without_a_tracker_is_one_line_before_collection(pytester):
+def test_a_bad_run_name_template_or_a_companion_without_a_tracker_is_one_line_before_collection(pytester, monkeypatch):
     from biascheck import options
     from biascheck.core.errors import BiascheckError
 
-    needs("mlflow")
+    needs("mlflow"), needs("wandb")
     config = pytester.parseconfig(
         "--biascheck", "--biascheck-model", "sim/fair", "--biascheck-log", "mlflow", "--biascheck-log-run-name", "{suite}-{nope}"
     )
@@ -277,6 +277,13 @@ def test_a_bad_run_name_template_or_a_companion_without_a_tracker_is_one_line_be
     with pytest.raises(BiascheckError, match=r"^--biascheck-log: 'neptune' is not a tracker; use mlflow or wandb$"):
         options.log_options(pytester.parseconfig("--biascheck", "--biascheck-model", "sim/fair", "--biascheck-log", "neptune"))
     assert options.log_options(pytester.parseconfig("--biascheck", "--biascheck-model", "sim/fair")) is None
+    # Several at once, from the environment (whitespace-separated) or the ini file (a line each).
+    monkeypatch.setenv("BIASCHECK_LOG", "wandb mlflow")
+    assert options.log_options(pytester.parseconfig("--biascheck", "--biascheck-model", "sim/fair")).trackers == ("wandb", "mlflow")
+    monkeypatch.delenv("BIASCHECK_LOG")
+    pytester.makeini("[pytest]\nbiascheck_log =\n    mlflow\n    wandb\nbiascheck_log_run_name = {suite}@{revision}\n")
+    logged = options.log_options(pytester.parseconfig("--biascheck", "--biascheck-model", "sim/fair"))
+    assert logged.trackers == ("mlflow", "wandb") and logged.run_name == "{suite}@{revision}" and not logged.required
 
 
 def test_a_missing_extra_is_one_line_before_collection(pytester, monkeypatch, tiny_kobbq, data_dir, tmp_path):
@@ -360,13 +367,19 @@ def test_a_gated_run_reads_back_from_mlflow_and_wandb_equal_to_its_files(run_bia
     assert offline.config["biascheck_run_id"] == run.data.tags["biascheck.run_id"] and offline.name == "kobbq-sim/fair"
     assert offline.files == {name: md5_b64(gated.report_dir / name) for name in ("report.html", "results.json", "comparison.json")}
 
+    # Neither library printed into the run's output: biascheck's lines say what was sent.
+    assert [
+        line for line in gated.output.splitlines() if ("wandb" in line.lower() or "mlflow" in line.lower()) and not line.startswith("biascheck: ")
+    ] == []
     # No secret reached a file, the tracker's params and tags, or what it stores.
     for folder in (tmp_path, tracking.server.folder):
         assert no_canary_in(folder) == [], folder
     assert CANARY not in json.dumps([run.data.params, run.data.tags]) and CANARY not in gated.output
 
 
-def test_a_run_of_two_suites_is_one_parent_and_a_child_each(run_biascheck, tiny_kobbq, tiny_kobbq_p3, tracking):
+def test_a_run_of_two_suites_is_one_parent_and_a_child_each(run_biascheck, tiny_kobbq, tiny_kobbq_p3, tracking, capsys):
+    from biascheck.cli import main
+
     args = [str(tiny_kobbq_p3), "--biascheck-log", "mlflow", "--biascheck-log", "wandb", "--biascheck-log-experiment", tracking.experiment]
     result = run_biascheck(tiny_kobbq, "sim/fair", *args, "--biascheck-log-run-name", "{suite} {model} {revision}")
     assert result.ret == 0, result.output
@@ -387,6 +400,9 @@ def test_a_run_of_two_suites_is_one_parent_and_a_child_each(run_biascheck, tiny_
     offline = [OfflineRun(folder) for folder in wandb_runs(Path(os.environ["WANDB_DIR"]))]
     assert sorted(run.job_type for run in offline) == ["run", "suite", "suite"]
     assert len({run.group for run in offline}) == 1 and offline[0].group.endswith(parent.data.tags["biascheck.run_id"])
+    # Sent again from the report folder (its suites by name): the parent is found, each child is there already.
+    assert main(["log", str(result.report_dir), "--to", "mlflow", "--experiment", tracking.experiment]) == 0
+    assert capsys.readouterr().err.count("is in experiment") == 2 and len(tracking.runs()) == 3
 
 
 class KillServer:
@@ -417,6 +433,11 @@ def test_a_tracker_killed_mid_run_loses_nothing_and_biascheck_log_sends_it_once(
         required = run_biascheck(tiny_kobbq, "sim/fair", *args, "--biascheck-log-required", report="report-required")
         assert required.ret == pytest.ExitCode.TESTS_FAILED, required.output
         assert len(biascheck_lines(required.output, "mlflow")) == 1
+        capsys.readouterr()
+        # biascheck log while the server is still down: one line, exit 1, nothing lost.
+        assert main(["log", str(down.report_dir), "--to", "mlflow", "--experiment", tracking.experiment]) == 1
+        (said,) = capsys.readouterr().err.splitlines()
+        assert said.startswith(f"biascheck: mlflow: the run was not logged ({tracking.server.url}: connection refused)"), said
     finally:
         tracking.server.start()
     capsys.readouterr()
