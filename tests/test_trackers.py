@@ -113,6 +113,8 @@ def tracking(mlflow_server, monkeypatch, tmp_path) -> Tracking:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-dir"))
+    for name in ("WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):  # artifacts' staging, logs, settings: not the home folder's
+        monkeypatch.setenv(name, str(tmp_path / "wandb-dir" / name.lower()))
     monkeypatch.setenv("WANDB_SILENT", "true")
     (tmp_path / "wandb-dir").mkdir()
     for name, value in SECRETS.items():

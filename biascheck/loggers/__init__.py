@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.spelling import option
+from biascheck.execution.redaction import redact
 from biascheck.loggers.tracked import DEFAULT_RUN_NAME, check_run_name, tracked_runs
 
 if TYPE_CHECKING:
@@ -106,4 +107,7 @@ def send(
             )
         except TrackerError as exc:
             said.append(Sent(f"{tracker}: the run was not logged ({exc}); its files are written: {resend} once {tracker} is reachable", True))
+        except Exception as exc:  # the library itself broke (a dependency it cannot import, say): still one line
+            problem = redact(" ".join(str(exc).split())[:240]) or type(exc).__name__
+            said.append(Sent(f"{tracker}: the run was not logged ({type(exc).__name__}: {problem}); its files are written: {resend}", True))
     return said
