@@ -486,3 +486,15 @@ def test_any_category_name_is_a_key_mlflow_takes(tracking, tmp_path):
         for i, name in enumerate(names)
         for bound, number in ((None, 0.5 + i / 100), ("ci_low", 0.4), ("ci_high", 0.6))
     }
+
+
+def test_biascheck_run_logs_as_the_plugin_does(tiny_kobbq, data_dir, tracking, tmp_path, capsys, monkeypatch):
+    from biascheck.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", str(tiny_kobbq), "--model", "sim/fair", "--data", str(data_dir), "--cache", "s.sqlite", "--report", "out"]
+    assert main([*argv, "--log", "mlflow", "--log-experiment", tracking.experiment, "--log-run-name", "{benchmark}:{suite}"]) == 0
+    (run,) = tracking.runs()
+    assert run.info.run_name == "kobbq:kobbq" and run.data.params["suite"] == "kobbq"
+    assert sorted(a.path for a in tracking.client.list_artifacts(run.info.run_id)) == ["report.html", "results.json"]
+    assert "biascheck: mlflow: logged kobbq:kobbq to experiment" in capsys.readouterr().err
