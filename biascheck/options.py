@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from biascheck.execution.llm import ModelConfig
     from biascheck.judging.panel import JudgeOptions
+    from biascheck.loggers import LogOptions
     from biascheck.session import RunConfig
 
 
@@ -134,6 +135,20 @@ OPTIONS = (
         "'not compared' check fail); default: each suite's [regression] on_inconclusive, else warn",
     ),
     (
+        "--biascheck-log-experiment",
+        "biascheck_log_experiment",
+        "BIASCHECK_LOG_EXPERIMENT",
+        "with --biascheck-log: the MLflow experiment or W&B project the runs go to (default: MLFLOW_EXPERIMENT_NAME or "
+        "WANDB_PROJECT, else biascheck)",
+    ),
+    (
+        "--biascheck-log-run-name",
+        "biascheck_log_run_name",
+        "BIASCHECK_LOG_RUN_NAME",
+        "with --biascheck-log: the tracker run's name, a template of {suite} {model} {revision} {answer_mode} {benchmark} "
+        "{created_at} {run_id} (default {suite}-{model})",
+    ),
+    (
         "--biascheck-baseline",
         "biascheck_baseline",
         "BIASCHECK_BASELINE",
@@ -173,6 +188,11 @@ FLAGS = (
         "the same as --biascheck-on-inconclusive=fail (kept as an alias): fail regression checks that can neither show "
         "nor rule out a worsening beyond the margin",
     ),
+    (
+        "--biascheck-log-required",
+        "biascheck_log_required",
+        "with --biascheck-log: a run that could not be logged fails (exit 1); without it, the failure is one line and the exit code is the gate's",
+    ),
     ("--biascheck-rejudge", None, "judged suites: judge the stored responses again (e.g. with another --biascheck-judge): no model call is made"),
     (
         "--biascheck-qualify-judge",
@@ -205,6 +225,15 @@ REPEATED = (
         "judged suites: an evaluator model that reads the responses (litellm string or sim/<persona>); give it several "
         "times for several judges, whose readings the suite's aggregation combines and whose agreement is reported; "
         "default: the suite's judges",
+    ),
+    (
+        "--biascheck-log",
+        "biascheck_log",
+        "BIASCHECK_LOG",
+        "TRACKER",
+        "send each suite's run, after its report folder is written, to an experiment tracker: 'mlflow' (MLflow's client, "
+        "MLFLOW_TRACKING_URI; the [mlflow] extra) or 'wandb' (Weights & Biases; the [wandb] extra); give it twice for both. "
+        "A tracker that cannot be reached is one line, and the exit code stays the gate's (see --biascheck-log-required)",
     ),
     (
         "--biascheck-judge-calibration",
@@ -674,6 +703,28 @@ def on_inconclusive(config: Settings) -> str | None:
         "biascheck_on_inconclusive",
         "biascheck_fail_inconclusive = true",
     )
+
+
+def log_options(source: Settings | pytest.Config) -> LogOptions | None:
+    """--biascheck-log and its companions, checked before collection (a tracker that is unknown or
+    whose client library is missing, a run name template with a field no run has); None when no
+    tracker is named (the companions are then refused)."""
+    from biascheck.loggers import log_options as checked_log_options
+
+    config = _settings(source)
+    trackers, where = repeated(config, "--biascheck-log")
+    experiment = setting(config, "--biascheck-log-experiment")
+    run_name = _given(config, "--biascheck-log-run-name", "biascheck_log_run_name", "BIASCHECK_LOG_RUN_NAME")
+    required = flag(config, "--biascheck-log-required")
+    if not trackers:
+        given = [name for name, value in (("log-experiment", experiment), ("log-run-name", run_name[0]), ("log-required", required)) if value]
+        if given:
+            raise BiascheckError(
+                Option(given[0]), None, "only applies to a run that logs to a tracker", f"add {option('log')} mlflow (or wandb), or drop it"
+            )
+        return None
+    name_where = run_name[1] if run_name[2] is None else f"{run_name[1]}: {run_name[2]}"
+    return checked_log_options(trackers, where, required=required, experiment=experiment, run_name=run_name[0], name_where=name_where)
 
 
 def report_dir(source: Settings | pytest.Config) -> Path | None:

@@ -30,6 +30,7 @@ from biascheck.core.spelling import Option, option
 
 if TYPE_CHECKING:
     from biascheck.execution.progress import Progress
+    from biascheck.loggers import LogOptions
     from biascheck.records.baseline import BaselineRecord
     from biascheck.records.comparison import Comparison
     from biascheck.records.run import RunRecord
@@ -162,6 +163,7 @@ class Gate:
     root: Path = field(default_factory=Path.cwd)
     # Without a report_dir, write to reporting.write.default_report_dir (the plugin) or not at all.
     default_report: bool = False
+    log: LogOptions | None = None  # the trackers each suite's run is sent to, once its files are written
     written: Path | None = None  # the report folder, once written
     written_files: list[Path] = field(default_factory=list)  # its files
     recorded: list[Path] = field(default_factory=list)  # the baselines this run wrote
@@ -319,6 +321,8 @@ class Gate:
             files, problems = write_report_folder(checked, folder, option=option)
             self.written, self.written_files = (None, []) if problems else (folder, files)
             notices += problems
+        if self.log is not None and not _pending(checked):
+            notices += log_to_trackers(checked, self.written, self.log)  # after the files: a tracker down loses nothing
         return notices
 
     def last_line(self, checked: Checked) -> str | None:
@@ -405,6 +409,25 @@ def write_report_folder(checked: Checked, folder: Path, *, option: object = Opti
         return [], [Notice(str(exc), Level.ERROR)]
     except OSError as exc:
         return [], [Notice(f"{folder}: could not write the report ({exc.strerror or exc}); point {option} at a writable folder", Level.ERROR)]
+
+
+def _pending(checked: Checked) -> bool:
+    """Batches submitted, nothing scored: no run to log yet (the run that collects them logs it)."""
+    from biascheck.execution.stats import RunStatus
+
+    return checked.result is not None and checked.result.stats.status is RunStatus.BATCH_PENDING
+
+
+def log_to_trackers(checked: Checked, folder: Path | None, options: LogOptions) -> list[Notice]:
+    """Each suite's run sent to the trackers (:mod:`biascheck.loggers`), with its files from the
+    report ``folder`` (None: none written). A line per suite and tracker: OK when sent or there
+    already; a tracker that failed is a WARNING, or an ERROR (the run fails) when logging is required."""
+    from biascheck import loggers
+
+    shown = shown_path(folder) if folder is not None else None
+    failed = Level.ERROR if options.required else Level.WARNING
+    sent = loggers.send(checked.runs, checked.comparisons, folder, options, shown=shown)
+    return [Notice(line.text, failed if line.failed else Level.OK) for line in sent]
 
 
 def written_line(folder: Path | None, files: Sequence[Path], *, recorded: Sequence[Path] = (), compared: Sequence[str] = ()) -> str | None:

@@ -9,7 +9,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +239,9 @@ class BiascheckRun:
 def run_biascheck(pytester: pytest.Pytester, tmp_path: Path, data_dir: Path):
     store = tmp_path / "store.sqlite"
 
-    def run(suite: Path, model: str, *args: str, store_path: Path = store, report: str = "report") -> BiascheckRun:
+    def run(
+        suite: Path | str, model: str, *args: str, store_path: Path = store, report: str = "report", plugins: Sequence[object] = ()
+    ) -> BiascheckRun:
         report_dir = tmp_path / report
         result = pytester.runpytest_inprocess(
             "--biascheck",
@@ -256,6 +258,7 @@ def run_biascheck(pytester: pytest.Pytester, tmp_path: Path, data_dir: Path):
             "no:cacheprovider",
             "-q",
             *args,
+            plugins=list(plugins),
         )
         return BiascheckRun(result, report_dir)
 

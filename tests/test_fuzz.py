@@ -393,12 +393,13 @@ VALUES = [
     *["/", "/proc/1/x", "/dev/null", "/dev/null/x", ".", "..", "{suite}", "[/]"],
     *["sim/fair", "sim/judge", "openai/x", "opneai/gpt-4o-mini", "nosuchsuite"],
     *["diff_bias_amb:+0.02", "acc_dis:-1e308%", "x:", "1/1", "inf/1", "-1/2", "temperature=3", "seed=1", "max_tokens=0", "top_p=nan"],
-    *["http://127.0.0.1:9/v1", "kobbq", "bbq"],
+    *["http://127.0.0.1:9/v1", "kobbq", "bbq", "mlflow", "wandb", "{suite}-{nope}"],
 ]
 # Each subcommand's options, and how many positional arguments it may be given.
 COMMANDS = {
     ("diff",): (["--compare-fail", "--report", "--suite", "--data", "--on-inconclusive"], ["--allow-fingerprint-mismatch", "--fail-inconclusive"], 2),
     ("compare",): (["--out"], [], 3),
+    ("log",): (["--to", "--experiment", "--run-name"], [], 2),
     ("history",): (["--baselines", "--out"], [], 1),
     ("suites",): (["--data", "--model", "--api-base", "--param", "--price", "--judge-price", "--cache"], [], 1),
     ("init",): ([], ["--force"], 2),

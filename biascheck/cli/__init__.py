@@ -11,6 +11,9 @@ pytest's config model.
 - ``biascheck diff A B``: compare a run's ``results.json`` (B) with a baseline or another run's
   ``results.json`` (A), exactly as ``pytest --biascheck-baseline`` does; exit 1 when a metric
   regressed. (:mod:`biascheck.cli.diff`)
+- ``biascheck log RESULTS --to mlflow``: send a run made already (its report folder or results.json)
+  to experiment trackers, as ``--biascheck-log`` does; a run a tracker holds already is skipped.
+  (:mod:`biascheck.cli.log`)
 - ``biascheck compare RUN...``: several runs of one suite side by side (``compare.md``,
   ``compare.json``, ``compare.html``). (:mod:`biascheck.cli.compare`)
 - ``biascheck history SUITE``: a suite's baselines across releases (``history.json`` and

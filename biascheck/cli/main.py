@@ -8,14 +8,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from biascheck.cli import compare, diff, history, init, judge, qualify_judge, run, serve_local, store, suites
+from biascheck.cli import compare, diff, history, init, judge, log, qualify_judge, run, serve_local, store, suites
 from biascheck.core import exits
 from biascheck.core.errors import BiascheckError
 from biascheck.core.spelling import spelled_as
 from biascheck.options import COMMAND
 
 # In the order `biascheck --help` lists them.
-COMMANDS = (diff, run, compare, history, qualify_judge, serve_local, suites, init, store, judge)
+COMMANDS = (diff, run, log, compare, history, qualify_judge, serve_local, suites, init, store, judge)
 
 
 def parser() -> argparse.ArgumentParser:

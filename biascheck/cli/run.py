@@ -45,6 +45,7 @@ def _run(args) -> int:
     config = options.run_config(settings)
     baseline = options.baseline_options(settings)
     report_dir = options.report_dir(settings)
+    log = options.log_options(settings)
     if config.shard and baseline.update:
         raise BiascheckError(
             Option("update-baseline"), None, f"a shard ({config.shard}) is part of the suite", "record from the run on the merged store"
@@ -54,7 +55,7 @@ def _run(args) -> int:
         from biascheck.session import check_before_collection
 
         check_before_collection(config)
-    gate = Gate(config, baseline, report_dir=report_dir)
+    gate = Gate(config, baseline, report_dir=report_dir, log=log)
     # Absolute, as pytest collects them: results.json names the manifest by this path.
     suites = [gate.load_suite(Path(os.path.abspath(path))) for _, _, path in listed_suites(args.suites)]
     for suite in suites:

@@ -65,6 +65,7 @@ class BiascheckState:
             dry_run = options.check_dry_run(config)
             report_dir = options.report_dir(config)
             baseline = options.baseline_options(config)
+            log = options.log_options(config)  # a tracker whose client library is missing: one line, before collection
             if not (dry_run or config.option.collectonly or hasattr(config, "workerinput")):
                 # Before collection: a run that cannot make its calls says so now, whatever the suite size.
                 from biascheck.session import check_before_collection
@@ -79,7 +80,7 @@ class BiascheckState:
                 )
         except BiascheckError as exc:
             raise pytest.UsageError(str(exc)) from None
-        gate = Gate(run_config, baseline, report_dir=report_dir, root=Path(config.invocation_params.dir), default_report=True)
+        gate = Gate(run_config, baseline, report_dir=report_dir, root=Path(config.invocation_params.dir), default_report=True, log=log)
         return cls(config, gate, dry_run=dry_run, one_process_note=note)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
