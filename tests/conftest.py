@@ -45,9 +45,10 @@ import biascheck.benchmarks.bbg.benchmark  # noqa: E402, F401
 # again (about half a second of CPU and a second of waiting, some hundreds of times). Each run still
 # gets a simulator of its own: a fresh SimApp (its attempt counters, faults and batches start from
 # nothing, as a new process's do) knowing exactly the suites the run names, loaded as the simulator's
-# process loads them; only the thread and the listening socket are shared. Runs in a subprocess
-# (runpytest_subprocess, `python -m biascheck.cli`) start the simulator's process as users' runs
-# do, and so does a suite the simulator could not load (its process says why, as it would).
+# process loads them (a suite of the same files loaded once); only the thread and the listening
+# socket are shared. Runs in a subprocess (runpytest_subprocess, `python -m biascheck.cli`) start
+# the simulator's process as users' runs do, and so does a suite the simulator could not load (its
+# process says why, as it would).
 # BIASCHECK_TEST_SIM=process gives every run its own process again.
 import biascheck.sim.provider as _sim_provider  # noqa: E402
 
@@ -55,6 +56,7 @@ import biascheck.sim.provider as _sim_provider  # noqa: E402
 class SharedSimulator:
     def __init__(self) -> None:
         self._server: Any = None
+        self._suites: dict[tuple, Any] = {}
 
     def _started(self) -> Any:
         if self._server is None:
@@ -65,6 +67,20 @@ class SharedSimulator:
             atexit.register(self._server.close)
         return self._server
 
+    def _loaded(self, folder: Path, data: Path | None, allow_unpinned: bool, load_suite: Any) -> Any:
+        """The suite in ``folder``, loaded once for each content of its folder (manifest, data files,
+        pack) and mirror: the tests' small suites repeat across tests, each in a folder of its own.
+        (A data file the manifest names outside the folder is pinned by its checksum.)"""
+        import hashlib
+
+        if allow_unpinned:  # files the manifest pins by no checksum may lie outside the folder, and change
+            return load_suite(folder, data_dir=data, allow_unpinned=True)
+        files = tuple(sorted((str(p.relative_to(folder)), hashlib.sha256(p.read_bytes()).hexdigest()) for p in folder.rglob("*") if p.is_file()))
+        key = (files, str(data), allow_unpinned)
+        if key not in self._suites:
+            self._suites[key] = load_suite(folder, data_dir=data, allow_unpinned=allow_unpinned)
+        return self._suites[key]
+
     @contextlib.contextmanager
     def serve(self, suite_dirs: Iterable[Path | str], data_dir: Path | str | None, *, allow_unpinned: bool = False) -> Iterator[str]:
         from biascheck.sim.knowledge import SimKnowledge
@@ -74,7 +90,7 @@ class SharedSimulator:
         suite_dirs = list(suite_dirs)
         data = Path(data_dir) if data_dir is not None else None
         try:
-            suites = [load_suite(Path(folder), data_dir=data, allow_unpinned=allow_unpinned) for folder in suite_dirs]
+            suites = [self._loaded(Path(folder), data, allow_unpinned, load_suite) for folder in suite_dirs]
         except Exception:
             suites = None
         if suites is None:
@@ -114,9 +130,12 @@ def _import_what_a_run_imports(folder: Path) -> None:
     mirror = os.environ.get("BIASCHECK_DATA_DIR")
     if not mirror or not Path(mirror).is_dir():
         return
-    suite = load_suite(write_subset_suite(folder / "kobbq", subset="templates_per_category = 1\ncategories = [\"age\"]"), data_dir=Path(mirror))
+    suite = load_suite(write_subset_suite(folder / "kobbq", subset='templates_per_category = 1\ncategories = ["age"]'), data_dir=Path(mirror))
     for mode in ("generate", "loglikelihood", "first-token"):
-        run([(suite, suite.cases[:3])], RunConfig(model=ModelConfig("sim/fair"), store_path=folder / f"{mode}.sqlite", data_dir=Path(mirror), estimator=mode))
+        run(
+            [(suite, suite.cases[:3])],
+            RunConfig(model=ModelConfig("sim/fair"), store_path=folder / f"{mode}.sqlite", data_dir=Path(mirror), estimator=mode),
+        )
 
 
 @pytest.fixture(scope="session")
