@@ -29,19 +29,17 @@ from conftest import ROOT, SUITES, write_subset_suite
 # --- results documents from real (simulated) runs ------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
-    """Results documents of the tiny KoBBQ suite (96 cases): ``stereotyped`` on the whole suite and
-    on its age cases alone (a ``-k age`` run), ``fair`` on the whole suite."""
+TINY = 'templates_per_category = 1\nseed = 7\nchoice_orders = "original"'
+
+
+def _documents(tmp_path_factory, data_dir, subset: str) -> dict[str, dict]:
     from biascheck.execution.llm import ModelConfig
     from biascheck.reporting.results import build_results
     from biascheck.session import RunConfig, run
     from biascheck.suite import load_suite
 
     folder = tmp_path_factory.mktemp("ci-output")
-    suite_dir = write_subset_suite(
-        folder / "kobbq-tiny", subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"', prompts='from_data = "prompts"\nuse = ["1"]'
-    )
+    suite_dir = write_subset_suite(folder / "kobbq-tiny", subset=subset, prompts='from_data = "prompts"\nuse = ["1"]')
     suite = load_suite(suite_dir, data_dir=data_dir)
 
     def results(model: str, cases) -> dict:
@@ -54,6 +52,21 @@ def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
         "age": results("sim/stereotyped", [c for c in suite.cases if c.category == "age"]),
         "fair": results("sim/fair", suite.cases),
     }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data_dir) -> dict[str, dict]:
+    """Results documents of the tiny KoBBQ suite (96 cases): ``stereotyped`` on the whole suite and
+    on its age cases alone (a ``-k age`` run), ``fair`` on the whole suite."""
+    return _documents(tmp_path_factory, data_dir, TINY)
+
+
+@pytest.fixture(scope="module")
+def two_category_runs(tmp_path_factory, data_dir) -> dict[str, dict]:
+    """``runs`` on two of the categories, three templates each (48 cases; the stereotyped run still
+    regresses against the fair one): for the properties that render every report again for each
+    example, where the injected text, not the number of rows, is what is tested."""
+    return _documents(tmp_path_factory, data_dir, TINY.replace("= 1", "= 3") + '\ncategories = ["age", "religion"]')
 
 
 def record(document: dict) -> RunRecord:
@@ -608,23 +621,23 @@ _COMPARISON: dict = {}
 
 
 def _comparison(runs: dict) -> dict:
-    """The comparison of the stereotyped run with the fair one, made once (it bootstraps)."""
-    if not _COMPARISON:
-        _COMPARISON["fair"] = comparison_of(runs["fair"], runs["stereotyped"])
-    return _COMPARISON["fair"]
+    """The comparison of the stereotyped run with the fair one, made once for each set of runs (it bootstraps)."""
+    if id(runs) not in _COMPARISON:
+        _COMPARISON[id(runs)] = comparison_of(runs["fair"], runs["stereotyped"])
+    return _COMPARISON[id(runs)]
 
 
-def test_outside_text_cannot_change_the_structure_of_any_markdown_report(runs):
+def test_outside_text_cannot_change_the_structure_of_any_markdown_report(two_category_runs):
     # Issue 34, D5: a served model name with a line break added a "PASSED" heading and an <img> to
     # the report of a failed run. Whatever a field from outside says, each Markdown rendering has
     # the structure it has with a plain word there: no heading, HTML, link, image or table row more.
-    plain = {kind: md_structure(markdown) for kind, markdown in _markdown_of_every_kind(runs, "word").items()}
+    plain = {kind: md_structure(markdown) for kind, markdown in _markdown_of_every_kind(two_category_runs, "word").items()}
 
     @settings(MD, max_examples=60)
     @given(text=HOSTILE_TEXT)
     def check(text):  # (inside: hypothesis would print the runs fixture with each failure)
         assume(fmt.one_line(text))  # (an empty name leaves an empty list item: no injection)
-        for kind, markdown in _markdown_of_every_kind(runs, text).items():
+        for kind, markdown in _markdown_of_every_kind(two_category_runs, text).items():
             assert md_structure(markdown) == plain[kind], (kind, markdown)
 
     check()
