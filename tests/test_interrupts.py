@@ -23,6 +23,15 @@ from biascheck.execution.runner import run_sync
 
 from loopback import chat_answer, loopback_server, send_json, stopping
 
+
+def _sigint_as_in_a_terminal() -> None:
+    """In the child, before it starts: SIGINT handled by default, as in a command run from a
+    terminal. A child inherits an ignored signal, and a test process started in the background
+    ignores SIGINT (`pytest -n 2 &` from a script: the shell sets it ignored, and xdist's workers
+    inherit it): the child would then ignore the test's Ctrl-C, as a background job should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 SCRIPT = textwrap.dedent("""
     import asyncio, contextlib, sys
     from biascheck.execution.llm import LiteLLMClient, ModelConfig
@@ -54,7 +63,7 @@ def _interrupted_run(tmp_path: Path, runner: str) -> str:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=_sigint_as_in_a_terminal,
         )
         deadline = time.monotonic() + 60
         while len(arrivals) < 300 and time.monotonic() < deadline and process.poll() is None:
@@ -121,7 +130,7 @@ def _ctrl_c_mid_run(command: list[str], cwd: Path) -> tuple[int, str]:
             [sys.executable, "-m", *command, api_base],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
             env={**os.environ, "OPENAI_API_KEY": "sk-unused-000000"},
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=_sigint_as_in_a_terminal,
         )  # fmt: skip
         deadline = time.monotonic() + 120
         while len(arrivals) < ANSWERED + CONCURRENCY and time.monotonic() < deadline and process.poll() is None:
@@ -206,6 +215,7 @@ def test_ctrl_c_on_the_demo_ends_the_process_says_interrupted_and_the_rerun_resu
     process = subprocess.Popen(
         command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, "BIASCHECK_OFFLINE": "1"},
+        preexec_fn=_sigint_as_in_a_terminal,
     )  # fmt: skip
     deadline = time.monotonic() + 300
     while _stored(store) < 300 and time.monotonic() < deadline and process.poll() is None:
