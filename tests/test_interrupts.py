@@ -112,6 +112,41 @@ def test_run_sync_keeps_other_warnings():
         run_sync(warns())
 
 
+def test_ctrl_c_while_the_client_opens_ends_the_run_there(tmp_path):
+    # Opening the client blocks the event loop for seconds (the simulator starts, litellm is
+    # imported: 3.5 s of CPU, 10 s on a loaded machine), and asyncio.run's handler of SIGINT only
+    # cancels the run's task, which takes effect at its next await: a Ctrl-C then waited for the
+    # whole import. It interrupts the opening itself, as it would outside an event loop.
+    from contextlib import contextmanager
+
+    from biascheck.execution.runner import ModelRequest, execute
+    from biascheck.execution.store import ResponseStore
+
+    went_on: list[str] = []
+
+    class Unanswering:  # what the opening would have given: a client whose calls never return
+        async def complete(self, messages, params, sample=0):
+            await asyncio.sleep(3600)
+
+        async def aclose(self):
+            pass
+
+    @contextmanager
+    def open_client():
+        os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C, while the client is being opened
+        went_on.append("the opening went on after the signal")
+        yield Unanswering()
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever this process's
+    try:
+        with ResponseStore(tmp_path / "store.sqlite") as store, pytest.raises(KeyboardInterrupt):
+            run_sync(execute([ModelRequest("k", [{"role": "user", "content": "?"}], {})], store=store, model_name="m", open_client=open_client))
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert went_on == []
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 ANSWERED, CONCURRENCY = 20, 4
 
 
