@@ -64,6 +64,13 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def sigint_as_in_a_terminal() -> None:
+    """The measured run's SIGINT handled by default, as a command's in a terminal: run in the
+    background (``python bench/interrupt.py &`` from a script), this process ignores SIGINT, and so
+    would the run it starts, which would then never see the signal it is sent."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def commands(data: str, store: Path, report: Path) -> dict[str, list[str]]:
     demo = ["--biascheck", "suites/kobbq", "--biascheck-model", "sim/stereotyped", "--biascheck-data", data, "--biascheck-cache", str(store)]
     return {
@@ -80,8 +87,9 @@ def interrupt(project: Path, name: str, command: list[str], store: Path, after: 
     env.setdefault("BIASCHECK_OFFLINE", "1")
     with tempfile.TemporaryFile() as out:
         process = subprocess.Popen(
-            command, cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+            command, cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=sigint_as_in_a_terminal,
+        )  # fmt: skip
         started = time.monotonic()
         deadline = started + (seconds if seconds is not None else 600)
         while (seconds is not None or stored(store) < after) and process.poll() is None and time.monotonic() < deadline:

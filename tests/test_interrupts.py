@@ -23,6 +23,15 @@ from biascheck.execution.runner import run_sync
 
 from loopback import chat_answer, loopback_server, send_json, stopping
 
+
+def _sigint_as_in_a_terminal() -> None:
+    """In the child, before it starts: SIGINT handled by default, as in a command run from a
+    terminal. A child inherits an ignored signal, and a test process started in the background
+    ignores SIGINT (`pytest -n 2 &` from a script: the shell sets it ignored, and xdist's workers
+    inherit it): the child would then ignore the test's Ctrl-C, as a background job should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 SCRIPT = textwrap.dedent("""
     import asyncio, contextlib, sys
     from biascheck.execution.llm import LiteLLMClient, ModelConfig
@@ -54,7 +63,7 @@ def _interrupted_run(tmp_path: Path, runner: str) -> str:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=_sigint_as_in_a_terminal,
         )
         deadline = time.monotonic() + 60
         while len(arrivals) < 300 and time.monotonic() < deadline and process.poll() is None:
@@ -103,6 +112,41 @@ def test_run_sync_keeps_other_warnings():
         run_sync(warns())
 
 
+def test_ctrl_c_while_the_client_opens_ends_the_run_there(tmp_path):
+    # Opening the client blocks the event loop for seconds (the simulator starts, litellm is
+    # imported: 3.5 s of CPU, 10 s on a loaded machine), and asyncio.run's handler of SIGINT only
+    # cancels the run's task, which takes effect at its next await: a Ctrl-C then waited for the
+    # whole import. It interrupts the opening itself, as it would outside an event loop.
+    from contextlib import contextmanager
+
+    from biascheck.execution.runner import ModelRequest, execute
+    from biascheck.execution.store import ResponseStore
+
+    went_on: list[str] = []
+
+    class Unanswering:  # what the opening would have given: a client whose calls never return
+        async def complete(self, messages, params, sample=0):
+            await asyncio.sleep(3600)
+
+        async def aclose(self):
+            pass
+
+    @contextmanager
+    def open_client():
+        os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C, while the client is being opened
+        went_on.append("the opening went on after the signal")
+        yield Unanswering()
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever this process's
+    try:
+        with ResponseStore(tmp_path / "store.sqlite") as store, pytest.raises(KeyboardInterrupt):
+            run_sync(execute([ModelRequest("k", [{"role": "user", "content": "?"}], {})], store=store, model_name="m", open_client=open_client))
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert went_on == []
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 ANSWERED, CONCURRENCY = 20, 4
 
 
@@ -121,7 +165,7 @@ def _ctrl_c_mid_run(command: list[str], cwd: Path) -> tuple[int, str]:
             [sys.executable, "-m", *command, api_base],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
             env={**os.environ, "OPENAI_API_KEY": "sk-unused-000000"},
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=_sigint_as_in_a_terminal,
         )  # fmt: skip
         deadline = time.monotonic() + 120
         while len(arrivals) < ANSWERED + CONCURRENCY and time.monotonic() < deadline and process.poll() is None:
@@ -206,6 +250,7 @@ def test_ctrl_c_on_the_demo_ends_the_process_says_interrupted_and_the_rerun_resu
     process = subprocess.Popen(
         command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, "BIASCHECK_OFFLINE": "1"},
+        preexec_fn=_sigint_as_in_a_terminal,
     )  # fmt: skip
     deadline = time.monotonic() + 300
     while _stored(store) < 300 and time.monotonic() < deadline and process.poll() is None:

@@ -617,3 +617,40 @@ def test_serve_when_the_port_is_taken_after_the_check_is_the_same_error() -> Non
         with pytest.raises(BiascheckError) as caught:
             asyncio.run(_serve_until_signalled(SimApp(SimKnowledge.from_cases([])), "127.0.0.1", port))
     assert str(caught.value) == f"--port: 127.0.0.1:{port} is already in use; pick another --port, or --port 0 for any free one"
+
+
+def test_serve_started_ignoring_sigint_keeps_serving_through_one(capsys: pytest.CaptureFixture[str]) -> None:
+    # A run started in the background (`pytest --biascheck ... &` from a script, a job runner: the
+    # shell sets SIGINT ignored) hands that to the simulator it starts. A Ctrl-C in the terminal
+    # stopped the simulator alone, and the run went on calling a dead endpoint, retrying for the
+    # circuit breaker's two minutes. The simulator keeps the SIGINT its parent ignores ignored.
+    import signal
+    import urllib.request
+
+    from biascheck.sim.cli import LISTENING_PREFIX, _serve_until_signalled
+    from biascheck.sim.knowledge import SimKnowledge
+    from biascheck.sim.server import SimApp
+
+    async def interrupted_once() -> tuple[bool, dict]:
+        server = asyncio.create_task(_serve_until_signalled(SimApp(SimKnowledge.from_cases([])), "127.0.0.1", 0))
+        while LISTENING_PREFIX not in (out := capsys.readouterr().out):
+            assert not server.done()
+            await asyncio.sleep(0.01)
+        stats_url = out.split(LISTENING_PREFIX, 1)[1].strip().removesuffix("/v1") + "/stats"
+        os.kill(os.getpid(), signal.SIGINT)  # as the whole process group gets a terminal's Ctrl-C
+        # Had the loop a handler for it, the server would end within milliseconds.
+        ended, _ = await asyncio.wait({server}, timeout=0.5)
+        served = not ended
+        stats = json.loads(await asyncio.to_thread(lambda: urllib.request.urlopen(stats_url, timeout=10).read())) if served else {}
+        os.kill(os.getpid(), signal.SIGTERM)  # still the way to stop it
+        await asyncio.wait_for(server, 10)
+        return served, stats
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        served, stats = asyncio.run(interrupted_once())
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    assert served and isinstance(stats, dict), "a SIGINT its parent ignores stopped the simulator"

@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import signal
+import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -135,6 +137,31 @@ def run_sync(execution: Coroutine[Any, Any, T]) -> T:
         caught = [w for w in caught if not (issubclass(w.category, UserWarning) and "pydantic" in Path(w.filename).parts)]
         for w in caught:  # every other warning, as if never caught
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+@contextmanager
+def interrupted_at_once() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt at once in the block, code that blocks the event loop it runs
+    in (opening a client: the simulator starts, litellm is imported, 3.5 s of CPU). asyncio.run's
+    handler of SIGINT only cancels its task, which takes effect at the task's next await: a Ctrl-C
+    during the import waited for all of it (10 s on a loaded machine). While the loop is blocked no
+    other task runs, so the interrupt is as safe there as outside a loop. A SIGINT ignored, or not
+    asyncio.run's to handle, is left as it is."""
+    handler = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not _is_asyncio_runners(handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _is_asyncio_runners(handler: object) -> bool:
+    """Whether a SIGINT handler is asyncio.run's (``Runner._on_sigint``, bound in a partial)."""
+    func = getattr(handler, "func", None)
+    return getattr(func, "__qualname__", None) == "Runner._on_sigint"
 
 
 async def execute(
@@ -332,7 +359,10 @@ class Executor:
             queue.put_nowait(request)
         frozen = interrupted = False
         try:
-            with open_client() as client, warnings.catch_warnings():
+            with ExitStack() as opened:
+                with interrupted_at_once():  # opening it blocks the event loop: see interrupted_at_once
+                    client = opened.enter_context(open_client())
+                opened.enter_context(warnings.catch_warnings())
                 # While the calls run, the collector leaves alone what the process held before them
                 # (the suites' cases, litellm's modules, which opening the client may have imported:
                 # hundreds of thousands of objects). Each full collection walked all of them, set off by

@@ -137,13 +137,23 @@ async def _serve_until_signalled(app: SimApp, host: str, port: int) -> None:
         raise _listen_error(host, port, exc) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in _stopping_signals():
         loop.add_signal_handler(signum, stop.set)
     print(LISTENING_PREFIX + http.base_url, flush=True)
     watcher = asyncio.create_task(_stop_when_orphaned(stop))
     await stop.wait()
     watcher.cancel()
     await http.close()
+
+
+def _stopping_signals() -> tuple[signal.Signals, ...]:
+    """SIGTERM, and SIGINT unless this process was started ignoring it. A run started in the
+    background (``pytest --biascheck ... &`` from a script, a job runner) ignores SIGINT, as the
+    simulator it starts inherits: a Ctrl-C in its terminal is not meant for it. Handled anyway, that
+    Ctrl-C stopped the simulator alone, and the run it served went on calling a dead endpoint."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return (signal.SIGTERM,)
+    return (signal.SIGTERM, signal.SIGINT)
 
 
 async def _stop_when_orphaned(stop: asyncio.Event) -> None:
