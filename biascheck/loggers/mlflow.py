@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,8 +22,8 @@ from biascheck.loggers.tracked import TrackedRun
 # MLflow's variables, set for biascheck's requests when the user has not: one retry, soon, and a
 # bounded wait for an answer (MLflow's defaults: 7 retries with a backoff factor of 2, 120 s each).
 REQUEST_BOUNDS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
-# MLflow's limits on one log_batch call.
-BATCH_METRICS, BATCH_PARAMS, BATCH_TAGS = 1000, 100, 100
+# MLflow's limits on one log_batch call (tags go with create_run).
+BATCH_METRICS, BATCH_PARAMS = 1000, 100
 
 
 def send(parent: TrackedRun | None, runs: Sequence[TrackedRun], options: LogOptions) -> list[str]:
@@ -99,7 +100,7 @@ def _fill(client: Any, run_id: str, run: TrackedRun) -> None:
     """The run's params, metrics and files, then finished (until then it is partial: see send)."""
     from mlflow.entities import Metric, Param
 
-    timestamp = _now_ms()
+    timestamp = int(time.time() * 1000)
     metrics = [Metric(key, value, timestamp, 0) for key, value in run.metrics.items()]
     for start in range(0, len(metrics), BATCH_METRICS):
         client.log_batch(run_id, metrics=metrics[start : start + BATCH_METRICS])
@@ -109,12 +110,6 @@ def _fill(client: Any, run_id: str, run: TrackedRun) -> None:
     for path in run.artifacts:
         client.log_artifact(run_id, str(path))
     client.set_terminated(run_id, "FINISHED")
-
-
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
 
 
 def _reason(exc: BaseException) -> str:
