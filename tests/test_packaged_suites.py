@@ -53,7 +53,7 @@ def test_pyproject_names_every_subpackage_and_ships_the_suites():
     # An explicit list (a mapped folder is invisible to packages.find): a new subpackage must be added.
     assert set(setuptools["packages"]) == subpackages | {"biascheck.suites"}
     assert setuptools["package-dir"] == {"biascheck.suites": "suites"}
-    assert setuptools["package-data"]["biascheck.suites"] == ["*/suite.toml"]
+    assert setuptools["package-data"]["biascheck.suites"] == ["*/suite.toml", "counts.json"]  # counts: biascheck/listing.py
     assert not list(SUITES.rglob("*.py")), "suites/ is package data only: a module there would be collected and shipped"
 
 
@@ -77,10 +77,11 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
-def test_the_wheel_holds_every_suite_byte_for_byte(wheel):
+def test_the_wheel_holds_every_suite_and_their_counts_byte_for_byte(wheel):
     with zipfile.ZipFile(wheel) as archive:
         shipped = {name: archive.read(name) for name in archive.namelist() if name.startswith("biascheck/suites/")}
-    assert shipped == {f"biascheck/suites/{name}/suite.toml": (SUITES / name / "suite.toml").read_bytes() for name in NAMES}
+    manifests = {f"biascheck/suites/{name}/suite.toml": (SUITES / name / "suite.toml").read_bytes() for name in NAMES}
+    assert shipped == manifests | {"biascheck/suites/counts.json": (SUITES / "counts.json").read_bytes()}
 
 
 def test_the_wheel_holds_the_report_style_sheet(wheel):
