@@ -2,6 +2,7 @@
 between and after them. Each figure is one pytest (or server) process, measured from outside.
 
     BIASCHECK_DATA_DIR=../shared/datasets python bench/startup.py                  # all but --demo and --sim
+    BIASCHECK_DATA_DIR=../shared/datasets python bench/startup.py --only listing   # biascheck suites
     BIASCHECK_DATA_DIR=../shared/datasets python bench/startup.py --demo --sim     # everything
     python bench/startup.py --only collect --suites kobbq,hbb-full                 # a part
     python bench/startup.py --project /tmp/old-checkout                            # another source tree
@@ -10,6 +11,9 @@ Figures:
 
 - ``collect``: ``pytest --biascheck SUITE --collect-only -q`` of each shipped suite (suites/*): CPU
   (user + system) and peak resident memory of the process, and whether it imported litellm;
+- ``listing``: ``biascheck suites`` of every suite with the mirror (BIASCHECK_DATA_DIR), first
+  with an empty download cache (what a user's first listing costs: the shipped counts, or counting)
+  and then again from the cache it left: wall and CPU of each;
 - ``first-call``: a 240-case ``-k`` selection of KoBBQ against ``sim/stereotyped?p=1``, cold store:
   seconds from the process start to the first answer stored (the store's ``created_at``), and in
   all; the same selection again from the warm store;
@@ -111,6 +115,18 @@ def collect(project: Path, suites: list[str]) -> None:
         if run["rc"] != 0:
             items = f"rc {run['rc']}"
         print(f"  {name:<16} {items:>8} {run['cpu']:7.2f} {run['wall']:7.2f} {run['rss_mb']:8.0f}  {imported}", flush=True)
+
+
+def listing(project: Path, workdir: Path) -> None:
+    mirror = os.environ.get("BIASCHECK_DATA_DIR")
+    print(f"listing ({load()}): biascheck suites --data {mirror}, with an empty download cache, then from it")
+    env = environment(project, BIASCHECK_CACHE_DIR=str(workdir / "listing-cache"))
+    command = [sys.executable, "-m", "biascheck.cli", "suites", *(["--data", mirror] if mirror else [])]
+    for label in ("first", "again"):
+        run = measure(command, cwd=workdir, env=env)
+        rows = [line.split() for line in run["output"].splitlines() if line.split()[1:2] in (["packaged"], ["local"])]
+        counted = sum(1 for cells in rows if cells[3] != "-" and not cells[3].endswith("*"))  # "*": the rows a manifest declares
+        print(f"  {label:<6} {run['wall']:6.2f} s wall {run['cpu']:6.2f} s CPU; rc {run['rc']}; {counted} suites with counts ({load()})", flush=True)
 
 
 def first_answer(store: Path) -> float | None:
@@ -349,7 +365,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=ROOT, help="the biascheck source tree to measure (default: this one)")
     parser.add_argument(
-        "--only", default="collect,first-call,missing-key", help="comma-separated: collect, first-call, missing-key, demo, sim, hbb-scoring"
+        "--only",
+        default="listing,collect,first-call,missing-key",
+        help="comma-separated: listing, collect, first-call, missing-key, demo, sim, hbb-scoring",
     )
     parser.add_argument("--demo", action="store_true", help="also the cold demo and the warm re-run of KoBBQ (minutes)")
     parser.add_argument("--sim", action="store_true", help="also the simulator's replies per second")
@@ -368,7 +386,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         workdir = Path(scratch)
         for part in parts:
-            {"collect": lambda: collect(project, suites), "first-call": lambda: first_call(project, workdir),
+            {"listing": lambda: listing(project, workdir), "collect": lambda: collect(project, suites), "first-call": lambda: first_call(project, workdir),
              "missing-key": lambda: missing_key(project, workdir), "demo": lambda: demo(project, workdir),
              "sim": lambda: sim(project, workdir),
              "hbb-scoring": lambda: hbb_scoring(project, workdir, (args.hbb_store or workdir / "hbb.sqlite").resolve())}[part]()  # fmt: skip
