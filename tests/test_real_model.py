@@ -330,7 +330,7 @@ def test_smollm2_on_a_kobbq_subset_by_generation_and_first_token(smollm2, tmp_pa
 
 
 def test_gemma_on_a_kobbq_subset_by_generation_and_loglikelihood(real, tmp_path):
-    # Two templates of each of 8 categories, prompt 1, the original order: 128 cases, each read
+    # Two templates of each of 8 categories, prompt 1, the original order: 136 cases, each read
     # twice. By log-likelihood a case costs one forward pass over its prompt and two over the few
     # tokens its other options do not share with it.
     suite = write_subset_suite(tmp_path / "kobbq", subset=KOBBQ_16, prompts='from_data = "prompts"\nuse = ["1"]')
