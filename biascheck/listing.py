@@ -28,7 +28,7 @@ import argparse
 import functools
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +81,7 @@ def count_suite(path: Path, config: RunConfig, *, data_dir: Path | None, nowhere
     except BiascheckError as exc:
         return SuiteCount("?", problem=f"not a valid suite: {exc}")
     try:
-        pack_sha256 = register_suite_pack(manifest) if manifest.language_pack else None
-        benchmark_of(manifest)
-        files, mirror = resolve_files(manifest, data_dir=data_dir, offline=True)  # a listing downloads nothing
+        pack_sha256, files, mirror = _resolved(manifest, data_dir)
     except BiascheckError as exc:
         if exc.field and exc.field.startswith("data.") and "was not found" in exc.problem:
             missing = manifest.data[exc.field[len("data.") :]].path
@@ -99,6 +97,15 @@ def count_suite(path: Path, config: RunConfig, *, data_dir: Path | None, nowhere
     if entry is not None and held is not None:
         _write(entry, held)
     return counted
+
+
+def _resolved(manifest: SuiteManifest, data_dir: Path | None) -> tuple[str | None, dict[str, Resolved], Path | None]:
+    """The manifest's pack registered (its sha256), its benchmark checked, and its data files found
+    and verified, offline: a listing downloads nothing."""
+    pack_sha256 = register_suite_pack(manifest) if manifest.language_pack else None
+    benchmark_of(manifest)
+    files, mirror = resolve_files(manifest, data_dir=data_dir, offline=True)
+    return pack_sha256, files, mirror
 
 
 def _count(
@@ -124,8 +131,7 @@ def _count(
         "skipped": sorted(suite.skipped_categories),
         "categories_total": suite.categories_total,
     }
-    line = _line(held, manifest, files, nowhere)
-    return SuiteCount(line.benchmark, line.cases, line.model_calls, line.judge_calls, line.problem, estimate=counted), held
+    return replace(_line(held, manifest, files, nowhere), estimate=counted), held
 
 
 def _line(held: dict[str, Any], manifest: SuiteManifest, files: dict[str, Resolved], nowhere: str) -> SuiteCount:
@@ -242,9 +248,8 @@ def shipped_count(path: Path, data_dir: Path | None) -> tuple[str, dict[str, Any
     it has none (a file it cannot do without is missing, or no case could be built)."""
     config = RunConfig(model=ModelConfig("sim/fair"), store_path=None, data_dir=data_dir)  # type: ignore[arg-type]
     manifest = load_manifest(path)
-    pack_sha256 = register_suite_pack(manifest) if manifest.language_pack else None
     try:
-        files, mirror = resolve_files(manifest, data_dir=data_dir, offline=True)
+        pack_sha256, files, mirror = _resolved(manifest, data_dir)
     except BiascheckError:
         return None
     key = shipped_key(manifest, files, pack_sha256, config)
