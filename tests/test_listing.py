@@ -14,6 +14,7 @@ import pytest
 from biascheck.cli import main
 from biascheck.config.catalog import packaged_suites, packaged_suites_dir
 from biascheck.config.manifest import load_manifest
+from biascheck.core.errors import BiascheckError
 from biascheck.listing import SHIPPED_COUNTS, shipped_count, shipped_key
 from biascheck.suite import register_suite_pack, resolve_files
 
@@ -100,7 +101,7 @@ def test_the_shipped_counts_are_those_of_the_packaged_manifests_as_the_mirror_ho
         pack = register_suite_pack(manifest) if manifest.language_pack else None
         try:
             files, _ = resolve_files(manifest, data_dir=data_dir, offline=True)
-        except Exception:  # a file it cannot do without is not in the mirror (MBBQ's): listed without counts
+        except BiascheckError:  # a file it cannot do without is not in the mirror (MBBQ's): listed without counts
             continue
         key = shipped_key(manifest, files, pack, listing_config())
         assert key in counts and counts[key]["suite"] == name, f"{SHIPPED_COUNTS} has no count of {name} as it is now: run {REMAKE}"
@@ -140,3 +141,24 @@ def test_a_packaged_suite_is_listed_from_its_shipped_count_until_its_copy_is_edi
     assert len(entries(cache)) == 2
     cases = [int(out.splitlines()[1].split()[3].replace(",", "")) for out in (shipped_line, edited)]
     assert cases[1] < cases[0]
+
+
+@pytest.mark.parametrize("damage", ["", "{", '{"format": 1, "counts": {"KEY": {"cases": -1}}}', '{"format": 99, "counts": {}}', "[1, 2]"])
+def test_a_damaged_shipped_file_is_counted_around(tmp_path, cache, capsys, data_dir, monkeypatch, damage):
+    """A counts.json that cannot be read, of another layout, or whose entry is not a count is never
+    trusted: the suite is counted, and the line is the shipped one."""
+    import biascheck.listing as listing
+
+    copy = shutil.copytree(packaged_suites()["kobbq-quick"], tmp_path / "kobbq-quick")
+    shipped_line = listed(capsys, "--data", str(data_dir), str(copy))
+    folder = tmp_path / "damaged"
+    folder.mkdir()
+    key = next(key for key, count in shipped().items() if count["suite"] == "kobbq-quick")
+    (folder / SHIPPED_COUNTS).write_text(damage.replace("KEY", key), "utf-8")
+    monkeypatch.setattr(listing, "packaged_suites_dir", lambda: folder)
+    listing._shipped.cache_clear()
+    try:
+        assert listed(capsys, "--data", str(data_dir), str(copy)) == shipped_line
+        assert len(entries(cache)) == 1  # counted, and kept in the download cache
+    finally:
+        listing._shipped.cache_clear()
