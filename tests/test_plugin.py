@@ -42,7 +42,8 @@ def test_collect_only_calls_nothing_and_never_imports_litellm(small_kobbq, data_
 
 
 def test_fair_passes_and_stereotyped_fails_with_readable_failures(run_biascheck, tiny_kobbq, tmp_path):
-    fair = run_biascheck(tiny_kobbq, "sim/fair")
+    # Without xdist loaded (-p no:xdist): the plugin's hook of xdist's must not make pytest refuse it.
+    fair = run_biascheck(tiny_kobbq, "sim/fair", "-p", "no:xdist")
     assert fair.ret == 0, fair.output
     results = fair.results()
     assert results["passed"] and results["run"]["complete"]

@@ -106,6 +106,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state.session_finish(session)
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: pytest without xdist (-p no:xdist) must not refuse the plugin
 def pytest_testnodedown(node, error) -> None:
     state = session_state(node.config)
     if state is not None:
