@@ -13,6 +13,7 @@ import math
 import sqlite3
 import warnings
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -126,17 +127,20 @@ def _no_crash(run) -> None:
 # --- D1, D2, D3: a bad log-probability is that case's error, never the run's end --------------------
 
 
-@pytest.mark.parametrize("lie", list(LIES))
 @pytest.mark.parametrize("mode", ["first-token", "loglikelihood"])
-def test_a_bad_log_probability_is_its_cases_error_and_every_reply_is_kept(run_biascheck, tiny_kobbq, liar, tmp_path, http_client, mode, lie):
+def test_a_bad_log_probability_is_its_cases_error_and_every_reply_is_kept(run_biascheck, tiny_kobbq, liar, tmp_path, http_client, mode):
+    # One run tells every lie: the bad requests take the lies in turn, each request always the same one.
     fixed = {"now": False}
+    told: dict[str, str] = {}  # request -> the lie its replies tell
 
     def serve(handler, n: int, body: dict) -> None:
         # Never the first request (the mode's probe, whose lie stops the run: see below).
-        body["lied"] = n > 0 and _bad(_prompt(body)) and not fixed["now"]
-        value = LIES[lie] if body["lied"] else -1.0
+        lied = n > 0 and _bad(_prompt(body)) and not fixed["now"]
+        lie = told.setdefault(_request(body), list(LIES)[len(told) % len(LIES)]) if lied else None
+        body["lied"] = lie
+        value = LIES[lie] if lie else -1.0
         if mode == "first-token":
-            _send(handler, _chat(body, [("A", -0.1), ("B", value if body["lied"] else -2.5)]))
+            _send(handler, _chat(body, [("A", -0.1), ("B", value if lie else -2.5)]))
         else:
             _send(handler, _echo(body, value=value))
 
@@ -146,17 +150,19 @@ def test_a_bad_log_probability_is_its_cases_error_and_every_reply_is_kept(run_bi
     results = run.results()
     requests = {_request(body) for body in seen}
     bad = {_request(body) for body in seen if body["lied"]}
+    assert set(told.values()) == set(LIES)  # each lie was told
     assert bad and results["run"]["calls"] == len(seen)
     errored = [c for c in results["cases"] if c["outcome"] == "error"]
     assert results["run"]["errors"] == len(bad) and 0 < len(errored) <= len(bad)  # counted as errors, never scored
     # litellm's own parsing refuses a 400-digit integer where a float belongs: a malformed reply,
     # retried and never stored; the fast path reads it, and biascheck refuses it as unusable.
-    malformed = http_client == "litellm" and lie == "huge"
-    assert all(("InternalServerError" if malformed else "log-probabilit") in c["error"] and "\n" not in c["error"] for c in errored)
-    if not malformed:
-        assert len(seen) == len(requests)  # no retry: the same server would lie again, and each attempt is paid
+    malformed = {request for request in bad if told[request] == "huge"} if http_client == "litellm" else set()
+    assert all(("log-probabilit" in c["error"] or (malformed and "InternalServerError" in c["error"])) and "\n" not in c["error"] for c in errored)
+    assert not malformed or any("InternalServerError" in c["error"] for c in errored)
+    # No retry of a reply that was read: the same server would lie again, and each attempt is paid.
+    assert {request for request, times in Counter(map(_request, seen)).items() if times > 1} <= malformed
     # Every reply that arrived and could be read is stored: the good ones as answers, the bad ones as unusable.
-    assert _store_rows(tmp_path / "store.sqlite") == len(requests) - (len(bad) if malformed else 0)
+    assert _store_rows(tmp_path / "store.sqlite") == len(requests) - len(malformed)
     # The next run asks only the unusable ones again; once the server is fixed they are answered.
     fixed["now"] = True
     again, asked = liar.run(run_biascheck, tiny_kobbq, "--biascheck-answer-mode", mode, "--biascheck-http-client", http_client, report="again")
@@ -187,22 +193,27 @@ def test_a_lying_endpoint_stops_the_run_at_its_probe_in_one_line(run_biascheck, 
     assert named in line and "--biascheck-answer-mode generate" in line
 
 
-@pytest.mark.parametrize("lie", list(LYING))
-def test_a_lie_after_the_probe_is_its_cases_error(run_biascheck, tiny_kobbq, liar, lie):
-    mode, reply, named = LYING[lie]
+@pytest.mark.parametrize("mode", ["first-token", "loglikelihood"])
+def test_a_lie_after_the_probe_is_its_cases_error(run_biascheck, tiny_kobbq, liar, mode):
+    # One run tells each lie of the mode: the bad requests take them in turn.
+    lies = [lie for lie, (lie_mode, _, _) in LYING.items() if lie_mode == mode]
+    told: dict[str, str] = {}
 
     def serve(handler, n: int, body: dict) -> None:
         honest = _chat(body, [("A", -0.1), ("B", -2.5)]) if mode == "first-token" else _echo(body)
-        body["lied"] = n > 0 and _bad(_prompt(body))
-        _send(handler, reply(body) if body["lied"] else honest)
+        lie = told.setdefault(_request(body), lies[len(told) % len(lies)]) if n > 0 and _bad(_prompt(body)) else None
+        body["lied"] = lie
+        _send(handler, LYING[lie][1](body) if lie else honest)
 
     liar.serve = serve
     run, seen = liar.run(run_biascheck, tiny_kobbq, "--biascheck-answer-mode", mode)
     _no_crash(run)
     results = run.results()
-    bad = sum(body["lied"] for body in seen)
-    assert bad > 0 and results["run"]["errors"] == bad
-    assert all(named in c["error"] for c in results["cases"] if c["outcome"] == "error")
+    bad = sum(bool(body["lied"]) for body in seen)
+    assert set(told.values()) == set(lies) and bad > 0 and results["run"]["errors"] == bad
+    errors = [c["error"] for c in results["cases"] if c["outcome"] == "error"]
+    assert all(any(LYING[lie][2] in error for lie in lies) for error in errors)
+    assert all(any(LYING[lie][2] in error for error in errors) for lie in lies)  # each lie is named where it was told
     for case in results["cases"]:  # what a report shows stays a probability
         assert case.get("choice_mass") is None or 0.0 <= case["choice_mass"] <= 1.0
 
@@ -284,30 +295,35 @@ def test_negative_usage_neither_breaks_the_results_nor_escapes_the_budget(run_bi
 # --- stores written before these checks ------------------------------------------------------------
 
 
-def _poison(path: Path, column: str, value: object) -> int:
-    with sqlite3.connect(path) as db:
-        return db.execute(f"UPDATE responses SET {column} = ? WHERE rowid % 5 = 0", (value,)).rowcount
+STORED_LIES = [
+    ("logprobs", '{"A": 1000.0, "B": -1.0}'),
+    ("logprobs", '{"A": NaN}'),
+    ("logprobs", '{"A": Infinity}'),
+    ("logprobs", '{"A": -0.1, "B": -0.2, "C": -0.3}'),
+    ("logprobs", '{"A": ' + "9" * 400 + "}"),
+    ("usage", '{"prompt_tokens": -5, "completion_tokens": 1, "total_tokens": -4}'),
+    ("cost_usd", -1.0),
+]
 
 
-@pytest.mark.parametrize(
-    ("column", "value"),
-    [
-        ("logprobs", '{"A": 1000.0, "B": -1.0}'),
-        ("logprobs", '{"A": NaN}'),
-        ("logprobs", '{"A": Infinity}'),
-        ("logprobs", '{"A": -0.1, "B": -0.2, "C": -0.3}'),
-        ("logprobs", '{"A": ' + "9" * 400 + "}"),
-        ("usage", '{"prompt_tokens": -5, "completion_tokens": 1, "total_tokens": -4}'),
-        ("cost_usd", -1.0),
-    ],
-)
-def test_a_stored_reply_with_bad_values_is_asked_again_not_read(run_biascheck, tiny_kobbq, tmp_path, column, value):
+def test_a_stored_reply_with_bad_values_is_asked_again_not_read(run_biascheck, tiny_kobbq, tmp_path):
     first = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-answer-mode", "first-token", report="first")
     assert first.ret == 0
-    poisoned = _poison(tmp_path / "store.sqlite", column, value)
+    store = tmp_path / "store.sqlite"
+    with sqlite3.connect(store) as db:  # each bad value in rows of its own
+        poisoned = [
+            db.execute(f"UPDATE responses SET {column} = ? WHERE rowid % ? = ?", (value, len(STORED_LIES), i)).rowcount
+            for i, (column, value) in enumerate(STORED_LIES)
+        ]
+    assert all(poisoned)
     again = run_biascheck(tiny_kobbq, "sim/fair", "--biascheck-answer-mode", "first-token", report="again")
     _no_crash(again)
-    assert again.ret == 0 and again.results()["run"]["calls"] == poisoned > 0
+    assert again.ret == 0 and again.results()["run"]["calls"] == sum(poisoned)
+    with sqlite3.connect(store) as db:  # each was asked again, and its answer replaced it
+        left = {
+            (column, value): db.execute(f"SELECT count(*) FROM responses WHERE {column} = ?", (value,)).fetchone()[0] for column, value in STORED_LIES
+        }
+    assert not any(left.values()), left
 
 
 _VALUES = st.one_of(
@@ -389,11 +405,14 @@ def hbb_age(tmp_path: Path, data_dir: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("lie", ["inf", "nan", "overflow", "huge"])
-def test_hbb_reads_a_bad_log_probability_as_its_questions_error(run_biascheck, hbb_age, liar, lie):
+def test_hbb_reads_a_bad_log_probability_as_its_questions_error(run_biascheck, hbb_age, liar):
+    lies = ["inf", "nan", "overflow", "huge"]  # told in turn, one run tells them all
+    told: dict[str, str] = {}
+
     def serve(handler, n: int, body: dict) -> None:
-        body["lied"] = _bad(_prompt(body))
-        reply = _chat(body, [("a", LIES[lie] if body["lied"] else -0.5), ("b", -1.2)])
+        lie = told.setdefault(_request(body), lies[len(told) % len(lies)]) if _bad(_prompt(body)) else None
+        body["lied"] = lie
+        reply = _chat(body, [("a", LIES[lie] if lie else -0.5), ("b", -1.2)])
         reply["choices"][0]["message"]["content"] = "a"
         _send(handler, reply)
 
@@ -401,7 +420,8 @@ def test_hbb_reads_a_bad_log_probability_as_its_questions_error(run_biascheck, h
     run, seen = liar.run(run_biascheck, hbb_age, "--biascheck-estimator", "logprob")
     _no_crash(run)
     results = run.results()
-    bad = sum(body["lied"] for body in seen)
+    bad = sum(bool(body["lied"]) for body in seen)
+    assert set(told.values()) == set(lies)
     assert bad > 0 and len(seen) == len(results["cases"]) and results["run"]["errors"] == bad
     assert results["run"]["estimator"].startswith("logprob")  # a few lies are no reason to sample instead
     assert sum(c["outcome"] == "error" for c in results["cases"]) == bad
