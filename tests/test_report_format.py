@@ -7,6 +7,8 @@ import html
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from biascheck.core import format as fmt
 from biascheck.records.comparison import Comparison
@@ -222,3 +224,49 @@ def test_flips_read_as_counts_then_examples_by_category_with_links_from_the_regr
     assert "age │ 1 │ 1 │ 0" in rows and "ses (regressed) │ 4 │ 3 │ 1" in rows and "all │ 5 │ 4 │ 1" in rows
     assert "ses: ses-1 unknown -> biased" in terminal
     assert "diff_bias_amb regressed; changed cases in ses: unknown -> biased 3, counter -> biased 1" in terminal
+
+
+# The terminal's tables: print_table skips rich's measuring when a bound on the table's width fits.
+_CELL = st.lists(
+    st.one_of(
+        st.sampled_from(["[red]", "[/]", "[bold red]FAIL[/]", "\\[x]", "\\\\[red]", "[", "]", "\t", "\n", "연령", "0.0000", " "]),
+        st.sampled_from(["가나다라마바사아자차", "disability_status", "x" * 20]),  # wide characters; long cells
+        st.text(max_size=6),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(_CELL, min_size=3, max_size=3), min_size=1, max_size=4), width=st.integers(60, 120), escaped=st.booleans())
+def test_a_table_prints_as_rich_measures_it_whatever_its_cells_say(rows, width, escaped):
+    import io
+
+    from rich.errors import MarkupError
+    from rich.markup import escape
+    from rich.table import Table
+
+    from biascheck.reporting import terminal
+
+    def printed(shortcut: bool) -> str:
+        table = Table(title="t", title_justify="left")
+        for header in ("category", "value", "verdict"):
+            table.add_column(header)
+        for row in rows:
+            table.add_row(*(escape(cell) if escaped else cell for cell in row))
+        buffer = io.StringIO()
+        console = terminal._console(buffer, color=True, width=width)
+        if not shortcut:  # the measured path alone
+            original, terminal._width_at_most = terminal._width_at_most, lambda table: 10**9
+        try:
+            terminal.print_table(console, table)
+        finally:
+            if not shortcut:
+                terminal._width_at_most = original
+        return buffer.getvalue()
+
+    try:
+        measured = printed(shortcut=False)
+    except MarkupError:  # unescaped text that is no markup: rich refuses it either way
+        return
+    assert printed(shortcut=True) == measured
