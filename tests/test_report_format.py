@@ -238,8 +238,13 @@ _CELL = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=st.lists(st.lists(_CELL, min_size=3, max_size=3), min_size=1, max_size=4), width=st.integers(60, 120), escaped=st.booleans())
-def test_a_table_prints_as_rich_measures_it_whatever_its_cells_say(rows, width, escaped):
+@given(
+    rows=st.lists(st.lists(_CELL, min_size=3, max_size=3), min_size=1, max_size=4),
+    width=st.integers(60, 120),
+    escaped=st.booleans(),
+    min_width=st.sampled_from([None, 30, 50]),
+)
+def test_a_table_prints_as_rich_measures_it_whatever_its_cells_say(rows, width, escaped, min_width):
     import io
 
     from rich.errors import MarkupError
@@ -251,7 +256,7 @@ def test_a_table_prints_as_rich_measures_it_whatever_its_cells_say(rows, width, 
     def printed(shortcut: bool) -> str:
         table = Table(title="t", title_justify="left")
         for header in ("category", "value", "verdict"):
-            table.add_column(header)
+            table.add_column(header, min_width=min_width)
         for row in rows:
             table.add_row(*(escape(cell) if escaped else cell for cell in row))
         buffer = io.StringIO()

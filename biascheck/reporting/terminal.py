@@ -73,7 +73,7 @@ def print_table(console, table) -> None:
     if _width_at_most(table) <= console.width:  # the common case, known without rich's measuring (a third of printing)
         console.print(table)
         return
-    unbounded = console.options.update_width(100_000)
+    unbounded = console.options.update_width(UNBOUNDED)
     excess = Measurement.get(console, unbounded, table).maximum - console.width
     if excess > 0:
         room = []
@@ -94,23 +94,28 @@ def print_table(console, table) -> None:
         console.width = width
 
 
+UNBOUNDED = 100_000  # a width no terminal has
+
+
 def _width_at_most(table) -> int:
     """A bound on the width the table takes unwrapped: its cells' text (markup tags removed, escapes
-    kept), padding and borders. Cells that are not plain markup strings, or hold a tab, are not
-    bounded (a very large number)."""
+    kept), each column's minimum width, padding and borders. Cells that are not plain markup
+    strings, or hold a tab, and columns of a set width, are not bounded (``UNBOUNDED``)."""
     from rich.cells import cell_len
     from rich.markup import RE_TAGS
 
     def text_width(cell: object) -> int:
         if not isinstance(cell, str) or "\t" in cell:
-            return 100_000
+            return UNBOUNDED
         # A tag is markup unless an odd number of backslashes escapes it (then it shows, as written).
         plain = RE_TAGS.sub(lambda m: m.group(0) if len(m.group(2)) % 2 else m.group(2), cell)
         return max(map(cell_len, plain.split("\n")))
 
     _, right, _, left = table.padding
     columns = table.columns
-    widths = [max(map(text_width, (column.header, *column.cells))) if column.width is None else 100_000 for column in columns]
+    widths = [
+        max(column.min_width or 0, *map(text_width, (column.header, *column.cells))) if column.width is None else UNBOUNDED for column in columns
+    ]
     return sum(widths) + len(columns) * (left + right) + len(columns) + 1
 
 
