@@ -367,6 +367,13 @@ class SimBatches:
         self._start(batch)
         return batch
 
+    async def aclose(self) -> None:
+        """End the batches still being answered: a server that stops leaves no task pending."""
+        tasks = [batch.task for batch in self.batches.values() if batch.task is not None and not batch.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def _start(self, batch: _Batch) -> None:
         batch.total = len(batch.requests)
         self.app.count(batches_created=1, batched_requests=len(batch.requests))

@@ -522,6 +522,7 @@ class SimHttpServer:
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+        await self.app.batches.aclose()
         await self._server.wait_closed()
         self._server = None
 
