@@ -150,6 +150,16 @@ def test_a_key_set_or_passed_satisfies_the_check(no_keys, monkeypatch):
     check_ready(ModelConfig("openai/gpt-4o-mini"))
 
 
+def test_a_credential_that_is_set_is_never_named_missing(no_keys, monkeypatch):
+    # litellm names Azure's key, base and version all missing when any one is.
+    for name in ("AZURE_API_KEY", "AZURE_API_BASE", "AZURE_API_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(BiascheckError, match="needs AZURE_API_KEY, which is not set"):
+        check_ready(ModelConfig("azure/gpt-4o-mini"))
+    monkeypatch.setenv("AZURE_API_KEY", "test-key-0000")
+    check_ready(ModelConfig("azure/gpt-4o-mini"))  # the base and version are the first call's to tell
+
+
 def _tiny_selection(tiny_kobbq, data_dir, n=8):
     from biascheck.suite import load_suite
 

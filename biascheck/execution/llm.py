@@ -186,7 +186,8 @@ def check_ready(config: ModelConfig, where: object = Option("model"), *, api_key
         missing = litellm.validate_environment(model=config.model, api_base=config.api_base).get("missing_keys") or []
     except Exception:
         return  # litellm cannot tell for this provider: its first call will
-    missing = [name for name in missing if _CREDENTIAL_NAME.search(name)]
+    # litellm names every variable of a set when one is absent (Azure: key, base and version).
+    missing = [name for name in missing if _CREDENTIAL_NAME.search(name) and name not in os.environ]
     if missing and not api_key:
         names = " or ".join(missing)
         fix = f"export {missing[0]}=..."
