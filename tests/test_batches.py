@@ -1,5 +1,4 @@
-"""Batch mode (--biascheck-batch) end to end: through litellm's files and batches functions and
-Anthropic's SDK, unmocked, against the simulator's batch endpoints over HTTP.
+"""Batch mode (--biascheck-batch) end to end: through the OpenAI and Anthropic SDKs, unmocked, against the simulator's batch endpoints over HTTP.
 
 Most tests run the simulator in this process (a provider that outlives one pytest run, as a real
 one does) and name it as an OpenAI-compatible endpoint; batch state lives in the simulator, so a
@@ -185,7 +184,7 @@ def test_the_budget_refuses_a_batch_before_anything_is_sent(run_biascheck, sim, 
     assert provider()["files_uploaded"] == before["files_uploaded"]
 
 
-def test_batch_options_that_cannot_work_stop_before_the_first_call(run_biascheck, tiny_kobbq: Path, monkeypatch: pytest.MonkeyPatch):
+def test_batch_options_that_cannot_work_stop_before_the_first_call(run_biascheck, sim, provider, tiny_kobbq: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("GEMINI_API_KEY", "test-key-0000")
     gemini = run_biascheck(tiny_kobbq, "gemini/gemini-1.5-flash", "--biascheck-batch")
     assert gemini.ret == 4 and "biascheck has no batch API for gemini/ models" in gemini.output and "anthropic/" in gemini.output
@@ -202,6 +201,13 @@ def test_batch_options_that_cannot_work_stop_before_the_first_call(run_biascheck
         assert bad.ret == 4 and message in bad.output and "Traceback" not in bad.output, bad.output
     fault = run_biascheck(tiny_kobbq, "sim/fair?batch_fault=sometimes", "--biascheck-batch")
     assert fault.ret == 4 and "batch_fault must be one of failed, expired" in fault.output
+    monkeypatch.setenv("AZURE_API_KEY", "test-key-0000")
+    monkeypatch.setenv("AZURE_API_BASE", sim.base_url.removesuffix("/v1"))
+    monkeypatch.delenv("AZURE_API_VERSION", raising=False)
+    before = provider()
+    azure = run_biascheck(tiny_kobbq, "azure/gpt-4o-mini", "--biascheck-batch")
+    assert azure.ret == 4 and "Azure's batch API needs AZURE_API_VERSION, which is not set" in azure.output, azure.output
+    assert provider() == before  # nothing reached the provider
 
 
 def test_anthropic_message_batches_through_the_sdk_score_as_the_online_openai_run(run_biascheck, sim, provider, suite: Path, tmp_path: Path):
@@ -346,3 +352,19 @@ def test_in_a_batch_run_of_two_suites_each_counts_its_own_calls_cache_hits_and_c
     assert (a["requests"], a["cache_hits"], a["calls"], a["cost_usd"]) == (96, 96, 0, 0)
     assert (b["requests"], b["cache_hits"], b["calls"]) == (96, 0, 96) and b["cost_usd"] == pytest.approx(alone.results()["run"]["cost_usd"], rel=0.2)
     assert a["errors"] == b["errors"] == 0 and a["batches"] == b["batches"] == {"collected": 1}  # the run's batch: it held B's requests
+
+
+def test_a_simulator_that_stops_ends_the_batches_it_was_still_answering(suite: Path, data_dir: Path):
+    # A batch still in its delay when the server stopped left its task pending in a closed loop
+    # ("Task was destroyed but it is pending!" at the end of the test run).
+    import openai
+
+    with SimServer(SimKnowledge.from_cases(load_suite(suite, data_dir=data_dir).cases)) as server:
+        client = openai.OpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+        line = {"custom_id": "k", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "fair?batch_delay=600", "messages": []}}
+        file = client.files.create(file=("b.jsonl", json.dumps(line).encode(), "application/jsonl"), purpose="batch")
+        batch = client.batches.create(completion_window="24h", endpoint="/v1/chat/completions", input_file_id=file.id)
+        assert client.batches.retrieve(batch.id).status == "in_progress"
+        client.close()
+        task = server.app.batches.batches[batch.id].task
+    assert task is not None and task.done()

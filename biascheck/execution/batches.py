@@ -3,8 +3,8 @@ provider answers within a day at half the online price.
 
 Two shapes:
 - OpenAI's files and batches (``openai/``, ``azure/``, ``hosted_vllm/``, ``litellm_proxy/``, and the
-  simulator), through litellm's ``acreate_file``, ``acreate_batch``, ``aretrieve_batch``,
-  ``alist_batches`` and ``afile_content``;
+  simulator), through the OpenAI SDK (one client per run, closed at its end: litellm's batch
+  functions open a client per call and never close it);
 - Anthropic's Message Batches (``anthropic/``), through the official ``anthropic`` SDK (litellm's
   support for them is incomplete, litellm #17265).
 
@@ -15,6 +15,7 @@ when to poll and what to store is :mod:`biascheck.execution.batch_runner`'s.
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
@@ -190,7 +191,8 @@ def _api_model(client: LiteLLMClient) -> str:
 
 
 class OpenAIBatches:
-    """OpenAI's files and batches API, through litellm."""
+    """OpenAI's files and batches API, through one OpenAI SDK client of biascheck's own: litellm's
+    batch functions build a client per call and never close it, which leaves its sockets open."""
 
     limits = OPENAI_LIMITS
     default_max_tokens: int | None = None
@@ -198,14 +200,7 @@ class OpenAIBatches:
     def __init__(self, client: LiteLLMClient, provider: str):
         self.client, self.provider = client, provider
         self.dropped: dict[str, str] = {}  # the chat completion's own shape: nothing is left out
-        self.litellm = client.litellm
-        # Retries are the run's (RetryPolicy), not the SDK's hidden two. An upload of up to 200 MB gets
-        # at least five minutes whatever --biascheck-timeout says of one call.
-        self._kwargs: dict[str, Any] = {"custom_llm_provider": provider, "max_retries": 0, "timeout": max(client.config.timeout, 300.0)}
-        if client.api_base:
-            self._kwargs["api_base"] = client.api_base
-        if client.api_key:
-            self._kwargs["api_key"] = client.api_key
+        self._sdk = _openai_sdk(client, provider)
         self._model = _api_model(client)
         self._uploaded: dict[str, str] = {}  # submission -> its input file: a retried creation does not upload it again
 
@@ -221,17 +216,16 @@ class OpenAIBatches:
             content = b"".join(line.body for line in lines)
             file = await provider_call(
                 "uploading the batch's requests",
-                self.litellm.acreate_file(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch", **self._kwargs),
+                self._sdk.files.create(file=(f"{submission}.jsonl", content, "application/jsonl"), purpose="batch"),
             )
             self._uploaded[submission] = file.id
         batch = await provider_call(
             "creating the batch",
-            self.litellm.acreate_batch(
+            self._sdk.batches.create(
                 completion_window="24h",
                 endpoint="/v1/chat/completions",
                 input_file_id=self._uploaded[submission],
                 metadata={"biascheck_submission": submission},
-                **self._kwargs,
             ),
         )
         return self._status(batch)
@@ -241,7 +235,7 @@ class OpenAIBatches:
         creation and the store's record of its id)."""
         after = None
         for _ in range(50):  # the newest 5,000 batches: a submission is looked for soon after it was made
-            page = await provider_call("listing the batches", self.litellm.alist_batches(limit=100, after=after, **self._kwargs))
+            page = await provider_call("listing the batches", self._list_batches(after))
             for batch in page.data:
                 if (getattr(batch, "metadata", None) or {}).get("biascheck_submission") == submission:
                     return self._status(batch)
@@ -250,8 +244,11 @@ class OpenAIBatches:
             after = page.data[-1].id
         return None
 
+    async def _list_batches(self, after: str | None) -> Any:
+        return await (self._sdk.batches.list(limit=100, after=after) if after else self._sdk.batches.list(limit=100))
+
     async def status(self, batch_id: str) -> BatchStatus:
-        batch = await batch_or_lost(batch_id, f"retrieving batch {batch_id}", self.litellm.aretrieve_batch(batch_id=batch_id, **self._kwargs))
+        batch = await batch_or_lost(batch_id, f"retrieving batch {batch_id}", self._sdk.batches.retrieve(batch_id))
         return batch if isinstance(batch, BatchStatus) else self._status(batch)
 
     @staticmethod
@@ -267,7 +264,7 @@ class OpenAIBatches:
         return BatchStatus(batch.id, state, total, completed + failed, failed, detail, files)
 
     async def _file(self, file_id: str) -> bytes:
-        content = await provider_call(f"downloading file {file_id}", self.litellm.afile_content(file_id=file_id, **self._kwargs))
+        content = await provider_call(f"downloading file {file_id}", self._sdk.files.content(file_id))
         return content.content
 
     async def results(self, status: BatchStatus, params_of: dict[str, dict[str, Any]]) -> list[tuple[str, Completion | str]]:
@@ -315,7 +312,27 @@ class OpenAIBatches:
         )
 
     async def aclose(self) -> None:
+        await self._sdk.close()
         await self.client.aclose()
+
+
+def _openai_sdk(client: LiteLLMClient, provider: str) -> Any:
+    """The SDK client for an OpenAI-shaped batch API, with the credentials litellm's batch functions
+    would read. Retries are the run's (RetryPolicy), not the SDK's hidden two; an upload of up to
+    200 MB gets at least five minutes whatever --biascheck-timeout says of one call."""
+    import openai
+
+    timeout = max(client.config.timeout, 300.0)
+    if provider != "azure":
+        base_url = client.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or None
+        return openai.AsyncOpenAI(api_key=client.sdk_key(), base_url=base_url, max_retries=0, timeout=timeout)
+    endpoint = client.api_base or os.environ.get("AZURE_API_BASE")
+    version = os.environ.get("AZURE_API_VERSION")
+    if not endpoint or not version:
+        missing = " and ".join(name for name, value in (("AZURE_API_BASE", endpoint), ("AZURE_API_VERSION", version)) if not value)
+        raise BiascheckError(Option("batch"), None, f"Azure's batch API needs {missing}, which is not set", f"export {missing.split(' and ')[0]}=...")
+    key = client.api_key or os.environ.get("AZURE_OPENAI_API_KEY") or os.environ.get("AZURE_API_KEY")
+    return openai.AsyncAzureOpenAI(api_key=key, azure_endpoint=endpoint, api_version=version, max_retries=0, timeout=timeout)
 
 
 class AnthropicBatches:

@@ -584,7 +584,7 @@ class LiteLLMClient:
         self._deadlines = _Deadlines(config.timeout)
         self._fast: FastPath | None = None
         if self.api_base is not None and fast_path_applies(self.model, self.api_base, config.http_client):
-            self._fast = FastPath(self.litellm, self.model, self.api_base, self.api_key, self._completions_key(), config.timeout)
+            self._fast = FastPath(self.litellm, self.model, self.api_base, self.api_key, self.sdk_key(), config.timeout)
         if config.price is not None:
             self.litellm.register_model(
                 {
@@ -775,12 +775,12 @@ class LiteLLMClient:
         if self._text_client is None:
             import openai
 
-            self._text_client = openai.AsyncOpenAI(
-                api_key=self._completions_key(), base_url=self.api_base or "https://api.openai.com/v1", max_retries=0
-            )
+            self._text_client = openai.AsyncOpenAI(api_key=self.sdk_key(), base_url=self.api_base or "https://api.openai.com/v1", max_retries=0)
         return self._text_client
 
-    def _completions_key(self) -> str:
+    def sdk_key(self) -> str:
+        """The API key for an OpenAI SDK client of biascheck's own (the fast path, text completions,
+        batches): the one given, else the provider's as litellm finds it, else OPENAI_API_KEY."""
         key = self.api_key
         if key is None:
             try:
