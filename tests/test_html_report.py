@@ -1007,10 +1007,10 @@ def test_a_biased_answer_shows_its_prompt_options_and_reply():
 
 
 def test_write_reports_keeps_the_prompts_out_of_results_json(tmp_path):
-    from biascheck.reporting.write import write_reports
+    from biascheck.reporting.write import results_text, write_reports
 
     results, prompts = browser_results(3)
     write_reports([RunRecord.from_json(results)], tmp_path / "report", prompts={results["suite"]["name"]: prompts})
     written = (tmp_path / "report" / "results.json").read_text("utf-8")
-    assert written == json.dumps(results, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+    assert written == results_text(results)
     assert "맥락 " in (tmp_path / "report" / "report.html").read_text("utf-8")

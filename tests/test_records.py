@@ -17,15 +17,38 @@ from biascheck.core.errors import BiascheckError
 from biascheck.records.baseline import BaselineRecord
 from biascheck.records.comparison import VERDICTS, Comparison, Flip
 from biascheck.records.run import RunRecord
+from biascheck.reporting.write import results_text
 
 from conftest import write_subset_suite
 
 FAST = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
-def results_text(document: dict[str, Any]) -> str:
-    """results.json's bytes as biascheck.reporting.write writes them."""
-    return json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=12,
+)
+
+
+@FAST
+@given(
+    head=st.dictionaries(st.text(max_size=6).filter(lambda k: k != "cases"), JSON_VALUES, max_size=4),
+    cases=st.lists(st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=4) | JSON_VALUES, max_size=4),
+    at=st.integers(0, 4),
+)
+def test_results_text_is_the_document_with_a_case_per_line(head, cases, at):
+    items = list(head.items())
+    document = dict([*items[:at], ("cases", cases), *items[at:]])
+    text = results_text(document)
+    assert json.loads(text) == document and list(json.loads(text)) == list(document) and text.endswith("}\n")
+    if cases:  # each case on a line of its own, and everything else as json.dumps(indent=1) lays it out
+        lines = text.split("\n")
+        start = lines.index(' "cases": [')
+        assert [json.loads(line.strip().removesuffix(",")) for line in lines[start + 1 : start + 1 + len(cases)]] == cases
+        assert lines[start + 1 + len(cases)].strip() in ("]", "],")
+    without = {k: v for k, v in document.items() if k != "cases"}
+    assert results_text(without) == json.dumps(without, ensure_ascii=False, indent=1) + "\n"
 
 
 # --- real runs --------------------------------------------------------------------------------
