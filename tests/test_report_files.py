@@ -131,7 +131,7 @@ def run_child(script: str, *args: str) -> subprocess.Popen:
 
 def kill(child: subprocess.Popen) -> None:
     child.send_signal(signal.SIGKILL)
-    child.wait(timeout=30)
+    child.communicate(timeout=30)  # waits, and closes its pipes
 
 
 # --- 1. leftover temp files --------------------------------------------------------------------

@@ -61,11 +61,11 @@ class MlflowServer:
     def start(self) -> None:
         command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{self.folder / 'mlflow.db'}"]
         command += ["--artifacts-destination", str(self.folder / "artifacts"), "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
-        log = (self.folder / "server.log").open("ab")
         # No job runner (it would import MLflow's GenAI evaluation, and litellm with it): a tracking server.
         env = os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        # Its own process group: `mlflow server` serves from a uvicorn child, which a kill must reach too.
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        with (self.folder / "server.log").open("ab") as log:  # the server holds its own copy
+            # Its own process group: `mlflow server` serves from a uvicorn child, which a kill must reach too.
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
