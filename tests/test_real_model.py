@@ -187,42 +187,45 @@ def test_the_server_dies_with_the_process_that_started_it(local_server, tmp_path
         "import sys\nfrom biascheck.execution.local_model import spawn_local_server\n"
         "server = spawn_local_server()\nprint(server.process.pid, server.api_base, flush=True)\nsys.stdin.read()\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    pid = None
-    try:
-        pid, api_base = parent.stdout.readline().split()
-        with urllib.request.urlopen(api_base + "/models", timeout=10) as response:
-            assert response.status == 200
-        parent.kill()
-        parent.wait()
-        assert _gone(int(pid), 15), "the server outlived its parent"
-    finally:
-        if parent.poll() is None:
+    # (with: its pipes are closed and it is waited for, however the test ends)
+    with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as parent:
+        pid = None
+        try:
+            pid, api_base = parent.stdout.readline().split()
+            with urllib.request.urlopen(api_base + "/models", timeout=10) as response:
+                assert response.status == 200
             parent.kill()
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)  # a server that did outlive it must not outlive the test
+            parent.wait()
+            assert _gone(int(pid), 15), "the server outlived its parent"
+        finally:
+            if parent.poll() is None:
+                parent.kill()
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)  # a server that did outlive it must not outlive the test
 
 
 def test_serve_local_prints_what_to_pass_and_stops_on_sigterm(local_server):
-    process = subprocess.Popen([sys.executable, "-m", "biascheck.cli", "serve-local"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = process.stdout.readline()
-        match = re.match(r"serving \S+ as gemma-3-270m at (http://127\.0\.0\.1:\d+/v1)$", first.strip())
-        assert match, first + process.stderr.read() if process.poll() is not None else first
-        api_base = match.group(1)
-        rest = "".join(process.stdout.readline() for _ in range(5))
-        assert f"--biascheck-model openai/gemma-3-270m --biascheck-api-base {api_base}" in rest
-        assert "OPENAI_API_KEY" in rest
-        with urllib.request.urlopen(api_base + "/models", timeout=10) as response:
-            assert json.loads(response.read())["data"][0]["id"] == "gemma-3-270m"
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
-        with pytest.raises(OSError):
-            urllib.request.urlopen(api_base + "/models", timeout=5)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    with subprocess.Popen(
+        [sys.executable, "-m", "biascheck.cli", "serve-local"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            first = process.stdout.readline()
+            match = re.match(r"serving \S+ as gemma-3-270m at (http://127\.0\.0\.1:\d+/v1)$", first.strip())
+            assert match, first + process.stderr.read() if process.poll() is not None else first
+            api_base = match.group(1)
+            rest = "".join(process.stdout.readline() for _ in range(5))
+            assert f"--biascheck-model openai/gemma-3-270m --biascheck-api-base {api_base}" in rest
+            assert "OPENAI_API_KEY" in rest
+            with urllib.request.urlopen(api_base + "/models", timeout=10) as response:
+                assert json.loads(response.read())["data"][0]["id"] == "gemma-3-270m"
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+            with pytest.raises(OSError):
+                urllib.request.urlopen(api_base + "/models", timeout=5)
+        finally:
+            if process.poll() is None:
+                process.kill()
 
 
 # --- numbers read from real answers (issue 22) -------------------------------------------------------
