@@ -448,6 +448,24 @@ def document_schema(base: Mapping[str, Any], benchmark_name: str, record: str, w
     return {**base, "allOf": [{"properties": {"cases": cases}}]}
 
 
+def first_document_error(document: Any, validator_of: Callable[[str | None], Any]) -> Any:
+    """The first schema error of a written document (a results.json, a baseline), by path, or None.
+    ``validator_of(None)``: the shared schema's validator; ``validator_of(name)``: the shared schema
+    with benchmark ``name``'s records (:func:`document_schema`). A document that holds is read once,
+    by its benchmark's validator (a full KoBBQ's rows took two passes of about a second each); one
+    that does not is read again the long way, which names the shared part's first error first."""
+    suite = document.get("suite") if isinstance(document, dict) else None
+    benchmark = suite.get("benchmark") if isinstance(suite, dict) else None
+    if isinstance(benchmark, str) and benchmark in registered_benchmarks() and validator_of(benchmark).is_valid(document):
+        return None
+
+    def first(validator: Any) -> Any:
+        return next(iter(sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])), None)
+
+    # The shared part holds, so the benchmark is named: now its records.
+    return first(validator_of(None)) or first(validator_of(document["suite"]["benchmark"]))
+
+
 def check_settings(manifest: SuiteManifest, benchmark: Benchmark) -> None:
     """The manifest's benchmark-specific parts: its own table against the fragment it ships, and
     [prompts] where the benchmark takes one (the suite schema checked everything else)."""

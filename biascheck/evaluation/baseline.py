@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from biascheck.benchmarks.base import document_schema, get_benchmark, metric_defs_for
+from biascheck.benchmarks.base import document_schema, first_document_error, get_benchmark, metric_defs_for
 from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
@@ -361,16 +361,18 @@ def load(path: Path) -> BaselineRecord:
             f"{document['schema']!r} is not a baseline (expected {BASELINE_SCHEMA!r})",
             "give a baseline file, or use `biascheck diff BASELINE RESULTS` for a results.json",
         )
-    errors = sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
-    if not errors:  # the shared part holds, so the benchmark is named: now its rows
-        errors = sorted(_validator(document["suite"]["benchmark"], where).iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        raise BiascheckError(where, _field(errors[0].absolute_path), errors[0].message, FIX_RECREATE)
+    _schema_check(document, where)
     _check_rows(where, document)
     _check_metrics(where, document)
     if document["digest"] != _digest(document):
         raise BiascheckError(where, "digest", "the contents do not match the digest: the file was edited after it was written", FIX_RECREATE)
     return BaselineRecord.from_json(document, where)
+
+
+def _schema_check(document: Any, where: str) -> None:
+    error = first_document_error(document, lambda benchmark: _validator(benchmark, where) if benchmark else _validator())
+    if error is not None:
+        raise BiascheckError(where, _field(error.absolute_path), error.message, FIX_RECREATE)
 
 
 def _reject_number(where: str, name: str):

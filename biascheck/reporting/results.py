@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from biascheck.benchmarks.base import common_categories, document_schema, examples_of, layout_of, reading_shown, registered_benchmarks
+from biascheck.benchmarks.base import common_categories, document_schema, examples_of, first_document_error, layout_of, reading_shown
 from biascheck.config.sources import ALLOW_UNPINNED
 from biascheck.core import format as fmt
 from biascheck.core.bounds import with_bounds
@@ -220,16 +220,7 @@ def _one_of_each_kind(cases: list[Any]) -> list[Any]:
 
 
 def _schema_check(document: dict[str, Any], where: str) -> None:
-    # A document that holds is read once, by its benchmark's validator (the shared schema with the
-    # benchmark's cases): a full HBB's results.json took two passes of 15 s. One that does not is
-    # read again the long way, which names the first error as always (the shared part's first).
-    benchmark = document.get("suite", {}).get("benchmark") if isinstance(document, dict) and isinstance(document.get("suite"), dict) else None
-    if isinstance(benchmark, str) and benchmark in registered_benchmarks() and _results_validator(benchmark, where).is_valid(document):
-        return
-    error = next(iter(sorted(_results_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))), None)
-    if error is None:  # the shared part holds, so the benchmark is named: now its cases
-        benchmark_cases = _results_validator(document["suite"]["benchmark"], where).iter_errors(document)
-        error = next(iter(sorted(benchmark_cases, key=lambda e: list(map(str, e.absolute_path)))), None)
+    error = first_document_error(document, lambda benchmark: _results_validator(benchmark, where) if benchmark else _results_validator())
     if error is not None:
         field = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise BiascheckError(where, field, error.message, "regenerate the file with biascheck")
