@@ -329,8 +329,8 @@ def _openai_sdk(client: LiteLLMClient, provider: str) -> Any:
     endpoint = client.api_base or os.environ.get("AZURE_API_BASE")
     version = os.environ.get("AZURE_API_VERSION")
     if not endpoint or not version:
-        missing = " and ".join(name for name, value in (("AZURE_API_BASE", endpoint), ("AZURE_API_VERSION", version)) if not value)
-        raise BiascheckError(Option("batch"), None, f"Azure's batch API needs {missing}, which is not set", f"export {missing.split(' and ')[0]}=...")
+        missing = [name for name, value in (("AZURE_API_BASE", endpoint), ("AZURE_API_VERSION", version)) if not value]
+        raise BiascheckError(Option("batch"), None, f"Azure's batch API needs {' and '.join(missing)}, which is not set", f"export {missing[0]}=...")
     key = client.api_key or os.environ.get("AZURE_OPENAI_API_KEY") or os.environ.get("AZURE_API_KEY")
     return openai.AsyncAzureOpenAI(api_key=key, azure_endpoint=endpoint, api_version=version, max_retries=0, timeout=timeout)
 
