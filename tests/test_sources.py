@@ -676,3 +676,53 @@ def test_the_mirrored_bbq_files_are_verified_by_their_blob_id_and_a_changed_byte
             f"{copy}: git_blob_sha1 is {blob(bytes(corrupted))} but {MANIFEST} data.{file.key}.git_blob_sha1 expects {entry['git_blob_sha1']}; "
             "replace it with the exact upstream file, or fix git_blob_sha1 in the manifest"
         )
+
+
+def _counted_parse(calls: list[str]):
+    def parse(path: Path, suffix: str = "") -> tuple[list[str], int]:
+        calls.append(suffix)
+        if path.read_text("utf-8").startswith("bad"):
+            raise BiascheckError(path, None, "is bad", "fix it")
+        lines = path.read_text("utf-8").split()
+        return [line + suffix for line in lines], len(lines)
+
+    return parse
+
+
+def test_a_file_is_parsed_once_until_it_changes_and_each_caller_gets_lists_of_its_own(tmp_path):
+    path, calls = tmp_path / "rows.txt", []
+    parse = _counted_parse(calls)
+    path.write_text("a b", "utf-8")
+    first = sources.parsed_file(path, parse)
+    first[0].append("mine")  # a caller extending what it was given changes no later caller's
+    assert sources.parsed_file(path, parse) == (["a", "b"], 2) and calls == [""]
+    assert sources.parsed_file(path, parse, "!") == (["a!", "b!"], 2) and calls == ["", "!"]  # other arguments: parsed again
+    os.utime(path, ns=(1, 1))  # a file touched is read again, whatever its size
+    path.write_text("c d", "utf-8")
+    os.utime(path, ns=(2, 2))
+    assert sources.parsed_file(path, parse) == (["c", "d"], 2) and calls == ["", "!", ""]
+
+
+def test_a_parse_that_fails_is_not_kept_and_fails_again(tmp_path):
+    path, calls = tmp_path / "rows.txt", []
+    path.write_text("bad", "utf-8")
+    for _ in range(2):
+        with pytest.raises(BiascheckError, match="is bad"):
+            sources.parsed_file(path, _counted_parse(calls))
+    assert len(calls) == 2
+    with pytest.raises(FileNotFoundError):  # a missing file is the parser's to report, as without the memo
+        sources.parsed_file(tmp_path / "none.txt", lambda p: p.read_text("utf-8"))
+
+
+@given(st.lists(st.lists(st.integers(), max_size=3) | st.tuples(st.integers(), st.lists(st.integers())), max_size=4))
+def test_what_the_memo_hands_out_equals_what_was_parsed_and_shares_no_list(value):
+    def lists(v):
+        if isinstance(v, list):
+            yield v
+        if isinstance(v, list | tuple):
+            for x in v:
+                yield from lists(x)
+
+    fresh = sources._fresh(value)
+    assert fresh == value
+    assert not {id(x) for x in lists(value)} & {id(x) for x in lists(fresh)}

@@ -27,6 +27,7 @@ resolved is a one-line :class:`BiascheckError`.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import http.client
 import ipaddress
@@ -38,10 +39,10 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from biascheck.core.errors import BiascheckError
 from biascheck.core.spelling import Option, option
@@ -50,6 +51,7 @@ CHUNK_SIZE = 1 << 20  # 1 MiB: hashing and download chunk
 DEFAULT_TIMEOUT = 60.0
 
 Origin = Literal["mirror", "cache", "download", "missing"]
+T = TypeVar("T")
 
 # The checksums a file may be pinned by, in the order they are checked: each one's pattern and fix.
 PINS = {
@@ -311,6 +313,44 @@ def _remember(path: Path, digests: Mapping[str, str]) -> None:
     with _hash_memo_lock:
         for kind, value in digests.items():
             _hash_memo[(*key, kind)] = value
+
+
+# Parsed data files, memoised per process as their checksums are (on path and stat), so that a
+# process loading suites over the same files (the simulator and a run in one process, a notebook
+# loading a suite again, the tests) parses each file once. Bounded: a long-lived process reading
+# many files keeps the most recent.
+_PARSED_KEPT = 64
+_parsed_memo: collections.OrderedDict[tuple[object, ...], Any] = collections.OrderedDict()
+
+
+def parsed_file(path: Path, parse: Callable[..., T], *args: object) -> T:
+    """``parse(path, *args)``, once per unchanged file (same path, device, inode, size and mtime)
+    and ``args`` (compared by their repr). ``parse`` must be a pure function of the file's bytes and
+    ``args`` whose result holds immutable values in lists and tuples: each caller gets lists of its
+    own (:func:`_fresh`), so one may extend what it was given. A parse that raises is not kept."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return parse(path, *args)  # the parser reports the unreadable file as it always does
+    key = (*_memo_key(path, st), parse.__module__, parse.__qualname__, repr(args))
+    with _hash_memo_lock:
+        if key in _parsed_memo:
+            _parsed_memo.move_to_end(key)
+            return _fresh(_parsed_memo[key])
+    value = parse(path, *args)
+    with _hash_memo_lock:
+        _parsed_memo[key] = value
+        while len(_parsed_memo) > _PARSED_KEPT:
+            _parsed_memo.popitem(last=False)
+    return _fresh(value)
+
+
+def _fresh(value: Any) -> Any:
+    """``value`` with every list in it copied, however deep in lists and tuples: the memo's copy stays as parsed."""
+    nested = isinstance(value, list | tuple) and any(isinstance(v, list | tuple) for v in value)
+    if isinstance(value, list):
+        return [_fresh(v) for v in value] if nested else list(value)
+    return tuple(_fresh(v) for v in value) if nested else value
 
 
 def _mismatch(file: DataFile, actual: Mapping[str, str]) -> tuple[str, str, str] | None:

@@ -40,6 +40,7 @@ from pathlib import Path
 from biascheck.benchmarks import ReportLayout
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS
 from biascheck.benchmarks.qa import READING_METRICS, QABenchmark, QAData, QAItem, QAPrompt, seeded_rank
+from biascheck.config.sources import parsed_file
 from biascheck.core.errors import BiascheckError
 
 BOM_KEY = "\ufeffexample_id"
@@ -346,7 +347,7 @@ def findings_by_category(folder: Path) -> dict[str, Findings]:
     for category in sorted(path.name for path in folder.iterdir() if path.is_dir()):
         paths = [folder / category / kind / f"{kind}.json" for kind in ("ambiguous", "disambiguous")]
         if all(path.is_file() for path in paths):
-            out[category] = category_items(category, [r for path in paths for r in read_records(path)]).findings
+            out[category] = category_items(category, [r for path in paths for r in parsed_file(path, read_records)]).findings
     return out
 
 
@@ -454,7 +455,7 @@ class CBBQBenchmark(QABenchmark):
         for category, paths in sorted(by_category.items()):
             if category in skipped:
                 continue  # its other file alone cannot be scored (see the module's docstring)
-            data = category_items(category, [r for path in paths for r in read_records(path)])
+            data = category_items(category, [r for path in paths for r in parsed_file(path, read_records)])
             items.extend(data.items)
             if data.findings.counts():
                 quality[category] = data.findings.counts()

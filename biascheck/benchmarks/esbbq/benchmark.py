@@ -39,6 +39,7 @@ from pathlib import Path
 
 from biascheck.benchmarks import Case, QATruth
 from biascheck.benchmarks.qa import AnswerMode, QABenchmark, QAData, QAItem, QAPrompt, category_files, continuations, read_utf8, seeded_pick
+from biascheck.config.sources import parsed_file
 from biascheck.core.errors import BiascheckError
 
 COLUMNS = (
@@ -228,6 +229,11 @@ def one_per_group(keyed: list[tuple[QAItem, tuple[str, ...]]], seed: int) -> lis
     return chosen
 
 
+def _items_and_contradictions(path: Path) -> tuple[list[tuple[QAItem, tuple[str, ...]]], list[str]]:
+    contradictions: list[str] = []
+    return load_items(path, contradictions), contradictions
+
+
 class EsBBQBenchmark(QABenchmark):
     """EsBBQ (``language = "es"``) or CaBBQ (``"ca"``): one category file per ``[data.X]`` with
     ``category``; prompts inline, each with its own unknown wording (lm-evaluation-harness's
@@ -267,8 +273,7 @@ class EsBBQBenchmark(QABenchmark):
         quality: dict[str, dict[str, int]] = {}
         found, skipped = category_files(manifest, files)
         for key, category, path in found:
-            contradictions: list[str] = []
-            loaded = load_items(path, contradictions)
+            loaded, contradictions = parsed_file(path, _items_and_contradictions)
             if contradictions:
                 counts = quality.setdefault(category, {})
                 counts[QUESTION_TYPE_FINDING] = counts.get(QUESTION_TYPE_FINDING, 0) + len(contradictions)

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAItem, RowFormat, item_of_row, jsonl_rows
+from biascheck.config.sources import parsed_file
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (
@@ -162,7 +163,7 @@ class GGBBQBenchmark(BBQBenchmark):
     settings_required = True
 
     def load_file(self, path: Path, category: str, row_format: RowFormat = BBQ_ROWS) -> tuple[list[tuple[QAItem, tuple]], int]:
-        return load_items(path, category), 0
+        return parsed_file(path, load_items, category), 0
 
 
 GG_BBQ = GGBBQBenchmark()

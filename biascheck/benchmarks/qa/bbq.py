@@ -18,7 +18,7 @@ from typing import Any, Literal
 from biascheck.benchmarks.base import schema_fragment
 from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, category_files, read_utf8, seeded_pick
 from biascheck.config.manifest import SuiteManifest, canonical_json
-from biascheck.config.sources import Resolved
+from biascheck.config.sources import Resolved, parsed_file
 from biascheck.core.errors import BiascheckError
 
 # BBQ's field -> where a row holds it (a dotted path into nested objects). A suite's [bbq] fields
@@ -378,7 +378,7 @@ class BBQBenchmark(QABenchmark):
     def load_file(self, path: Path, category: str, row_format: RowFormat = BBQ_ROWS) -> tuple[list[tuple[QAItem, tuple]], int]:
         """One data file's examples, each with its sampling group key (see :func:`one_per_group`),
         and how many rows were left out (no option holds the stereotyped groups, or two do)."""
-        return load_items(path, category, row_format)
+        return parsed_file(path, load_items, category, row_format)
 
     def row_format(self, manifest: SuiteManifest) -> RowFormat:
         """How the suite's files hold BBQ's fields: its [bbq] table's, else BBQ's own layout."""

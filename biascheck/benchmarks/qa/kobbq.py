@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, read_utf8
+from biascheck.config.sources import parsed_file
 from biascheck.core.errors import BiascheckError
 
 DATASET_UNKNOWN = "알 수 없음"
@@ -161,7 +162,7 @@ class KoBBQBenchmark(QABenchmark):
     def load(self, manifest, files):
         if "samples" not in files:
             raise BiascheckError(manifest.path, "data.samples", "missing", "name the KoBBQ_test_samples.tsv file as [data.samples]")
-        items = load_items(files["samples"].local)
+        items = parsed_file(files["samples"].local, load_items)
         prompts = load_prompts(files[manifest.prompts_from_data].local) if manifest.prompts_from_data else []
         prompts += [QAPrompt(p.id, p.template, p.unknown, p.letters) for p in manifest.inline_prompts]
         return QAData(items, prompts, {})
