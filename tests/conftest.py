@@ -262,7 +262,13 @@ def run_biascheck(pytester: pytest.Pytester, tmp_path: Path, data_dir: Path):
         suite: Path | str, model: str, *args: str, store_path: Path = store, report: str = "report", plugins: Sequence[object] = ()
     ) -> BiascheckRun:
         report_dir = tmp_path / report
+        # pytest lists every folder from its confcutdir (here the rootdir) down to the suite's, and
+        # the rootdir of a run in pytester's folder of a suite in tmp_path is their common parent:
+        # the worker's base temp folder, a folder for each test so far (some 1,500 by the end),
+        # listed again at every run. The suite's parent as the confcutdir lists only that folder.
+        confcutdir = ["--confcutdir", str(Path(suite).parent)] if Path(suite).is_absolute() else []
         result = pytester.runpytest_inprocess(
+            *confcutdir,
             "--biascheck",
             str(suite),
             "--biascheck-model",

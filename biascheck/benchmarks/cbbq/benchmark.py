@@ -39,8 +39,7 @@ from pathlib import Path
 
 from biascheck.benchmarks import ReportLayout
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS
-from biascheck.benchmarks.qa import READING_METRICS, QABenchmark, QAData, QAItem, QAPrompt, seeded_rank
-from biascheck.config.sources import parsed_file
+from biascheck.benchmarks.qa import READING_METRICS, QABenchmark, QAData, QAItem, QAPrompt, parsed_file, seeded_rank
 from biascheck.core.errors import BiascheckError
 
 BOM_KEY = "\ufeffexample_id"

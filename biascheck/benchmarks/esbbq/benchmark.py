@@ -38,8 +38,18 @@ from functools import lru_cache
 from pathlib import Path
 
 from biascheck.benchmarks import Case, QATruth
-from biascheck.benchmarks.qa import AnswerMode, QABenchmark, QAData, QAItem, QAPrompt, category_files, continuations, read_utf8, seeded_pick
-from biascheck.config.sources import parsed_file
+from biascheck.benchmarks.qa import (
+    AnswerMode,
+    QABenchmark,
+    QAData,
+    QAItem,
+    QAPrompt,
+    category_files,
+    continuations,
+    parsed_file,
+    read_utf8,
+    seeded_pick,
+)
 from biascheck.core.errors import BiascheckError
 
 COLUMNS = (

@@ -24,8 +24,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAItem, RowFormat, item_of_row, jsonl_rows
-from biascheck.config.sources import parsed_file
+from biascheck.benchmarks.qa import BBQ_ROWS, BBQBenchmark, QAItem, RowFormat, item_of_row, jsonl_rows, parsed_file
 from biascheck.core.errors import BiascheckError
 
 REQUIRED = (

@@ -3,7 +3,7 @@ GG-BBQ, EsBBQ, CaBBQ, MBBQ; ``examples/minibbq``): a new one subclasses :class:`
 implements ``load``, which returns :class:`QAData`; one in BBQ's file layout subclasses
 :class:`BBQBenchmark`, or needs no code at all (a suite's ``[bbq]`` table, :class:`RowFormat`).
 The building blocks the in-tree adapters use are public too: reading data files (``read_utf8``,
-``jsonl_rows``, ``csv_rows``, ``row_error``, ``category_files``, ``item_of_row``), seeded
+``jsonl_rows``, ``csv_rows``, ``row_error``, ``category_files``, ``item_of_row``, ``parsed_file``), seeded
 subsets (``seeded_rank``, ``seeded_pick``, ``one_per_group``), answer modes (``AnswerMode``,
 ``continuations``) and a benchmark's own metrics over the shared count cells (``cell_sum``,
 ``cell_scores``, ``READING_METRICS``, ``divide``). The public names are ``__all__``; every module path is
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from biascheck.benchmarks.qa.bbq import BBQ_ROWS, BBQBenchmark, RowFormat, csv_rows, item_of_row, jsonl_rows, one_per_group, row_error
     from biascheck.benchmarks.qa.benchmark import QABenchmark, QAData, QAItem, QAPrompt, category_files, read_utf8, seeded_pick, seeded_rank
     from biascheck.benchmarks.qa.metrics import READING_METRICS, cell_scores, cell_sum
+    from biascheck.config.sources import parsed_file
     from biascheck.metrics.core import divide
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "item_of_row",
     "jsonl_rows",
     "one_per_group",
+    "parsed_file",
     "read_utf8",
     "row_error",
     "seeded_pick",
@@ -57,5 +59,6 @@ _HOMES = {
     **dict.fromkeys(("AnswerMode", "continuations"), "biascheck.benchmarks.qa.answers"),
     **dict.fromkeys(("READING_METRICS", "cell_scores", "cell_sum"), "biascheck.benchmarks.qa.metrics"),
     "divide": "biascheck.metrics.core",
+    "parsed_file": "biascheck.config.sources",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)
