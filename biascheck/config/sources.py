@@ -15,8 +15,8 @@ computed), or both; a file pinned by both must match both. :func:`resolve` finds
    A checksum mismatch or an interrupted download never leaves a file at the final path.
 
 Every file found is verified against each checksum it is pinned by (hashed in 1 MiB chunks; an
-unchanged file is hashed at most once per process); a mismatch is a one-line error wherever the
-file came from. ``offline=True`` forbids step 3.
+unchanged file is hashed at most once per process, and parsed at most once by each parser that
+goes through :func:`parsed_file`); a mismatch is a one-line error wherever the file came from. ``offline=True`` forbids step 3.
 
 An optional file (a BBQ category file) that is in neither the mirror nor the cache and cannot be
 downloaded (offline, or the download failed) comes back as ``origin == "missing"`` with the reason,
@@ -316,8 +316,8 @@ def _remember(path: Path, digests: Mapping[str, str]) -> None:
 
 
 # Parsed data files, memoised per process as their checksums are (on path and stat), so that a
-# process loading suites over the same files (the simulator and a run in one process, a notebook
-# loading a suite again, the tests) parses each file once. Bounded: a long-lived process reading
+# process loading suites over the same files again (a notebook, a script running several
+# configurations, the tests) parses each file once. Bounded: a long-lived process reading
 # many files keeps the most recent.
 _PARSED_KEPT = 64
 _parsed_memo: collections.OrderedDict[tuple[object, ...], Any] = collections.OrderedDict()
