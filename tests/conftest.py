@@ -120,6 +120,12 @@ def _import_what_a_run_imports(folder: Path) -> None:
 
     import hypothesis.internal.observability  # noqa: F401  (its pytest plugin imports it at each run's end)
 
+    # Imported at a run's first use, and so again by every in-process run that uses them: httpx's
+    # transport (httpcore), and the anthropic SDK (its batch tests) where the extra is installed.
+    for name in ("httpcore", "anthropic"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
     import biascheck
     from biascheck import ModelConfig, RunConfig, load_suite, run
 
