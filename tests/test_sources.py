@@ -714,15 +714,17 @@ def test_a_parse_that_fails_is_not_kept_and_fails_again(tmp_path):
         sources.parsed_file(tmp_path / "none.txt", lambda p: p.read_text("utf-8"))
 
 
-@given(st.lists(st.lists(st.integers(), max_size=3) | st.tuples(st.integers(), st.lists(st.integers())), max_size=4))
-def test_what_the_memo_hands_out_equals_what_was_parsed_and_shares_no_list(value):
-    def lists(v):
-        if isinstance(v, list):
-            yield v
-        if isinstance(v, list | tuple):
-            for x in v:
-                yield from lists(x)
+RECORDS = st.lists(st.tuples(st.integers(), st.text(max_size=2)), max_size=4)  # a parser's immutable records
 
+
+@given(RECORDS | st.tuples(RECORDS, st.integers()) | st.tuples(RECORDS, RECORDS))
+def test_what_the_memo_hands_out_equals_what_was_parsed_with_lists_of_its_own(value):
     fresh = sources._fresh(value)
-    assert fresh == value
-    assert not {id(x) for x in lists(value)} & {id(x) for x in lists(fresh)}
+    assert fresh == value and type(fresh) is type(value)
+    mine = [fresh] if isinstance(fresh, list) else [v for v in fresh if isinstance(v, list)]
+    kept = [value] if isinstance(value, list) else [v for v in value if isinstance(v, list)]
+    assert len(mine) == len(kept) and all(a is not b for a, b in zip(mine, kept))
+    for a, b in zip(mine, kept):
+        a.append((0, "extended"))
+        assert len(a) == len(b) + 1  # extending a caller's list leaves the memo's as parsed
+        assert all(x is y for x, y in zip(a, b))  # the records themselves are shared, not copied

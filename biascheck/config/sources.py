@@ -321,24 +321,26 @@ def _remember(path: Path, digests: Mapping[str, str]) -> None:
 # many files keeps the most recent.
 _PARSED_KEPT = 64
 _parsed_memo: collections.OrderedDict[tuple[object, ...], Any] = collections.OrderedDict()
+_parsed_memo_lock = threading.Lock()
 
 
 def parsed_file(path: Path, parse: Callable[..., T], *args: object) -> T:
     """``parse(path, *args)``, once per unchanged file (same path, device, inode, size and mtime)
     and ``args`` (compared by their repr). ``parse`` must be a pure function of the file's bytes and
-    ``args`` whose result holds immutable values in lists and tuples: each caller gets lists of its
-    own (:func:`_fresh`), so one may extend what it was given. A parse that raises is not kept."""
+    ``args`` returning a list of immutable records, or a tuple of such lists and other immutable
+    values: each caller gets lists of its own (:func:`_fresh`), so one may extend what it was given.
+    A parse that raises is not kept."""
     try:
         st = os.stat(path)
     except OSError:
         return parse(path, *args)  # the parser reports the unreadable file as it always does
     key = (*_memo_key(path, st), parse.__module__, parse.__qualname__, repr(args))
-    with _hash_memo_lock:
+    with _parsed_memo_lock:
         if key in _parsed_memo:
             _parsed_memo.move_to_end(key)
             return _fresh(_parsed_memo[key])
     value = parse(path, *args)
-    with _hash_memo_lock:
+    with _parsed_memo_lock:
         _parsed_memo[key] = value
         while len(_parsed_memo) > _PARSED_KEPT:
             _parsed_memo.popitem(last=False)
@@ -346,11 +348,13 @@ def parsed_file(path: Path, parse: Callable[..., T], *args: object) -> T:
 
 
 def _fresh(value: Any) -> Any:
-    """``value`` with every list in it copied, however deep in lists and tuples: the memo's copy stays as parsed."""
-    nested = isinstance(value, list | tuple) and any(isinstance(v, list | tuple) for v in value)
+    """What a caller of :func:`parsed_file` may extend, copied: the value if a list, the lists among
+    a tuple's items. What the lists hold is shared (a parser returns immutable records)."""
     if isinstance(value, list):
-        return [_fresh(v) for v in value] if nested else list(value)
-    return tuple(_fresh(v) for v in value) if nested else value
+        return list(value)
+    if isinstance(value, tuple):
+        return tuple(list(v) if isinstance(v, list) else v for v in value)
+    return value
 
 
 def _mismatch(file: DataFile, actual: Mapping[str, str]) -> tuple[str, str, str] | None:
