@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_processes import ANSWER, REQUEST, key, open_and_put, run_through
 
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.store import (
@@ -28,9 +29,6 @@ from biascheck.execution.store import (
     StoreWriteError,
     request_key,
 )
-
-ANSWER = StoredResponse("A", "stop", {"prompt_tokens": 3, "completion_tokens": 1}, 0.001, {"A": -0.1})
-REQUEST = {"messages": [{"role": "user", "content": "Q?"}], "params": {"temperature": 0}, "sample": 0}
 
 # The layouts earlier biascheck releases wrote: no application_id, meta version '1'.
 LEGACY_SCHEMA = """
@@ -53,10 +51,6 @@ CREATE TABLE run_errors (
 );
 INSERT INTO meta VALUES ('version', '1');
 """
-
-
-def key(n: int) -> str:
-    return request_key("m", "e", [{"role": "user", "content": f"question {n}"}], {}, 0)
 
 
 def digest(path: Path) -> str:
@@ -331,12 +325,6 @@ def test_a_marked_store_of_schema_1_gains_the_truncated_column(tmp_path: Path):
     assert header(path)[:2] == (APPLICATION_ID, SCHEMA_VERSION)
 
 
-def _open_and_put(path: str, n: int, barrier) -> None:
-    barrier.wait()
-    with ResponseStore(path) as store:
-        store.put(key(n), "m", REQUEST, ANSWER)
-
-
 @pytest.mark.parametrize("start", ["new", "legacy"])
 def test_processes_opening_one_store_at_once_all_succeed(tmp_path: Path, start: str):
     """pytest-xdist workers open a brand-new (or not yet adopted) store at the same moment."""
@@ -346,7 +334,7 @@ def test_processes_opening_one_store_at_once_all_succeed(tmp_path: Path, start: 
         if start == "legacy":
             legacy_store(path, logprobs=False, rows=0)
         barrier = context.Barrier(6)
-        workers = [context.Process(target=_open_and_put, args=(str(path), n, barrier)) for n in range(6)]
+        workers = [context.Process(target=open_and_put, args=(str(path), n, barrier)) for n in range(6)]
         for worker in workers:
             worker.start()
         for worker in workers:
@@ -359,7 +347,7 @@ def test_processes_opening_one_store_at_once_all_succeed(tmp_path: Path, start: 
 
 def _open_and_put_noting(path: Path, n: int, barrier: threading.Barrier, failures: list[BaseException]) -> None:
     try:
-        _open_and_put(str(path), n, barrier)
+        open_and_put(str(path), n, barrier)
     except BaseException as exc:  # noqa: BLE001 - reported by the test's assert
         failures.append(exc)
 
@@ -563,17 +551,6 @@ def test_keys_and_rows_are_serialised_as_canonical_json(value):
     assert store._usage_column({"prompt_tokens": True}) == '{"prompt_tokens": true}'
 
 
-def _run_through(path: str, barrier, paid) -> None:
-    """A run's part in a store: under its lock, "call" (put) the requests not stored yet."""
-    barrier.wait()
-    with ResponseStore(path) as store, store.exclusive():
-        missing = [n for n in range(20) if key(n) not in store.get_many([key(n) for n in range(20)])]
-        for n in missing:
-            store.put(key(n), "m", REQUEST, ANSWER)
-        with paid.get_lock():
-            paid.value += len(missing)
-
-
 def test_runs_through_two_hard_links_to_one_store_pay_once(tmp_path: Path):
     # Issue 34 D13: two runs through two hard links took two locks (one per name), each made every
     # call, and wrote one file through two write-ahead logs ("database disk image is malformed").
@@ -590,7 +567,7 @@ def test_runs_through_two_hard_links_to_one_store_pay_once(tmp_path: Path):
 
     context = multiprocessing.get_context("spawn")
     barrier, paid = context.Barrier(2), context.Value("i", 0)
-    runs = [context.Process(target=_run_through, args=(str(path), barrier, paid)) for path in (real, linked)]
+    runs = [context.Process(target=run_through, args=(str(path), barrier, paid)) for path in (real, linked)]
     for run in runs:
         run.start()
     for run in runs:
