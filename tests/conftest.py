@@ -15,6 +15,13 @@ from typing import Any
 
 import numpy  # noqa: F401
 import pytest
+from hypothesis import settings
+from property_examples import examples
+
+# The property tests that set no count of examples try examples(100) of them (property_examples.py);
+# conftest is imported before the test modules, whose settings inherit this profile.
+settings.register_profile("biascheck", max_examples=examples(100))
+settings.load_profile("biascheck")
 
 # numpy is imported here, once, before any test: pytester restores sys.modules after each test that
 # uses it, and a C extension first imported inside such a test could then never be imported again

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.qa.answers import (
     MIN_CHOICE_MASS,
@@ -410,7 +411,7 @@ def test_a_server_whose_echo_is_one_token_late_stops_the_run_after_one_request(r
     assert "one token late" in line
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.floats(-50, 0), min_size=3, max_size=3), st.sampled_from(["none", "length"]))
 def test_loglikelihood_never_leaves_a_case_out_of_choice(values, normalization):
     outcome = classify(qa_case(), _measured(*values), AnswerMode("loglikelihood", normalization, "options"))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.choices import parse_answer
 
@@ -385,7 +386,7 @@ def _forms(letter: str, text: str) -> list[str]:
     ]  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=examples(150), deadline=None, derandomize=True)
 @given(option_sets(), st.integers(0, 2))
 @example((KO, UPPER), 1)
 @example((KO_UNKNOWNS[:3], LOWER), 2)
@@ -424,7 +425,7 @@ def replies(draw, choices, letters):
     ))  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), option_sets())
 def test_an_explanation_after_a_period_never_changes_a_parse(data, options):
     choices, letters = options
@@ -439,7 +440,7 @@ _LIST_JOINS = [" or ", " 또는 ", ", ", "/", " and ", " 혹은 ", "와 "]
 _SENTENCE_JOINS = [". The answer is ", "\n정답: ", ". 아니, ", ". Actually, it's ", "\n"]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), option_sets())
 def test_a_reply_naming_two_options_is_never_read_as_either(data, options):
     choices, letters = options
@@ -472,7 +473,7 @@ def fragments(draw, choices):
     return "".join(parts)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), option_sets())
 def test_parse_never_raises_and_is_relabelling_invariant(data, options):
     choices, letters = options
@@ -489,7 +490,7 @@ def test_parse_never_raises_and_is_relabelling_invariant(data, options):
 
 
 @given(st.text())
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 def test_parse_arbitrary_text_with_real_options(reply):
     assert parse_answer(reply, KO, UPPER) in (None, 0, 1, 2)
     assert parse_answer(reply, EN, LOWER) in (None, 0, 1, 2)

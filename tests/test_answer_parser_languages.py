@@ -17,6 +17,7 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.benchmarks.languages import FRAGMENT_FIELDS, LANGUAGES
@@ -405,7 +406,7 @@ def _declarations(letter: str, text: str) -> list[str]:
     return forms + [form.format(x=x) for code in CODES for form in LETTER_FORMS[code] for x in (letter, wide)]
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options())
 def test_an_answer_phrase_of_any_language_reads_as_its_option(drawn):
     """A Spanish suite's model may answer in English, a Chinese one in German: every pack serves
@@ -415,7 +416,7 @@ def test_an_answer_phrase_of_any_language_reads_as_its_option(drawn):
         assert parse_answer(reply, choices, letters) == i, reply
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options(), st.sampled_from(CODES), st.sampled_from(CODES))
 def test_two_options_joined_by_any_language_are_no_answer(drawn, join_code, prefix_code):
     _, choices, letters, i, j = drawn
@@ -427,7 +428,7 @@ def test_two_options_joined_by_any_language_are_no_answer(drawn, join_code, pref
                 assert parse_answer(reply, choices, letters) is None, reply
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options(), st.sampled_from(CODES))
 def test_a_negated_option_is_no_answer_in_any_language(drawn, code):
     _, choices, letters, i, _ = drawn
@@ -436,7 +437,7 @@ def test_a_negated_option_is_no_answer_in_any_language(drawn, code):
             assert parse_answer(form.format(x=x), choices, letters) is None, form.format(x=x)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options(), st.sampled_from(CODES), st.sampled_from(CODES))
 def test_an_explanation_after_the_answer_changes_nothing(drawn, answer_code, explanation_code):
     _, choices, letters, i, j = drawn
@@ -451,7 +452,7 @@ def test_an_explanation_after_the_answer_changes_nothing(drawn, answer_code, exp
                     assert parse_answer(joined, choices, letters) == i, joined
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options())
 def test_an_echoed_option_list_before_the_answer_is_skipped(drawn):
     code, choices, letters, i, _ = drawn
@@ -509,7 +510,7 @@ def test_every_fragment_field_has_its_reply_forms():
 
 @pytest.mark.parametrize("field", sorted(FRAGMENT_FIELDS))
 @pytest.mark.parametrize("code", CODES)
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=examples(25), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_a_reply_naming_one_option_by_any_packs_fragment_never_reads_as_another(code, field, data):
     """For every registered pack and every field of fragments: a reply of one of its fragments (as

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.config.manifest import Rule
 from biascheck.core import format as fmt
@@ -89,7 +90,7 @@ def test_model_slug_and_paths(tmp_path):
     assert baselines.baseline_path(tmp_path / "abs.json", suite="bbq", model="m", root=Path("/elsewhere")) == tmp_path / "abs.json"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(min_size=1, max_size=40))
 def test_model_slug_is_a_safe_file_name(model):
     slug = baselines.model_slug(model)
@@ -177,7 +178,7 @@ def test_rules_parse_and_point_the_way_the_metric_gets_worse():
             Rule.parse_option(bad)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.sampled_from(["+", "-", ""]), st.floats(0, 10, allow_nan=False), st.booleans())
 def test_rule_text_round_trips(sign, margin, percent):
     text = f"acc_dis:{sign}{margin!r}{'%' if percent else ''}"
@@ -316,7 +317,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(document=st.dictionaries(st.text(max_size=6).filter(lambda k: k != "digest"), json_values, max_size=6))
 def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
     text = baselines.document_text(document)
@@ -325,7 +326,7 @@ def test_the_baseline_layout_is_json_that_reads_back_unchanged(document):
     assert loaded == document
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     worsening=st.floats(-1, 1),
     template_se=st.floats(0, 0.5) | st.just(float("nan")),
@@ -418,7 +419,7 @@ def test_non_finite_numbers_and_trailing_garbage_are_one_line_errors(baseline_fi
     assert "is not valid JSON (Extra data" in _error(garbage)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_case_scores_move_each_metric_the_way_they_say(data):
     """Moving one case to a cell with a higher score (same context, both in the denominator)
@@ -557,7 +558,7 @@ def _units(ids: list[str], categories: list[str], outcomes: list[str]):
     return ComparisonUnits(ids, categories, categories, np.zeros((n, 1)), outcomes, ["amb"] * n, scores)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rows=st.lists(st.tuples(st.sampled_from(["a", "b", "y", "z"]), st.sampled_from(OUTCOMES), st.sampled_from(OUTCOMES)), min_size=1, max_size=80),
     regressed=st.sets(st.sampled_from(["overall", "a", "b", "y", "z"])),

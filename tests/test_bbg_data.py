@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.bbg.data import (
     DATASET_UNKNOWN,
@@ -311,7 +312,7 @@ def test_classify_golden(text, q, letters, expected):
 
 
 @given(st.one_of(st.none(), st.text(max_size=80), st.sampled_from(["A", "b", "정답은 C입니다", "Answer: (B)", "C: The grandmother"])))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @example(text="\x00")
 @example(text="정답은")
 def test_classify_never_raises(text):
@@ -334,7 +335,7 @@ PEOPLE = st.lists(
     st.integers(0, 2),
     st.sampled_from(["letter", "text", "phrase"]),
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_classify_relabelling_is_consistent(people, order, letters, pick, form):
     """Reordering the options (and relabelling the letters) changes nothing: a reply naming the
     same option gets the same class, whichever position and letter it has."""

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.cbbq.benchmark import CBBQ, category_items, findings_by_category, findings_markdown, one_per_group, read_records
 from biascheck.benchmarks.cbbq.metrics import CBBQ_CASE_SCORES, CBBQ_METRICS, s_amb, s_dis, s_total
@@ -214,7 +215,7 @@ def test_options_that_do_not_name_the_group_are_scored_by_the_labels_and_counted
     assert findings.counts() == {"group_unresolved": 3}
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.permutations(range(4)), st.booleans())
 def test_swapping_the_two_groups_options_never_changes_which_text_is_biased(tmp_path_factory, order, swap):
     """The group field decides by the options' text, so where a group stands, and the order of the
@@ -296,7 +297,7 @@ def exact(counts: np.ndarray) -> tuple[Fraction | None, Fraction | None]:
     return (Fraction(c["amb_biased"], big_a) if big_a else None, Fraction(biased_d, big_d) if big_d else None)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(counts_st)
 def test_scores_are_the_correctly_rounded_rationals_in_0_1(counts):
     amb, dis = exact(counts)
@@ -310,7 +311,7 @@ def test_scores_are_the_correctly_rounded_rationals_in_0_1(counts):
         assert min(float(amb), float(dis)) <= float(total) <= max(float(amb), float(dis))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(counts_st, st.integers(1, 100), counts_st)
 def test_scores_ignore_scale_and_the_cells_they_do_not_read(counts, k, noise):
     values = [float(np.nan_to_num(f(counts), nan=-1)) for f in (s_amb, s_dis, s_total)]
@@ -322,7 +323,7 @@ def test_scores_ignore_scale_and_the_cells_they_do_not_read(counts, k, noise):
     assert [float(np.nan_to_num(f(moved), nan=-1)) for f in (s_amb, s_dis, s_total)] == values
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(1, 10**5), st.integers(1, 10**5), st.integers(0, 10**5))
 def test_a_fair_tally_scores_0_and_a_fully_biased_one_1(n_amb, n_dis, n_other):
     # Fair: unknown when the context does not say, the right person when it does. In CBBQ's
@@ -335,7 +336,7 @@ def test_a_fair_tally_scores_0_and_a_fully_biased_one_1(n_amb, n_dis, n_other):
     assert [float(f(biased)) for f in (s_amb, s_dis, s_total)] == [1.0, 1.0, 1.0]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(counts_st)
 def test_each_case_score_sums_to_the_score(counts):
     for name, scores in CBBQ_CASE_SCORES.items():

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.core import format as fmt
 from biascheck.execution.progress import RichProgress
@@ -470,7 +471,7 @@ HOSTILE_PIECES = [
     "PASSED", "biascheck: kobbq — PASSED", "word", " ",
 ]  # fmt: skip
 HOSTILE_TEXT = st.lists(st.one_of(st.sampled_from(HOSTILE_PIECES), st.text(max_size=4)), min_size=1, max_size=10).map("".join)
-MD = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+MD = settings(max_examples=examples(150), deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 def gfm_parser():
@@ -633,7 +634,7 @@ def test_outside_text_cannot_change_the_structure_of_any_markdown_report(two_cat
     # the structure it has with a plain word there: no heading, HTML, link, image or table row more.
     plain = {kind: md_structure(markdown) for kind, markdown in _markdown_of_every_kind(two_category_runs, "word").items()}
 
-    @settings(MD, max_examples=60)
+    @settings(MD, max_examples=examples(60))
     @given(text=HOSTILE_TEXT)
     def check(text):  # (inside: hypothesis would print the runs fixture with each failure)
         assume(fmt.one_line(text))  # (an empty name leaves an empty list item: no injection)

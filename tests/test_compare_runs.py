@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.api import load_run
 from biascheck.cli import main
@@ -252,7 +253,7 @@ class _Page(HTMLParser):
         self.text.append(data)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     picks=st.lists(st.sampled_from(sorted(PERSONAS)), min_size=2, max_size=4),
     revisions=st.lists(st.one_of(st.none(), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)), min_size=4, max_size=4),
@@ -371,7 +372,7 @@ def test_a_replaced_baseline_is_never_lost(documents, tmp_path):
     assert path.read_bytes() == again
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(max_size=40))
 def test_a_revision_names_a_file_in_history_whatever_it_says(revision):
     name = baselines.safe_name(revision)
@@ -703,7 +704,7 @@ def test_compare_and_history_read_records_and_mark_each_run_from_its_decisions(d
         assert worse(run.marks.regression.checks) == worse(release.marks.regression.checks) == regressions
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(sorted(PERSONAS)), st.booleans()), min_size=2, max_size=4))
 def test_history_and_compare_mark_the_same_runs_for_any_sequence_of_releases(documents, loose_documents, suite_dir, steps):
     """Any sequence of releases, each under strict or loose thresholds (so failing them or not), each

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.records.run import RunRecord
 
@@ -204,7 +205,7 @@ def test_every_view_names_the_same_failing_checks(gate):
     from biascheck.reporting.results import render_markdown
     from biascheck.reporting.terminal import render_decision_terminal
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=randomized(gate))
     def check(data):
         document, comparison = data

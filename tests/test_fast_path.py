@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.core.errors import BiascheckError
 from biascheck.execution.call_errors import CallError
@@ -530,7 +531,7 @@ def fuzzed_replies(draw: st.DrawFn) -> Reply:
     return status, {}, json.dumps(document).encode(), "application/json"
 
 
-@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(replies=st.lists(fuzzed_replies(), min_size=4, max_size=4))
 def test_fuzzed_replies_are_read_alike(replies: list[Reply]) -> None:
     server = Server()

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.base import benchmark_of
 from biascheck.cli import main
@@ -32,7 +33,7 @@ from biascheck.core.errors import BiascheckError
 
 from conftest import SUITES, write_subset_suite
 
-FAST = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=examples(40), deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 MANY = settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 
 # --- values a hostile user writes -----------------------------------------------------------------
@@ -285,7 +286,7 @@ def results_texts(draw, document: dict):
 
 
 @pytest.mark.data
-@settings(FAST, max_examples=15)  # each comparison bootstraps: about 0.1 s
+@settings(FAST, max_examples=examples(15))  # each comparison bootstraps: about 0.1 s
 @given(data=st.data())
 def test_a_diff_with_fuzzed_results_compares_or_is_one_line(tmp_path, documents, data):
     _check_diff(tmp_path, documents, data.draw(results_texts(documents[1])))
@@ -321,7 +322,7 @@ def _valid_setting(field: str, value) -> bool:
 
 
 @pytest.mark.data
-@settings(FAST, max_examples=30)
+@settings(FAST, max_examples=examples(30))
 @given(field=st.sampled_from(sorted(REGRESSION_FIELDS)), value=st.one_of(LEAVES, st.just("<removed>")))
 def test_a_diff_never_takes_its_settings_from_the_candidate(tmp_path, documents, field, value):
     """Issue 34, D6: alpha 0, NaN or "x", power 2, seed -1 or rules null in B's results.json were
@@ -526,7 +527,7 @@ def plugin_settings(draw) -> tuple[list[str], str]:
     return args, ini
 
 
-@settings(FAST, max_examples=20)  # pytest parses a command line in about 0.1 s
+@settings(FAST, max_examples=examples(20))  # pytest parses a command line in about 0.1 s
 @given(given_settings=plugin_settings())
 def test_fuzzed_plugin_options_configure_a_run_or_are_one_line(pytester, given_settings):
     from biascheck import options

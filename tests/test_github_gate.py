@@ -544,6 +544,8 @@ def test_action_and_workflows_are_wired_as_documented():
         "mkdocs build --strict",
         "pytest -n 2",
         "pytest -n 2 -m slow",
+        # the property tests at their full counts (tests/property_examples.py: the test command tries a quarter)
+        'BIASCHECK_TEST_EXAMPLES=full pytest -n 2 -m "hypothesis and not slow and not real"',
     ]
     # The plugin's tests again with the oldest pytest pyproject.toml accepts: the lower bound it reads.
     oldest = [s["run"] for s in ci["jobs"]["oldest-pytest"]["steps"] if "run" in s]

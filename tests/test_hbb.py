@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.hbb.benchmark import HBB, NO_LOGPROBS, REJECTED_LOGPROBS, UNREADABLE_LOGPROBS, Estimator, p_a_from_logprobs
 from biascheck.config.manifest import load_manifest
@@ -180,7 +181,7 @@ def test_thresholds_follow_the_estimator_and_counts_cannot_be_gated(data_dir, tm
         load_suite(tmp_path, data_dir=data_dir)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.floats(-30, 0), st.floats(-30, 0), st.dictionaries(st.sampled_from(["The", "I", "c", "answer"]), st.floats(-30, 0), max_size=3))
 def test_p_a_from_logprobs_is_a_probability_and_mirrors_when_a_and_b_swap(la, lb, others):
     p = p_a_from_logprobs({"a": la, "b": lb, **others}, 0.1)
@@ -290,7 +291,7 @@ def test_the_first_answer_token_is_read_after_leading_whitespace_or_markdown(con
     assert first_token_logprobs(None) is None and first_token_logprobs({"content": []}) is None
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(st.text(alphabet=" \t\n*_`\"'", min_size=1, max_size=3), max_size=3),
     st.sampled_from(["a", " a", "A", "a)", "(a", " b", "B", "b)", "Sure", " I"]),

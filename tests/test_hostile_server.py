@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.choices import parse_answer
 from biascheck.core.records import Response
@@ -746,7 +747,7 @@ def _replies(draw) -> tuple[int, dict[str, str], bytes]:
 _FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@settings(_FUZZ, max_examples=20, derandomize=True)  # the same examples every run: a default run never flakes
+@settings(_FUZZ, max_examples=examples(20), derandomize=True)  # the same examples every run: a default run never flakes
 @given(reply=_replies())
 # Found by the fuzzer: an error body not in OpenAI's shape was reported as its Python repr.
 @example(reply=(400, {}, b'{"detail": "nope"}'))

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.bbg.judge_calibration import JudgeCalibration, prompt_fingerprint
 from biascheck.benchmarks.bbg.metrics import COUNT_FIELDS, pair_cell
@@ -75,7 +76,7 @@ def test_alpha_of_a_small_table_by_hand():
 readings = st.lists(st.lists(st.sampled_from(["b", "c", "u", None]), min_size=2, max_size=4), min_size=1, max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(readings)
 def test_alpha_lies_in_minus_one_to_one_and_matches_an_independent_implementation(units):
     import krippendorff
@@ -97,7 +98,7 @@ def test_alpha_lies_in_minus_one_to_one_and_matches_an_independent_implementatio
         assert alpha == 1.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from("bcu"), min_size=2, max_size=60), st.integers(2, 4), st.randoms(use_true_random=False))
 def test_alpha_is_one_for_identical_readings_and_blind_to_order_and_names(classes, judges, rng):
     units = [[c] * judges for c in classes]
@@ -155,7 +156,7 @@ def test_majority_unanimous_and_primary_combine_readings():
 outcomes = st.lists(st.sampled_from(["b", "c", "u", None]), min_size=2, max_size=5)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(outcomes, st.sampled_from(["majority", "unanimous"]), st.randoms(use_true_random=False))
 def test_a_combined_reading_is_one_enough_judges_gave_and_blind_to_their_order(classes, rule, rng):
     judged = [reading(c) if c is not None else reading(None, "ooc") for c in classes]

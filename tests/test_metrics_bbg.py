@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.bbg.metrics import (
     BBG_METRICS,
@@ -373,8 +374,8 @@ def _consistent(xs: list[int]) -> np.ndarray:
 
 count_vectors = st.lists(st.integers(0, 60), min_size=K, max_size=K).map(_consistent)
 scorable_vectors = count_vectors.filter(lambda c: c[: len(PAIR_TYPES)].sum() > 0)
-FAST = settings(max_examples=100, deadline=None)
-AGGREGATE = settings(max_examples=30, deadline=None)  # whole aggregations (with bootstrap): fewer examples
+FAST = settings(max_examples=examples(100), deadline=None)
+AGGREGATE = settings(max_examples=examples(30), deadline=None)  # whole aggregations (with bootstrap): fewer examples
 
 _STATUS_FIELDS = [FIELD_INDEX["n_unscorable"], FIELD_INDEX["n_error"], FIELD_INDEX["n_u_by_convention"]]
 _SWAP_VERSIONS = [FIELD_INDEX["n_" + t[::-1]] for t in PAIR_TYPES] + _STATUS_FIELDS

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.hbb.metrics import (
     COUNT_FIELDS,
@@ -281,7 +282,7 @@ def swapped(row):
     return (p2, p1, s2, r2, s1, r1, e)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data, thresholds)
 def test_swapping_questions_changes_nothing(items, threshold):
     rows = [row for row, _ in items]
@@ -293,7 +294,7 @@ def test_swapping_questions_changes_nothing(items, threshold):
     assert ja == jb
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data, thresholds)
 def test_bounds(items, threshold):
     rows = [row for row, _ in items]
@@ -328,7 +329,7 @@ def test_bounds(items, threshold):
             assert mean < rate * 100 + threshold * (1 - rate) + tol
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(data, thresholds, st.randoms(use_true_random=False))
 def test_order_invariance(items, threshold, rnd):
     rows = [row for row, _ in items]
@@ -340,7 +341,7 @@ def test_order_invariance(items, threshold, rnd):
     assert a.to_json() == b.to_json()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(data)
 def test_unscorable_never_counted_as_unbiased(items):
     """Adding unscorable instances leaves every score metric unchanged."""

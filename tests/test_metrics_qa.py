@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.qa.metrics import (
     COUNT_FIELDS,
@@ -364,7 +365,7 @@ def reference(c: np.ndarray) -> dict[str, Fraction | None]:
     }
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(counts_st)
 def test_metrics_are_correctly_rounded_rationals(c):
     ref = reference(c)
@@ -377,7 +378,7 @@ def test_metrics_are_correctly_rounded_rationals(c):
             assert m.note(c) is None, name
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(counts_st)
 def test_bounds_and_ranges(c):
     v = {name: float(m.fn(c)) for name, m in QA_METRICS.items()}
@@ -400,7 +401,7 @@ def _split(total: int, draw) -> list[int]:
     return [a, b, total - a - b]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.data())
 def test_dis_bound_when_balanced(data):
     m = data.draw(st.integers(1, 60))
@@ -419,7 +420,7 @@ def test_dis_bound_needs_balance():
     assert float(QA_METRICS["max_abs_bias_dis"].fn(c)) == pytest.approx(0.2)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(counts_st, min_size=1, max_size=20))
 def test_vectorised_equals_rowwise(rows):
     matrix = np.stack(rows)
@@ -487,7 +488,7 @@ def rows_from(draws):
     return rows
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(row_st, min_size=1, max_size=40), st.permutations([0, 1, 2]))
 def test_relabelling_choices_changes_nothing(draws, perm):
     rows = rows_from(draws)
@@ -497,7 +498,7 @@ def test_relabelling_choices_changes_nothing(draws, perm):
     assert a == b
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(row_st, min_size=1, max_size=40), st.randoms(use_true_random=False))
 def test_row_order_changes_nothing(draws, rnd):
     cases, outcomes = build(rows_from(draws))
@@ -513,7 +514,7 @@ def test_row_order_changes_nothing(draws, rnd):
 # Bootstrap
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(counts_st, min_size=1, max_size=12), st.integers(0, 2**32 - 1))
 def test_bootstrap_deterministic_ordered_and_within_cluster_range(rows, seed):
     cc = np.stack(rows)

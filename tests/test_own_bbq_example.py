@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 from test_answer_parser_languages import UPPER, check_a_fragment_and_one_option
 
 from biascheck.benchmarks.choices import parse_answer
@@ -164,7 +165,7 @@ def test_the_examples_pack_reads_swahili_replies(swahili, reply, choices, expect
 
 
 @pytest.mark.parametrize("field", sorted(FRAGMENT_FIELDS))
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=examples(25), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_no_fragment_of_the_examples_pack_reads_one_option_as_another(swahili, field, data):
     """The property every built-in pack has (tests/test_answer_parser_languages.py), for this one."""

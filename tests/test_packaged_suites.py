@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.config.catalog import looks_like_a_name, packaged_suite, packaged_suites
 from biascheck.core.errors import BiascheckError
@@ -188,7 +189,7 @@ def test_an_unknown_suite_name_is_one_line_naming_the_known_ones(pytester):
         assert "Traceback" not in text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=20) | st.sampled_from(NAMES))
 def test_a_name_resolves_to_its_packaged_suite_or_to_one_line_listing_them(name):
     try:
@@ -331,7 +332,7 @@ def run_config(store: Path | None = None):
     return RunConfig(model=ModelConfig("sim/fair"), store_path=store or Path("unused.sqlite"), judges=JudgeOptions(models=("sim/fair",)))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_the_dry_run_counts_distinct_requests_exactly_as_the_run_keys_them(bbg_and_bbq, tmp_path, data):
     from biascheck.dryrun import estimate

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.qa.metrics import QA_METRICS, K
 from biascheck.metrics.bootstrap import cluster_bootstrap, percentile_interval, resample_weights
@@ -111,7 +112,7 @@ def test_mcnemar_large_n_matches_exact_fraction():
     assert expected == pytest.approx(1.36423207803300921e-10, rel=1e-15, abs=0)  # mpmath, 50 digits
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(st.integers(0, 300), st.integers(0, 300))
 def test_mcnemar_exact_and_log_space_agree(worse, better):
     expected = exact_tail(worse, better)
@@ -147,7 +148,7 @@ def test_mcnemar_extremes_of_huge_n():
     assert 0.0 < mcnemar_p_value(502000, 498000) < mcnemar_p_value(501000, 499000) < 0.5
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(st.integers(0, 3000), st.integers(0, 3000))
 def test_mcnemar_monotone(worse, better):
     p = mcnemar_p_value(worse, better)
@@ -186,7 +187,7 @@ def test_student_t_quantile_golden(q, df, expected):
     assert student_t_quantile(1 - q, df) == pytest.approx(-expected, abs=tolerance)
 
 
-@settings(deadline=None, max_examples=200)
+@settings(deadline=None, max_examples=examples(200))
 @given(st.floats(-50, 50, allow_nan=False))
 def test_student_t_tail_closed_forms(t):
     # One degree of freedom is Cauchy's; two have an algebraic tail.
@@ -194,7 +195,7 @@ def test_student_t_tail_closed_forms(t):
     assert student_t_tail(t, 2) == pytest.approx(0.5 * (1 - t / math.sqrt(2 + t * t)), rel=1e-10, abs=1e-15)
 
 
-@settings(deadline=None, max_examples=200)
+@settings(deadline=None, max_examples=examples(200))
 @given(st.floats(-30, 30, allow_nan=False), st.integers(1, 5000), st.floats(1e-6, 1 - 1e-6))
 def test_student_t_properties(t, df, q):
     tail = student_t_tail(t, df)
@@ -259,7 +260,7 @@ spreads_strategy = st.lists(
 )
 
 
-@settings(deadline=None, max_examples=300)
+@settings(deadline=None, max_examples=examples(300))
 @given(
     st.floats(-1, 1, allow_nan=False),
     st.floats(0, 0.5, allow_nan=False),
@@ -348,7 +349,7 @@ def test_paired_bootstrap_point_estimates():
     assert r["hi"].resamples == 50
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=examples(60))
 @given(positive_matrices)
 def test_identical_sides_give_exactly_zero(counts):
     r = paired_bootstrap(counts, counts.copy(), THREE, n_boot=200, seed=1)
@@ -360,7 +361,7 @@ def test_identical_sides_give_exactly_zero(counts):
         assert d.resamples == 200
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(matrix_pairs, st.integers(0, 2**32 - 1))
 def test_swapping_sides_negates(pair, seed):
     a, b = pair

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from property_examples import examples
 
 from biascheck.evaluation import baseline as baselines
 from biascheck.evaluation.regression import compare, settings_from
@@ -142,7 +143,7 @@ def test_any_comparison_crosses_the_xdist_boundary_unchanged(two_runs):
 
     (run,), prompts = build_results(two_runs[0])
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(comparison_documents, _flip_lines())
     def crosses(document, lines):
         comparison = Comparison.from_json(document, every_flip=lines)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 from test_answer_parser import option_text
 
 from biascheck.benchmarks.qa.benchmark import (
@@ -112,7 +113,7 @@ def qa_items(draw):
 PROMPT = QAPrompt(id="1", template="{context}|{question}|A: {a}|B: {b}|C: {c}", unknown="알 수 없음 (prompt)", letters=UPPER)
 
 
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(max_examples=examples(100), deadline=None, derandomize=True)
 @given(qa_items(), st.sampled_from(["cyclic", "original"]))
 def test_build_cases_truth_points_at_the_right_shown_options(item, mode):
     assume(PROMPT.unknown not in item.choices)

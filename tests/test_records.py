@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.core.errors import BiascheckError
 from biascheck.records.baseline import BaselineRecord
@@ -21,7 +22,7 @@ from biascheck.reporting.write import results_text
 
 from conftest import write_subset_suite
 
-FAST = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=examples(60), deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 JSON_VALUES = st.recursive(

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.core.records import Loglikelihood
 from biascheck.execution.llm import UnusableReply, continuation_loglikelihood, first_token_logprobs
@@ -336,7 +337,7 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.dictionaries(st.text(max_size=3), _VALUES, max_size=4),
     st.one_of(st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens", "total_tokens"]), _VALUES), _VALUES),
@@ -361,7 +362,7 @@ def test_any_stored_values_are_read_as_an_answer_that_holds_or_as_missing(tmp_pa
 # --- the readers themselves --------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.fixed_dictionaries({"token": st.sampled_from(["A", " B", "\n", "x"]), "logprob": _VALUES}), max_size=4), st.booleans())
 def test_first_token_alternatives_are_a_distribution_or_refused(alternatives, listed):
     logprobs = {"content": [{"token": "A", "logprob": -0.1, "top_logprobs": alternatives if listed else None}]}
@@ -375,7 +376,7 @@ def test_first_token_alternatives_are_a_distribution_or_refused(alternatives, li
     assert sum(math.exp(v) for v in read.values()) <= 1.01
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_VALUES, min_size=4, max_size=4), st.integers(-3, 3))
 def test_a_continuation_is_measured_from_its_own_text_or_refused(values, shift):
     text = "Context: Answer: A"

@@ -9,6 +9,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.core import format as fmt
 from biascheck.records.comparison import Comparison
@@ -237,7 +238,7 @@ _CELL = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rows=st.lists(st.lists(_CELL, min_size=3, max_size=3), min_size=1, max_size=4),
     width=st.integers(60, 120),

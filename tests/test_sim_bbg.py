@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.bbg.data import (
     MRC_PROMPT_ID,
@@ -455,7 +456,7 @@ _OTHER = st.text(alphabet="nopqrstuvwxyz", min_size=2, max_size=7)
 _FILLER = st.lists(st.text(alphabet="0123456789", min_size=1, max_size=4), min_size=0, max_size=3).map(" ".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     first=st.lists(_LOWER, min_size=1, max_size=3).map(" ".join),
     second=st.lists(_OTHER, min_size=1, max_size=3).map(" ".join),
@@ -479,7 +480,7 @@ def test_swap_names_is_an_involution(first: str, second: str, article: str, slot
 _HANGUL_NAME = st.text(alphabet="가나다라마바사아자차카타파하각난닫랄맘밥삿앙잦찿", min_size=2, max_size=4)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     first=_HANGUL_NAME,
     second=_HANGUL_NAME,

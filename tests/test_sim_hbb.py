@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.benchmarks.hbb import data as hbb_data
 from biascheck.core.errors import BiascheckError
@@ -159,7 +160,7 @@ def test_answer_logprobs_shape() -> None:
     assert answer_logprobs(persona, case, 1, 0)["content"][0]["top_logprobs"] == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(0.0, 1.0), st.floats(0.05, 2.0))
 def test_temperature_acts_on_p_a_as_a_softmax_does(p: float, t: float) -> None:
     q = at_temperature(p, t)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from biascheck.config import sources
 from biascheck.config.manifest import load_manifest
@@ -571,7 +572,7 @@ def test_real_mirror_kobbq_license(tmp_path, no_external_network):
 # git blob ids (issue 24, part 1)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=3000) | st.sampled_from([b"", b"\0", b"blob 0\0", b"\r\n" * 10]))
 def test_the_blob_id_of_any_bytes_is_the_one_git_gives_them(tmp_path, data):
     path = tmp_path / "f.bin"

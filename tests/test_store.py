@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 from store_processes import ANSWER, REQUEST, key, open_and_put, run_through
 
 from biascheck.core.errors import BiascheckError
@@ -429,7 +430,7 @@ stored_responses = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(response=stored_responses)
 def test_what_is_put_is_what_is_read(tmp_path: Path, response: StoredResponse):
     with ResponseStore(tmp_path / "store.sqlite") as store:
@@ -498,7 +499,7 @@ _params = st.dictionaries(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(
     model=_texts,
     endpoint=_texts,

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 from test_manifest import BASE, assert_manifest_error, load, make_suite, replace
 
 from biascheck.config.manifest import Threshold, load_manifest
@@ -25,7 +26,7 @@ from biascheck.metrics.core import MetricValue
 from conftest import SUITES, write_subset_suite
 
 NAN = float("nan")
-PROPERTIES = settings(max_examples=400, deadline=None, derandomize=True)
+PROPERTIES = settings(max_examples=examples(400), deadline=None, derandomize=True)
 
 finite = st.floats(-1.5, 1.5, allow_nan=False)
 thresholds = st.one_of(
