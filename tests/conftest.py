@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import io
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,30 @@ def pytester(_modules_a_run_imports: None, pytester: pytest.Pytester) -> pytest.
     are removed when it ends (pytester restores sys.modules), so that each run imported them again:
     some 630 modules, openai's SDK most of them, about a second of CPU a run."""
     return pytester
+
+
+def biascheck_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``biascheck ARGS`` in ``cwd`` with the environment ``env`` (else this one), its output and exit
+    status captured as a subprocess's would be: in this process, through the main the console script
+    calls (a process of its own costs about a second of CPU a command). A test of what only a
+    process shows (a signal, a warning at exit) starts one."""
+    from biascheck.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["biascheck", *args], code, out.getvalue(), err.getvalue())
 
 
 def mirror_or_skip() -> Path:

@@ -22,13 +22,13 @@ from property_examples import examples
 from biascheck.config.catalog import looks_like_a_name, packaged_suite, packaged_suites
 from biascheck.core.errors import BiascheckError
 
-from conftest import ROOT, SUITES, write_subset_suite
+from conftest import ROOT, SUITES, biascheck_command, write_subset_suite
 
 NAMES = sorted(path.name for path in SUITES.iterdir() if (path / "suite.toml").is_file())
 
 
 def cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "biascheck.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    return biascheck_command(*args, cwd=cwd, env=env)
 
 
 def table_rows(text: str) -> dict[str, list[str]]:
@@ -158,12 +158,12 @@ def test_a_packaged_suite_runs_by_name_alone_and_a_local_folder_wins(pytester, d
     # The data from BIASCHECK_DATA_DIR: a --biascheck-data path elsewhere would move pytest's rootdir, and the node ids.
     monkeypatch.setenv("BIASCHECK_DATA_DIR", str(data_dir))
     common = ["--biascheck-model", "sim/fair", "--biascheck-judge", "sim/fair", "-p", "no:cacheprovider", "--co", "-q"]
-    named = pytester.runpytest_subprocess("--biascheck-suite", "enbbg-quick", *common)
+    named = pytester.runpytest_inprocess("--biascheck-suite", "enbbg-quick", *common)
     assert named.ret == 0, named.stdout.str() + named.stderr.str()
     assert "test_user" not in named.stdout.str()  # given alone, the named suite is all that is collected
     cases = collected_cases(named)
     assert len(cases) == 928 and all(line.startswith("biascheck/suites/enbbg-quick/suite.toml::") for line in cases)
-    bare = pytester.runpytest_subprocess("--biascheck", "enbbg-quick", *common)
+    bare = pytester.runpytest_inprocess("--biascheck", "enbbg-quick", *common)
     assert collected_cases(bare) == cases
     # A folder of that name where pytest runs is a path, and a path always wins.
     write_subset_suite(
@@ -172,7 +172,7 @@ def test_a_packaged_suite_runs_by_name_alone_and_a_local_folder_wins(pytester, d
         subset='templates_per_category = 1\nseed = 7\nchoice_orders = "original"',
         prompts='from_data = "prompts"\nuse = ["1"]',
     )
-    local = pytester.runpytest_subprocess("--biascheck", "enbbg-quick", *common)
+    local = pytester.runpytest_inprocess("--biascheck", "enbbg-quick", *common)
     assert collected_cases(local) and all(line.startswith("enbbg-quick/suite.toml::") for line in collected_cases(local))
 
 
@@ -181,7 +181,7 @@ def test_an_unknown_suite_name_is_one_line_naming_the_known_ones(pytester):
         (["--biascheck-suite", "enbbg-quik"], "--biascheck-suite: 'enbbg-quik' is not a packaged suite; did you mean enbbg-quick?"),
         (["--biascheck", "kobbqq"], "kobbqq: no such file or folder, nor a packaged suite; did you mean kobbq?"),
     ):
-        result = pytester.runpytest_subprocess(*args, "--biascheck-model", "sim/fair")
+        result = pytester.runpytest_inprocess(*args, "--biascheck-model", "sim/fair")
         text = result.stdout.str() + result.stderr.str()
         assert result.ret == pytest.ExitCode.USAGE_ERROR, text
         (line,) = [line for line in text.splitlines() if line.startswith("ERROR:")]

@@ -7,7 +7,6 @@ import html
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from statistics import NormalDist
 
@@ -19,7 +18,7 @@ from biascheck.evaluation import baseline as baselines
 from biascheck.sim.calibration import PreparedSuite, simulated_results
 from biascheck.suite import load_suite
 
-from conftest import write_subset_suite
+from conftest import biascheck_command, write_subset_suite
 
 pytestmark = pytest.mark.data
 
@@ -113,24 +112,8 @@ def test_update_then_compare_round_trip_then_a_regression(run_biascheck, gate_su
 
     # `biascheck diff` gives the same verdicts without pytest.
     monkeypatch.delenv("GITHUB_ACTIONS")
-    diff = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "biascheck.cli",
-            "diff",
-            str(written),
-            str(worse.report_dir),
-            "--suite",
-            str(gate_suite),
-            "--data",
-            str(data_dir),
-            "--report",
-            str(tmp_path / "diff"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    diff = biascheck_command(
+        "diff", str(written), str(worse.report_dir), "--suite", str(gate_suite), "--data", str(data_dir), "--report", str(tmp_path / "diff")
     )
     assert diff.returncode == 1, diff.stderr
     again = json.loads((tmp_path / "diff" / "comparison.json").read_text("utf-8"))
@@ -337,9 +320,8 @@ def test_on_inconclusive_pass_warn_and_fail_end_to_end(run_biascheck, gate_suite
 
     # `biascheck diff` decides the same way.
     def diff(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "biascheck.cli", "diff", str(base), str(warn.report_dir), *args]
-        return subprocess.run(
-            command, capture_output=True, text=True, timeout=120, env={**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": ""}
+        return biascheck_command(
+            "diff", str(base), str(warn.report_dir), *args, env={**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": ""}
         )
 
     default = diff()
@@ -372,12 +354,7 @@ def test_on_inconclusive_conflicts_and_bad_values_are_one_line_usage_errors(run_
         run.output
     )
     # diff's pair
-    done = subprocess.run(
-        [sys.executable, "-m", "biascheck.cli", "diff", base, str(tmp_path), "--fail-inconclusive", "--on-inconclusive", "warn"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = biascheck_command("diff", base, str(tmp_path), "--fail-inconclusive", "--on-inconclusive", "warn")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--on-inconclusive: 'warn' contradicts --fail-inconclusive" in done.stderr, (
         done.stderr
     )
