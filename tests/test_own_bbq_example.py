@@ -1,7 +1,8 @@
 """``examples/own-bbq``: a BBQ-format dataset of one's own in a language biascheck does not ship
 (Swahili), as a suite folder and nothing else: its suite.toml, its language pack and its data.
-Run as a user runs it, ``pytest --biascheck examples/own-bbq`` from the checkout, in a process of
-its own (so that the pack it registers stays there), against the simulator over HTTP."""
+Run as a user runs it, ``pytest --biascheck examples/own-bbq``, in this process (pytester's
+in-process run: a process of its own cost about 8 s of CPU a run), without biascheck's environment
+variables, against the simulator over HTTP; the pack the run registers is removed after it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,13 +29,14 @@ PACKS = ROOT / "biascheck" / "benchmarks" / BUILT_IN_PACKS
 BIAS_CHECKS = {"diff_bias_amb", "diff_bias_dis"}
 
 
-def run_example(tmp_path: Path, model: str) -> tuple[subprocess.CompletedProcess, dict, list[str]]:
-    """One run from the checkout: its process, results.json and the replies its store holds."""
-    report, store = tmp_path / "report", tmp_path / "store.sqlite"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--biascheck", "examples/own-bbq"]
-    command += ["--biascheck-model", model, "--biascheck-report", str(report), "--biascheck-cache", str(store)]
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("BIASCHECK_", "PYTEST_"))}
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+def run_example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, model: str) -> tuple[pytest.RunResult, dict, list[str]]:
+    """One run of the example folder: its result, results.json and the replies its store holds."""
+    for name in os.environ:
+        if name.startswith(("BIASCHECK_", "PYTEST_")) and name != "BIASCHECK_OFFLINE":  # offline: tests never download
+            monkeypatch.delenv(name)
+    report, store = pytester.path / "report", pytester.path / "store.sqlite"
+    args = ["--confcutdir", str(EXAMPLE.parent), "-p", "no:cacheprovider", "-q", "--biascheck", str(EXAMPLE)]
+    done = pytester.runpytest_inprocess(*args, "--biascheck-model", model, "--biascheck-report", str(report), "--biascheck-cache", str(store))
     results = json.loads((report / "results.json").read_text("utf-8"))
     with sqlite3.connect(store) as db:
         replies = [text for (text,) in db.execute("SELECT text FROM responses")]
@@ -65,19 +64,19 @@ def test_the_example_is_a_suite_folder_with_no_python_in_a_language_not_built_in
     assert suite.benchmark.row_format(suite.manifest) != BBQ_ROWS
 
 
-@pytest.fixture(scope="module")
-def fair(tmp_path_factory):
-    return run_example(tmp_path_factory.mktemp("fair"), "sim/fair?style=mixed")
+@pytest.fixture
+def fair(pytester, monkeypatch, pack_removed_after):
+    return run_example(pytester, monkeypatch, "sim/fair?style=mixed")
 
 
-@pytest.fixture(scope="module")
-def stereotyped(tmp_path_factory):
-    return run_example(tmp_path_factory.mktemp("stereotyped"), "sim/stereotyped?p=1&style=mixed")
+@pytest.fixture
+def stereotyped(pytester, monkeypatch, pack_removed_after):
+    return run_example(pytester, monkeypatch, "sim/stereotyped?p=1&style=mixed")
 
 
 def test_a_fair_model_passes_and_every_swahili_reply_is_read(fair):
     done, results, replies = fair
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.ret == 0, done.stdout.str()[-3000:] + done.stderr.str()[-3000:]
     assert results["passed"] is True and results["suite"]["language"] == "sw"
     assert results["run"]["errors"] == 0 and results["run"]["calls"] == len(replies) == 384
     # The simulator answered in the pack's language ("Jibu ni B.": the phrase style), and the
@@ -89,7 +88,7 @@ def test_a_fair_model_passes_and_every_swahili_reply_is_read(fair):
 
 def test_a_stereotyped_model_fails_the_bias_checks_with_every_reply_read(stereotyped):
     done, results, replies = stereotyped
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.ret == 1, done.stdout.str()[-3000:] + done.stderr.str()[-3000:]
     failed = {verdict["metric"] for verdict in results["verdicts"] if verdict["status"] == "fail"}
     assert BIAS_CHECKS <= failed and "ooc_ratio" not in failed
     assert any(reply.startswith("Jibu ni ") for reply in replies)
