@@ -411,7 +411,7 @@ def test_fingerprint_ignores_thresholds_and_sampling(tmp_path, old, new):
 )
 def test_plugin_reports_a_bad_manifest_in_one_line(pytester, tmp_path, text, expected):
     suite_dir = make_suite(tmp_path, text)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "--biascheck", str(suite_dir), "--biascheck-model", "sim/fair", "--biascheck-cache", str(tmp_path / "s.sqlite"),
         "--biascheck-data", str(tmp_path / "mirror"), "-p", "no:cacheprovider",
     )  # fmt: skip

@@ -384,7 +384,7 @@ def test_api_keys_never_reach_store_reports_or_logs(pytester, tiny_kobbq, data_d
     assert secret not in output
 
 
-def test_sigkill_resumes_from_the_store(data_dir, tmp_path):
+def test_sigkill_resumes_from_the_store(run_biascheck, data_dir, tmp_path):
     # One template per category, two prompts, three orders: enough calls to kill the run mid-flight.
     suite = write_subset_suite(
         tmp_path / "kobbq-kill",
@@ -428,11 +428,11 @@ def test_sigkill_resumes_from_the_store(data_dir, tmp_path):
     kept = sqlite3.connect(store).execute("select count(*) from responses").fetchone()[0]
     assert kept >= 100
 
-    report = tmp_path / "report"
     # sim/random fails the thresholds (exit 1); what matters here is what the re-run had to call.
-    rerun = subprocess.run(command + ["--biascheck-report", str(report)], cwd=tmp_path, capture_output=True, timeout=300)
-    assert rerun.returncode == 1, rerun.stdout[-2000:]
-    results = json.loads((report / "results.json").read_text("utf-8"))
+    # The re-run in this process: only the killed run needs a process of its own.
+    rerun = run_biascheck(suite, "sim/random?seed=4", "--biascheck-concurrency", "4", store_path=store)
+    assert rerun.ret == 1, rerun.output[-2000:]
+    results = rerun.results()
     # Everything answered before the kill is reused; only the rest is called.
     assert results["run"]["cache_hits"] == kept
     assert results["run"]["calls"] == results["run"]["cases"] - kept
