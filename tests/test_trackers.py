@@ -1,6 +1,6 @@
 """--biascheck-log and ``biascheck log`` (issue 39) against the real trackers: a real ``mlflow server``
-(SQLite store, artifacts served from a local folder) on loopback, one per test process, read back
-through ``mlflow.MlflowClient``; Weights & Biases offline, read back from its run folder (the
+(SQLite store, artifacts served from a local folder) on loopback, one for the test run (its xdist
+workers share it), read back through ``mlflow.MlflowClient``; Weights & Biases offline, read back from its run folder (the
 summary and config files, and the run's .wandb log through W&B's own reader). Without a tracker's
 library these skip, except in CI (``CI=true`` or ``BIASCHECK_REQUIRE_DATA=1``), where they fail:
 ``[dev]`` installs both."""
@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import replace
@@ -49,13 +50,14 @@ def free_port() -> int:
 
 
 class MlflowServer:
-    """``mlflow server`` on loopback with a SQLite store; :meth:`stop` kills it, :meth:`start` brings
-    it back on the same port and store."""
+    """``mlflow server`` on loopback with a SQLite store; :meth:`start` starts it, :meth:`stop` kills
+    it (also one another process started: ``pid``)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, port: int | None = None, pid: int | None = None) -> None:
         self.folder = folder
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.pid = pid
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -66,6 +68,7 @@ class MlflowServer:
         with (self.folder / "server.log").open("ab") as log:  # the server holds its own copy
             # Its own process group: `mlflow server` serves from a uvicorn child, which a kill must reach too.
             self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        self.pid = self.process.pid
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -79,19 +82,108 @@ class MlflowServer:
         raise AssertionError("mlflow server did not answer /health in 120 s")
 
     def stop(self) -> None:
-        if self.process is not None:
+        if self.pid is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
+                os.killpg(self.pid, signal.SIGKILL)  # its own process group (start_new_session)
+        if self.process is not None:
             self.process.wait(30)
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
+def mlflow_server(tmp_path_factory, worker_id):
+    """One server for the test run, started by the first worker that needs it, stopped by the last
+    to finish with it (its users are counted in a file, under a lock): a start is about 5 s of CPU
+    in two processes. A test that takes the server down does so through a :class:`Gateway`."""
+    import fcntl
+
     needs("mlflow")
-    server = MlflowServer(tmp_path_factory.mktemp("mlflow"))
-    server.start()
+    # The folder the xdist workers share (each one's base temp folder is inside it).
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    lock, state = shared / "mlflow.lock", shared / "mlflow.json"
+
+    @contextlib.contextmanager
+    def locked():
+        with lock.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    with locked():
+        if state.is_file():
+            known = json.loads(state.read_text("utf-8"))
+            server = MlflowServer(Path(known["folder"]), port=known["port"], pid=known["pid"])
+        else:
+            (shared / "mlflow").mkdir()
+            server = MlflowServer(shared / "mlflow")
+            server.start()
+            known = {"folder": str(server.folder), "port": server.port, "pid": server.pid, "users": 0}
+        known["users"] += 1
+        state.write_text(json.dumps(known), "utf-8")
     yield server
-    server.stop()
+    with locked():
+        known = json.loads(state.read_text("utf-8"))
+        known["users"] -= 1
+        if known["users"] == 0:
+            server.stop()
+            state.unlink()
+        else:
+            state.write_text(json.dumps(known), "utf-8")
+
+
+class Gateway:
+    """A TCP forwarder on loopback to a server: :meth:`stop` refuses connections and cuts the open
+    ones, as a killed server does; :meth:`start` listens again on the same port. The tests that
+    take the tracker down take down its gateway, never the server the other tests share."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target = target_port
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._listener: socket.socket | None = None
+        self._open: set[socket.socket] = set()
+        self._guard = threading.Lock()
+
+    def start(self) -> None:
+        if self._listener is not None:
+            return
+        self._listener = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port again
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            # shutdown first: a close alone leaves the socket listening while accept() waits on it.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        with self._guard:
+            for connection in self._open:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+                connection.close()
+            self._open.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:  # closed by stop
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self._guard:
+                self._open |= {client, upstream}
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
 
 
 class Tracking:
@@ -408,9 +500,10 @@ def test_a_run_of_two_suites_is_one_parent_and_a_child_each(run_biascheck, tiny_
 
 
 class KillServer:
-    """A plugin of the pytest run: kills the MLflow server once the model calls are made, mid-run."""
+    """A plugin of the pytest run: takes the MLflow server (its gateway) down once the model calls
+    are made, mid-run."""
 
-    def __init__(self, server: MlflowServer) -> None:
+    def __init__(self, server: Gateway) -> None:
         self.server = server
 
     @pytest.hookimpl(trylast=True)
@@ -418,18 +511,28 @@ class KillServer:
         self.server.stop()
 
 
-def test_a_tracker_killed_mid_run_loses_nothing_and_biascheck_log_sends_it_once(run_biascheck, tiny_kobbq, tracking, capsys):
+@pytest.fixture
+def gateway(tracking, monkeypatch):
+    """The tracking server as this test's runs reach it (MLFLOW_TRACKING_URI), to take down and up again."""
+    gateway = Gateway(tracking.server.port)
+    gateway.start()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", gateway.url)
+    yield gateway
+    gateway.stop()
+
+
+def test_a_tracker_killed_mid_run_loses_nothing_and_biascheck_log_sends_it_once(run_biascheck, tiny_kobbq, tracking, gateway, capsys):
     from biascheck.cli import main
 
     args = ["--biascheck-log", "mlflow", "--biascheck-log-experiment", tracking.experiment]
     try:
         started = time.monotonic()
-        down = run_biascheck(tiny_kobbq, "sim/fair", *args, plugins=[KillServer(tracking.server)])
+        down = run_biascheck(tiny_kobbq, "sim/fair", *args, plugins=[KillServer(gateway)])
         took = time.monotonic() - started
         assert down.ret == 0, down.output  # the gate's: sim/fair passes
         assert (down.report_dir / "results.json").is_file() and (down.report_dir / "report.html").is_file()
         (line,) = biascheck_lines(down.output, "mlflow")
-        assert line.startswith(f"biascheck: mlflow: the run was not logged ({tracking.server.url}: connection refused); its files are written: ")
+        assert line.startswith(f"biascheck: mlflow: the run was not logged ({gateway.url}: connection refused); its files are written: ")
         assert line.endswith(f"send it later with `biascheck log {down.report_dir} --to mlflow` once mlflow is reachable"), line
         assert took < 60, took
         required = run_biascheck(tiny_kobbq, "sim/fair", *args, "--biascheck-log-required", report="report-required")
@@ -439,9 +542,9 @@ def test_a_tracker_killed_mid_run_loses_nothing_and_biascheck_log_sends_it_once(
         # biascheck log while the server is still down: one line, exit 1, nothing lost.
         assert main(["log", str(down.report_dir), "--to", "mlflow", "--experiment", tracking.experiment]) == 1
         (said,) = capsys.readouterr().err.splitlines()
-        assert said.startswith(f"biascheck: mlflow: the run was not logged ({tracking.server.url}: connection refused)"), said
+        assert said.startswith(f"biascheck: mlflow: the run was not logged ({gateway.url}: connection refused)"), said
     finally:
-        tracking.server.start()
+        gateway.start()
     capsys.readouterr()
     report = str(down.report_dir)
     assert main(["log", report, "--to", "mlflow", "--experiment", tracking.experiment]) == 0
