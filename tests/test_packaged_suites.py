@@ -214,7 +214,7 @@ def test_the_dry_run_predicts_the_calls_of_the_run_and_calls_nothing(pytester, t
     from biascheck.dryrun import estimate
 
     store, report = tmp_path / "store.sqlite", tmp_path / "report"
-    dry = pytester.runpytest_subprocess(
+    dry = pytester.runpytest_inprocess(
         "--biascheck",
         str(tiny_kobbq),
         "--biascheck-model",
