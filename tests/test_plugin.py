@@ -113,26 +113,25 @@ def test_case_items_report_call_and_teardown_and_honour_markers_and_maxfail(run_
     assert len(statuses) == 7 and set(statuses) <= {"biased", "answered"} and "biased" in statuses
 
 
-def test_the_model_calls_run_with_the_garbage_collector_on_and_nothing_stays_frozen(tiny_kobbq, data_dir, tmp_path):
+def test_the_model_calls_run_with_the_garbage_collector_on_and_nothing_stays_frozen(run_biascheck, tiny_kobbq, monkeypatch):
     # Collection pauses the cyclic collector and freezes what it made; the calls, made inside
     # pytest's collection hook, must run with it on (their clients make cyclic garbage: a cold
     # KoBBQ grew to twice its memory without it), and the session's end unfreezes everything.
-    script = (
-        "import gc, sys, pytest\n"
-        "import biascheck.session as session\n"
-        "real, seen = session.run, []\n"
-        "def spy(*args, **kwargs):\n"
-        "    seen.append((gc.isenabled(), gc.get_freeze_count() > 0))\n"
-        "    return real(*args, **kwargs)\n"
-        "session.run = spy\n"
-        f"code = pytest.main(['--biascheck', {str(tiny_kobbq)!r}, '--biascheck-model', 'sim/fair', '-k', 'age', '-q',"
-        f" '--biascheck-data', {str(data_dir)!r}, '--biascheck-cache', {str(tmp_path / 's.sqlite')!r}, '-p', 'no:cacheprovider'])\n"
-        "print('SEEN', seen, 'AFTER', gc.isenabled(), gc.get_freeze_count())\n"
-        "sys.exit(code)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SEEN [(True, True)] AFTER True 0" in proc.stdout
+    import gc
+
+    import biascheck.session as session
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # this test process's own state, before the run
+    real, seen = session.run, []
+
+    def spy(*args, **kwargs):
+        seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "run", spy)
+    ran = run_biascheck(tiny_kobbq, "sim/fair", "-k", "age")
+    assert ran.ret == 0, ran.output
+    assert seen == [(True, True)] and gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_reports_and_results_json_match_schema_and_keep_korean_byte_exact(run_biascheck, small_kobbq, data_dir):
