@@ -37,16 +37,25 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
 os.environ["BIASCHECK_OFFLINE"] = "1"
 
-# litellm is imported once per test process, before any in-process pytest run: pytester removes the
-# modules a run imported when it ends, and litellm's import adds an importlib_metadata finder to
-# sys.meta_path that would then outlive its module and hide every installed distribution (pytest's
-# own plugin entry points included) from the next run. Runs in a subprocess import it themselves.
-import litellm  # noqa: E402, F401
 
-# BBG's benchmark too: get_benchmark keeps the benchmark object an in-process run loaded, and had
-# that run imported its modules, pytester would remove them, so that a later import made another
-# MRCQuestion class than the one of the kept benchmark's cases (isinstance on a case's truth fails).
-import biascheck.benchmarks.bbg.benchmark  # noqa: E402, F401
+def pytest_configure(config: pytest.Config) -> None:
+    """What every test process imports before its first test (not xdist's controller, which runs no
+    test: litellm's import alone is about 4 s of CPU, before the workers start).
+
+    litellm, once per test process, before any in-process pytest run: pytester removes the modules
+    a run imported when it ends, and litellm's import adds an importlib_metadata finder to
+    sys.meta_path that would then outlive its module and hide every installed distribution (pytest's
+    own plugin entry points included) from the next run. Runs in a subprocess import it themselves.
+
+    BBG's benchmark too: get_benchmark keeps the benchmark object an in-process run loaded, and had
+    that run imported its modules, pytester would remove them, so that a later import made another
+    MRCQuestion class than the one of the kept benchmark's cases (isinstance on a case's truth fails)."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import litellm  # noqa: F401
+
+    import biascheck.benchmarks.bbg.benchmark  # noqa: F401
+
 
 # One simulated server per test process (each xdist worker), in a thread of it, for every in-process
 # run of a sim/ model (pytester's in-process runs, the CLI's and the API's main called here): a run
