@@ -1,6 +1,6 @@
 """``examples/own-bbq``: a BBQ-format dataset of one's own in a language biascheck does not ship
 (Swahili), as a suite folder and nothing else: its suite.toml, its language pack and its data.
-Run as a user runs it, ``pytest --biascheck examples/own-bbq``, in this process (pytester's
+Run as a user runs it, ``pytest --biascheck examples/own-bbq`` from the checkout, in this process (pytester's
 in-process run: a process of its own cost about 8 s of CPU a run), without biascheck's environment
 variables, against the simulator over HTTP; the pack the run registers is removed after it."""
 
@@ -35,7 +35,8 @@ def run_example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode
         if name.startswith(("BIASCHECK_", "PYTEST_")) and name != "BIASCHECK_OFFLINE":  # offline: tests never download
             monkeypatch.delenv(name)
     report, store = pytester.path / "report", pytester.path / "store.sqlite"
-    args = ["--confcutdir", str(EXAMPLE.parent), "-p", "no:cacheprovider", "-q", "--biascheck", str(EXAMPLE)]
+    monkeypatch.chdir(ROOT)  # from the checkout, the folder named as the README names it
+    args = ["-p", "no:cacheprovider", "-q", "--biascheck", "examples/own-bbq"]
     done = pytester.runpytest_inprocess(*args, "--biascheck-model", model, "--biascheck-report", str(report), "--biascheck-cache", str(store))
     results = json.loads((report / "results.json").read_text("utf-8"))
     with sqlite3.connect(store) as db:
