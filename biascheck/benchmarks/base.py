@@ -59,6 +59,7 @@ from biascheck.config.manifest import EXAMPLE_FIX, SuiteManifest, check_table
 from biascheck.config.sources import Resolved
 from biascheck.core.errors import BiascheckError
 from biascheck.core.records import Case, Outcome, Response
+from biascheck.core.validation import DocumentValidator
 
 if TYPE_CHECKING:
     from biascheck.metrics.core import MetricDef, Table
@@ -448,12 +449,12 @@ def document_schema(base: Mapping[str, Any], benchmark_name: str, record: str, w
     return {**base, "allOf": [{"properties": {"cases": cases}}]}
 
 
-def first_document_error(document: Any, validator_of: Callable[[str | None], Any]) -> Any:
+def first_document_error(document: Any, validator_of: Callable[[str | None], DocumentValidator]) -> Any:
     """The first schema error of a written document (a results.json, a baseline), by path, or None.
     ``validator_of(None)``: the shared schema's validator; ``validator_of(name)``: the shared schema
     with benchmark ``name``'s records (:func:`document_schema`). A document that holds is read once,
-    by its benchmark's validator (a full KoBBQ's rows took two passes of about a second each); one
-    that does not is read again the long way, which names the shared part's first error first."""
+    by its benchmark's validator (jsonschema-rs's check: :mod:`biascheck.core.validation`); one that
+    does not is read again the long way, by jsonschema, which names the shared part's first error first."""
     suite = document.get("suite") if isinstance(document, dict) else None
     benchmark = suite.get("benchmark") if isinstance(suite, dict) else None
     if isinstance(benchmark, str) and benchmark in registered_benchmarks() and validator_of(benchmark).is_valid(document):

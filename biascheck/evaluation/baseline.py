@@ -33,6 +33,7 @@ from biascheck.config.manifest import canonical_json, sha256_text
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.spelling import Spelled, option
+from biascheck.core.validation import DocumentValidator
 from biascheck.core.version import VERSION
 from biascheck.records._json import freeze, thaw
 from biascheck.records.baseline import BaselineRecord, BaselineVerdict
@@ -314,10 +315,8 @@ def _base_schema() -> dict[str, Any]:
 @cache
 def _validator(benchmark: str | None = None, where: str = ""):
     """The baseline schema; with ``benchmark``, its rows checked by that benchmark's fragment."""
-    import jsonschema
-
     schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "baseline_row", where)
-    return jsonschema.Draft202012Validator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
+    return DocumentValidator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
 
 
 def _field(path) -> str:

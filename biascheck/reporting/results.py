@@ -22,6 +22,7 @@ from biascheck.core import format as fmt
 from biascheck.core.bounds import with_bounds
 from biascheck.core.errors import BiascheckError
 from biascheck.core.format import Markdown, md_row, md_text, strong
+from biascheck.core.validation import DocumentValidator
 from biascheck.core.version import VERSION
 from biascheck.execution.llm import MAX_REPLY_CHARS
 from biascheck.records.comparison import Comparison
@@ -185,10 +186,8 @@ def _base_schema() -> dict[str, Any]:
 @cache
 def _results_validator(benchmark: str | None = None, where: str = ""):
     """The results schema; with ``benchmark``, its cases checked by that benchmark's fragment."""
-    import jsonschema
-
     schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "results_case", where)
-    return jsonschema.Draft202012Validator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
+    return DocumentValidator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
 
 
 def _params_notes(stats: dict[str, Any], model: str) -> dict[str, Any]:
