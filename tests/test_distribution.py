@@ -86,6 +86,6 @@ def test_constraints_pin_every_dependency_within_its_range():
 def test_ci_installs_with_the_constraints_and_builds_the_docs():
     run = (ROOT / ".ci" / "run").read_text("utf-8")
     assert '\npip install uv==0.13.9 && uv pip install -e ".[dev]" -c constraints.txt ' in run
-    assert "\nmkdocs build --strict " in run
+    assert "\n  mkdocs build --strict " in run
     workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text("utf-8")
     assert workflow.count("-c constraints.txt") == 2  # the tests job and the real-model job
