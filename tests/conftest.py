@@ -57,6 +57,28 @@ def pytest_configure(config: pytest.Config) -> None:
     import biascheck.benchmarks.bbg.benchmark  # noqa: F401
 
 
+# The files whose tests start servers or processes, several seconds each, run first. xdist's
+# worksteal gives each worker half of the collection, in order, and an idle worker takes the end of
+# the other's queue, so that a run ended on the long tests of the last files (the trackers' were
+# last) with one worker busy and the other idle; now it ends on short tests either worker takes.
+RUN_FIRST = (
+    "test_trackers.py",
+    "test_interrupts.py",
+    "test_plugin_baselines.py",
+    "test_plugin.py",
+    "test_packaged_suites.py",
+    "test_fast_path.py",
+    "test_calibration.py",
+    "test_call_deadlines.py",
+)
+assert all((Path(__file__).parent / name).is_file() for name in RUN_FIRST), "RUN_FIRST names a file tests/ no longer has"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: position for position, name in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
+
+
 # One simulated server per test process (each xdist worker), in a thread of it, for every in-process
 # run of a sim/ model (pytester's in-process runs, the CLI's and the API's main called here): a run
 # otherwise starts `python -m biascheck.sim serve`, which imports biascheck and loads the suites
