@@ -312,11 +312,16 @@ def _base_schema() -> dict[str, Any]:
     return json.loads(resources.files("biascheck.schemas").joinpath("baseline.schema.json").read_text("utf-8"))
 
 
-@cache
-def _validator(benchmark: str | None = None, where: str = ""):
-    """The baseline schema; with ``benchmark``, its rows checked by that benchmark's fragment."""
-    schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "baseline_row", where)
-    return DocumentValidator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
+_VALIDATORS: dict[str | None, DocumentValidator] = {}
+
+
+def _validator(benchmark: str | None = None, where: str = "") -> DocumentValidator:
+    """The baseline schema; with ``benchmark``, its rows checked by that benchmark's fragment: one for each, kept
+    (``where``, the document read, is named in the error of a benchmark not registered)."""
+    if benchmark not in _VALIDATORS:
+        schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "baseline_row", where)
+        _VALIDATORS[benchmark] = DocumentValidator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
+    return _VALIDATORS[benchmark]
 
 
 def _field(path) -> str:

@@ -183,11 +183,16 @@ def _base_schema() -> dict[str, Any]:
     return json.loads(resources.files("biascheck.schemas").joinpath("results.schema.json").read_text("utf-8"))
 
 
-@cache
-def _results_validator(benchmark: str | None = None, where: str = ""):
-    """The results schema; with ``benchmark``, its cases checked by that benchmark's fragment."""
-    schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "results_case", where)
-    return DocumentValidator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
+_RESULTS_VALIDATORS: dict[str | None, DocumentValidator] = {}
+
+
+def _results_validator(benchmark: str | None = None, where: str = "") -> DocumentValidator:
+    """The results schema; with ``benchmark``, its cases checked by that benchmark's fragment: one for each, kept
+    (``where``, the document read, is named in the error of a benchmark not registered)."""
+    if benchmark not in _RESULTS_VALIDATORS:
+        schema = _base_schema() if benchmark is None else document_schema(_base_schema(), benchmark, "results_case", where)
+        _RESULTS_VALIDATORS[benchmark] = DocumentValidator(with_bounds(schema))  # the [regression] settings: suite.toml's bounds
+    return _RESULTS_VALIDATORS[benchmark]
 
 
 def _params_notes(stats: dict[str, Any], model: str) -> dict[str, Any]:
