@@ -587,6 +587,41 @@ def test_percentile_interval_nan_rule():
     assert all(map(math.isnan, percentile_interval(np.array([]))))
 
 
+def _bits(x: float) -> bytes:
+    return np.float64(x).tobytes()  # NaN, -0.0 and 0.0 told apart as numpy's results are
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64) | st.sampled_from([0.0, -0.0, 1.0, -1.0, math.inf, -math.inf]),
+        min_size=1,
+        max_size=60,
+    ),
+    st.sampled_from([0.95, 0.9, 0.8, 0.99, 0.5, 0.01, 0.999]) | st.floats(0.001, 0.999),
+)
+def test_percentile_interval_is_numpys_percentile_to_the_bit(values, confidence):
+    """The interval is numpy's linear percentile of the non-NaN values, bit for bit (the sign of a
+    zero, NaN from infinities, every rounding), at any size and confidence."""
+    array = np.array(values, dtype=np.float64)
+    finite = array[~np.isnan(array)]
+    got = percentile_interval(array, confidence)
+    if (array.size - finite.size) * 2 > array.size:
+        assert all(map(math.isnan, got))
+        return
+    half_width = 50.0 * confidence
+    with np.errstate(invalid="ignore"):
+        expected = np.percentile(finite, [50.0 - half_width, 50.0 + half_width])
+    assert [_bits(x) for x in got] == [_bits(x) for x in expected], (got, expected)
+
+
+def test_percentile_interval_is_numpys_on_bootstrap_sized_draws():
+    rng = np.random.default_rng(11)
+    for n in (2, 3, 999, 1000, 1001, 2000):
+        for draws in (rng.normal(size=n), rng.integers(-3, 4, size=n) / 7, np.zeros(n) * rng.choice([-1.0, 1.0], size=n)):
+            assert [_bits(x) for x in percentile_interval(draws)] == [_bits(x) for x in np.percentile(draws, [2.5, 97.5])]
+
+
 def test_resample_weights_are_multinomial_and_seeded():
     w = resample_weights(270, 1000, np.random.default_rng(7))
     assert w.shape == (1000, 270) and (w.sum(axis=1) == 270).all() and (w >= 0).all()

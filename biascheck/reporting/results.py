@@ -205,7 +205,8 @@ def validate_results(document: dict[str, Any], where: str = "results.json", *, e
     """Raise the one-line error of a results document that is not valid. ``every_case=False`` (the
     writer's check of what it wrote): the schema reads one case of each kind (its outcome and
     fields) rather than all, since the cases of a run are one benchmark's records, serialized alike,
-    and reading a full KoBBQ's 34,200 took a third of a warm re-run's CPU. The checks beyond the
+    and where jsonschema decides (:mod:`biascheck.core.validation`), reading a full KoBBQ's 34,200
+    took a third of a warm re-run's CPU. The checks beyond the
     schema (each case once) read them all, and so does every reader (``biascheck.load_run``,
     ``biascheck diff``)."""
     if not every_case and isinstance(document, dict) and isinstance(document.get("cases"), list):
