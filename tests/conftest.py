@@ -40,7 +40,7 @@ os.environ["BIASCHECK_OFFLINE"] = "1"
 
 def pytest_configure(config: pytest.Config) -> None:
     """What every test process imports before its first test (not xdist's controller, which runs no
-    test: litellm's import alone is 2 s to 4 s of CPU, before the workers start).
+    test: litellm's import alone is 2 s to 4.5 s of CPU, before the workers start).
 
     litellm, once per test process, before any in-process pytest run: pytester removes the modules
     a run imported when it ends, and litellm's import adds an importlib_metadata finder to
